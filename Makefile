@@ -1,0 +1,62 @@
+# chunkbench — the two commands that matter: `make run` and `make test` (see README).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
+# The CPU build of torch. Here it comes from a wheel on disk; elsewhere point TORCH_INDEX_URL at
+# PyTorch's CPU wheel index (README, "Installing on your own machine").
+TORCH_SPEC ?= torch==2.13.0
+TORCH_INDEX_URL ?=
+# Debian packages the tests need: LibreOffice converts .doc (and makes test PDFs/DOCs),
+# the fonts give LibreOffice Arabic-script glyphs for the Farsi fixtures.
+APT_PACKAGES := libreoffice-writer-nogui fonts-dejavu-core fonts-noto-core
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test install install-dev system-deps lint format bench clean
+
+run: install ## set up a fresh machine and start the service on http://127.0.0.1:8000
+	$(VENV)/bin/chunkbench serve
+
+test: install-dev system-deps ## set up and run the whole test suite
+	$(PY) -m pytest
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.torch: | $(PY)
+	$(PIP) install $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL)) "$(TORCH_SPEC)"
+	touch $@
+
+$(VENV)/.installed: pyproject.toml $(VENV)/.torch
+	$(PIP) install -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
+	$(PIP) install -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+system-deps: ## Debian packages for the tests (skipped when already installed)
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages: $$missing"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+lint: install-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install-dev
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: install-dev system-deps ## parse throughput versus raw extraction (prints a table, writes bench/results/)
+	$(PY) bench/parse.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

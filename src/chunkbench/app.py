@@ -1,0 +1,78 @@
+"""The FastAPI application: routers, error mapping, request logging."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, RedirectResponse
+from sqlalchemy.exc import IntegrityError
+
+from chunkbench import __version__
+from chunkbench.config import Settings, get_settings
+from chunkbench.documents.routes import router as documents_router
+from chunkbench.errors import ChunkbenchError
+from chunkbench.storage.db import Database
+
+logger = logging.getLogger("chunkbench")
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the app; the database is opened and migrated when the app starts."""
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        app.state.database = Database.from_settings(settings)
+        try:
+            yield
+        finally:
+            app.state.database.dispose()
+
+    app = FastAPI(
+        title="chunkbench",
+        version=__version__,
+        description="Which way of chunking your documents answers best, at what cost.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.include_router(documents_router)
+    _install_error_handlers(app)
+
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        return RedirectResponse("/docs")
+
+    @app.get("/health", tags=["health"])
+    def health(request: Request) -> dict[str, str]:
+        """Liveness plus a database ping."""
+        database_ok = request.app.state.database.ping()
+        return {"status": "ok" if database_ok else "degraded", "version": __version__}
+
+    return app
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ChunkbenchError)
+    async def domain_error(_request: Request, exc: ChunkbenchError) -> JSONResponse:
+        return JSONResponse(status_code=exc.status_code, content=exc.to_dict())
+
+    @app.exception_handler(IntegrityError)
+    async def integrity_error(_request: Request, exc: IntegrityError) -> JSONResponse:
+        # Two writers raced on the same row (e.g. the same filename uploaded twice at once).
+        logger.warning("integrity error: %s", exc.orig)
+        return JSONResponse(
+            status_code=409,
+            content={"error": "conflict", "message": "A concurrent change touched the same record; retry."},
+        )
+
+    @app.exception_handler(Exception)
+    async def unexpected_error(_request: Request, exc: Exception) -> JSONResponse:
+        logger.exception("unhandled error", exc_info=exc)
+        return JSONResponse(
+            status_code=500,
+            content={"error": "internal_error", "message": "Unexpected server error; see the server log."},
+        )

@@ -1,0 +1,74 @@
+"""Settings: every knob of chunkbench, read from ``CHUNKBENCH_*`` environment variables or ``.env``."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Configuration with embedded defaults: no server, no key, no network."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CHUNKBENCH_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    # Where everything lives. Relative paths are resolved against the working directory.
+    data_dir: Path = Path("./data")
+    # Empty means SQLite at ``{data_dir}/chunkbench.db``; any SQLAlchemy URL otherwise.
+    database_url: str = ""
+
+    # HTTP server
+    host: str = "127.0.0.1"
+    port: int = 8000
+
+    # Upload limits
+    max_upload_mb: float = Field(50, gt=0)
+    # A DOCX is a zip: refuse archives that inflate beyond this or hold too many entries (zip bombs).
+    max_docx_uncompressed_mb: float = Field(200, gt=0)
+    max_docx_entries: int = Field(5000, gt=0)
+
+    # Text-layer Gate for PDFs (seed 000 §3): below either figure the PDF is treated as scanned.
+    pdf_min_total_chars: int = Field(100, ge=0)
+    pdf_min_median_chars_per_page: int = Field(40, ge=0)
+
+    # Legacy .doc conversion through LibreOffice headless
+    libreoffice_binary: str = "soffice"
+    libreoffice_timeout_s: float = Field(120, gt=0)
+
+    # Chunking defaults (seed 000 §3) — used from Step 2 on.
+    chunk_size: int = Field(512, gt=0)
+    chunk_overlap: int = Field(50, ge=0)
+    top_k: int = Field(5, ge=1, le=20)
+    neighbor_prev: int = Field(0, ge=0, le=5)
+    neighbor_next: int = Field(0, ge=0, le=5)
+    semantic_threshold: float = Field(0.3, gt=0, le=1)
+    semantic_min_chunk_size: int = Field(3, ge=1)
+
+    log_level: str = "INFO"
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(self.max_upload_mb * 1024 * 1024)
+
+    @property
+    def max_docx_uncompressed_bytes(self) -> int:
+        return int(self.max_docx_uncompressed_mb * 1024 * 1024)
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'chunkbench.db'}"
+
+
+@lru_cache
+def get_settings() -> Settings:
+    """The process-wide settings (tests build their own ``Settings`` and pass them explicitly)."""
+    return Settings()

@@ -1,0 +1,1 @@
+"""Documents domain: parsers, the Document Tree, the documents service, API and CLI."""

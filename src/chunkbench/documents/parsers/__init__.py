@@ -1,0 +1,36 @@
+"""Parsers for PDF, DOCX, DOC, HTML, MD and TXT behind one interface (see ``base.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from chunkbench.config import Settings
+from chunkbench.documents.parsers import doc, docx, html, pdf, text  # noqa: F401  (registration)
+from chunkbench.documents.parsers.base import DocumentParser, parser_for, supported_suffixes
+from chunkbench.errors import EmptyDocumentError, UnsupportedFileTypeError
+from chunkbench.models import ParseResult
+
+_SNIFF_BYTES = 8192
+
+
+def parse_document(path: Path, settings: Settings, filename: str | None = None) -> ParseResult:
+    """Parse a file by its name's suffix, after checking its bytes really are that format."""
+    filename = filename or path.name
+    parser = parser_for(filename)
+    with path.open("rb") as handle:
+        head = handle.read(_SNIFF_BYTES)
+    if not head:
+        raise EmptyDocumentError(f"'{filename}' is empty (0 bytes). Upload a file with content.")
+    if not parser.sniff(head):
+        raise UnsupportedFileTypeError(
+            f"'{filename}' is named like a {parser.label} but its content is not one. "
+            "Check the file, or rename it with the extension of its real format.",
+            filename=filename,
+        )
+    result = parser.parse(path, settings)
+    if not result.plain_text.strip():
+        raise EmptyDocumentError(f"'{filename}' contains no text to index.")
+    return result
+
+
+__all__ = ["DocumentParser", "ParseResult", "parse_document", "parser_for", "supported_suffixes"]

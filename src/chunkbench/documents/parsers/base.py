@@ -1,0 +1,61 @@
+"""The parser interface and its registry: one file per format, registered by suffix."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import ClassVar
+
+from chunkbench.config import Settings
+from chunkbench.errors import UnsupportedFileTypeError
+from chunkbench.models import ParseResult
+
+_REGISTRY: dict[str, DocumentParser] = {}
+
+
+class DocumentParser(ABC):
+    """Reads one file format into a :class:`ParseResult`."""
+
+    suffixes: ClassVar[tuple[str, ...]]
+    mime_type: ClassVar[str]
+    label: ClassVar[str]  # how the format is named in messages ("PDF", "Word document")
+
+    @abstractmethod
+    def sniff(self, head: bytes) -> bool:
+        """Whether the first bytes of a file look like this format (the suffix alone is not trusted)."""
+
+    @abstractmethod
+    def parse(self, path: Path, settings: Settings) -> ParseResult:
+        """Parse the file; bad input raises a :class:`~chunkbench.errors.DocumentProcessingError`."""
+
+
+def register(cls: type[DocumentParser]) -> type[DocumentParser]:
+    """Class decorator: make a parser available for its suffixes."""
+    instance = cls()
+    for suffix in cls.suffixes:
+        _REGISTRY[suffix] = instance
+    return cls
+
+
+def supported_suffixes() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def parser_for(filename: str) -> DocumentParser:
+    """The parser registered for a filename's suffix, or a 415 that lists what is supported."""
+    suffix = Path(filename).suffix.lower()
+    parser = _REGISTRY.get(suffix)
+    if parser is None:
+        raise UnsupportedFileTypeError(
+            f"'{filename}' has an unsupported type '{suffix or '(no extension)'}'. "
+            f"Supported: {', '.join(supported_suffixes())}.",
+            filename=filename,
+        )
+    return parser
+
+
+def looks_like_text(head: bytes) -> bool:
+    """Text formats: no NUL bytes (unless UTF-16 with a BOM) in the first block."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return True
+    return b"\x00" not in head

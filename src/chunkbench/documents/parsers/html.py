@@ -1,0 +1,268 @@
+"""HTML parser: the page's main text as headings and paragraphs, navigation and scripts left out."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
+from bs4.element import PreformattedString
+from markdownify import MarkdownConverter
+
+from chunkbench.config import Settings
+from chunkbench.documents.parsers.base import DocumentParser, looks_like_text, register
+from chunkbench.documents.parsers.text import decode_text
+from chunkbench.documents.tree import Block, build_parse_result
+from chunkbench.models import ParseResult
+
+# Page furniture and non-text content: none of it belongs in the indexed text.
+_DROPPED = ("script", "style", "noscript", "template", "nav", "aside", "iframe", "svg", "form", "object")
+# Site-wide header/footer are dropped, but those inside an article or main are the article's own
+# (its title, byline, notes: HTML's sectioning rules) and are kept.
+_SITE_CHROME = ("header", "footer")
+_CONTENT_ROOTS = ("article", "main")
+_HEADINGS = {f"h{level}": level for level in range(1, 7)}
+_LEAF_BLOCKS = frozenset({"p", "ul", "ol", "blockquote", "pre", "table", "dl", "hr", *_HEADINGS})
+_CONTAINERS = frozenset(
+    {
+        "html", "body", "div", "section", "article", "main", "header", "footer", "figure", "figcaption",
+        "address", "details", "summary", "center", "fieldset", "legend", "hgroup", "search", "dialog",
+        "li", "dt", "dd", "caption", "menu", "output", "picture", "video", "audio",
+    }
+)  # fmt: skip
+_BLOCK_TAGS = _LEAF_BLOCKS | _CONTAINERS
+# Inside an inline run these end a line: a cell, a row, a list item, a nested paragraph.
+_LINE_BREAKING = _BLOCK_TAGS | {"br", "tr", "td", "th"}
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_DECLARED_CHARSET = re.compile(
+    rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)|<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_.:-]+)""",
+    re.IGNORECASE,
+)
+_PRESCAN_BYTES = 4096  # browsers look for <meta charset> in the first 1024 bytes; be a little lenient
+_SPACES = re.compile(r"\s+")
+
+
+class _Markdown(MarkdownConverter):
+    """markdownify with images reduced to their alt text (data: URIs would flood the index)."""
+
+    def convert_img(self, el: Tag, text: str, parent_tags: set[str]) -> str:
+        return str(el.get("alt") or "")
+
+
+# The markdown is indexed and chunked, not rendered: escaping every ``_`` and ``*`` of ordinary
+# text (identifiers, footnote stars) would only add noise.
+_CONVERTER = _Markdown(escape_underscores=False, escape_asterisks=False, heading_style="ATX")
+
+
+def _declared_charset(data: bytes) -> str | None:
+    match = _DECLARED_CHARSET.search(data[:_PRESCAN_BYTES])
+    if match is None:
+        return None
+    return (match.group(1) or match.group(2)).decode("ascii")
+
+
+def _is_text(node: PageElement) -> bool:
+    """A text node that is page text (not a comment, CDATA, doctype or processing instruction)."""
+    return isinstance(node, NavigableString) and not isinstance(node, PreformattedString)
+
+
+def _is_hidden(tag: Tag) -> bool:
+    return (
+        tag.has_attr("hidden")
+        or str(tag.get("aria-hidden", "")).lower() == "true"
+        or bool(_HIDDEN_STYLE.search(str(tag.get("style", ""))))
+    )
+
+
+def _strip_furniture(root: Tag) -> None:
+    for tag in root.find_all(_DROPPED):
+        tag.decompose()
+    for tag in root.find_all(_SITE_CHROME):
+        if tag.find_parent(_CONTENT_ROOTS) is None:
+            tag.decompose()
+    for tag in root.find_all(_is_hidden):
+        if not tag.decomposed:
+            tag.decompose()
+
+
+def _collect_text(node: PageElement, parts: list[str]) -> None:
+    if _is_text(node):
+        parts.append(_SPACES.sub(" ", str(node)))
+    elif isinstance(node, Tag):
+        if node.name in _LINE_BREAKING:
+            parts.append("\n")
+        for child in node.children:
+            _collect_text(child, parts)
+        if node.name in _LINE_BREAKING:
+            parts.append("\n")
+
+
+def _plain(nodes: list[PageElement]) -> str:
+    """Visible text of some nodes, HTML whitespace collapsed, one line per ``<br>`` or nested block."""
+    parts: list[str] = []
+    for node in nodes:
+        _collect_text(node, parts)
+    lines = (line.strip() for line in "".join(parts).split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+def _one_line(nodes: list[PageElement]) -> str:
+    return " ".join(_plain(nodes).split("\n"))
+
+
+def _inline_markdown(nodes: list[PageElement]) -> str:
+    return _CONVERTER.convert("".join(str(node) for node in nodes)).strip()
+
+
+def _is_block(node: PageElement) -> bool:
+    """A tag that starts its own block, or an inline tag wrapping one (``<a><div>…</div></a>``)."""
+    if not isinstance(node, Tag):
+        return False
+    return node.name in _BLOCK_TAGS or node.find(_BLOCK_TAGS) is not None
+
+
+class _Walker:
+    """Turns a cleaned DOM into Blocks in reading order."""
+
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self._inline: list[PageElement] = []
+
+    def walk(self, container: Tag) -> None:
+        for child in container.children:
+            if _is_block(child):
+                self._flush()
+                self._block(child)  # type: ignore[arg-type]
+            elif _is_text(child) or isinstance(child, Tag):
+                self._inline.append(child)
+        self._flush()
+
+    def _flush(self) -> None:
+        """Bare text and inline markup between blocks is a paragraph of its own: it must not be lost."""
+        nodes, self._inline = self._inline, []
+        text = _plain(nodes)
+        if text:
+            self.blocks.append(Block("paragraph", text, markdown=_inline_markdown(nodes)))
+
+    def _block(self, tag: Tag) -> None:
+        name = tag.name
+        if name in _HEADINGS:
+            self.blocks.append(Block("heading", _one_line([tag]), level=_HEADINGS[name]))
+        elif name == "p":
+            inline = _inline_markdown(list(tag.children))
+            self.blocks.append(Block("paragraph", _plain([tag]), markdown=inline))
+        elif name in ("ul", "ol"):
+            texts: list[str] = []
+            markdown: list[str] = []
+            _list_lines(tag, 0, texts, markdown)
+            self.blocks.append(Block("paragraph", "\n".join(texts), markdown="\n".join(markdown)))
+        elif name == "blockquote":
+            inner = _Walker()
+            inner.walk(tag)
+            quoted = "\n>\n".join(
+                "\n".join(f"> {line}" for line in (block.markdown or block.text).split("\n"))
+                for block in inner.blocks
+            )
+            text = "\n".join(block.text for block in inner.blocks)
+            self.blocks.append(Block("paragraph", text, markdown=quoted))
+        elif name == "pre":
+            code = tag.get_text().strip("\n")
+            self.blocks.append(Block("paragraph", code, markdown=f"```{_code_language(tag)}\n{code}\n```"))
+        elif name == "table":
+            rows = "\n".join(_table_rows(tag))
+            self.blocks.append(Block("paragraph", rows, markdown=rows))
+        elif name == "dl":
+            self.blocks.extend(_definition_list(tag))
+        elif name != "hr":
+            self.walk(tag)
+
+
+def _code_language(pre: Tag) -> str:
+    code = pre.find("code")
+    for cls in (code.get("class") if isinstance(code, Tag) else None) or []:
+        if cls.startswith("language-"):
+            return cls.removeprefix("language-")
+    return ""
+
+
+def _list_lines(list_tag: Tag, depth: int, texts: list[str], markdown: list[str]) -> None:
+    """Items of a (nested) list: plain lines for the text, ``-``/``1.`` lines indented by depth."""
+    ordered = list_tag.name == "ol"
+    start = str(list_tag.get("start", "1"))
+    number = int(start) if start.isdigit() else 1
+    for child in list_tag.children:
+        if not isinstance(child, Tag):
+            continue
+        if child.name in ("ul", "ol"):  # a list directly inside a list (invalid, but common)
+            _list_lines(child, depth + 1, texts, markdown)
+            continue
+        nested = [node for node in child.children if isinstance(node, Tag) and node.name in ("ul", "ol")]
+        own = [node for node in child.children if node not in nested]
+        text = _one_line(own)
+        if text:
+            marker = f"{number}." if ordered else "-"
+            number += 1
+            texts.append(text)
+            item_markdown = " ".join(_inline_markdown(own).split("\n"))
+            markdown.append(f"{'    ' * depth}{marker} {item_markdown}")
+        for sublist in nested:
+            _list_lines(sublist, depth + 1, texts, markdown)
+
+
+def _table_rows(table: Tag) -> list[str]:
+    """One line per row, cells joined by " | "; nested tables are flattened into their cell."""
+    rows: list[str] = []
+    caption = table.find("caption")
+    if isinstance(caption, Tag) and caption.find_parent("table") is table and _one_line([caption]):
+        rows.append(_one_line([caption]))
+    for row in table.find_all("tr"):
+        if row.find_parent("table") is not table:
+            continue
+        cells = [_one_line([cell]) for cell in row.find_all(("td", "th"), recursive=False)]
+        if any(cells):
+            rows.append(" | ".join(cell for cell in cells if cell))
+    return rows
+
+
+def _definition_list(dl: Tag) -> list[Block]:
+    """A ``<dl>`` as one paragraph: ``term: definition`` per definition."""
+    texts: list[str] = []
+    markdown: list[str] = []
+    term = ""
+    for child in dl.find_all(("dt", "dd")):
+        if child.find_parent("dl") is not dl:
+            continue
+        if child.name == "dt":
+            term = _one_line([child])
+            continue
+        definition = _one_line([child])
+        if definition:
+            texts.append(f"{term}: {definition}" if term else definition)
+            markdown.append(f"**{term}**: {definition}" if term else definition)
+    return [Block("paragraph", "\n".join(texts), markdown="\n".join(markdown))] if texts else []
+
+
+@register
+class HtmlParser(DocumentParser):
+    """HTML pages through BeautifulSoup (lxml), charset from BOM, ``<meta>``, or a guess."""
+
+    suffixes = (".html", ".htm")
+    mime_type = "text/html"
+    label = "HTML page"
+
+    def sniff(self, head: bytes) -> bool:
+        return looks_like_text(head)
+
+    def parse(self, path: Path, settings: Settings) -> ParseResult:
+        data = path.read_bytes()
+        soup = BeautifulSoup(decode_text(data, _declared_charset(data)), "lxml")
+        title_tag = soup.find("title")
+        title = _one_line([title_tag]) if isinstance(title_tag, Tag) else ""
+        root = soup.body or soup
+        _strip_furniture(root)
+        walker = _Walker()
+        walker.walk(root)
+        if not title:
+            headings = (block.text for block in walker.blocks if block.kind == "heading" and block.level == 1)
+            title = next(headings, "")
+        return build_parse_result(walker.blocks, title=title or None, heading_source="html")

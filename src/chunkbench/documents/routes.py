@@ -1,0 +1,109 @@
+"""Documents API: thin translation between HTTP and ``documents.service``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, File, Query, Response, UploadFile, status
+from fastapi.responses import PlainTextResponse
+
+from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep
+from chunkbench.documents import service
+from chunkbench.documents.schemas import (
+    DocumentDetail,
+    DocumentPage,
+    DocumentSummary,
+    ErrorOut,
+    IndexDirectoryIn,
+    IndexDirectoryOut,
+    IngestOut,
+)
+from chunkbench.documents.service import IngestOutcome
+from chunkbench.models import DocumentState
+
+router = APIRouter(prefix="/documents", tags=["documents"])
+
+_ERRORS = {
+    400: {"model": ErrorOut, "description": "Unreadable, corrupt, encrypted, scanned or empty file"},
+    413: {"model": ErrorOut, "description": "File larger than CHUNKBENCH_MAX_UPLOAD_MB"},
+    415: {"model": ErrorOut, "description": "Unsupported file type, or its converter is not installed"},
+}
+
+
+@router.post("", response_model=IngestOut, status_code=status.HTTP_201_CREATED, responses=_ERRORS)
+def upload_document(
+    response: Response,
+    session: SessionDep,
+    settings: SettingsDep,
+    tenant_id: TenantDep,
+    file: UploadFile = File(..., description="PDF, DOCX, DOC, HTML/HTM, MD or TXT"),
+) -> IngestOut:
+    """Upload a document: it is parsed into a section tree and markdown, or refused with a reason.
+
+    The same filename again replaces the old document; the same bytes again change nothing (200).
+    """
+    result = service.ingest_upload(session, settings, file.file, file.filename or "", tenant_id=tenant_id)
+    if result.outcome is IngestOutcome.UNCHANGED:
+        response.status_code = status.HTTP_200_OK
+    return IngestOut.of(result)
+
+
+@router.get("", response_model=DocumentPage)
+def list_documents(
+    session: SessionDep,
+    tenant_id: TenantDep,
+    status_filter: DocumentState | None = Query(None, alias="status"),
+    limit: int = Query(100, ge=1, le=1000),
+    offset: int = Query(0, ge=0),
+) -> DocumentPage:
+    rows, total = service.get_all(
+        session, tenant_id=tenant_id, status=status_filter, limit=limit, offset=offset
+    )
+    return DocumentPage(
+        items=[DocumentSummary.of(row) for row in rows], total=total, limit=limit, offset=offset
+    )
+
+
+@router.post("/index-directory", response_model=IndexDirectoryOut, responses={400: {"model": ErrorOut}})
+def index_directory(
+    body: IndexDirectoryIn,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    tenant_id: TenantDep,
+) -> IndexDirectoryOut:
+    """Ingest every supported file under a folder of the data directory; each file fails on its own."""
+    results = [
+        IngestOut.of(r) for r in service.index_directory(database, settings, body.path, tenant_id=tenant_id)
+    ]
+    failed = sum(r.outcome is IngestOutcome.FAILED for r in results)
+    unchanged = sum(r.outcome is IngestOutcome.UNCHANGED for r in results)
+    return IndexDirectoryOut(
+        path=body.path,
+        results=results,
+        ingested=len(results) - failed - unchanged,
+        unchanged=unchanged,
+        failed=failed,
+    )
+
+
+@router.get("/{document_id}", response_model=DocumentDetail, responses={404: {"model": ErrorOut}})
+def get_document(
+    document_id: str,
+    session: SessionDep,
+    tenant_id: TenantDep,
+    preview_chars: int = Query(5000, ge=0, description="Markdown preview length; 0 = whole markdown"),
+) -> DocumentDetail:
+    """Metadata, section tree, headings and a markdown preview."""
+    return DocumentDetail.of_row(service.get(session, document_id, tenant_id=tenant_id), preview_chars)
+
+
+@router.get("/{document_id}/markdown", response_class=PlainTextResponse, responses={404: {"model": ErrorOut}})
+def get_markdown(document_id: str, session: SessionDep, tenant_id: TenantDep) -> PlainTextResponse:
+    """The whole markdown the chunkers work on."""
+    row = service.get(session, document_id, tenant_id=tenant_id)
+    return PlainTextResponse(row.parsed_text, media_type="text/markdown; charset=utf-8")
+
+
+@router.delete("/{document_id}", status_code=status.HTTP_204_NO_CONTENT, responses={404: {"model": ErrorOut}})
+def delete_document(document_id: str, session: SessionDep, tenant_id: TenantDep) -> Response:
+    """Delete a document and everything that hangs on it (queries, experiments)."""
+    service.delete(session, document_id, tenant_id=tenant_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,112 @@
+"""API models of the documents domain."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from chunkbench.documents.service import IngestOutcome, IngestResult
+from chunkbench.models import DocumentTree
+from chunkbench.storage.schema import DocumentRow
+
+
+class HeadingOut(BaseModel):
+    level: int
+    heading: str
+
+
+class DocumentSummary(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: str
+    tenant_id: str
+    filename: str
+    status: str
+    mime_type: str
+    file_size: int
+    content_hash: str
+    page_count: int | None
+    language: str | None
+    paragraph_count: int
+    heading_count: int
+    heading_source: str | None
+    chunk_counts: dict[str, int]
+    error_message: str | None
+    attempts: int
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: DocumentRow) -> DocumentSummary:
+        return cls.model_validate(row)
+
+
+class DocumentDetail(DocumentSummary):
+    headings: list[HeadingOut]
+    tree: dict[str, Any]
+    markdown_preview: str
+    markdown_chars: int = Field(description="Length of the whole markdown")
+    markdown_truncated: bool
+
+    @classmethod
+    def of_row(cls, row: DocumentRow, preview_chars: int) -> DocumentDetail:
+        tree = DocumentTree.from_dict(row.document_tree)
+        markdown = row.parsed_text
+        preview = markdown if preview_chars == 0 else markdown[:preview_chars]
+        return cls(
+            **DocumentSummary.of(row).model_dump(),
+            headings=[HeadingOut(level=level, heading=text) for level, text in tree.headings()],
+            tree=row.document_tree,
+            markdown_preview=preview,
+            markdown_chars=len(markdown),
+            markdown_truncated=len(preview) < len(markdown),
+        )
+
+
+class DocumentPage(BaseModel):
+    items: list[DocumentSummary]
+    total: int
+    limit: int
+    offset: int
+
+
+class ErrorOut(BaseModel):
+    error: str
+    message: str
+    details: dict[str, Any] | None = None
+
+
+class IngestOut(BaseModel):
+    filename: str
+    outcome: IngestOutcome
+    document: DocumentSummary | None = None
+    duplicate_of: str | None = None
+    replaced_id: str | None = None
+    warnings: list[str] = []
+    error: ErrorOut | None = None
+
+    @classmethod
+    def of(cls, result: IngestResult) -> IngestOut:
+        return cls(
+            filename=result.filename,
+            outcome=result.outcome,
+            document=DocumentSummary.of(result.document) if result.document is not None else None,
+            duplicate_of=result.duplicate_of,
+            replaced_id=result.replaced_id,
+            warnings=list(result.warnings),
+            error=ErrorOut(**result.error.to_dict()) if result.error is not None else None,
+        )
+
+
+class IndexDirectoryIn(BaseModel):
+    path: str = Field(min_length=1, description="Folder relative to the data directory")
+
+
+class IndexDirectoryOut(BaseModel):
+    path: str
+    results: list[IngestOut]
+    ingested: int
+    unchanged: int
+    failed: int

@@ -1,0 +1,248 @@
+"""Documents service: ingest (upload or directory), list, show, delete. Routes and CLI call only this."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import tempfile
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import BinaryIO
+
+import py3langid
+from sqlalchemy.orm import Session
+
+from chunkbench.config import Settings
+from chunkbench.documents.parsers import parse_document, parser_for, supported_suffixes
+from chunkbench.errors import (
+    ChunkbenchError,
+    EmptyDocumentError,
+    FileTooLargeError,
+    InvalidRequestError,
+    NotFoundError,
+    PathOutsideDataDirError,
+)
+from chunkbench.models import DocumentState, ParseResult
+from chunkbench.storage.repositories import DocumentRepository
+from chunkbench.storage.schema import DocumentRow
+
+logger = logging.getLogger(__name__)
+
+_COPY_BLOCK = 1024 * 1024
+_LANGUAGE_SAMPLE_CHARS = 4000
+
+
+class IngestOutcome(StrEnum):
+    CREATED = "created"
+    REPLACED = "replaced"  # same filename, new content: the old document (and what hangs on it) is gone
+    UNCHANGED = "unchanged"  # same filename, same bytes: nothing to do
+    FAILED = "failed"
+
+
+@dataclass
+class IngestResult:
+    """What happened to one file."""
+
+    filename: str
+    outcome: IngestOutcome
+    document: DocumentRow | None = None
+    duplicate_of: str | None = None  # another document (other filename) with identical content
+    replaced_id: str | None = None
+    error: ChunkbenchError | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(_COPY_BLOCK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def detect_language(text: str) -> str | None:
+    """ISO 639-1 code of the dominant language (py3langid ships its model: no download)."""
+    sample = text[:_LANGUAGE_SAMPLE_CHARS].strip()
+    if not sample:
+        return None
+    language, _score = py3langid.classify(sample)
+    return language
+
+
+def _safe_filename(filename: str) -> str:
+    """The base name a client sent, without any directory part (``../x.pdf`` is ``x.pdf``)."""
+    name = Path(filename.replace("\\", "/")).name.strip()
+    if not name or name in {".", ".."}:
+        raise InvalidRequestError("The upload has no file name. Send the file with its name.")
+    return name
+
+
+def ingest_file(
+    session: Session, settings: Settings, path: Path, *, filename: str | None = None, tenant_id: str
+) -> IngestResult:
+    """Parse one file and store it as a document; a failure raises and leaves nothing stored.
+
+    Parsing happens before any write, so a bad file never leaves a row, and a bad re-upload never
+    destroys the good document it would have replaced.
+    """
+    filename = _safe_filename(filename or path.name)
+    parser = parser_for(filename)  # 415 before reading anything
+    size = path.stat().st_size
+    if size == 0:
+        raise EmptyDocumentError(f"'{filename}' is empty (0 bytes). Upload a file with content.")
+    if size > settings.max_upload_bytes:
+        raise FileTooLargeError(
+            f"'{filename}' is {size / 1048576:.1f} MB; the limit is {settings.max_upload_mb:g} MB "
+            "(CHUNKBENCH_MAX_UPLOAD_MB).",
+            size_bytes=size,
+        )
+    content_hash = sha256_file(path)
+    repo = DocumentRepository(session, tenant_id)
+    existing = repo.get_by_filename(filename)
+    if existing is not None and existing.content_hash == content_hash:
+        return IngestResult(filename, IngestOutcome.UNCHANGED, document=existing)
+
+    parsed = parse_document(path, settings, filename=filename)
+    twin = repo.find_by_hash(content_hash)
+    replaced_id = None
+    if existing is not None:
+        replaced_id = existing.id
+        repo.delete(existing)
+    row = repo.add(_new_row(filename, content_hash, size, parser.mime_type, parsed))
+    return IngestResult(
+        filename,
+        IngestOutcome.REPLACED if replaced_id else IngestOutcome.CREATED,
+        document=row,
+        duplicate_of=twin.id if twin is not None and twin.id != replaced_id else None,
+        replaced_id=replaced_id,
+        warnings=tuple(parsed.warnings),
+    )
+
+
+def _new_row(filename: str, content_hash: str, size: int, mime_type: str, parsed: ParseResult) -> DocumentRow:
+    row = DocumentRow(
+        id=uuid.uuid4().hex,
+        filename=filename,
+        content_hash=content_hash,
+        file_size=size,
+        mime_type=mime_type,
+        page_count=parsed.page_count,
+        language=detect_language(parsed.plain_text),
+        paragraph_count=parsed.paragraph_count,
+        heading_count=len(parsed.tree.headings()),
+        heading_source=parsed.heading_source,
+        parsed_text=parsed.markdown,
+        document_tree=parsed.tree.to_dict(),
+        chunk_counts={},
+        status=DocumentState.DISCOVERED.value,
+        attempts=0,
+    )
+    # The parse already succeeded in memory; walking the lifecycle keeps the attempt count honest.
+    DocumentRepository.transition(row, DocumentState.PARSING)
+    DocumentRepository.transition(row, DocumentState.PARSED)
+    return row
+
+
+def spool_upload(stream: BinaryIO, filename: str, settings: Settings, directory: Path) -> Path:
+    """Copy an upload to a temporary file, refusing it as soon as it passes the size limit."""
+    target = directory / _safe_filename(filename)
+    written = 0
+    with target.open("wb") as out:
+        for block in iter(lambda: stream.read(_COPY_BLOCK), b""):
+            written += len(block)
+            if written > settings.max_upload_bytes:
+                raise FileTooLargeError(
+                    f"'{target.name}' is larger than the {settings.max_upload_mb:g} MB upload limit "
+                    "(CHUNKBENCH_MAX_UPLOAD_MB).",
+                    limit_bytes=settings.max_upload_bytes,
+                )
+            out.write(block)
+    return target
+
+
+def ingest_upload(
+    session: Session, settings: Settings, stream: BinaryIO, filename: str, *, tenant_id: str
+) -> IngestResult:
+    """Ingest an uploaded stream (the API's ``POST /documents``)."""
+    parser_for(_safe_filename(filename))  # refuse an unsupported type before spooling megabytes
+    with tempfile.TemporaryDirectory(prefix="chunkbench-upload-") as tmp:
+        path = spool_upload(stream, filename, settings, Path(tmp))
+        return ingest_file(session, settings, path, tenant_id=tenant_id)
+
+
+def discover_files(paths: Iterable[Path]) -> Iterator[Path]:
+    """Supported files under the given files and directories, recursively, sorted, hidden ones skipped."""
+    suffixes = set(supported_suffixes())
+    for path in paths:
+        if path.is_dir():
+            for candidate in sorted(path.rglob("*")):
+                relative = candidate.relative_to(path)
+                if any(part.startswith(".") for part in relative.parts):
+                    continue
+                if candidate.is_file() and candidate.suffix.lower() in suffixes:
+                    yield candidate
+        else:
+            yield path
+
+
+def ingest_paths(
+    database, settings: Settings, paths: Iterable[Path], *, tenant_id: str
+) -> Iterator[IngestResult]:
+    """Ingest files one by one, each in its own transaction: a hostile file fails alone."""
+    for path in paths:
+        try:
+            if not path.is_file():
+                raise NotFoundError(f"'{path}' does not exist or is not a file.")
+            with database.session() as session:
+                result = ingest_file(session, settings, path, tenant_id=tenant_id)
+        except ChunkbenchError as exc:
+            result = IngestResult(path.name, IngestOutcome.FAILED, error=exc)
+        yield result
+
+
+def resolve_in_data_dir(settings: Settings, relative: str) -> Path:
+    """A path under the data directory; anything that escapes it (``..``, absolute, symlink) is a 400."""
+    data_dir = settings.data_dir.resolve()
+    candidate = (data_dir / relative).resolve()
+    if not candidate.is_relative_to(data_dir):
+        raise PathOutsideDataDirError(
+            f"'{relative}' points outside the data directory. Give a path relative to {data_dir}.",
+            path=relative,
+        )
+    if not candidate.exists():
+        raise NotFoundError(
+            f"'{relative}' does not exist under the data directory {data_dir}.", path=relative
+        )
+    return candidate
+
+
+def index_directory(database, settings: Settings, relative: str, *, tenant_id: str) -> list[IngestResult]:
+    """Ingest every supported file under a folder of the data directory (``index-directory``)."""
+    root = resolve_in_data_dir(settings, relative)
+    return list(ingest_paths(database, settings, discover_files([root]), tenant_id=tenant_id))
+
+
+def get_all(
+    session: Session,
+    *,
+    tenant_id: str,
+    status: DocumentState | None = None,
+    limit: int = 100,
+    offset: int = 0,
+):
+    return DocumentRepository(session, tenant_id).list(status=status, limit=limit, offset=offset)
+
+
+def get(session: Session, document_id: str, *, tenant_id: str) -> DocumentRow:
+    return DocumentRepository(session, tenant_id).get(document_id)
+
+
+def delete(session: Session, document_id: str, *, tenant_id: str) -> DocumentRow:
+    """Delete a document; its queries and experiments go with it (foreign-key cascade)."""
+    repo = DocumentRepository(session, tenant_id)
+    row = repo.get(document_id)
+    repo.delete(row)
+    return row

@@ -1,0 +1,100 @@
+"""Domain errors. The hierarchy is the documentation: each class knows its HTTP status and a message
+that tells the user what to do. Routes never catch and re-shape exceptions; ``app.py`` maps them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ChunkbenchError(Exception):
+    """Base of every error chunkbench raises on purpose."""
+
+    status_code: int = 500
+    code: str = "internal_error"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"error": self.code, "message": self.message}
+        if self.details:
+            body["details"] = self.details
+        return body
+
+
+class NotFoundError(ChunkbenchError):
+    status_code = 404
+    code = "not_found"
+
+
+class DocumentNotFoundError(NotFoundError):
+    code = "document_not_found"
+
+
+class InvalidRequestError(ChunkbenchError):
+    """The request itself is wrong (bad parameter, bad path)."""
+
+    status_code = 400
+    code = "invalid_request"
+
+
+class PathOutsideDataDirError(InvalidRequestError):
+    code = "path_outside_data_dir"
+
+
+class DocumentProcessingError(ChunkbenchError):
+    """A file could not be turned into a document (seed 000 §14)."""
+
+    status_code = 400
+    code = "document_processing_error"
+
+
+class EmptyDocumentError(DocumentProcessingError):
+    code = "empty_document"
+
+
+class CorruptDocumentError(DocumentProcessingError):
+    code = "corrupt_document"
+
+
+class EncryptedDocumentError(DocumentProcessingError):
+    code = "encrypted_document"
+
+
+class ScannedPdfError(DocumentProcessingError):
+    """The Text-layer Gate refused a PDF that has (almost) no extractable text."""
+
+    code = "scanned_pdf"
+
+
+class ArchiveBombError(DocumentProcessingError):
+    code = "archive_bomb"
+
+
+class ConversionError(DocumentProcessingError):
+    """An external converter (LibreOffice) failed or timed out."""
+
+    code = "conversion_failed"
+
+
+class UnsupportedFileTypeError(DocumentProcessingError):
+    status_code = 415
+    code = "unsupported_file_type"
+
+
+class ConverterUnavailableError(UnsupportedFileTypeError):
+    """The format is supported, but the converter it needs is not installed on this machine."""
+
+    code = "converter_unavailable"
+
+
+class FileTooLargeError(DocumentProcessingError):
+    status_code = 413
+    code = "file_too_large"
+
+
+class InvalidStateTransitionError(ChunkbenchError):
+    status_code = 409
+    code = "invalid_state_transition"

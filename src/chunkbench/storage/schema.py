@@ -1,0 +1,120 @@
+"""Metadata store tables (seed 000 §5.1), as SQLAlchemy 2 ORM classes.
+
+Migrations under ``migrations/versions`` are the source of truth for the database; these classes
+must match them (``tests/test_storage.py`` checks that the migrated schema and the ORM agree).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from chunkbench.models import DocumentState
+
+DEFAULT_TENANT = "default"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+_STATES = ", ".join(f"'{state.value}'" for state in DocumentState)
+
+
+class DocumentRow(Base):
+    __tablename__ = "documents"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "filename", name="uq_documents_tenant_filename"),
+        CheckConstraint(f"status IN ({_STATES})", name="ck_documents_status"),
+        Index("ix_documents_tenant_hash", "tenant_id", "content_hash"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), default=DEFAULT_TENANT, nullable=False)
+    filename: Mapped[str] = mapped_column(String(512), nullable=False)
+    content_hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    file_size: Mapped[int] = mapped_column(Integer, nullable=False)
+    mime_type: Mapped[str] = mapped_column(String(128), nullable=False)
+    page_count: Mapped[int | None] = mapped_column(Integer)
+    language: Mapped[str | None] = mapped_column(String(16))
+    paragraph_count: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
+    heading_count: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
+    heading_source: Mapped[str | None] = mapped_column(String(32))
+    parsed_text: Mapped[str] = mapped_column(Text, nullable=False)
+    document_tree: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    chunk_counts: Mapped[dict[str, int]] = mapped_column(JSON, default=dict, nullable=False)
+    last_corpus_embedding_model_id: Mapped[str | None] = mapped_column(String(128))
+    last_boundary_embedding_model_id: Mapped[str | None] = mapped_column(String(128))
+    status: Mapped[str] = mapped_column(String(16), default=DocumentState.DISCOVERED.value, nullable=False)
+    error_message: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, onupdate=utcnow, nullable=False
+    )
+
+
+class QueryRow(Base):
+    __tablename__ = "queries"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), default=DEFAULT_TENANT, nullable=False, index=True)
+    document_id: Mapped[str] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    strategy_name: Mapped[str] = mapped_column(String(64), nullable=False)
+    question: Mapped[str] = mapped_column(Text, nullable=False)
+    answer: Mapped[str | None] = mapped_column(Text)
+    retrieved_chunks: Mapped[list[Any]] = mapped_column(JSON, default=list, nullable=False)
+    expansion_tree: Mapped[list[Any]] = mapped_column(JSON, default=list, nullable=False)
+    latency_breakdown: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
+    token_usage: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+
+
+class ExperimentRow(Base):
+    __tablename__ = "experiments"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), default=DEFAULT_TENANT, nullable=False, index=True)
+    document_id: Mapped[str] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    benchmark_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
+    questions: Mapped[list[Any]] = mapped_column(JSON, default=list, nullable=False)
+    per_question: Mapped[list[Any]] = mapped_column(JSON, default=list, nullable=False)
+    aggregate_metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
+    strategies_used: Mapped[list[str]] = mapped_column(JSON, default=list, nullable=False)
+    embedding_model_id: Mapped[str | None] = mapped_column(String(128))
+    embedding_provider: Mapped[str | None] = mapped_column(String(64))
+    boundary_embedding_model_id: Mapped[str | None] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+
+
+class AppSettingRow(Base):
+    """Key/value settings changed at run time (embedding model roles, threshold overrides)."""
+
+    __tablename__ = "app_settings"
+
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    value: Mapped[str] = mapped_column(Text, nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, onupdate=utcnow, nullable=False
+    )

@@ -1,0 +1,88 @@
+"""The CLI on a real data directory: ingest a mixed folder, list, show, delete, JSON output."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from chunkbench.cli import app
+from chunkbench.config import get_settings
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHUNKBENCH_DATA_DIR", str(tmp_path / "data"))
+    get_settings.cache_clear()
+    yield tmp_path / "data"
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def mixed_folder(tmp_path):
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "guide.md").write_text("# Guide\n\nHello.\n\n## Setup\n\nRun it.\n")
+    (folder / "notes.txt").write_text("First paragraph.\n\nSecond paragraph.\n")
+    (folder / "page.htm").write_text("<h1>Title</h1><p>Body text.</p>")
+    (folder / "scan.pdf").write_bytes(b"%PDF-1.4\n%%EOF")
+    (folder / "empty.md").write_text("")
+    return folder
+
+
+def _invoke(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def test_ingest_reports_each_file_and_fails_only_the_bad_ones(data_dir, mixed_folder):
+    result = _invoke("ingest", str(mixed_folder), "--json")
+    assert result.exit_code == 1  # some files failed
+    rows = {r["filename"]: r for r in json.loads(result.stdout)}
+    assert set(rows) == {"guide.md", "notes.txt", "page.htm", "scan.pdf", "empty.md"}
+    assert rows["guide.md"]["document"]["heading_count"] == 2
+    assert rows["guide.md"]["document"]["status"] == "parsed"
+    assert rows["scan.pdf"]["error"]["error"] == "corrupt_document"
+    assert rows["empty.md"]["error"]["error"] == "empty_document"
+
+    listed = json.loads(_invoke("documents", "list", "--json").stdout)
+    assert listed["total"] == 3
+
+
+def test_ingest_table_output_names_state_and_errors(data_dir, mixed_folder):
+    result = _invoke("ingest", str(mixed_folder))
+    assert "3 ingested, 2 failed" in result.stdout
+    assert "failed" in result.stdout and "parsed (created)" in result.stdout
+
+
+def test_ingest_of_good_files_exits_zero_and_reingest_is_unchanged(data_dir, mixed_folder):
+    guide = mixed_folder / "guide.md"
+    assert _invoke("ingest", str(guide)).exit_code == 0
+    again = json.loads(_invoke("ingest", str(guide), "--json").stdout)
+    assert again[0]["outcome"] == "unchanged"
+
+
+def test_show_and_delete(data_dir, mixed_folder):
+    document_id = json.loads(_invoke("ingest", str(mixed_folder / "guide.md"), "--json").stdout)[0][
+        "document"
+    ]["id"]
+    shown = json.loads(_invoke("documents", "show", document_id, "--json").stdout)
+    assert [h["heading"] for h in shown["headings"]] == ["Guide", "Setup"]
+    text = _invoke("documents", "show", document_id).stdout
+    assert "## Setup" in text
+
+    refused = _invoke("documents", "delete", document_id, "--json")
+    assert refused.exit_code == 1 and "--yes" in refused.stdout
+    deleted = json.loads(_invoke("documents", "delete", document_id, "--yes", "--json").stdout)
+    assert deleted["deleted"] == document_id
+    missing = _invoke("documents", "show", document_id, "--json")
+    assert missing.exit_code == 1
+    assert json.loads(missing.stdout)["error"] == "document_not_found"
+
+
+def test_missing_path_is_reported_not_crashed(data_dir, tmp_path):
+    result = _invoke("ingest", str(tmp_path / "nope.md"), "--json")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)[0]["error"]["error"] == "not_found"

@@ -1,0 +1,58 @@
+"""``chunkbench serve`` as a real process: what ``make run`` starts answers uploads and serves /docs."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def server(tmp_path):
+    port = _free_port()
+    env = {**os.environ, "CHUNKBENCH_DATA_DIR": str(tmp_path / "data"), "CHUNKBENCH_PORT": str(port)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chunkbench", "serve"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(150):
+            if process.poll() is not None:
+                pytest.fail(f"server exited: {process.stdout.read().decode()}")
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        else:
+            pytest.fail("server did not come up within 30 s")
+        yield base, tmp_path / "data"
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def test_served_app_accepts_uploads_and_documents_itself(server):
+    base, data_dir = server
+    assert "swagger" in httpx.get(f"{base}/docs").text.lower()
+    response = httpx.post(f"{base}/documents", files={"file": ("a.md", b"# Title\n\nBody text here.")})
+    assert response.status_code == 201, response.text
+    assert response.json()["document"]["heading_count"] == 1
+    assert (data_dir / "chunkbench.db").exists()
+    refused = httpx.post(f"{base}/documents", files={"file": ("a.exe", b"MZ")})
+    assert refused.status_code == 415
+    assert httpx.get(f"{base}/documents").json()["total"] == 1

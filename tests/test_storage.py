@@ -1,0 +1,103 @@
+"""Metadata store: migrations, SQLite pragmas, cascades, lifecycle rules."""
+
+from __future__ import annotations
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import inspect, select, text
+from sqlalchemy.exc import IntegrityError
+
+from chunkbench.errors import InvalidStateTransitionError
+from chunkbench.models import DocumentState
+from chunkbench.storage.db import Database
+from chunkbench.storage.repositories import DocumentRepository
+from chunkbench.storage.schema import Base, DocumentRow, QueryRow
+
+
+@pytest.fixture
+def database(settings):
+    db = Database.from_settings(settings)
+    yield db
+    db.dispose()
+
+
+def _document(**overrides) -> DocumentRow:
+    values = dict(
+        id="d1", filename="a.txt", content_hash="h", file_size=1, mime_type="text/plain", parsed_text="x",
+        document_tree={"root": {"node_type": "document"}}, chunk_counts={}, status="parsed", attempts=0,
+    )  # fmt: skip
+    values.update(overrides)
+    return DocumentRow(**values)
+
+
+def test_migrations_create_the_seed_tables_and_match_the_orm(database):
+    tables = set(inspect(database.engine).get_table_names())
+    assert {"documents", "queries", "experiments", "app_settings", "alembic_version"} <= tables
+    with database.engine.connect() as connection:
+        diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+    assert diff == [], f"ORM and migrations disagree: {diff}"
+
+
+def test_sqlite_runs_in_wal_mode_with_foreign_keys(database):
+    with database.engine.connect() as connection:
+        assert connection.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+        assert connection.execute(text("PRAGMA foreign_keys")).scalar() == 1
+
+
+def test_migrating_twice_is_a_no_op(settings, database):
+    Database.from_settings(settings).dispose()  # second start on the same file
+    with database.engine.connect() as connection:
+        assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0001"
+
+
+def test_deleting_a_document_cascades_to_its_queries(database):
+    with database.session() as session:
+        DocumentRepository(session, "default").add(_document())
+        session.add(
+            QueryRow(id="q1", tenant_id="default", document_id="d1", strategy_name="fixed_size", question="?")
+        )
+    with database.session() as session:
+        repo = DocumentRepository(session, "default")
+        repo.delete(repo.get("d1"))
+    with database.session() as session:
+        assert session.scalar(select(QueryRow).where(QueryRow.id == "q1")) is None
+
+
+def test_unknown_status_is_refused_by_the_database(database):
+    with pytest.raises(IntegrityError), database.session() as session:
+        DocumentRepository(session, "default").add(_document(status="exploded"))
+
+
+def test_filename_is_unique_per_tenant_only(database):
+    with database.session() as session:
+        DocumentRepository(session, "default").add(_document())
+        DocumentRepository(session, "other").add(_document(id="d2"))
+    with pytest.raises(IntegrityError), database.session() as session:
+        DocumentRepository(session, "default").add(_document(id="d3"))
+
+
+def test_tenants_do_not_see_each_others_documents(database):
+    with database.session() as session:
+        DocumentRepository(session, "default").add(_document())
+    with database.session() as session:
+        rows, total = DocumentRepository(session, "other").list()
+        assert (list(rows), total) == ([], 0)
+        assert DocumentRepository(session, "other").get_by_filename("a.txt") is None
+
+
+def test_lifecycle_counts_attempts_and_keeps_the_error():
+    row = _document(status=DocumentState.PARSED.value)
+    DocumentRepository.transition(row, DocumentState.CHUNKING)
+    DocumentRepository.transition(row, DocumentState.FAILED, error="embedding server down")
+    assert (row.status, row.error_message, row.attempts) == ("failed", "embedding server down", 1)
+    DocumentRepository.transition(row, DocumentState.CHUNKING)
+    DocumentRepository.transition(row, DocumentState.EMBEDDING)
+    assert (row.attempts, row.error_message) == (2, None)
+
+
+def test_lifecycle_refuses_skipping_stages():
+    row = _document(status=DocumentState.PARSED.value)
+    with pytest.raises(InvalidStateTransitionError) as info:
+        DocumentRepository.transition(row, DocumentState.INDEXED)
+    assert info.value.status_code == 409

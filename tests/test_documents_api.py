@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 
 from chunkbench.app import create_app
 from chunkbench.storage.schema import DocumentRow
+from docgen import pdfs
 
 MARKDOWN = "# Guide\n\nIntro paragraph.\n\n## Install\n\nRun make run.\n\n## Usage\n\nAsk a question.\n"
 
@@ -246,3 +247,26 @@ def test_openapi_documents_the_routes(client):
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/documents", "/documents/{document_id}", "/documents/index-directory"} <= set(paths)
     assert client.get("/docs").status_code == 200
+
+
+def test_hostile_pdfs_get_their_own_status_and_leave_nothing(client, tmp_path):
+    source = pdfs.make_structured_pdf(tmp_path, chapters=1, name="source.pdf")
+    cases = {
+        "scan.pdf": (pdfs.make_image_pdf(tmp_path), "scanned_pdf"),
+        "locked.pdf": (pdfs.make_encrypted_pdf(source, tmp_path), "encrypted_document"),
+        "cut.pdf": (pdfs.make_truncated_pdf(source, tmp_path), "corrupt_document"),
+    }
+    for name, (path, code) in cases.items():
+        response = _upload(client, name, path.read_bytes())
+        assert (response.status_code, response.json()["error"]) == (400, code), name
+    assert _row_count(client) == 0
+    assert _upload(client, "source.pdf", source.read_bytes()).status_code == 201
+
+
+def test_doc_without_libreoffice_is_415_naming_the_package(client, settings):
+    settings.libreoffice_binary = "no-such-soffice"
+    ole_header = bytes.fromhex("D0CF11E0A1B11AE1") + b"\0" * 504
+    response = _upload(client, "old.doc", ole_header)
+    assert response.status_code == 415
+    assert response.json()["error"] == "converter_unavailable"
+    assert "libreoffice-writer-nogui" in response.json()["message"]

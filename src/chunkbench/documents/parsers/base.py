@@ -59,3 +59,10 @@ def looks_like_text(head: bytes) -> bool:
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return True
     return b"\x00" not in head
+
+
+class TextFormatParser(DocumentParser):
+    """A parser for a text format (HTML, Markdown, plain text): its bytes only need to look like text."""
+
+    def sniff(self, head: bytes) -> bool:
+        return looks_like_text(head)

@@ -10,7 +10,7 @@ from bs4.element import PreformattedString
 from markdownify import MarkdownConverter
 
 from chunkbench.config import Settings
-from chunkbench.documents.parsers.base import DocumentParser, looks_like_text, register
+from chunkbench.documents.parsers.base import TextFormatParser, register
 from chunkbench.documents.parsers.text import decode_text
 from chunkbench.documents.tree import Block, build_parse_result
 from chunkbench.models import ParseResult
@@ -243,15 +243,12 @@ def _definition_list(dl: Tag) -> list[Block]:
 
 
 @register
-class HtmlParser(DocumentParser):
+class HtmlParser(TextFormatParser):
     """HTML pages through BeautifulSoup (lxml), charset from BOM, ``<meta>``, or a guess."""
 
     suffixes = (".html", ".htm")
     mime_type = "text/html"
     label = "HTML page"
-
-    def sniff(self, head: bytes) -> bool:
-        return looks_like_text(head)
 
     def parse(self, path: Path, settings: Settings) -> ParseResult:
         data = path.read_bytes()

@@ -675,7 +675,7 @@ def _open(path: Path) -> pdfium.PdfDocument:
                 pdfium_error=str(exc),
             ) from exc
         raise CorruptDocumentError(
-            f"'{path.name}' is not a readable PDF (damaged or truncated: {exc}). "
+            f"'{path.name}' is not a readable PDF: it is damaged or truncated. "
             "Re-export or re-download it and upload again.",
             pdfium_error=str(exc),
         ) from exc

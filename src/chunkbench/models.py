@@ -7,6 +7,16 @@ from enum import StrEnum
 from typing import Any
 
 
+class StrategyName(StrEnum):
+    """The five chunking strategies (seed 000 §4.1)."""
+
+    FIXED_SIZE = "fixed_size"
+    RECURSIVE = "recursive"
+    SEMANTIC = "semantic"
+    CONTEXTUAL_RETRIEVAL = "contextual_retrieval"
+    SEMANTIC_PARENT_CHILD = "semantic_parent_child"
+
+
 class NodeType(StrEnum):
     DOCUMENT = "document"
     SECTION = "section"

@@ -1,0 +1,1 @@
+"""Chunking domain: tokens, sentences, the five strategies, the processing service."""

@@ -1,0 +1,214 @@
+"""The chunking contract: the Chunk, the ChunkingStrategy interface, its registry, and shared helpers.
+
+Adding a strategy is one file under ``strategies/`` with a ``@register_strategy`` class (seed 000 §16).
+"""
+
+from __future__ import annotations
+
+import bisect
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from chunkbench.chunking.tokens import get_tokenizer
+from chunkbench.errors import ChunkingError
+from chunkbench.models import DocumentTree, NodeType, StrategyName, TreeNode
+
+
+@dataclass
+class Chunk:
+    """A retrievable unit (seed 000 §4.2) that knows exactly where it came from.
+
+    ``markdown[start_index:end_index] == text`` always; ``enriched_content`` (contextual retrieval) is
+    what gets embedded instead of ``text`` when set.
+    """
+
+    chunk_id: str
+    document_id: str
+    document_name: str
+    strategy_name: StrategyName
+    chunk_index: int
+    text: str
+    start_index: int
+    end_index: int
+    token_count: int
+    character_count: int
+    heading_path: list[str] = field(default_factory=list)
+    parent_id: str | None = None
+    enriched_content: str | None = None
+    # Parents of ``semantic_parent_child`` are stored for context, never searched directly.
+    is_parent: bool = False
+
+    @property
+    def embedding_text(self) -> str:
+        return self.enriched_content if self.enriched_content is not None else self.text
+
+
+@dataclass(frozen=True)
+class ChunkingInput:
+    """What a strategy reads: the document's markdown and tree (offsets point into the markdown)."""
+
+    document_id: str
+    document_name: str
+    markdown: str
+    tree: DocumentTree
+    title: str | None = None
+
+
+class BoundaryEmbedder(Protocol):
+    """The Boundary model as the semantic strategies see it."""
+
+    model_id: str
+    threshold: float
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """One L2-normalised row per text."""
+        ...
+
+
+class ContextPrefixer(Protocol):
+    """Writes the context prefix of each chunk for contextual retrieval."""
+
+    mode: str  # "llm" or "deterministic": stored with the run
+
+    def prefixes(self, document: ChunkingInput, chunks: list[Chunk]) -> list[str]: ...
+
+
+class StrategyParams(BaseModel):
+    """Base of every strategy's parameters: unknown keys are an error, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ChunkingStrategy(ABC):
+    """One way of cutting a document into chunks."""
+
+    name: ClassVar[StrategyName]
+    description: ClassVar[str]
+    params_model: ClassVar[type[StrategyParams]]
+    needs_boundary: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        params: StrategyParams | None = None,
+        *,
+        boundary: BoundaryEmbedder | None = None,
+        prefixer: ContextPrefixer | None = None,
+    ) -> None:
+        self.params = params if params is not None else self.params_model()
+        self.boundary = boundary
+        self.prefixer = prefixer
+        if self.needs_boundary and boundary is None:
+            # Seed ADR-0020: a semantic strategy never falls back to fixed cuts silently.
+            raise ChunkingError(
+                f"The '{self.name.value}' strategy needs Boundary model embeddings, and none were given. "
+                "Configure a Boundary model (GET /admin/embedding-models) and retry."
+            )
+
+    @abstractmethod
+    def chunk(self, document: ChunkingInput) -> list[Chunk]:
+        """Cut the document; chunks come back in document order with their offsets."""
+
+
+_STRATEGIES: dict[StrategyName, type[ChunkingStrategy]] = {}
+
+
+def register_strategy(cls: type[ChunkingStrategy]) -> type[ChunkingStrategy]:
+    """Class decorator: make a strategy available by its name."""
+    _STRATEGIES[cls.name] = cls
+    return cls
+
+
+def strategy_class(name: StrategyName | str) -> type[ChunkingStrategy]:
+    import chunkbench.chunking.strategies  # noqa: F401  (registers the built-in strategies)
+
+    try:
+        return _STRATEGIES[StrategyName(name)]
+    except (ValueError, KeyError) as exc:
+        raise ChunkingError(
+            f"Unknown strategy '{name}'. Known: {', '.join(s.value for s in StrategyName)}."
+        ) from exc
+
+
+def all_strategies() -> list[type[ChunkingStrategy]]:
+    import chunkbench.chunking.strategies  # noqa: F401
+
+    return [_STRATEGIES[name] for name in StrategyName if name in _STRATEGIES]
+
+
+def validate_params(name: StrategyName | str, params: dict[str, Any] | None) -> StrategyParams:
+    """A strategy's parameters from a plain dict, with a message that names every bad field."""
+    cls = strategy_class(name)
+    try:
+        return cls.params_model(**(params or {}))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in error['loc']) or 'params'}: {error['msg']}" for error in exc.errors()
+        )
+        raise ChunkingError(f"Invalid parameters for '{cls.name.value}': {problems}.") from exc
+
+
+def chunk_id(strategy: StrategyName, document_id: str, index: int, *, parent: bool = False) -> str:
+    """``{strategy}_{safe_doc}_{index:06d}`` (seed 000 §4.2), with the document id as ``safe_doc``.
+
+    The id, not the filename: filenames repeat across tenants and survive a replacement, and the
+    point id in Qdrant is ``uuid5`` of this string, so it must be unique.
+    """
+    return f"{strategy.value}_{document_id}_{'p' if parent else ''}{index:06d}"
+
+
+class HeadingIndex:
+    """Answers "which headings is this offset under?" from the tree's node offsets."""
+
+    def __init__(self, tree: DocumentTree) -> None:
+        self._root = tree.root
+        self._starts: dict[int, list[int]] = {}
+
+    def _sections(self, node: TreeNode) -> list[TreeNode]:
+        return [c for c in node.children if c.node_type in (NodeType.SECTION, NodeType.ARTICLE)]
+
+    def path_at(self, offset: int) -> list[str]:
+        """Heading texts from the outermost section to the innermost one containing ``offset``."""
+        path: list[str] = []
+        node = self._root
+        while True:
+            sections = self._sections(node)
+            starts = self._starts.setdefault(id(node), [s.start_index for s in sections])
+            position = bisect.bisect_right(starts, offset) - 1
+            if position < 0 or offset >= sections[position].end_index:
+                return path
+            node = sections[position]
+            path.append(node.heading or "")
+
+
+class ChunkFactory:
+    """Builds chunks of one document for one strategy: ids, indices, offsets, token counts, headings."""
+
+    def __init__(self, strategy: StrategyName, document: ChunkingInput) -> None:
+        self.strategy = strategy
+        self.document = document
+        self.headings = HeadingIndex(document.tree)
+        self._tokenizer = get_tokenizer()
+
+    def make(
+        self, index: int, start: int, end: int, *, parent_id: str | None = None, is_parent: bool = False
+    ) -> Chunk:
+        text = self.document.markdown[start:end]
+        return Chunk(
+            chunk_id=chunk_id(self.strategy, self.document.document_id, index, parent=is_parent),
+            document_id=self.document.document_id,
+            document_name=self.document.document_name,
+            strategy_name=self.strategy,
+            chunk_index=index,
+            text=text,
+            start_index=start,
+            end_index=end,
+            token_count=self._tokenizer.count(text),
+            character_count=len(text),
+            heading_path=self.headings.path_at(start),
+            parent_id=parent_id,
+            is_parent=is_parent,
+        )

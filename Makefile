@@ -55,8 +55,14 @@ format: install-dev
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: install-dev system-deps ## parse throughput versus raw extraction (prints a table, writes bench/results/)
+$(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-dev
+	$(PIP) install -e ".[dev,bench]"
+	touch $@
+
+bench: $(VENV)/.installed-bench system-deps ## benchmarks against peer libraries (tables + bench/results/*.json)
 	$(PY) bench/parse.py
+	$(PY) bench/chunkers.py
+	$(PY) bench/embeddings.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

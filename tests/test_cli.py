@@ -65,9 +65,7 @@ def test_ingest_of_good_files_exits_zero_and_reingest_is_unchanged(data_dir, mix
 
 
 def test_show_and_delete(data_dir, mixed_folder):
-    document_id = json.loads(_invoke("ingest", str(mixed_folder / "guide.md"), "--json").stdout)[0][
-        "document"
-    ]["id"]
+    document_id = json.loads(_invoke("ingest", str(mixed_folder / "guide.md"), "--json").stdout)[0]["document"]["id"]
     shown = json.loads(_invoke("documents", "show", document_id, "--json").stdout)
     assert [h["heading"] for h in shown["headings"]] == ["Guide", "Setup"]
     text = _invoke("documents", "show", document_id).stdout
@@ -86,3 +84,41 @@ def test_missing_path_is_reported_not_crashed(data_dir, tmp_path):
     result = _invoke("ingest", str(tmp_path / "nope.md"), "--json")
     assert result.exit_code == 1
     assert json.loads(result.stdout)[0]["error"]["error"] == "not_found"
+
+
+def test_process_then_chunk_preview_from_the_cli(data_dir, mixed_folder):
+    assert _invoke("ingest", str(mixed_folder / "guide.md")).exit_code == 0
+    result = _invoke(
+        "process", "guide.md", "--strategies", "fixed_size,recursive", "--param", "fixed_size.chunk_size=8",
+        "--param", "fixed_size.chunk_overlap=2", "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stdout
+    body = json.loads(result.stdout)
+    assert {o["strategy"] for o in body["completed"]} == {"fixed_size", "recursive"}
+    assert body["completed"][0]["params"]["chunk_size"] == 8
+
+    preview = json.loads(_invoke("chunks", "guide.md", "--strategy", "fixed_size", "--json").stdout)
+    markdown = json.loads(_invoke("documents", "show", "guide.md", "--json").stdout)["markdown_preview"]
+    assert preview["total"] == body["chunk_counts"]["fixed_size"] > 1
+    assert all(markdown[c["start_index"] : c["end_index"]] == c["text"] for c in preview["chunks"])
+    table = _invoke("chunks", "guide.md", "--strategy", "fixed_size").stdout
+    assert "tokens min" in table and "mid-sentence" in table
+
+
+def test_process_refuses_bad_parameters(data_dir, mixed_folder):
+    _invoke("ingest", str(mixed_folder / "guide.md"))
+    result = _invoke("process", "guide.md", "--strategies", "fixed_size", "--param", "fixed_size.chunk_overlap=600")
+    assert result.exit_code == 1
+    assert "chunk_overlap" in result.stderr
+
+
+def test_models_and_strategies_listing(data_dir):
+    models = json.loads(_invoke("models", "list", "--json").stdout)
+    assert models["corpus_model_id"] == "all-MiniLM-L6-v2"
+    assert _invoke("models", "threshold", "all-MiniLM-L6-v2", "0.45").exit_code == 0
+    listed = json.loads(_invoke("models", "list", "--json").stdout)
+    minilm = next(m for m in listed["models"] if m["id"] == "all-MiniLM-L6-v2")
+    assert minilm["semantic_threshold"] == 0.45
+    assert _invoke("models", "threshold", "all-MiniLM-L6-v2", "1.5").exit_code == 1
+    names = [s["name"] for s in json.loads(_invoke("strategies", "--json").stdout)]
+    assert names == ["fixed_size", "recursive", "semantic", "contextual_retrieval", "semantic_parent_child"]

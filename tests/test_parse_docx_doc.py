@@ -131,9 +131,7 @@ def test_docx_absurd_compression_ratio_is_refused(tmp_path: Path, settings: Sett
         parse_document(bomb, settings)
 
 
-def test_docx_total_uncompressed_size_limit(
-    structured_docx: Path, tmp_path: Path, settings: Settings
-) -> None:
+def test_docx_total_uncompressed_size_limit(structured_docx: Path, tmp_path: Path, settings: Settings) -> None:
     big = office.make_incompressible_docx(structured_docx, tmp_path / "big.docx", media_mb=2)
     settings.max_docx_uncompressed_mb = 1
     with pytest.raises(ArchiveBombError, match="CHUNKBENCH_MAX_DOCX_UNCOMPRESSED_MB"):

@@ -105,9 +105,7 @@ def _write(tmp_path: Path, name: str, data: bytes | str) -> Path:
 def _paragraph(result: ParseResult, fragment: str) -> str:
     """The markdown of the paragraph node whose text contains ``fragment``."""
     node = next(
-        node
-        for node in result.tree.root.iter_nodes()
-        if node.node_type is NodeType.PARAGRAPH and fragment in node.text
+        node for node in result.tree.root.iter_nodes() if node.node_type is NodeType.PARAGRAPH and fragment in node.text
     )
     return result.markdown[node.start_index : node.end_index]
 

@@ -71,9 +71,7 @@ def test_libreoffice_outline_gives_headings_and_levels(report_pdf: Path, setting
 
 
 @pytest.mark.libreoffice
-def test_libreoffice_without_outline_falls_back_to_fonts(
-    report_pdf: Path, pdf_dir: Path, settings: Settings
-) -> None:
+def test_libreoffice_without_outline_falls_back_to_fonts(report_pdf: Path, pdf_dir: Path, settings: Settings) -> None:
     result = parse(pdfs.strip_outline(report_pdf, pdf_dir), settings)
     assert result.heading_source == "font"
     # Heading 3 is bold at the body size: found by the "bold at body size" branch of the rule.
@@ -138,9 +136,7 @@ def test_hyphenated_line_breaks_are_joined(pdf_dir: Path, settings: Settings) ->
     assert result.paragraph_count == 2
 
 
-FARSI_PARAGRAPHS = [
-    normalize_text(p) for p in (pdfs.FA_PARAGRAPH_1, pdfs.FA_PARAGRAPH_2, pdfs.FA_PARAGRAPH_3)
-]
+FARSI_PARAGRAPHS = [normalize_text(p) for p in (pdfs.FA_PARAGRAPH_1, pdfs.FA_PARAGRAPH_2, pdfs.FA_PARAGRAPH_3)]
 
 
 def _assert_farsi(result: ParseResult, headings: list[tuple[int, str]]) -> None:

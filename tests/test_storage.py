@@ -48,15 +48,13 @@ def test_sqlite_runs_in_wal_mode_with_foreign_keys(database):
 def test_migrating_twice_is_a_no_op(settings, database):
     Database.from_settings(settings).dispose()  # second start on the same file
     with database.engine.connect() as connection:
-        assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0001"
+        assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
 
 
 def test_deleting_a_document_cascades_to_its_queries(database):
     with database.session() as session:
         DocumentRepository(session, "default").add(_document())
-        session.add(
-            QueryRow(id="q1", tenant_id="default", document_id="d1", strategy_name="fixed_size", question="?")
-        )
+        session.add(QueryRow(id="q1", tenant_id="default", document_id="d1", strategy_name="fixed_size", question="?"))
     with database.session() as session:
         repo = DocumentRepository(session, "default")
         repo.delete(repo.get("d1"))

@@ -34,9 +34,7 @@ def test_blocks_nest_by_level_and_offsets_point_into_markdown():
         title="Doc",
     )
     md = result.markdown
-    assert (
-        md == "# Chapter 1\n\nIntro.\n\n## Article 5\n\n**Rule** text.\n\n## 1.1 Scope\n\n# Chapter 2\n\nEnd."
-    )
+    assert md == "# Chapter 1\n\nIntro.\n\n## Article 5\n\n**Rule** text.\n\n## 1.1 Scope\n\n# Chapter 2\n\nEnd."
     root = result.tree.root
     assert [c.heading for c in root.children] == ["Chapter 1", "Chapter 2"]
     chapter1 = root.children[0]

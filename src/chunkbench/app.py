@@ -11,10 +11,16 @@ from fastapi.responses import JSONResponse, RedirectResponse
 from sqlalchemy.exc import IntegrityError
 
 from chunkbench import __version__
+from chunkbench.admin.routes import router as admin_router
+from chunkbench.chunking import service as processing
+from chunkbench.chunking.routes import router as processing_router
 from chunkbench.config import Settings, get_settings
 from chunkbench.documents.routes import router as documents_router
 from chunkbench.errors import ChunkbenchError
+from chunkbench.jobs import service as jobs
+from chunkbench.jobs.routes import router as jobs_router
 from chunkbench.storage.db import Database
+from chunkbench.storage.vectors import close_vector_stores
 
 logger = logging.getLogger("chunkbench")
 
@@ -26,11 +32,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        app.state.database = Database.from_settings(settings)
+        database = Database.from_settings(settings)
+        interrupted = jobs.fail_interrupted(database) + processing.fail_interrupted(database)
+        if interrupted:
+            logger.warning("%d job(s)/document(s) of a previous run were interrupted: marked failed", interrupted)
+        app.state.database = database
+        app.state.jobs = jobs.JobRunner(database)
         try:
             yield
         finally:
-            app.state.database.dispose()
+            app.state.jobs.shutdown(wait=True)
+            close_vector_stores()
+            database.dispose()
 
     app = FastAPI(
         title="chunkbench",
@@ -40,6 +53,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.include_router(documents_router)
+    app.include_router(processing_router)
+    app.include_router(jobs_router)
+    app.include_router(admin_router)
     _install_error_handlers(app)
 
     @app.get("/", include_in_schema=False)

@@ -16,11 +16,13 @@ from chunkbench.errors import ChunkbenchError
 from chunkbench.models import DocumentState
 from chunkbench.storage.schema import DEFAULT_TENANT
 
-app = typer.Typer(
-    help="chunkbench: benchmark RAG chunking strategies on your documents.", no_args_is_help=True
-)
+app = typer.Typer(help="chunkbench: benchmark RAG chunking strategies on your documents.", no_args_is_help=True)
 documents_app = typer.Typer(help="List, show and delete ingested documents.", no_args_is_help=True)
+models_app = typer.Typer(help="Embedding models: Corpus/Boundary roles and semantic thresholds.", no_args_is_help=True)
+collections_app = typer.Typer(help="Qdrant collections: list, wipe, delete.", no_args_is_help=True)
 app.add_typer(documents_app, name="documents")
+app.add_typer(models_app, name="models")
+app.add_typer(collections_app, name="collections")
 
 out = Console()
 err = Console(stderr=True)
@@ -38,6 +40,12 @@ def _fail(exc: ChunkbenchError, as_json: bool) -> typer.Exit:
     else:
         err.print(f"[red]error:[/red] {exc.message}")
     return typer.Exit(code=1)
+
+
+def _vector_store(settings):
+    from chunkbench.storage.vectors import get_vector_store
+
+    return get_vector_store(settings)
 
 
 def _database():
@@ -74,10 +82,7 @@ def ingest(
     settings, database = _database()
     files = list(service.discover_files(paths))
     results: list[IngestOut] = []
-    progress = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
-    )
-    with progress:
+    with _progress() as progress:
         task = progress.add_task("ingesting", total=len(files))
         for path, result in zip(
             files, service.ingest_paths(database, settings, files, tenant_id=DEFAULT_TENANT), strict=True
@@ -126,9 +131,7 @@ def list_documents(
 
     _settings, database = _database()
     with database.session() as session:
-        rows, total = service.get_all(
-            session, tenant_id=DEFAULT_TENANT, status=status, limit=limit, offset=offset
-        )
+        rows, total = service.get_all(session, tenant_id=DEFAULT_TENANT, status=status, limit=limit, offset=offset)
         items = [DocumentSummary.of(row) for row in rows]
     if as_json:
         _print_json({"items": [i.model_dump(mode="json") for i in items], "total": total})
@@ -145,7 +148,7 @@ def list_documents(
 
 @documents_app.command("show")
 def show_document(
-    document_id: str,
+    document_id: Annotated[str, typer.Argument(help="Document id or filename")],
     markdown: Annotated[bool, typer.Option("--markdown", help="Print the whole markdown")] = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -157,7 +160,7 @@ def show_document(
     try:
         with database.session() as session:
             detail = DocumentDetail.of_row(
-                service.get(session, document_id, tenant_id=DEFAULT_TENANT), 0 if markdown else 1500
+                service.resolve(session, document_id, tenant_id=DEFAULT_TENANT), 0 if markdown else 1500
             )
     except ChunkbenchError as exc:
         raise _fail(exc, as_json) from exc
@@ -172,9 +175,7 @@ def show_document(
         f" · headings from {detail.heading_source or '–'}"
     )
     for heading in detail.headings:
-        out.print(
-            f"{'  ' * (heading.level - 1)}{'#' * min(heading.level, 6)} {heading.heading}", markup=False
-        )
+        out.print(f"{'  ' * (heading.level - 1)}{'#' * min(heading.level, 6)} {heading.heading}", markup=False)
     out.rule("markdown")
     out.print(detail.markdown_preview, markup=False, highlight=False)
     if detail.markdown_truncated:
@@ -183,7 +184,7 @@ def show_document(
 
 @documents_app.command("delete")
 def delete_document(
-    document_id: str,
+    document_id: Annotated[str, typer.Argument(help="Document id or filename")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation")] = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -194,13 +195,293 @@ def delete_document(
         if as_json:
             raise _fail(ChunkbenchError("Add --yes to delete without a confirmation prompt."), as_json)
         typer.confirm(f"Delete document {document_id} and everything derived from it?", abort=True)
-    _settings, database = _database()
+    settings, database = _database()
     try:
         with database.session() as session:
-            row = service.delete(session, document_id, tenant_id=DEFAULT_TENANT)
+            document_id = service.resolve(session, document_id, tenant_id=DEFAULT_TENANT).id
+        row = service.delete(database, settings, document_id, tenant_id=DEFAULT_TENANT)
     except ChunkbenchError as exc:
         raise _fail(exc, as_json) from exc
     if as_json:
         _print_json({"deleted": row.id, "filename": row.filename})
     else:
         out.print(f"deleted {row.filename} ({row.id})")
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
+    )
+
+
+def _parse_params(items: list[str]) -> dict[str, dict[str, Any]]:
+    """``strategy.key=value`` pairs (values read as JSON when they parse: 256, 0.4, true)."""
+    params: dict[str, dict[str, Any]] = {}
+    for item in items:
+        target, sep, raw = item.partition("=")
+        strategy, dot, key = target.partition(".")
+        if not sep or not dot or not strategy or not key:
+            raise typer.BadParameter(f"'{item}' is not strategy.key=value (e.g. fixed_size.chunk_size=256)")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        params.setdefault(strategy, {})[key] = value
+    return params
+
+
+@app.command()
+def process(
+    document: Annotated[str, typer.Argument(help="Document id or filename")],
+    strategies: Annotated[str, typer.Option(help="Comma-separated strategies, or 'all'")] = "all",
+    corpus_model: Annotated[str | None, typer.Option(help="Corpus model id (default: the Admin role)")] = None,
+    boundary_model: Annotated[str | None, typer.Option(help="Boundary model id (default: the Admin role)")] = None,
+    param: Annotated[
+        list[str] | None, typer.Option(help="Strategy parameter, e.g. fixed_size.chunk_size=256 (repeatable)")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Chunk, embed and index a document with one or more strategies."""
+    from chunkbench.chunking import service as processing
+    from chunkbench.chunking.schemas import ProcessIn
+    from chunkbench.documents import service as documents
+    from chunkbench.models import StrategyName
+
+    settings, database = _database()
+    names = list(StrategyName) if strategies.strip() == "all" else [s.strip() for s in strategies.split(",")]
+    try:
+        request = ProcessIn(
+            strategies=names, corpus_model_id=corpus_model, boundary_model_id=boundary_model,
+            params=_parse_params(param or []),
+        )  # fmt: skip
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    try:
+        with database.session() as session:
+            document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
+            plan = processing.plan(session, document_id, request, tenant_id=DEFAULT_TENANT)
+        store = _vector_store(settings)
+        with _progress() as progress:
+            task = progress.add_task("processing", total=100)
+
+            def report(fraction: float, message: str) -> None:
+                progress.update(task, completed=round(fraction * 100), description=message)
+
+            result = processing.run(database, settings, store, plan, report)
+    except ChunkbenchError as exc:
+        raise _fail(exc, as_json) from exc
+    if as_json:
+        _print_json(result.model_dump(mode="json"))
+    else:
+        table = Table("strategy", "status", "chunks", "median tok", "p95 tok", "tiny", "mid-sentence", "time", "error")
+        for outcome in [*result.completed, *result.failed]:
+            tokens = outcome.diagnostics.get("tokens", {})
+            table.add_row(
+                outcome.strategy.value,
+                outcome.status if outcome.status == "completed" else f"[red]{outcome.status}[/red]",
+                str(outcome.chunk_count) if outcome.status == "completed" else "",
+                _num(tokens.get("median")), _num(tokens.get("p95")),
+                _pct(outcome.diagnostics.get("tiny_share")), _pct(outcome.diagnostics.get("mid_sentence_share")),
+                f"{outcome.duration_ms / 1000:.1f}s", outcome.message or "",
+            )  # fmt: skip
+        out.print(table)
+        out.print(f"document {result.document_id}: {result.status} (corpus {result.corpus_model_id})")
+    if result.failed:
+        raise typer.Exit(code=1)
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:g}"
+
+
+def _pct(value: float | None) -> str:
+    return "" if value is None else f"{value:.0%}"
+
+
+@app.command()
+def chunks(
+    document: Annotated[str, typer.Argument(help="Document id or filename")],
+    strategy: Annotated[str, typer.Option(help="Strategy whose chunks to show")],
+    corpus_model: Annotated[str | None, typer.Option(help="Corpus model id (default: last used)")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=10000)] = 20,
+    offset: Annotated[int, typer.Option(min=0)] = 0,
+    as_json: JsonOption = False,
+) -> None:
+    """Chunk Preview: a strategy's chunks with exact offsets, and the run's diagnostics."""
+    from chunkbench.admin import service as admin
+    from chunkbench.documents import service as documents
+    from chunkbench.models import StrategyName
+
+    settings, database = _database()
+    try:
+        name = StrategyName(strategy)
+    except ValueError as exc:
+        raise typer.BadParameter(f"unknown strategy '{strategy}'; one of {[s.value for s in StrategyName]}") from exc
+    try:
+        with database.session() as session:
+            document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
+            preview = admin.chunk_preview(
+                session, _vector_store(settings), document_id, name, tenant_id=DEFAULT_TENANT,
+                corpus_model_id=corpus_model, offset=offset, limit=limit,
+            )  # fmt: skip
+    except ChunkbenchError as exc:
+        raise _fail(exc, as_json) from exc
+    if as_json:
+        _print_json(preview.model_dump(mode="json"))
+        return
+    diagnostics = preview.diagnostics
+    tokens = diagnostics.get("tokens", {})
+    out.print(
+        f"[bold]{preview.strategy.value}[/bold] on {preview.document_id} · corpus {preview.corpus_model_id} · "
+        f"{diagnostics.get('chunk_count', preview.total)} chunks"
+        + (f" + {diagnostics['parent_count']} parents" if diagnostics.get("parent_count") else "")
+    )
+    if tokens:
+        out.print(
+            f"tokens min {tokens['min']} · median {tokens['median']:g} · p95 {tokens['p95']:g} · max {tokens['max']}"
+            f" · tiny {diagnostics['tiny_share']:.0%} · mid-sentence {diagnostics['mid_sentence_share']:.0%}"
+        )
+    table = Table("#", "start–end", "tokens", "headings", "text")
+    for chunk in preview.chunks:
+        label = f"p{chunk.chunk_index}" if chunk.is_parent else str(chunk.chunk_index)
+        excerpt = " ".join(chunk.text.split())
+        table.add_row(
+            label, f"{chunk.start_index}–{chunk.end_index}", str(chunk.token_count),
+            " > ".join(chunk.heading_path), excerpt[:80] + ("…" if len(excerpt) > 80 else ""),
+        )  # fmt: skip
+    out.print(table)
+    out.print(f"chunks {offset + 1}–{offset + len(preview.chunks)} of {preview.total}")
+
+
+@app.command()
+def strategies(as_json: JsonOption = False) -> None:
+    """The chunking strategies and their parameters."""
+    from chunkbench.chunking.base import all_strategies
+
+    catalog = [
+        {"name": cls.name.value, "description": cls.description, "needs_boundary_model": cls.needs_boundary,
+         "params": {key: field.default for key, field in cls.params_model.model_fields.items()}}
+        for cls in all_strategies()
+    ]  # fmt: skip
+    if as_json:
+        _print_json(catalog)
+        return
+    table = Table("strategy", "boundary model", "parameters (defaults)", "description")
+    for item in catalog:
+        params = ", ".join(f"{k}={v}" for k, v in item["params"].items())
+        table.add_row(item["name"], "yes" if item["needs_boundary_model"] else "", params, item["description"])
+    out.print(table)
+
+
+@models_app.command("list")
+def models_list(as_json: JsonOption = False) -> None:
+    """Registered embedding models, the role defaults and effective thresholds."""
+    from chunkbench.embedding import service as embedding
+
+    _settings, database = _database()
+    with database.session() as session:
+        listing = embedding.list_models(session)
+    if as_json:
+        _print_json(listing)
+        return
+    table = Table("model", "provider", "dim", "roles", "threshold", "available")
+    for model in listing["models"]:
+        roles = ", ".join(role for role in ("corpus", "boundary") if model[f"is_{role}_default"])
+        available = {True: "yes", False: "no", None: "not probed"}[model["available"]]
+        if model.get("availability_note"):
+            available += f" ({model['availability_note']})"
+        threshold = f"{model['semantic_threshold']:g}" + (" (override)" if model["threshold_overridden"] else "")
+        table.add_row(model["id"], model["provider"], str(model["dimension"]), roles, threshold, available)
+    out.print(table)
+
+
+def _set_role(role: str, model_id: str, as_json: bool) -> None:
+    from chunkbench.embedding import service as embedding
+
+    _settings, database = _database()
+    try:
+        with database.session() as session:
+            embedding.set_role_model(session, role, model_id)
+    except ChunkbenchError as exc:
+        raise _fail(exc, as_json) from exc
+    if as_json:
+        _print_json({role: model_id})
+    else:
+        out.print(f"{role} model: {model_id}")
+
+
+@models_app.command("corpus")
+def models_corpus(model_id: str, as_json: JsonOption = False) -> None:
+    """Set the default Corpus model (embeds chunks and queries)."""
+    _set_role("corpus", model_id, as_json)
+
+
+@models_app.command("boundary")
+def models_boundary(model_id: str, as_json: JsonOption = False) -> None:
+    """Set the default Boundary model (finds semantic cuts)."""
+    _set_role("boundary", model_id, as_json)
+
+
+@models_app.command("threshold")
+def models_threshold(model_id: str, value: float, as_json: JsonOption = False) -> None:
+    """Override a model's semantic threshold, in (0, 1]."""
+    from chunkbench.embedding import service as embedding
+
+    _settings, database = _database()
+    try:
+        with database.session() as session:
+            embedding.set_semantic_threshold(session, model_id, value)
+    except ChunkbenchError as exc:
+        raise _fail(exc, as_json) from exc
+    if as_json:
+        _print_json({"model_id": model_id, "semantic_threshold": value})
+    else:
+        out.print(f"semantic threshold of {model_id}: {value:g}")
+
+
+@collections_app.command("list")
+def collections_list(as_json: JsonOption = False) -> None:
+    """Qdrant collections with their point counts."""
+    try:
+        collections = _vector_store(get_settings()).list_collections()
+    except ChunkbenchError as exc:
+        raise _fail(exc, as_json) from exc
+    if as_json:
+        _print_json(collections)
+        return
+    table = Table("collection", "points", "dimension")
+    for info in collections:
+        table.add_row(info["name"], str(info["points"]), str(info.get("dimension") or ""))
+    out.print(table)
+
+
+def _collection_op(name: str, operation: str, yes: bool, as_json: bool) -> None:
+    if not yes:
+        if as_json:
+            raise _fail(ChunkbenchError(f"Add --yes to {operation} without a confirmation prompt."), as_json)
+        typer.confirm(f"{operation.capitalize()} collection {name}?", abort=True)
+    store = _vector_store(get_settings())
+    try:
+        store.wipe_collection(name) if operation == "wipe" else store.delete_collection(name)
+    except ChunkbenchError as exc:
+        raise _fail(exc, as_json) from exc
+    if as_json:
+        _print_json({operation: name})
+    else:
+        out.print(f"{operation}d {name}" if operation == "wipe" else f"deleted {name}")
+
+
+@collections_app.command("wipe")
+def collections_wipe(
+    name: str, yes: Annotated[bool, typer.Option("--yes", "-y")] = False, as_json: JsonOption = False
+) -> None:
+    """Delete every point of a collection, keep the collection."""
+    _collection_op(name, "wipe", yes, as_json)
+
+
+@collections_app.command("delete")
+def collections_delete(
+    name: str, yes: Annotated[bool, typer.Option("--yes", "-y")] = False, as_json: JsonOption = False
+) -> None:
+    """Delete a collection and all its points."""
+    _collection_op(name, "delete", yes, as_json)

@@ -11,6 +11,8 @@ from sqlalchemy.orm import Session
 from chunkbench.config import Settings
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DEFAULT_TENANT
+from chunkbench.storage.vectors import VectorStore
+from chunkbench.storage.vectors import get_vector_store as _vector_store
 
 
 def get_settings(request: Request) -> Settings:
@@ -26,6 +28,11 @@ def get_session(request: Request) -> Iterator[Session]:
         yield session
 
 
+def get_vector_store(request: Request) -> VectorStore:
+    """The process's vector store, opened on first use (embedded Qdrant locks its folder)."""
+    return _vector_store(request.app.state.settings)
+
+
 def get_tenant() -> str:
     """The caller's tenant. Single-user mode: always the default tenant (API keys come with auth)."""
     return DEFAULT_TENANT
@@ -37,3 +44,4 @@ SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 DatabaseDep = Annotated[Database, Depends(get_database)]
 TenantDep = Annotated[str, Depends(get_tenant)]
+VectorStoreDep = Annotated[VectorStore, Depends(get_vector_store)]

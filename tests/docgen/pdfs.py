@@ -87,9 +87,7 @@ def make_structured_pdf(
         pdf.ln(2)
         pdf.set_font("Helvetica", size=11)
         for p in range(paragraphs_per_section):
-            pdf.multi_cell(
-                0, 5.5, f"Paragraph {p + 1} of {text}. " + LOREM * 3, new_x="LMARGIN", new_y="NEXT"
-            )
+            pdf.multi_cell(0, 5.5, f"Paragraph {p + 1} of {text}. " + LOREM * 3, new_x="LMARGIN", new_y="NEXT")
             pdf.ln(4)
     path = out_dir / (name or f"structured-{chapters}{'-outline' if outline else ''}.pdf")
     pdf.output(str(path))

@@ -112,6 +112,10 @@ class ChunkingStrategy(ABC):
     def chunk(self, document: ChunkingInput) -> list[Chunk]:
         """Cut the document; chunks come back in document order with their offsets."""
 
+    def run_details(self) -> dict[str, Any]:
+        """What the last ``chunk()`` decided beyond its parameters (threshold used, prefix mode…)."""
+        return {}
+
 
 _STRATEGIES: dict[StrategyName, type[ChunkingStrategy]] = {}
 
@@ -128,9 +132,7 @@ def strategy_class(name: StrategyName | str) -> type[ChunkingStrategy]:
     try:
         return _STRATEGIES[StrategyName(name)]
     except (ValueError, KeyError) as exc:
-        raise ChunkingError(
-            f"Unknown strategy '{name}'. Known: {', '.join(s.value for s in StrategyName)}."
-        ) from exc
+        raise ChunkingError(f"Unknown strategy '{name}'. Known: {', '.join(s.value for s in StrategyName)}.") from exc
 
 
 def all_strategies() -> list[type[ChunkingStrategy]]:
@@ -165,18 +167,23 @@ class HeadingIndex:
 
     def __init__(self, tree: DocumentTree) -> None:
         self._root = tree.root
-        self._starts: dict[int, list[int]] = {}
+        # Per node: its section children and their starts, listed once (a root can hold thousands of
+        # paragraphs, and every chunk asks).
+        self._sections: dict[int, tuple[list[TreeNode], list[int]]] = {}
 
-    def _sections(self, node: TreeNode) -> list[TreeNode]:
-        return [c for c in node.children if c.node_type in (NodeType.SECTION, NodeType.ARTICLE)]
+    def _sections_of(self, node: TreeNode) -> tuple[list[TreeNode], list[int]]:
+        cached = self._sections.get(id(node))
+        if cached is None:
+            sections = [c for c in node.children if c.node_type in (NodeType.SECTION, NodeType.ARTICLE)]
+            cached = self._sections[id(node)] = (sections, [s.start_index for s in sections])
+        return cached
 
     def path_at(self, offset: int) -> list[str]:
         """Heading texts from the outermost section to the innermost one containing ``offset``."""
         path: list[str] = []
         node = self._root
         while True:
-            sections = self._sections(node)
-            starts = self._starts.setdefault(id(node), [s.start_index for s in sections])
+            sections, starts = self._sections_of(node)
             position = bisect.bisect_right(starts, offset) - 1
             if position < 0 or offset >= sections[position].end_index:
                 return path
@@ -194,8 +201,16 @@ class ChunkFactory:
         self._tokenizer = get_tokenizer()
 
     def make(
-        self, index: int, start: int, end: int, *, parent_id: str | None = None, is_parent: bool = False
+        self,
+        index: int,
+        start: int,
+        end: int,
+        *,
+        parent_id: str | None = None,
+        is_parent: bool = False,
+        token_count: int | None = None,
     ) -> Chunk:
+        """One chunk of ``markdown[start:end]``; ``token_count`` skips the recount when the caller has it."""
         text = self.document.markdown[start:end]
         return Chunk(
             chunk_id=chunk_id(self.strategy, self.document.document_id, index, parent=is_parent),
@@ -206,7 +221,7 @@ class ChunkFactory:
             text=text,
             start_index=start,
             end_index=end,
-            token_count=self._tokenizer.count(text),
+            token_count=self._tokenizer.count(text) if token_count is None else token_count,
             character_count=len(text),
             heading_path=self.headings.path_at(start),
             parent_id=parent_id,

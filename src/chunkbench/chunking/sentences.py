@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+
 from sentencex import get_sentence_boundaries
 
 Span = tuple[int, int]

@@ -38,7 +38,7 @@ class Tokenizer:
         return tokens
 
     def count(self, text: str) -> int:
-        return len(self._encoding.encode(text)) if text else 0
+        return self._encoding.count(text) if text else 0  # ordinary text: never raises on "<|endoftext|>"
 
     def count_many(self, texts: list[str]) -> list[int]:
         if not texts:

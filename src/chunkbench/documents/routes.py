@@ -11,13 +11,13 @@ from chunkbench.documents.schemas import (
     DocumentDetail,
     DocumentPage,
     DocumentSummary,
-    ErrorOut,
     IndexDirectoryIn,
     IndexDirectoryOut,
     IngestOut,
 )
 from chunkbench.documents.service import IngestOutcome
 from chunkbench.models import DocumentState
+from chunkbench.schemas import ErrorOut
 
 router = APIRouter(prefix="/documents", tags=["documents"])
 
@@ -31,7 +31,7 @@ _ERRORS = {
 @router.post("", response_model=IngestOut, status_code=status.HTTP_201_CREATED, responses=_ERRORS)
 def upload_document(
     response: Response,
-    session: SessionDep,
+    database: DatabaseDep,
     settings: SettingsDep,
     tenant_id: TenantDep,
     file: UploadFile = File(..., description="PDF, DOCX, DOC, HTML/HTM, MD or TXT"),
@@ -40,7 +40,7 @@ def upload_document(
 
     The same filename again replaces the old document; the same bytes again change nothing (200).
     """
-    result = service.ingest_upload(session, settings, file.file, file.filename or "", tenant_id=tenant_id)
+    result = service.ingest_upload(database, settings, file.file, file.filename or "", tenant_id=tenant_id)
     if result.outcome is IngestOutcome.UNCHANGED:
         response.status_code = status.HTTP_200_OK
     return IngestOut.of(result)
@@ -54,12 +54,8 @@ def list_documents(
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0),
 ) -> DocumentPage:
-    rows, total = service.get_all(
-        session, tenant_id=tenant_id, status=status_filter, limit=limit, offset=offset
-    )
-    return DocumentPage(
-        items=[DocumentSummary.of(row) for row in rows], total=total, limit=limit, offset=offset
-    )
+    rows, total = service.get_all(session, tenant_id=tenant_id, status=status_filter, limit=limit, offset=offset)
+    return DocumentPage(items=[DocumentSummary.of(row) for row in rows], total=total, limit=limit, offset=offset)
 
 
 @router.post("/index-directory", response_model=IndexDirectoryOut, responses={400: {"model": ErrorOut}})
@@ -70,9 +66,7 @@ def index_directory(
     tenant_id: TenantDep,
 ) -> IndexDirectoryOut:
     """Ingest every supported file under a folder of the data directory; each file fails on its own."""
-    results = [
-        IngestOut.of(r) for r in service.index_directory(database, settings, body.path, tenant_id=tenant_id)
-    ]
+    results = [IngestOut.of(r) for r in service.index_directory(database, settings, body.path, tenant_id=tenant_id)]
     failed = sum(r.outcome is IngestOutcome.FAILED for r in results)
     unchanged = sum(r.outcome is IngestOutcome.UNCHANGED for r in results)
     return IndexDirectoryOut(
@@ -103,7 +97,7 @@ def get_markdown(document_id: str, session: SessionDep, tenant_id: TenantDep) ->
 
 
 @router.delete("/{document_id}", status_code=status.HTTP_204_NO_CONTENT, responses={404: {"model": ErrorOut}})
-def delete_document(document_id: str, session: SessionDep, tenant_id: TenantDep) -> Response:
-    """Delete a document and everything that hangs on it (queries, experiments)."""
-    service.delete(session, document_id, tenant_id=tenant_id)
+def delete_document(document_id: str, database: DatabaseDep, settings: SettingsDep, tenant_id: TenantDep) -> Response:
+    """Delete a document and everything that hangs on it (queries, experiments, runs, vectors)."""
+    service.delete(database, settings, document_id, tenant_id=tenant_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from chunkbench.documents.service import IngestOutcome, IngestResult
 from chunkbench.models import DocumentTree
+from chunkbench.schemas import ErrorOut
 from chunkbench.storage.schema import DocumentRow
 
 
@@ -70,12 +71,6 @@ class DocumentPage(BaseModel):
     total: int
     limit: int
     offset: int
-
-
-class ErrorOut(BaseModel):
-    error: str
-    message: str
-    details: dict[str, Any] | None = None
 
 
 class IngestOut(BaseModel):

@@ -26,8 +26,10 @@ from chunkbench.errors import (
     PathOutsideDataDirError,
 )
 from chunkbench.models import DocumentState, ParseResult
+from chunkbench.storage.db import Database
 from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.schema import DocumentRow
+from chunkbench.storage.vectors import get_vector_store
 
 logger = logging.getLogger(__name__)
 
@@ -164,13 +166,28 @@ def spool_upload(stream: BinaryIO, filename: str, settings: Settings, directory:
 
 
 def ingest_upload(
-    session: Session, settings: Settings, stream: BinaryIO, filename: str, *, tenant_id: str
+    database: Database, settings: Settings, stream: BinaryIO, filename: str, *, tenant_id: str
 ) -> IngestResult:
     """Ingest an uploaded stream (the API's ``POST /documents``)."""
     parser_for(_safe_filename(filename))  # refuse an unsupported type before spooling megabytes
     with tempfile.TemporaryDirectory(prefix="chunkbench-upload-") as tmp:
         path = spool_upload(stream, filename, settings, Path(tmp))
-        return ingest_file(session, settings, path, tenant_id=tenant_id)
+        return _ingest_committed(database, settings, path, tenant_id=tenant_id)
+
+
+def _ingest_committed(database: Database, settings: Settings, path: Path, *, tenant_id: str) -> IngestResult:
+    """Ingest in its own transaction; a replaced document's vectors go once the replacement is committed."""
+    with database.session() as session:
+        result = ingest_file(session, settings, path, tenant_id=tenant_id)
+    if result.replaced_id is not None:
+        _forget_vectors(settings, tenant_id, result.replaced_id)
+    return result
+
+
+def _forget_vectors(settings: Settings, tenant_id: str, document_id: str) -> None:
+    # After the SQL commit (DESIGN: deletes flip SQL first): a crash in between leaves unreachable
+    # vectors of a document that no longer exists, never a document without its vectors.
+    get_vector_store(settings).delete_document(tenant_id, document_id)
 
 
 def discover_files(paths: Iterable[Path]) -> Iterator[Path]:
@@ -189,15 +206,14 @@ def discover_files(paths: Iterable[Path]) -> Iterator[Path]:
 
 
 def ingest_paths(
-    database, settings: Settings, paths: Iterable[Path], *, tenant_id: str
+    database: Database, settings: Settings, paths: Iterable[Path], *, tenant_id: str
 ) -> Iterator[IngestResult]:
     """Ingest files one by one, each in its own transaction: a hostile file fails alone."""
     for path in paths:
         try:
             if not path.is_file():
                 raise NotFoundError(f"'{path}' does not exist or is not a file.")
-            with database.session() as session:
-                result = ingest_file(session, settings, path, tenant_id=tenant_id)
+            result = _ingest_committed(database, settings, path, tenant_id=tenant_id)
         except ChunkbenchError as exc:
             result = IngestResult(path.name, IngestOutcome.FAILED, error=exc)
         yield result
@@ -213,13 +229,11 @@ def resolve_in_data_dir(settings: Settings, relative: str) -> Path:
             path=relative,
         )
     if not candidate.exists():
-        raise NotFoundError(
-            f"'{relative}' does not exist under the data directory {data_dir}.", path=relative
-        )
+        raise NotFoundError(f"'{relative}' does not exist under the data directory {data_dir}.", path=relative)
     return candidate
 
 
-def index_directory(database, settings: Settings, relative: str, *, tenant_id: str) -> list[IngestResult]:
+def index_directory(database: Database, settings: Settings, relative: str, *, tenant_id: str) -> list[IngestResult]:
     """Ingest every supported file under a folder of the data directory (``index-directory``)."""
     root = resolve_in_data_dir(settings, relative)
     return list(ingest_paths(database, settings, discover_files([root]), tenant_id=tenant_id))
@@ -240,9 +254,17 @@ def get(session: Session, document_id: str, *, tenant_id: str) -> DocumentRow:
     return DocumentRepository(session, tenant_id).get(document_id)
 
 
-def delete(session: Session, document_id: str, *, tenant_id: str) -> DocumentRow:
-    """Delete a document; its queries and experiments go with it (foreign-key cascade)."""
-    repo = DocumentRepository(session, tenant_id)
-    row = repo.get(document_id)
-    repo.delete(row)
+def delete(database: Database, settings: Settings, document_id: str, *, tenant_id: str) -> DocumentRow:
+    """Delete a document; its queries, experiments and runs go with it (cascade), then its vectors."""
+    with database.session() as session:
+        repo = DocumentRepository(session, tenant_id)
+        row = repo.get(document_id)
+        repo.delete(row)
+    _forget_vectors(settings, tenant_id, document_id)
     return row
+
+
+def resolve(session: Session, reference: str, *, tenant_id: str) -> DocumentRow:
+    """A document by id, or by its exact filename (the CLI accepts either)."""
+    repo = DocumentRepository(session, tenant_id)
+    return repo.get_optional(reference) or repo.get_by_filename(reference) or repo.get(reference)

@@ -58,9 +58,7 @@ def build_parse_result(
             level = max(block.level, 1)
             rendered = heading_markdown(" ".join(text.split()), level)
         else:
-            rendered = (
-                normalize_text(block.markdown, keep_layout=True) if block.markdown is not None else text
-            )
+            rendered = normalize_text(block.markdown, keep_layout=True) if block.markdown is not None else text
         if pieces:
             offset += len(_BLOCK_SEPARATOR)
         start, end = offset, offset + len(rendered)
@@ -77,9 +75,7 @@ def build_parse_result(
             stack.append(node)
         else:
             paragraphs += 1
-            stack[-1].children.append(
-                TreeNode(NodeType.PARAGRAPH, text=text, start_index=start, end_index=end)
-            )
+            stack[-1].children.append(TreeNode(NodeType.PARAGRAPH, text=text, start_index=start, end_index=end))
         for open_node in stack:
             open_node.end_index = end
 

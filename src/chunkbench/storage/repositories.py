@@ -19,10 +19,13 @@ class DocumentRepository:
         self.session = session
         self.tenant_id = tenant_id
 
-    def get(self, document_id: str) -> DocumentRow:
-        row = self.session.scalar(
+    def get_optional(self, document_id: str) -> DocumentRow | None:
+        return self.session.scalar(
             select(DocumentRow).where(DocumentRow.id == document_id, DocumentRow.tenant_id == self.tenant_id)
         )
+
+    def get(self, document_id: str) -> DocumentRow:
+        row = self.get_optional(document_id)
         if row is None:
             raise DocumentNotFoundError(
                 f"No document with id '{document_id}'. List documents with GET /documents.",
@@ -32,9 +35,7 @@ class DocumentRepository:
 
     def get_by_filename(self, filename: str) -> DocumentRow | None:
         return self.session.scalar(
-            select(DocumentRow).where(
-                DocumentRow.tenant_id == self.tenant_id, DocumentRow.filename == filename
-            )
+            select(DocumentRow).where(DocumentRow.tenant_id == self.tenant_id, DocumentRow.filename == filename)
         )
 
     def find_by_hash(self, content_hash: str) -> DocumentRow | None:

@@ -13,6 +13,7 @@ from sqlalchemy import (
     JSON,
     CheckConstraint,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -76,9 +77,7 @@ class QueryRow(Base):
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(String(64), default=DEFAULT_TENANT, nullable=False, index=True)
-    document_id: Mapped[str] = mapped_column(
-        ForeignKey("documents.id", ondelete="CASCADE"), nullable=False, index=True
-    )
+    document_id: Mapped[str] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"), nullable=False, index=True)
     strategy_name: Mapped[str] = mapped_column(String(64), nullable=False)
     question: Mapped[str] = mapped_column(Text, nullable=False)
     answer: Mapped[str | None] = mapped_column(Text)
@@ -94,9 +93,7 @@ class ExperimentRow(Base):
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(String(64), default=DEFAULT_TENANT, nullable=False, index=True)
-    document_id: Mapped[str] = mapped_column(
-        ForeignKey("documents.id", ondelete="CASCADE"), nullable=False, index=True
-    )
+    document_id: Mapped[str] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"), nullable=False, index=True)
     benchmark_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
     questions: Mapped[list[Any]] = mapped_column(JSON, default=list, nullable=False)
     per_question: Mapped[list[Any]] = mapped_column(JSON, default=list, nullable=False)
@@ -118,3 +115,46 @@ class AppSettingRow(Base):
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), default=utcnow, onupdate=utcnow, nullable=False
     )
+
+
+class StrategyRunRow(Base):
+    """One strategy run on one document: its validated parameters, models, outcome and diagnostics."""
+
+    __tablename__ = "strategy_runs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), default=DEFAULT_TENANT, nullable=False)
+    document_id: Mapped[str] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"), nullable=False, index=True)
+    strategy_name: Mapped[str] = mapped_column(String(64), nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False)  # completed | failed
+    params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
+    # What the run decided beyond its parameters: threshold used, context-prefix mode, …
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
+    corpus_model_id: Mapped[str] = mapped_column(String(128), nullable=False)
+    boundary_model_id: Mapped[str | None] = mapped_column(String(128))
+    collection: Mapped[str | None] = mapped_column(String(255))
+    chunk_count: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
+    diagnostics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
+    error_message: Mapped[str | None] = mapped_column(Text)
+    duration_ms: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+
+
+class JobRow(Base):
+    """Long work (processing) run in the background, with progress the client can poll."""
+
+    __tablename__ = "jobs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), default=DEFAULT_TENANT, nullable=False, index=True)
+    kind: Mapped[str] = mapped_column(String(32), nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False)  # queued | running | succeeded | failed
+    document_id: Mapped[str | None] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"), index=True)
+    progress: Mapped[float] = mapped_column(Float, default=0.0, nullable=False)
+    message: Mapped[str | None] = mapped_column(Text)
+    request: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

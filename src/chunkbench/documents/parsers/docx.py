@@ -165,9 +165,7 @@ def _inspect_package(path: Path, settings: Settings) -> _Package:
             if sum(entry.file_size for entry in entries) > settings.max_docx_uncompressed_bytes:
                 raise ArchiveBombError(too_big)
             for entry in entries:
-                if entry.file_size > _RATIO_MIN_BYTES and entry.file_size > _MAX_RATIO * max(
-                    entry.compress_size, 1
-                ):
+                if entry.file_size > _RATIO_MIN_BYTES and entry.file_size > _MAX_RATIO * max(entry.compress_size, 1):
                     raise ArchiveBombError(
                         f"'{path.name}' contains '{entry.filename}', compressed more than {_MAX_RATIO}:1 "
                         "to inflate to "
@@ -327,9 +325,7 @@ class _Styles:
                 return outline or None
         return None
 
-    def list_level(
-        self, paragraph: etree._Element, style_id: str | None
-    ) -> tuple[int, int | None, bool] | None:
+    def list_level(self, paragraph: etree._Element, style_id: str | None) -> tuple[int, int | None, bool] | None:
         """``(ilvl, numId, ordered)`` of a list paragraph, or ``None`` when it is not one."""
         num_pr = paragraph.find(f"{qn('w:pPr')}/{qn('w:numPr')}")
         if num_pr is None:

@@ -160,8 +160,7 @@ class _Walker:
             inner = _Walker()
             inner.walk(tag)
             quoted = "\n>\n".join(
-                "\n".join(f"> {line}" for line in (block.markdown or block.text).split("\n"))
-                for block in inner.blocks
+                "\n".join(f"> {line}" for line in (block.markdown or block.text).split("\n")) for block in inner.blocks
             )
             text = "\n".join(block.text for block in inner.blocks)
             self.blocks.append(Block("paragraph", text, markdown=quoted))

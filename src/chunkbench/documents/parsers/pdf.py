@@ -206,9 +206,7 @@ class _PageReader:
         name = self.font_name.raw[: max(length - 1, 0)]
         bold = self.bold_fonts.get(name)
         if bold is None:
-            bold = bool(_BOLD_NAME.search(name.split(b"+")[-1])) or bool(
-                self.font_flags.value & _FORCE_BOLD_FLAG
-            )
+            bold = bool(_BOLD_NAME.search(name.split(b"+")[-1])) or bool(self.font_flags.value & _FORCE_BOLD_FLAG)
             self.bold_fonts[name] = bold
         return bold
 
@@ -227,9 +225,7 @@ class _PageReader:
                     if any(c.text == ZWNJ and abs(c.cx - x) < 3 for c in chars):
                         continue
                     if actual_text:
-                        chars = [
-                            c for c in chars if not (c.text == " " and c.left - 0.5 <= x <= c.right + 0.5)
-                        ]
+                        chars = [c for c in chars if not (c.text == " " and c.left - 0.5 <= x <= c.right + 0.5)]
                     chars.append(_Char(ZWNJ, x, x, x))
             chars.sort(key=lambda c: c.cx)
             # A joiner only means something between two letters; drop strays (at edges, next to spaces).
@@ -382,9 +378,7 @@ def _typical_pitch(lines: list[_Line]) -> float:
     return statistics.median(pitches) if pitches else 0.0
 
 
-def _starts_paragraph(
-    prev: _Line | None, line: _Line, pitch: float, right_edge: float, left_edge: float
-) -> bool:
+def _starts_paragraph(prev: _Line | None, line: _Line, pitch: float, right_edge: float, left_edge: float) -> bool:
     """Whether ``line`` begins a new paragraph after ``prev`` (gap, indent, or a short finished line)."""
     if prev is None or prev.page != line.page:
         # Across a page break a paragraph goes on only if the last line did not end a sentence and
@@ -497,9 +491,7 @@ def _outline_headings(
         for index in range(cursor, len(lines)):
             line = lines[index]
             # Some producers record the page before a heading was pushed to the next one.
-            if index in excluded or (
-                page_index is not None and line.page not in (page_index, page_index + 1)
-            ):
+            if index in excluded or (page_index is not None and line.page not in (page_index, page_index + 1)):
                 continue
             key = match_key(line.text)
             if not key:
@@ -546,9 +538,7 @@ def _headings(
         found = _outline_headings(pdf_toc, lines, excluded)
         if found and len(found) >= 0.5 * len(pdf_toc):
             if len(found) < len(pdf_toc):
-                warnings.append(
-                    f"{len(pdf_toc) - len(found)} of {len(pdf_toc)} outline entries not found in the text"
-                )
+                warnings.append(f"{len(pdf_toc) - len(found)} of {len(pdf_toc)} outline entries not found in the text")
             return found, "outline", warnings
         warnings.append("The PDF outline does not match the text; headings were inferred from fonts.")
 
@@ -615,9 +605,7 @@ def _blocks(lines: list[_Line], toc: list[tuple[int, str, int | None]]) -> tuple
         right_edges[line.page] = max(right_edges.get(line.page, line.x1), line.x1)
         left_edges[line.page] = min(left_edges.get(line.page, line.x0), line.x0)
     paragraph_start = [
-        _starts_paragraph(
-            lines[i - 1] if i else None, line, pitch, right_edges[line.page], left_edges[line.page]
-        )
+        _starts_paragraph(lines[i - 1] if i else None, line, pitch, right_edges[line.page], left_edges[line.page])
         or (i - 1) in in_table
         for i, line in enumerate(lines)
     ]
@@ -728,9 +716,7 @@ class PdfParser(DocumentParser):
         blocks, source, warnings = _blocks(lines, toc)
         if removed:
             warnings.append(f"Removed {removed} repeated header/footer/page-number lines.")
-        return build_parse_result(
-            blocks, title=title, page_count=page_count, heading_source=source, warnings=warnings
-        )
+        return build_parse_result(blocks, title=title, page_count=page_count, heading_source=source, warnings=warnings)
 
 
 def _gate(path: Path, chars_per_page: list[int], settings: Settings) -> None:

@@ -58,8 +58,7 @@ def decode_text(data: bytes, declared_encoding: str | None = None) -> str:
     best = from_bytes(data).best()
     if best is None:
         raise CorruptDocumentError(
-            "The file's text encoding could not be recognised (it may be binary, not text). "
-            "Re-save it as UTF-8 text."
+            "The file's text encoding could not be recognised (it may be binary, not text). Re-save it as UTF-8 text."
         )
     return str(best)
 

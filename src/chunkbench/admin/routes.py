@@ -1,0 +1,87 @@
+"""Admin API (seed 000 §11): thin translation to the embedding, vector-store and admin services."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Response, status
+
+from chunkbench.admin import service
+from chunkbench.admin.schemas import CollectionIn, CollectionOut, ModelRoleIn, ThresholdIn
+from chunkbench.chunking.schemas import ChunkPreviewOut
+from chunkbench.dependencies import SessionDep, TenantDep, VectorStoreDep
+from chunkbench.embedding import service as embedding
+from chunkbench.embedding.registry import get_spec
+from chunkbench.models import StrategyName
+from chunkbench.schemas import ErrorOut
+
+router = APIRouter(prefix="/admin", tags=["admin"], responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}})
+
+
+@router.get("/embedding-models")
+def list_embedding_models(session: SessionDep) -> dict[str, Any]:
+    """The model registry with the Corpus/Boundary role defaults and effective thresholds."""
+    return embedding.list_models(session)
+
+
+@router.put("/embedding-models/{role}")
+def set_role(role: Literal["corpus", "boundary"], body: ModelRoleIn, session: SessionDep) -> dict[str, Any]:
+    """Make a model the default for a role; operations already running keep their snapshot."""
+    embedding.set_role_model(session, role, body.model_id)
+    return embedding.list_models(session)
+
+
+@router.put("/embedding-models/{model_id}/semantic-threshold")
+def set_threshold(model_id: str, body: ThresholdIn, session: SessionDep) -> dict[str, Any]:
+    """Override the model's semantic threshold (used when it is the Boundary model)."""
+    embedding.set_semantic_threshold(session, model_id, body.threshold)
+    return embedding.list_models(session)
+
+
+@router.get("/qdrant/collections", response_model=list[CollectionOut])
+def list_collections(store: VectorStoreDep) -> list[CollectionOut]:
+    return [CollectionOut(**info) for info in store.list_collections()]
+
+
+@router.post("/qdrant/collections", response_model=CollectionOut, status_code=status.HTTP_201_CREATED)
+def create_collection(body: CollectionIn, store: VectorStoreDep) -> CollectionOut:
+    """Create the collection of a strategy × model (processing also creates it on demand)."""
+    spec = get_spec(body.model_id)
+    return CollectionOut(**store.create_collection(body.strategy, spec.id, spec.dimension))
+
+
+@router.post("/qdrant/collections/{name}/wipe", status_code=status.HTTP_204_NO_CONTENT)
+def wipe_collection(name: str, store: VectorStoreDep) -> Response:
+    """Delete every point, keep the collection."""
+    store.wipe_collection(name)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.delete("/qdrant/collections/{name}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_collection(name: str, store: VectorStoreDep) -> Response:
+    store.delete_collection(name)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.get("/chunks/{document_id}", response_model=ChunkPreviewOut)
+def chunk_preview(
+    document_id: str,
+    session: SessionDep,
+    store: VectorStoreDep,
+    tenant_id: TenantDep,
+    strategy: StrategyName = Query(...),
+    corpus_model_id: str | None = Query(None),
+    offset: int = Query(0, ge=0),
+    limit: int = Query(100, ge=1, le=1000),
+) -> ChunkPreviewOut:
+    """Chunk Preview: the indexed chunks with exact offsets, and the run's diagnostics."""
+    return service.chunk_preview(
+        session,
+        store,
+        document_id,
+        strategy,
+        tenant_id=tenant_id,
+        corpus_model_id=corpus_model_id,
+        offset=offset,
+        limit=limit,
+    )

@@ -1,0 +1,67 @@
+"""Processing and strategies API: thin translation between HTTP and ``chunking.service``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Query, Request, Response, status
+
+from chunkbench.chunking import service
+from chunkbench.chunking.base import all_strategies
+from chunkbench.chunking.schemas import ProcessIn, ProcessOut, StrategyInfo, StrategyRunOut
+from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
+from chunkbench.jobs.schemas import JobAccepted
+from chunkbench.schemas import ErrorOut
+
+router = APIRouter(tags=["processing"])
+
+
+@router.post(
+    "/documents/{document_id}/process",
+    response_model=ProcessOut | JobAccepted,
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={200: {"model": ProcessOut}, 400: {"model": ErrorOut}, 404: {"model": ErrorOut}},
+)
+def process_document(
+    document_id: str,
+    body: ProcessIn,
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    store: VectorStoreDep,
+    tenant_id: TenantDep,
+    wait: bool = Query(False, description="Run now and return the result instead of a job"),
+) -> ProcessOut | JobAccepted:
+    """Chunk, embed and index a document with the chosen strategies (202 + a job to poll, or 200 with wait)."""
+    process_plan = service.plan(session, document_id, body, tenant_id=tenant_id)
+    if wait:
+        response.status_code = status.HTTP_200_OK
+        return service.run(database, settings, store, process_plan, lambda _f, _m: None)
+    job = request.app.state.jobs.submit(
+        kind="process",
+        tenant_id=tenant_id,
+        document_id=document_id,
+        request=process_plan.describe(),
+        work=lambda progress: service.run(database, settings, store, process_plan, progress).model_dump(mode="json"),
+    )
+    return JobAccepted(job_id=job.id, status=job.status, status_url=f"/jobs/{job.id}")
+
+
+@router.get("/strategies", response_model=list[StrategyInfo])
+def list_strategies() -> list[StrategyInfo]:
+    """The strategies with their parameters' JSON Schema (defaults, bounds)."""
+    return [
+        StrategyInfo(
+            name=cls.name,
+            description=cls.description,
+            needs_boundary_model=cls.needs_boundary,
+            params_schema=cls.params_model.model_json_schema(),
+        )
+        for cls in all_strategies()
+    ]
+
+
+@router.get("/documents/{document_id}/runs", response_model=list[StrategyRunOut], responses={404: {"model": ErrorOut}})
+def list_runs(document_id: str, session: SessionDep, tenant_id: TenantDep) -> list[StrategyRunOut]:
+    """Every strategy run on the document, newest first: parameters, models, diagnostics, errors."""
+    return [StrategyRunOut.model_validate(row) for row in service.runs(session, document_id, tenant_id=tenant_id)]

@@ -1,0 +1,99 @@
+"""API models of processing, strategies and the chunk preview."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from chunkbench.models import StrategyName
+
+
+class ProcessIn(BaseModel):
+    """Which strategies to run, with which models and parameters (seed 000 §7.2)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    strategies: list[StrategyName] = Field(
+        default_factory=lambda: list(StrategyName), description="Default: all five", min_length=1
+    )
+    corpus_model_id: str | None = Field(None, description="Embeds the chunks; default: the Admin Corpus role")
+    boundary_model_id: str | None = Field(None, description="Finds semantic cuts; default: the Admin Boundary role")
+    params: dict[StrategyName, dict[str, Any]] = Field(
+        default_factory=dict, description='Per-strategy parameters, e.g. {"fixed_size": {"chunk_size": 256}}'
+    )
+
+
+class StrategyOutcome(BaseModel):
+    strategy: StrategyName
+    status: str  # completed | failed
+    chunk_count: int = 0
+    collection: str | None = None
+    params: dict[str, Any] = {}
+    details: dict[str, Any] = {}
+    diagnostics: dict[str, Any] = {}
+    error: str | None = None
+    message: str | None = None
+    duration_ms: int = 0
+
+
+class ProcessOut(BaseModel):
+    document_id: str
+    status: str
+    corpus_model_id: str
+    boundary_model_id: str | None
+    completed: list[StrategyOutcome]
+    failed: list[StrategyOutcome]
+    chunk_counts: dict[str, int]
+
+
+class StrategyInfo(BaseModel):
+    name: StrategyName
+    description: str
+    needs_boundary_model: bool
+    params_schema: dict[str, Any]
+
+
+class StrategyRunOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: str
+    strategy_name: str
+    status: str
+    params: dict[str, Any]
+    details: dict[str, Any]
+    corpus_model_id: str
+    boundary_model_id: str | None
+    collection: str | None
+    chunk_count: int
+    diagnostics: dict[str, Any]
+    error_message: str | None
+    duration_ms: int
+    created_at: datetime
+
+
+class ChunkOut(BaseModel):
+    chunk_id: str
+    chunk_index: int
+    start_index: int
+    end_index: int
+    token_count: int
+    character_count: int
+    heading_path: list[str]
+    parent_id: str | None = None
+    is_parent: bool = False
+    text: str
+
+
+class ChunkPreviewOut(BaseModel):
+    document_id: str
+    strategy: StrategyName
+    corpus_model_id: str
+    collection: str
+    run: StrategyRunOut | None
+    diagnostics: dict[str, Any]
+    total: int
+    offset: int
+    limit: int
+    chunks: list[ChunkOut]

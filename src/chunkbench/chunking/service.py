@@ -1,0 +1,305 @@
+"""Processing (seed 000 §7.2, §8.2): chunk a document with strategies, embed, index, record the runs.
+
+``plan`` validates everything a request names (document, strategies, parameters, models) before any
+work starts, so a bad request is a 4xx and never a failed job. ``run`` then does the work; one strategy
+failing never stops the others, and every write is ordered so a crash leaves nothing half-visible:
+vectors are written first, the document's SQL state flips last.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from chunkbench.chunking.base import (
+    BoundaryEmbedder,
+    ChunkingInput,
+    StrategyParams,
+    strategy_class,
+    validate_params,
+)
+from chunkbench.chunking.diagnostics import diagnose
+from chunkbench.chunking.schemas import ProcessIn, ProcessOut, StrategyOutcome
+from chunkbench.config import Settings
+from chunkbench.embedding import service as embedding
+from chunkbench.embedding.registry import EmbeddingModelSpec
+from chunkbench.embedding.sparse import Bm25Encoder
+from chunkbench.errors import ChunkbenchError, ChunkingError, DocumentNotFoundError
+from chunkbench.jobs.service import Progress
+from chunkbench.models import DocumentState, DocumentTree, StrategyName
+from chunkbench.storage.db import Database
+from chunkbench.storage.repositories import DocumentRepository
+from chunkbench.storage.schema import DocumentRow, StrategyRunRow
+from chunkbench.storage.vectors import VectorStore, collection_name
+
+
+@dataclass(frozen=True)
+class ProcessPlan:
+    """A validated processing request, with the model snapshots taken at its start (seed 000 §6.2)."""
+
+    tenant_id: str
+    document_id: str
+    strategies: tuple[tuple[StrategyName, StrategyParams], ...]
+    corpus: EmbeddingModelSpec
+    boundary: EmbeddingModelSpec | None
+    boundary_threshold: float | None
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "document_id": self.document_id,
+            "strategies": [name.value for name, _ in self.strategies],
+            "params": {name.value: params.model_dump() for name, params in self.strategies},
+            "corpus_model_id": self.corpus.id,
+            "boundary_model_id": self.boundary.id if self.boundary else None,
+        }
+
+
+def plan(session: Session, document_id: str, request: ProcessIn, *, tenant_id: str) -> ProcessPlan:
+    """Validate a request completely; raises 404/400 with what to fix."""
+    DocumentRepository(session, tenant_id).get(document_id)
+    names = list(dict.fromkeys(request.strategies))
+    stray = sorted(set(request.params) - set(names))
+    if stray:
+        raise ChunkingError(
+            f"Parameters were given for {', '.join(s.value for s in stray)}, which is not being run. "
+            "Add it to 'strategies' or drop its parameters."
+        )
+    strategies = tuple((name, validate_params(name, request.params.get(name))) for name in names)
+    corpus = embedding.resolve_corpus_model(session, request.corpus_model_id)
+    boundary = threshold = None
+    if any(strategy_class(name).needs_boundary for name in names):
+        boundary = embedding.resolve_boundary_model(session, request.boundary_model_id)
+        threshold = embedding.get_semantic_threshold(session, boundary.id)
+    return ProcessPlan(tenant_id, document_id, strategies, corpus, boundary, threshold)
+
+
+def run(
+    database: Database, settings: Settings, store: VectorStore, process_plan: ProcessPlan, progress: Progress
+) -> ProcessOut:
+    """Run a plan: every strategy is attempted; the document ends ``indexed`` if any succeeded."""
+    with database.session() as session:
+        row = DocumentRepository(session, process_plan.tenant_id).get(process_plan.document_id)
+        DocumentRepository.transition(row, DocumentState.CHUNKING)
+        document = ChunkingInput(
+            document_id=row.id,
+            document_name=row.filename,
+            markdown=row.parsed_text,
+            tree=DocumentTree.from_dict(row.document_tree),
+            title=DocumentTree.from_dict(row.document_tree).root.heading,
+        )
+
+    boundary: BoundaryEmbedder | ChunkbenchError | None = None
+    if process_plan.boundary is not None:
+        try:
+            boundary = embedding.boundary_embedder(process_plan.boundary, process_plan.boundary_threshold, settings)
+        except ChunkbenchError as exc:  # fails the strategies that need it, not the others
+            boundary = exc
+    outcomes: list[StrategyOutcome] = []
+    total = len(process_plan.strategies)
+    try:
+        for position, (name, params) in enumerate(process_plan.strategies):
+
+            def step(fraction: float, message: str, position: int = position, name: StrategyName = name) -> None:
+                progress((position + fraction) / total, f"{name.value}: {message}")
+
+            outcome = _run_strategy(database, settings, store, process_plan, document, name, params, boundary, step)
+            outcomes.append(outcome)
+            _record(database, process_plan, outcome)
+    except Exception as exc:
+        # A bug must not leave the document "chunking" forever: it fails, with the reason.
+        _fail_document(database, process_plan, f"Processing stopped unexpectedly: {exc}")
+        raise
+    progress(1.0, "saving")
+    return _finish(database, store, process_plan, outcomes)
+
+
+def _fail_document(database: Database, process_plan: ProcessPlan, reason: str) -> None:
+    with database.session() as session:
+        row = DocumentRepository(session, process_plan.tenant_id).get_optional(process_plan.document_id)
+        if row is not None and row.status in (DocumentState.CHUNKING.value, DocumentState.EMBEDDING.value):
+            DocumentRepository.transition(row, DocumentState.FAILED, error=reason)
+
+
+def _run_strategy(
+    database: Database,
+    settings: Settings,
+    store: VectorStore,
+    process_plan: ProcessPlan,
+    document: ChunkingInput,
+    name: StrategyName,
+    params: StrategyParams,
+    boundary: BoundaryEmbedder | ChunkbenchError | None,
+    step: Progress,
+) -> StrategyOutcome:
+    started = time.perf_counter()
+    corpus = process_plan.corpus
+    collection = collection_name(name, corpus.id)
+    try:
+        step(0.0, "chunking")
+        cls = strategy_class(name)
+        if cls.needs_boundary and isinstance(boundary, ChunkbenchError):
+            raise boundary
+        strategy = cls(params, boundary=boundary if cls.needs_boundary else None)
+        chunks = strategy.chunk(document)
+        searchable = [chunk for chunk in chunks if not chunk.is_parent]
+        _enter_embedding(database, process_plan)
+        step(0.3, f"embedding {len(searchable)} chunks")
+        texts = [chunk.embedding_text for chunk in searchable]
+        dense = embedding.embed_texts(corpus, texts, "document", settings)
+        sparse = Bm25Encoder().encode_documents(texts)
+        step(0.8, "indexing")
+        store.replace_document_chunks(
+            name.value,
+            corpus.id,
+            corpus.dimension,
+            tenant_id=process_plan.tenant_id,
+            chunks=chunks,
+            dense=dense,
+            sparse=sparse,
+        )
+    except ChunkbenchError as exc:
+        return StrategyOutcome(
+            strategy=name,
+            status="failed",
+            params=params.model_dump(),
+            error=exc.code,
+            message=exc.message,
+            collection=collection,
+            duration_ms=_elapsed_ms(started),
+        )
+    return StrategyOutcome(
+        strategy=name,
+        status="completed",
+        chunk_count=len(searchable),
+        collection=collection,
+        params=params.model_dump(),
+        details=strategy.run_details(),
+        diagnostics=diagnose(chunks, document.markdown),
+        duration_ms=_elapsed_ms(started),
+    )
+
+
+def _elapsed_ms(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)
+
+
+def _enter_embedding(database: Database, process_plan: ProcessPlan) -> None:
+    with database.session() as session:
+        row = DocumentRepository(session, process_plan.tenant_id).get(process_plan.document_id)
+        if row.status == DocumentState.CHUNKING.value:
+            DocumentRepository.transition(row, DocumentState.EMBEDDING)
+
+
+def _record(database: Database, process_plan: ProcessPlan, outcome: StrategyOutcome) -> None:
+    with database.session() as session:
+        if DocumentRepository(session, process_plan.tenant_id).get_optional(process_plan.document_id) is None:
+            return  # deleted while processing: ``_finish`` cleans up its vectors
+        session.add(
+            StrategyRunRow(
+                id=uuid.uuid4().hex,
+                tenant_id=process_plan.tenant_id,
+                document_id=process_plan.document_id,
+                strategy_name=outcome.strategy.value,
+                status=outcome.status,
+                params=outcome.params,
+                details=outcome.details,
+                corpus_model_id=process_plan.corpus.id,
+                boundary_model_id=process_plan.boundary.id if process_plan.boundary else None,
+                collection=outcome.collection,
+                chunk_count=outcome.chunk_count,
+                diagnostics=outcome.diagnostics,
+                error_message=outcome.message,
+                duration_ms=outcome.duration_ms,
+            )
+        )
+
+
+def _finish(
+    database: Database, store: VectorStore, process_plan: ProcessPlan, outcomes: list[StrategyOutcome]
+) -> ProcessOut:
+    completed = [o for o in outcomes if o.status == "completed"]
+    failed = [o for o in outcomes if o.status == "failed"]
+    try:
+        with database.session() as session:
+            row = DocumentRepository(session, process_plan.tenant_id).get(process_plan.document_id)
+            counts = dict(row.chunk_counts or {})
+            counts.update({o.strategy.value: o.chunk_count for o in completed})
+            row.chunk_counts = counts
+            row.last_corpus_embedding_model_id = process_plan.corpus.id
+            if process_plan.boundary is not None:
+                row.last_boundary_embedding_model_id = process_plan.boundary.id
+            if completed:
+                if row.status == DocumentState.CHUNKING.value:
+                    DocumentRepository.transition(row, DocumentState.EMBEDDING)
+                DocumentRepository.transition(row, DocumentState.INDEXED)
+            else:
+                reasons = "; ".join(f"{o.strategy.value}: {o.message}" for o in failed)
+                DocumentRepository.transition(row, DocumentState.FAILED, error=reasons)
+            status = row.status
+    except DocumentNotFoundError:
+        # Deleted while processing: its fresh vectors must not outlive it.
+        store.delete_document(process_plan.tenant_id, process_plan.document_id)
+        raise
+    return ProcessOut(
+        document_id=process_plan.document_id,
+        status=status,
+        corpus_model_id=process_plan.corpus.id,
+        boundary_model_id=process_plan.boundary.id if process_plan.boundary else None,
+        completed=completed,
+        failed=failed,
+        chunk_counts=counts,
+    )
+
+
+def latest_run(
+    session: Session, document_id: str, strategy: StrategyName, corpus_model_id: str, *, tenant_id: str
+) -> StrategyRunRow | None:
+    """The most recent completed run of a strategy on a document with a Corpus model."""
+    return session.scalar(
+        select(StrategyRunRow)
+        .where(
+            StrategyRunRow.tenant_id == tenant_id,
+            StrategyRunRow.document_id == document_id,
+            StrategyRunRow.strategy_name == strategy.value,
+            StrategyRunRow.corpus_model_id == corpus_model_id,
+            StrategyRunRow.status == "completed",
+        )
+        .order_by(StrategyRunRow.created_at.desc())
+        .limit(1)
+    )
+
+
+def runs(session: Session, document_id: str, *, tenant_id: str) -> list[StrategyRunRow]:
+    """Every strategy run on a document, newest first."""
+    DocumentRepository(session, tenant_id).get(document_id)
+    return list(
+        session.scalars(
+            select(StrategyRunRow)
+            .where(StrategyRunRow.document_id == document_id, StrategyRunRow.tenant_id == tenant_id)
+            .order_by(StrategyRunRow.created_at.desc())
+        )
+    )
+
+
+def fail_interrupted(database: Database) -> int:
+    """Documents left ``chunking``/``embedding`` by a process that died cannot finish: mark them failed.
+
+    Called at start-up; assumes one processing server per database (several API replicas sharing
+    one database would need a lease per document instead).
+    """
+    with database.session() as session:
+        rows = session.scalars(
+            select(DocumentRow).where(
+                DocumentRow.status.in_([DocumentState.CHUNKING.value, DocumentState.EMBEDDING.value])
+            )
+        ).all()
+        for row in rows:
+            DocumentRepository.transition(
+                row, DocumentState.FAILED, error="Processing was interrupted by a restart; process it again."
+            )
+        return len(rows)

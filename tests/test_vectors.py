@@ -1,0 +1,484 @@
+"""The vector store on embedded Qdrant (a temporary folder per test) and the BM25 sparse encoder."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from qdrant_client import models as qm
+
+from chunkbench.chunking.base import Chunk, chunk_id
+from chunkbench.config import Settings
+from chunkbench.embedding.sparse import ZWNJ, Bm25Encoder, SparseEmbedding, token_index, tokenize
+from chunkbench.errors import NotFoundError, VectorStoreError
+from chunkbench.models import StrategyName
+from chunkbench.storage.vectors import (
+    DENSE_VECTOR,
+    SPARSE_VECTOR,
+    VectorStore,
+    close_vector_stores,
+    collection_name,
+    document_filter,
+    get_vector_store,
+    parse_collection_name,
+    point_id,
+)
+
+DIM = 8
+MODEL = "local:sentence-transformers/all-MiniLM-L6-v2"
+FIXED = StrategyName.FIXED_SIZE
+PARENT_CHILD = StrategyName.SEMANTIC_PARENT_CHILD
+ENCODER = Bm25Encoder()
+WORDS = [
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliet",
+    "kilo",
+    "lima",
+    "mike",
+    "november",
+    "oscar",
+]
+
+
+@pytest.fixture(autouse=True)
+def _close_stores() -> Iterator[None]:
+    yield
+    close_vector_stores()
+
+
+@pytest.fixture
+def store(settings: Settings) -> VectorStore:
+    return get_vector_store(settings)
+
+
+def make_chunks(
+    document_id: str, count: int, *, strategy: StrategyName = FIXED, parents: int = 0, name: str = "doc.md"
+) -> list[Chunk]:
+    """``count`` children (each under parent ``i % parents`` when there are parents), then the parents."""
+    chunks: list[Chunk] = []
+    position = 0
+    for index in range(count):
+        text = f"{WORDS[index % len(WORDS)]} chunk {index} of {document_id}"
+        chunks.append(
+            Chunk(
+                chunk_id=chunk_id(strategy, document_id, index),
+                document_id=document_id,
+                document_name=name,
+                strategy_name=strategy,
+                chunk_index=index,
+                text=text,
+                start_index=position,
+                end_index=position + len(text),
+                token_count=len(text.split()),
+                character_count=len(text),
+                heading_path=["Intro", f"Part {index // 2}"],
+                parent_id=chunk_id(strategy, document_id, index % parents, parent=True) if parents else None,
+            )
+        )
+        position += len(text) + 1
+    for index in range(parents):
+        text = " ".join(c.text for c in chunks[index::parents])
+        chunks.append(
+            Chunk(
+                chunk_id=chunk_id(strategy, document_id, index, parent=True),
+                document_id=document_id,
+                document_name=name,
+                strategy_name=strategy,
+                chunk_index=index,
+                text=text,
+                start_index=0,
+                end_index=len(text),
+                token_count=len(text.split()),
+                character_count=len(text),
+                is_parent=True,
+            )
+        )
+    return chunks
+
+
+def vectors(chunks: list[Chunk], seed: int = 0) -> tuple[np.ndarray, list[SparseEmbedding]]:
+    children = [c for c in chunks if not c.is_parent]
+    matrix = np.random.default_rng(seed).normal(size=(len(children), DIM)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix, ENCODER.encode_documents(c.embedding_text for c in children)
+
+
+def store_chunks(
+    store: VectorStore, chunks: list[Chunk], *, tenant: str = "t1", strategy: StrategyName = FIXED, seed: int = 0
+) -> np.ndarray:
+    dense, sparse = vectors(chunks, seed)
+    store.replace_document_chunks(strategy, MODEL, DIM, tenant_id=tenant, chunks=chunks, dense=dense, sparse=sparse)
+    return dense
+
+
+# ---------------------------------------------------------------- naming and collections
+
+
+def test_collection_name_sanitises_model_ids() -> None:
+    assert collection_name(FIXED, MODEL) == "fixed_size__local-sentence-transformers-all-MiniLM-L6-v2_collection"
+    assert collection_name("recursive", "ollama:nomic embed@v1.5") == "recursive__ollama-nomic-embed-v1.5_collection"
+    assert parse_collection_name(collection_name(PARENT_CHILD, "a:b")) == ("semantic_parent_child", "a-b")
+    assert parse_collection_name("someone_elses") == (None, None)
+    with pytest.raises(VectorStoreError, match="Unknown strategy"):
+        collection_name("nonsense", MODEL)
+
+
+def test_ensure_collection_layout_and_dimension_clash(store: VectorStore) -> None:
+    name = store.ensure_collection(FIXED, MODEL, DIM)
+    assert store.ensure_collection(FIXED, MODEL, DIM) == name  # idempotent
+    params = store.client.get_collection(name).config.params
+    assert params.vectors[DENSE_VECTOR].size == DIM
+    assert params.vectors[DENSE_VECTOR].distance == qm.Distance.COSINE
+    assert params.sparse_vectors[SPARSE_VECTOR].modifier == qm.Modifier.IDF
+    with pytest.raises(VectorStoreError, match=r"8-dimensional.*produces 16") as info:
+        store.ensure_collection(FIXED, MODEL, 16)
+    assert MODEL in info.value.message
+
+
+def test_foreign_layout_is_refused(store: VectorStore) -> None:
+    name = collection_name(FIXED, MODEL)
+    store.client.create_collection(name, vectors_config=qm.VectorParams(size=DIM, distance=qm.Distance.COSINE))
+    with pytest.raises(VectorStoreError, match="Delete it"):
+        store.ensure_collection(FIXED, MODEL, DIM)
+
+
+# ---------------------------------------------------------------- replace, scroll, idempotence
+
+
+def test_replace_then_scroll_returns_exact_payloads_in_order(store: VectorStore) -> None:
+    chunks = make_chunks("d1", 5)
+    chunks[2] = replace(chunks[2], enriched_content="Context: the intro. " + chunks[2].text)
+    store_chunks(store, chunks[::-1])  # written out of order, read back in order
+    payloads = store.scroll_document(FIXED, MODEL, tenant_id="t1", document_id="d1")
+    assert [p["chunk_index"] for p in payloads] == [0, 1, 2, 3, 4]
+    first = payloads[0]
+    assert first == {
+        "chunk_id": "fixed_size_d1_000000",
+        "document_id": "d1",
+        "document_name": "doc.md",
+        "strategy_name": "fixed_size",
+        "chunk_index": 0,
+        "text": chunks[0].text,
+        "start_index": chunks[0].start_index,
+        "end_index": chunks[0].end_index,
+        "token_count": chunks[0].token_count,
+        "character_count": chunks[0].character_count,
+        "heading_path": ["Intro", "Part 0"],
+        "parent_id": None,
+        "is_parent": False,
+        "tenant_id": "t1",
+        "embedding_model_id": MODEL,
+        "enriched": False,
+    }
+    assert payloads[2]["enriched"] is True
+    assert payloads[2]["enriched_content"] == chunks[2].enriched_content
+    assert store.count_document(FIXED, MODEL, tenant_id="t1", document_id="d1") == 5
+
+
+def test_rerun_removes_stale_chunks_and_same_run_is_idempotent(store: VectorStore) -> None:
+    name = collection_name(FIXED, MODEL)
+    store_chunks(store, make_chunks("d1", 6))
+    ids_before = {str(p.id) for p in store.client.scroll(name, limit=100)[0]}
+
+    dense, sparse = vectors(make_chunks("d1", 6))
+    result = store.replace_document_chunks(
+        FIXED, MODEL, DIM, tenant_id="t1", chunks=make_chunks("d1", 6), dense=dense, sparse=sparse
+    )
+    assert (result.upserted, result.removed) == (6, 0)
+    assert {str(p.id) for p in store.client.scroll(name, limit=100)[0]} == ids_before
+
+    fewer = make_chunks("d1", 3)
+    dense, sparse = vectors(fewer, seed=1)
+    result = store.replace_document_chunks(FIXED, MODEL, DIM, tenant_id="t1", chunks=fewer, dense=dense, sparse=sparse)
+    assert (result.upserted, result.removed) == (3, 3)
+    assert store.client.count(name, exact=True).count == 3
+    assert {str(p.id) for p in store.client.scroll(name, limit=100)[0]} == {point_id(c.chunk_id) for c in fewer}
+
+    empty = store.replace_document_chunks(
+        FIXED, MODEL, DIM, tenant_id="t1", chunks=[], dense=np.zeros((0, DIM)), sparse=[], document_id="d1"
+    )
+    assert empty.removed == 3
+    assert store.client.count(name, exact=True).count == 0
+
+
+def test_row_mismatches_are_refused_before_writing(store: VectorStore) -> None:
+    chunks = make_chunks("d1", 3)
+    dense, sparse = vectors(chunks)
+    name = collection_name(FIXED, MODEL)
+    bad_calls = [
+        {"dense": dense[:2], "sparse": sparse},
+        {"dense": dense, "sparse": sparse[:2]},
+        {"dense": np.zeros((3, 4), dtype=np.float32), "sparse": sparse},
+        {"dense": np.full((3, DIM), np.nan, dtype=np.float32), "sparse": sparse},
+        {"dense": dense, "sparse": sparse, "chunks": chunks + make_chunks("d2", 1)},
+        {"dense": dense, "sparse": sparse, "chunks": make_chunks("d1", 3, strategy=StrategyName.RECURSIVE)},
+        {"dense": dense, "sparse": sparse, "chunks": [chunks[0], chunks[0], chunks[1]]},
+        {"dense": np.zeros((0, DIM)), "sparse": [], "chunks": []},
+    ]
+    for call in bad_calls:
+        kwargs = {"chunks": chunks, **call}
+        with pytest.raises(VectorStoreError):
+            store.replace_document_chunks(FIXED, MODEL, DIM, tenant_id="t1", **kwargs)
+    assert not store.client.collection_exists(name)
+
+
+# ---------------------------------------------------------------- parents, neighbours, tenants
+
+
+def test_parents_have_no_vectors_and_are_never_searched(store: VectorStore) -> None:
+    chunks = make_chunks("d1", 4, strategy=PARENT_CHILD, parents=2)
+    dense = store_chunks(store, chunks, strategy=PARENT_CHILD)
+    name = collection_name(PARENT_CHILD, MODEL)
+    assert store.client.count(name, exact=True).count == 6
+
+    hits = store.client.query_points(name, query=dense[0].tolist(), using=DENSE_VECTOR, limit=10).points
+    assert len(hits) == 4
+    assert not any(h.payload["is_parent"] for h in hits)
+    assert hits[0].payload["chunk_index"] == 0
+    parent_record = store.client.retrieve(name, [point_id(chunks[4].chunk_id)], with_vectors=True)[0]
+    assert not parent_record.vector
+
+    payloads = store.scroll_document(PARENT_CHILD, MODEL, tenant_id="t1", document_id="d1")
+    assert [(p["is_parent"], p["chunk_index"]) for p in payloads] == [
+        (False, 0),
+        (False, 1),
+        (False, 2),
+        (False, 3),
+        (True, 0),
+        (True, 1),
+    ]
+    children = store.scroll_document(PARENT_CHILD, MODEL, tenant_id="t1", document_id="d1", include_parents=False)
+    assert len(children) == 4
+    assert store.count_document(PARENT_CHILD, MODEL, tenant_id="t1", document_id="d1", include_parents=False) == 4
+
+    parents = store.get_chunks_by_ids(
+        PARENT_CHILD, MODEL, tenant_id="t1", document_id="d1", chunk_ids=[children[3]["parent_id"], "nope"]
+    )
+    assert [p["chunk_id"] for p in parents] == [chunks[5].chunk_id]
+    assert parents[0]["text"] == chunks[5].text
+
+
+def test_neighbours_by_indices_skip_missing_and_parents(store: VectorStore) -> None:
+    store_chunks(store, make_chunks("d1", 4, strategy=PARENT_CHILD, parents=2), strategy=PARENT_CHILD)
+    found = store.get_chunks_by_indices(PARENT_CHILD, MODEL, tenant_id="t1", document_id="d1", indices=[3, 1, -1, 7, 1])
+    assert [(p["chunk_index"], p["is_parent"]) for p in found] == [(1, False), (3, False)]
+    assert store.get_chunks_by_indices(PARENT_CHILD, MODEL, tenant_id="t1", document_id="d1", indices=[]) == []
+    with pytest.raises(NotFoundError):
+        store.get_chunks_by_indices(FIXED, MODEL, tenant_id="t1", document_id="d1", indices=[0])
+
+
+def test_tenants_are_isolated(store: VectorStore) -> None:
+    # Two tenants with a document of the same id (and name): distinct chunk ids keep both points apart.
+    mine = make_chunks("d1", 3)
+    theirs = [replace(c, chunk_id=f"t2/{c.chunk_id}", text=f"secret {c.text}") for c in make_chunks("d1", 5)]
+    store_chunks(store, mine, tenant="t1")
+    store_chunks(store, theirs, tenant="t2")
+
+    assert len(store.scroll_document(FIXED, MODEL, tenant_id="t1", document_id="d1")) == 3
+    assert [
+        p["chunk_index"]
+        for p in store.get_chunks_by_indices(FIXED, MODEL, tenant_id="t1", document_id="d1", indices=[3, 4])
+    ] == []
+    assert store.get_chunks_by_ids(FIXED, MODEL, tenant_id="t1", document_id="d1", chunk_ids=[theirs[0].chunk_id]) == []
+
+    # Re-running tenant 1 with fewer chunks must not treat tenant 2's points as its stale ones.
+    dense, sparse = vectors(mine[:1])
+    result = store.replace_document_chunks(
+        FIXED, MODEL, DIM, tenant_id="t1", chunks=mine[:1], dense=dense, sparse=sparse
+    )
+    assert result.removed == 2
+    assert store.delete_document("t1", "d1") == 1
+    assert store.delete_document_strategy(FIXED, MODEL, "t1", "d1") == 0
+    remaining = store.scroll_document(FIXED, MODEL, tenant_id="t2", document_id="d1")
+    assert len(remaining) == 5
+    assert all(p["text"].startswith("secret") for p in remaining)
+
+
+def test_delete_document_across_collections(store: VectorStore) -> None:
+    store_chunks(store, make_chunks("d1", 3))
+    store_chunks(store, make_chunks("d2", 2))
+    store_chunks(store, make_chunks("d1", 2, strategy=PARENT_CHILD, parents=1), strategy=PARENT_CHILD)
+    assert store.delete_document("t1", "d1") == 3 + 3
+    assert store.count_document(FIXED, MODEL, tenant_id="t1", document_id="d1") == 0
+    assert store.count_document(PARENT_CHILD, MODEL, tenant_id="t1", document_id="d1") == 0
+    assert store.count_document(FIXED, MODEL, tenant_id="t1", document_id="d2") == 2
+    assert store.delete_document("t1", "d1") == 0
+    assert store.delete_document_strategy(StrategyName.SEMANTIC, MODEL, "t1", "d2") == 0  # no collection
+
+
+# ---------------------------------------------------------------- hybrid layout
+
+
+def test_layout_supports_filtered_hybrid_rrf_query(store: VectorStore) -> None:
+    dense = store_chunks(store, make_chunks("d1", 6))
+    # The same texts (and the same dense vectors) in another document and in another tenant's "d1".
+    store_chunks(store, make_chunks("d2", 6))
+    store_chunks(store, [replace(c, chunk_id=f"t2/{c.chunk_id}") for c in make_chunks("d1", 6)], tenant="t2")
+    name = collection_name(FIXED, MODEL)
+
+    point_filter = document_filter("t1", "d1", include_parents=False)
+    sparse_query = ENCODER.encode_query("Charlie chunk")
+    response = store.client.query_points(
+        name,
+        prefetch=[
+            qm.Prefetch(query=dense[2].tolist(), using=DENSE_VECTOR, filter=point_filter, limit=10),
+            qm.Prefetch(
+                query=qm.SparseVector(indices=sparse_query.indices, values=sparse_query.values),
+                using=SPARSE_VECTOR,
+                filter=point_filter,
+                limit=10,
+            ),
+        ],
+        query=qm.FusionQuery(fusion=qm.Fusion.RRF),
+        query_filter=point_filter,
+        limit=3,
+    )
+    hits = response.points
+    assert hits and all(h.payload["document_id"] == "d1" and h.payload["tenant_id"] == "t1" for h in hits)
+    # Chunk 2 is both the nearest dense vector and the only "charlie": first by both rankings.
+    assert hits[0].payload["chunk_index"] == 2
+
+
+# ---------------------------------------------------------------- admin
+
+
+def test_admin_list_wipe_delete(store: VectorStore) -> None:
+    store_chunks(store, make_chunks("d1", 3))
+    summary = store.create_collection(StrategyName.RECURSIVE, "openai:text-embedding-3-small", 4)
+    assert summary == {
+        "name": "recursive__openai-text-embedding-3-small_collection",
+        "points": 0,
+        "dimension": 4,
+        "strategy": "recursive",
+        "model": "openai-text-embedding-3-small",
+    }
+    listed = {c["name"]: c for c in store.list_collections()}
+    fixed = collection_name(FIXED, MODEL)
+    assert listed[fixed]["points"] == 3 and listed[fixed]["dimension"] == DIM
+    assert listed[fixed]["strategy"] == "fixed_size"
+
+    assert store.wipe_collection(fixed) == 3
+    assert store.client.count(fixed, exact=True).count == 0
+    assert store.ensure_collection(FIXED, MODEL, DIM) == fixed  # configuration kept
+
+    store.delete_collection(fixed)
+    assert fixed not in {c["name"] for c in store.list_collections()}
+    with pytest.raises(NotFoundError):
+        store.delete_collection(fixed)
+    with pytest.raises(NotFoundError):
+        store.wipe_collection(fixed)
+    with pytest.raises(NotFoundError):
+        store.scroll_document(FIXED, MODEL, tenant_id="t1", document_id="d1")
+
+
+# ---------------------------------------------------------------- lifecycle
+
+
+def test_persistence_across_restart(settings: Settings) -> None:
+    store = get_vector_store(settings)
+    assert get_vector_store(settings) is store
+    chunks = make_chunks("d1", 4, strategy=PARENT_CHILD, parents=1)
+    store_chunks(store, chunks, strategy=PARENT_CHILD)
+    before = store.scroll_document(PARENT_CHILD, MODEL, tenant_id="t1", document_id="d1")
+    close_vector_stores()
+    assert store.closed
+    with pytest.raises(VectorStoreError, match="closed"):
+        store.list_collections()
+
+    reopened = VectorStore(settings)
+    try:
+        assert reopened.scroll_document(PARENT_CHILD, MODEL, tenant_id="t1", document_id="d1") == before
+        assert reopened.ensure_collection(PARENT_CHILD, MODEL, DIM) == collection_name(PARENT_CHILD, MODEL)
+    finally:
+        reopened.close()
+
+
+def test_second_client_on_same_folder_gets_actionable_error(settings: Settings) -> None:
+    first = get_vector_store(settings)
+    with pytest.raises(VectorStoreError, match="CHUNKBENCH_QDRANT_URL") as info:
+        VectorStore(settings)
+    assert str(settings.qdrant_path) in info.value.message
+    first.close()
+    assert get_vector_store(settings) is not first  # a closed store is replaced, not handed out
+
+
+def test_unreachable_server_is_a_vector_store_error(tmp_path: Path) -> None:
+    store = VectorStore(
+        Settings(_env_file=None, data_dir=tmp_path, qdrant_url="http://127.0.0.1:9", qdrant_timeout_s=2)
+    )
+    try:
+        assert not store.is_local
+        with pytest.raises(VectorStoreError, match="list collections"):
+            store.ping()
+        with pytest.raises(VectorStoreError, match="fixed_size__"):
+            store.ensure_collection(FIXED, MODEL, DIM)
+    finally:
+        store.close()
+
+
+# ---------------------------------------------------------------- BM25
+
+
+def test_bm25_indices_are_deterministic_and_distinct_sorted() -> None:
+    first = ENCODER.encode_document("Retrieval augmented generation: retrieval first, generation second.")
+    second = Bm25Encoder().encode_document("Retrieval augmented generation: retrieval first, generation second.")
+    assert first == second
+    assert first.indices == sorted(set(first.indices))
+    assert len(first.indices) == len(first.values) == 5  # retrieval, augmented, generation, first, second
+    assert token_index("retrieval") == zlib.crc32(b"retrieval") & 0x7FFFFFFF
+
+
+def test_bm25_term_frequency_saturates_monotonically() -> None:
+    weights = []
+    for tf in range(1, 12):
+        encoded = ENCODER.encode_document(" ".join(["qdrant"] * tf + ["filler"] * (12 - tf)))
+        weights.append(dict(zip(encoded.indices, encoded.values, strict=True))[token_index("qdrant")])
+    gains = np.diff(weights)
+    assert (gains > 0).all() and (np.diff(gains) < 0).all()
+    assert weights[-1] < ENCODER.k1 + 1  # the saturation ceiling
+    # Longer documents weigh the same term frequency less.
+    short = ENCODER.encode_document("qdrant " + "x " * 10)
+    long = ENCODER.encode_document("qdrant " + "x " * 1000)
+    assert (
+        short.values[short.indices.index(token_index("qdrant"))]
+        > long.values[long.indices.index(token_index("qdrant"))]
+    )
+
+
+def test_stopwords_and_normalisation() -> None:
+    assert tokenize("The Quick brown FOX is over the lazy dog") == ["quick", "brown", "fox", "lazy", "dog"]
+    assert tokenize("ﬁle Ｆｕｌｌ straße") == ["file", "full", "strasse"]  # NFKC + casefold
+    assert ENCODER.encode_document("the of and").indices == []
+
+
+def test_farsi_tokens_and_zwnj() -> None:
+    assert tokenize("قانون اساسی ایران") == ["قانون", "اساسی", "ایران"]
+    # A ZWNJ-joined word gives its fused form and its parts, so every spelling meets every other.
+    with_zwnj = tokenize(f"کتاب{ZWNJ}ها")
+    assert with_zwnj == ["کتابها", "کتاب", "ها"]
+    assert set(tokenize("کتاب ها")) <= set(with_zwnj)
+    assert set(tokenize("کتابها")) <= set(with_zwnj)
+    # Arabic letter variants, diacritics, tatweel and Persian digits are unified.
+    assert tokenize("كِتـاب ماده ۱۲ ي") == ["کتاب", "ماده", "12", "ی"]
+    query = ENCODER.encode_query(f"می{ZWNJ}خواهم")
+    document = ENCODER.encode_document("میخواهم بخوانم")
+    assert set(query.indices) & set(document.indices)
+
+
+def test_query_encoding_has_unit_weights_per_distinct_term() -> None:
+    query = ENCODER.encode_query("Hybrid search, hybrid SEARCH and the ranking")
+    assert query.indices == sorted({token_index(t) for t in ("hybrid", "search", "ranking")})
+    assert query.values == [1.0, 1.0, 1.0]
+    assert ENCODER.encode_query("the and of") == SparseEmbedding([], [])

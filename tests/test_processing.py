@@ -218,3 +218,13 @@ def test_admin_models_roles_thresholds_and_collections(client):
     assert client.post(f"/admin/qdrant/collections/{name}/wipe").status_code == 204
     assert client.delete(f"/admin/qdrant/collections/{name}").status_code == 204
     assert client.delete(f"/admin/qdrant/collections/{name}").status_code == 404
+
+
+def test_settings_give_the_parameter_defaults(settings, client, document_id):
+    settings.chunk_size, settings.chunk_overlap = 64, 8
+    body = _process(client, document_id, strategies=["fixed_size", "recursive"]).json()
+    params = {o["strategy"]: o["params"] for o in body["completed"]}
+    assert params["fixed_size"]["chunk_size"] == params["recursive"]["chunk_size"] == 64
+    assert params["fixed_size"]["chunk_overlap"] == 8
+    explicit = _process(client, document_id, strategies=["fixed_size"], params={"fixed_size": {"chunk_size": 100}})
+    assert explicit.json()["completed"][0]["params"] == {"chunk_size": 100, "chunk_overlap": 8}

@@ -259,7 +259,7 @@ def process(
     try:
         with database.session() as session:
             document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
-            plan = processing.plan(session, document_id, request, tenant_id=DEFAULT_TENANT)
+            plan = processing.plan(session, settings, document_id, request, tenant_id=DEFAULT_TENANT)
         store = _vector_store(settings)
         with _progress() as progress:
             task = progress.add_task("processing", total=100)

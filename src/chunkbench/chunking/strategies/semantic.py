@@ -207,18 +207,10 @@ def split_to_fit(a: int, b: int, too_long: Callable[[int, int], bool], strength:
     return parts
 
 
-@register_strategy
-class SemanticStrategy(ChunkingStrategy):
-    """Sentences grouped while adjacent Boundary cosine stays >= threshold, under a hard token cap."""
+class BoundaryStrategy(ChunkingStrategy):
+    """A strategy that cuts where the Boundary model's similarity drops (semantic, parent-child)."""
 
-    name = StrategyName.SEMANTIC
-    description = (
-        "Sentence groups cut where the Boundary model's adjacent-sentence similarity drops below the "
-        "threshold; small groups merged, long ones split at their weakest link; never over max_tokens."
-    )
-    params_model = SemanticParams
     needs_boundary = True
-    params: SemanticParams
     boundary: BoundaryEmbedder
 
     def __init__(
@@ -230,10 +222,23 @@ class SemanticStrategy(ChunkingStrategy):
     ) -> None:
         super().__init__(params, boundary=boundary, prefixer=prefixer)
         # Known before chunking so the service can store it with the run.
-        self.threshold_used = resolve_threshold(self.boundary, self.params.threshold)
+        self.threshold_used = resolve_threshold(self.boundary, self.params.threshold)  # type: ignore[attr-defined]
 
     def run_details(self) -> dict[str, Any]:
         return {"boundary_model_id": self.boundary.model_id, "threshold_used": self.threshold_used}
+
+
+@register_strategy
+class SemanticStrategy(BoundaryStrategy):
+    """Sentences grouped while adjacent Boundary cosine stays >= threshold, under a hard token cap."""
+
+    name = StrategyName.SEMANTIC
+    description = (
+        "Sentence groups cut where the Boundary model's adjacent-sentence similarity drops below the "
+        "threshold; small groups merged, long ones split at their weakest link; never over max_tokens."
+    )
+    params_model = SemanticParams
+    params: SemanticParams
 
     def chunk(self, document: ChunkingInput) -> list[Chunk]:
         markdown = document.markdown

@@ -3,30 +3,27 @@
 from __future__ import annotations
 
 from itertools import pairwise
-from typing import Any, Self
+from typing import Self
 
 import numpy as np
 from pydantic import Field, model_validator
 
 from chunkbench.chunking.base import (
-    BoundaryEmbedder,
     Chunk,
     ChunkFactory,
     ChunkingInput,
-    ChunkingStrategy,
-    ContextPrefixer,
     StrategyParams,
     register_strategy,
 )
 from chunkbench.chunking.sentences import Span, split_sentences
 from chunkbench.chunking.strategies.semantic import (
+    BoundaryStrategy,
     UnitTable,
     adjacent_similarity,
     boundary_embeddings,
     embedding_text,
     fit_units,
     partition,
-    resolve_threshold,
     split_to_fit,
 )
 from chunkbench.models import NodeType, StrategyName
@@ -71,7 +68,7 @@ def paragraph_units(document: ChunkingInput) -> list[Span]:
 
 
 @register_strategy
-class SemanticParentChildStrategy(ChunkingStrategy):
+class SemanticParentChildStrategy(BoundaryStrategy):
     """Parents: runs of similar paragraphs; children: pieces of one paragraph, linked by ``parent_id``."""
 
     name = StrategyName.SEMANTIC_PARENT_CHILD
@@ -81,23 +78,7 @@ class SemanticParentChildStrategy(ChunkingStrategy):
         "which are searched, with the parent given as context."
     )
     params_model = SemanticParentChildParams
-    needs_boundary = True
     params: SemanticParentChildParams
-    boundary: BoundaryEmbedder
-
-    def __init__(
-        self,
-        params: StrategyParams | None = None,
-        *,
-        boundary: BoundaryEmbedder | None = None,
-        prefixer: ContextPrefixer | None = None,
-    ) -> None:
-        super().__init__(params, boundary=boundary, prefixer=prefixer)
-        # Known before chunking so the service can store it with the run.
-        self.threshold_used = resolve_threshold(self.boundary, self.params.threshold)
-
-    def run_details(self) -> dict[str, Any]:
-        return {"boundary_model_id": self.boundary.model_id, "threshold_used": self.threshold_used}
 
     def chunk(self, document: ChunkingInput) -> list[Chunk]:
         """Each parent followed by its children; children numbered through the document, parents apart."""

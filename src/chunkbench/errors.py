@@ -116,6 +116,27 @@ class VectorStoreError(ChunkbenchError):
     code = "vector_store_error"
 
 
+class LlmError(ChunkbenchError):
+    """The LLM answered, but not usably (bad JSON, refused request, unknown model)."""
+
+    status_code = 502
+    code = "llm_error"
+
+
+class LlmUnavailableError(LlmError):
+    """The configured LLM server cannot be reached, timed out, or kept failing after retries."""
+
+    status_code = 503
+    code = "llm_unavailable"
+
+
+class QueryError(ChunkbenchError):
+    """A query cannot run as asked (document not processed with that strategy, reranker missing…)."""
+
+    status_code = 400
+    code = "query_error"
+
+
 class InvalidStateTransitionError(ChunkbenchError):
     status_code = 409
     code = "invalid_state_transition"

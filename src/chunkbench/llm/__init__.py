@@ -1,0 +1,1 @@
+"""LLM domain: the OpenAI-compatible chat client, the extractive answerer, prompts."""

@@ -48,7 +48,7 @@ def test_sqlite_runs_in_wal_mode_with_foreign_keys(database):
 def test_migrating_twice_is_a_no_op(settings, database):
     Database.from_settings(settings).dispose()  # second start on the same file
     with database.engine.connect() as connection:
-        assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
+        assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0003"
 
 
 def test_deleting_a_document_cascades_to_its_queries(database):

@@ -19,6 +19,8 @@ from chunkbench.documents.routes import router as documents_router
 from chunkbench.errors import ChunkbenchError
 from chunkbench.jobs import service as jobs
 from chunkbench.jobs.routes import router as jobs_router
+from chunkbench.retrieval.routes import chat_router, serving_router
+from chunkbench.retrieval.routes import router as queries_router
 from chunkbench.storage.db import Database
 from chunkbench.storage.vectors import close_vector_stores
 
@@ -56,6 +58,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(processing_router)
     app.include_router(jobs_router)
     app.include_router(admin_router)
+    app.include_router(queries_router)
+    app.include_router(chat_router)
+    app.include_router(serving_router)
     _install_error_handlers(app)
 
     @app.get("/", include_in_schema=False)

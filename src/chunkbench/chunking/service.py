@@ -31,6 +31,7 @@ from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.embedding.sparse import Bm25Encoder
 from chunkbench.errors import ChunkbenchError, ChunkingError, DocumentNotFoundError
 from chunkbench.jobs.service import Progress
+from chunkbench.llm.contextual import make_prefixer
 from chunkbench.models import DocumentState, DocumentTree, StrategyName
 from chunkbench.storage.db import Database
 from chunkbench.storage.repositories import DocumentRepository
@@ -158,7 +159,7 @@ def _run_strategy(
         cls = strategy_class(name)
         if cls.needs_boundary and isinstance(boundary, ChunkbenchError):
             raise boundary
-        strategy = cls(params, boundary=boundary if cls.needs_boundary else None)
+        strategy = cls(params, boundary=boundary if cls.needs_boundary else None, prefixer=make_prefixer(settings))
         chunks = strategy.chunk(document)
         searchable = [chunk for chunk in chunks if not chunk.is_parent]
         _enter_embedding(database, process_plan)

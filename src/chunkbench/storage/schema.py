@@ -81,6 +81,11 @@ class QueryRow(Base):
     strategy_name: Mapped[str] = mapped_column(String(64), nullable=False)
     question: Mapped[str] = mapped_column(Text, nullable=False)
     answer: Mapped[str | None] = mapped_column(Text)
+    # How the query ran: retriever, top_k, neighbours, rerank, Corpus model, score floor, answer mode.
+    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
+    # The numbered context passages the answer could cite, and the numbers it did cite.
+    sources: Mapped[list[Any]] = mapped_column(JSON, default=list, nullable=False)
+    citations: Mapped[list[int]] = mapped_column(JSON, default=list, nullable=False)
     retrieved_chunks: Mapped[list[Any]] = mapped_column(JSON, default=list, nullable=False)
     expansion_tree: Mapped[list[Any]] = mapped_column(JSON, default=list, nullable=False)
     latency_breakdown: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)

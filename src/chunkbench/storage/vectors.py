@@ -28,7 +28,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from chunkbench.chunking.base import Chunk
 from chunkbench.config import Settings
-from chunkbench.errors import NotFoundError, VectorStoreError
+from chunkbench.errors import NotFoundError, QueryError, VectorStoreError
 from chunkbench.models import StrategyName
 
 DENSE_VECTOR = "dense"
@@ -555,6 +555,127 @@ class VectorStore:
                 count_filter=document_filter(tenant_id, document_id, include_parents=include_parents),
                 exact=True,
             ).count
+
+    # ----------------------------------------------------------------- search
+
+    def _search_params(self) -> qm.SearchParams | None:
+        # Embedded mode searches exhaustively, so ``hnsw_ef`` only means something on a server.
+        return None if self.is_local else qm.SearchParams(hnsw_ef=self.settings.qdrant_hnsw_ef_search)
+
+    def _not_processed(self, name: str, strategy: str, model_id: str, document_id: str | None) -> QueryError:
+        what = f"Document '{document_id}' has" if document_id else "No document has"
+        target = document_id or "DOCUMENT"
+        return QueryError(
+            f"{what} not been processed with strategy '{strategy}' and embedding model '{model_id}' "
+            f"(collection '{name}' does not exist). Process it first: `chunkbench process {target} "
+            f"--strategies {strategy} --corpus-model {model_id}` or POST /documents/{{document_id}}/process.",
+            collection=name,
+            strategy=strategy,
+            model_id=model_id,
+        )
+
+    def search(
+        self,
+        strategy: StrategyName | str,
+        model_id: str,
+        *,
+        retriever: str,
+        tenant_id: str,
+        document_id: str | None,
+        top_k: int,
+        dense: np.ndarray | None,
+        sparse: SparseLike | None,
+        limit_prefetch: int | None = None,
+    ) -> list[tuple[dict[str, Any], float]]:
+        """Top-``top_k`` (payload, score) of non-parent chunks by ``dense`` (cosine), ``bm25`` or ``hybrid`` (RRF).
+
+        Always filtered by tenant (and document when given). ``hybrid`` prefetches ``limit_prefetch``
+        candidates (default ``max(2*top_k, rerank_candidate_k)``) from each vector and fuses them with RRF
+        inside Qdrant. A query without BM25 terms (only stopwords) finds nothing by BM25; hybrid then
+        ranks by the dense prefetch alone. Missing collection → QueryError telling how to process it.
+        """
+        name = collection_name(strategy, model_id)
+        strategy_value = StrategyName(strategy).value
+        if top_k < 1:
+            raise QueryError(f"top_k must be at least 1; got {top_k}.")
+        if retriever not in ("dense", "bm25", "hybrid"):
+            raise QueryError(f"Unknown retriever '{retriever}'. Known: dense, bm25, hybrid.")
+        dense_query = None if dense is None else np.asarray(dense, dtype=np.float32).reshape(-1).tolist()
+        sparse_query = None
+        if sparse is not None and len(sparse.indices):
+            sparse_query = qm.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
+        if retriever in ("dense", "hybrid") and dense_query is None:
+            raise QueryError(f"The {retriever} retriever needs a query embedding; none was given.")
+        if retriever == "bm25" and sparse is None:
+            raise QueryError("The bm25 retriever needs a sparse query vector; none was given.")
+        if not self._exists(name):
+            raise self._not_processed(name, strategy_value, model_id, document_id)
+        point_filter = document_filter(tenant_id, document_id, include_parents=False)
+        query: Any
+        prefetch: list[qm.Prefetch] | None = None
+        using: str | None
+        if retriever == "dense":
+            query, using = dense_query, DENSE_VECTOR
+        elif retriever == "bm25":
+            if sparse_query is None:
+                return []
+            query, using = sparse_query, SPARSE_VECTOR
+        else:
+            candidates = max(limit_prefetch or max(2 * top_k, self.settings.rerank_candidate_k), top_k)
+            prefetch = [qm.Prefetch(query=dense_query, using=DENSE_VECTOR, filter=point_filter, limit=candidates)]
+            if sparse_query is not None:
+                prefetch.append(
+                    qm.Prefetch(query=sparse_query, using=SPARSE_VECTOR, filter=point_filter, limit=candidates)
+                )
+            query, using = qm.FusionQuery(fusion=qm.Fusion.RRF), None
+        try:
+            with self._op("search", name):
+                response = self.client.query_points(
+                    name,
+                    query=query,
+                    using=using,
+                    prefetch=prefetch,
+                    query_filter=point_filter,
+                    search_params=self._search_params(),
+                    limit=top_k,
+                    with_payload=True,
+                    with_vectors=False,
+                )
+        except NotFoundError as exc:
+            raise self._not_processed(name, strategy_value, model_id, document_id) from exc
+        return [(dict(p.payload or {}), float(p.score)) for p in response.points]
+
+    def dense_scores(
+        self,
+        strategy: StrategyName | str,
+        model_id: str,
+        *,
+        tenant_id: str,
+        document_id: str | None,
+        chunk_ids: Sequence[str],
+        dense: np.ndarray,
+    ) -> dict[str, float]:
+        """Cosine of ``dense`` with each of these chunks (by chunk_id); chunks without a dense vector are absent."""
+        ids = list(dict.fromkeys(chunk_ids))
+        if not ids:
+            return {}
+        name = collection_name(strategy, model_id)
+        point_filter = document_filter(
+            tenant_id, document_id, qm.HasIdCondition(has_id=[point_id(c) for c in ids]), include_parents=False
+        )
+        with self._op("score chunks", name):
+            response = self.client.query_points(
+                name,
+                query=np.asarray(dense, dtype=np.float32).reshape(-1).tolist(),
+                using=DENSE_VECTOR,
+                query_filter=point_filter,
+                # Exact on a server, so every listed chunk gets its true cosine, not only what HNSW reaches;
+                # embedded mode is always exact (and warns about search params).
+                search_params=None if self.is_local else qm.SearchParams(exact=True),
+                limit=len(ids),
+                with_payload=["chunk_id"],
+            )
+        return {str((p.payload or {}).get("chunk_id")): float(p.score) for p in response.points}
 
 
 _STORES: dict[str, VectorStore] = {}

@@ -1,0 +1,264 @@
+"""The LLM client: chat completions from any OpenAI-compatible server, with bounded retries and clear errors.
+
+``openai`` is imported when a client is built, never at import of chunkbench (it slows CLI start-up).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from chunkbench.config import Settings
+from chunkbench.errors import LlmError, LlmUnavailableError
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# Local servers (Ollama, LM Studio, llama.cpp) ignore the key, but the client refuses to start without one.
+_DUMMY_API_KEY = "not-needed"
+_HEALTH_TIMEOUT_S = 10.0
+
+Message = dict[str, str]
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """One completion: its text, token usage, the model that answered, and what it took to get it."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    model: str
+    latency_ms: float
+    attempts: int
+
+
+def _is_retryable(status: int) -> bool:
+    return status == 429 or status >= 500
+
+
+def _server_message(exc: Any) -> str:
+    """The ``error.message`` of an OpenAI-style error body, else the exception's own text."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        if isinstance(error, str) and error:
+            return error
+    return str(getattr(exc, "message", exc))
+
+
+def _retry_after_s(exc: Any) -> float | None:
+    """Seconds the server asked us to wait (``Retry-After`` as seconds or HTTP date, or ``retry-after-ms``)."""
+    response = getattr(exc, "response", None)
+    if response is None:
+        return None
+    headers = response.headers
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds:
+        try:
+            return max(float(milliseconds) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max((when - datetime.now(UTC)).total_seconds(), 0.0)
+
+
+class LlmClient:
+    """Chat with the configured model; retries 429, 5xx, timeouts and connection errors with backoff."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 8.0,
+        retry_after_max_s: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        import openai
+
+        self._openai = openai
+        self.base_url = (settings.llm_base_url or OPENAI_DEFAULT_BASE_URL).rstrip("/")
+        self.model = settings.llm_model
+        self.temperature = settings.llm_temperature
+        self.max_tokens = settings.llm_max_tokens
+        self.timeout_s = settings.llm_timeout_s
+        self.max_retries = settings.llm_max_retries
+        self.backoff_base_s = backoff_base_s
+        self.backoff_max_s = backoff_max_s
+        self.retry_after_max_s = retry_after_max_s
+        self._sleep = sleep
+        # The retry loop is ours (attempts counted, Retry-After capped), so the library's is off.
+        self._client = openai.OpenAI(
+            base_url=self.base_url,
+            api_key=settings.llm_api_key or _DUMMY_API_KEY,
+            timeout=settings.llm_timeout_s,
+            max_retries=0,
+        )
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        response_format: dict[str, Any] | None = None,
+    ) -> ChatResult:
+        """One completion of ``messages``; raises LlmUnavailableError (503) or LlmError (502)."""
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            "temperature": self.temperature if temperature is None else temperature,
+            "max_tokens": max_tokens or self.max_tokens,
+        }
+        if response_format is not None:
+            request["response_format"] = response_format
+        started = time.perf_counter()
+        total_attempts = self.max_retries + 1
+        last_problem = ""
+        rate_limited = False
+        for attempt in range(1, total_attempts + 1):
+            try:
+                response = self._client.chat.completions.create(**request)
+            except self._openai.APIStatusError as exc:
+                if not _is_retryable(exc.status_code):
+                    raise self._refused(exc) from exc
+                rate_limited = exc.status_code == 429
+                last_problem = f"HTTP {exc.status_code}: {_server_message(exc)}"
+                delay = self._delay(attempt, _retry_after_s(exc))
+            except self._openai.APITimeoutError:
+                rate_limited = False
+                last_problem = f"no answer within {self.timeout_s:g} s"
+                delay = self._delay(attempt, None)
+            except self._openai.APIConnectionError as exc:
+                rate_limited = False
+                last_problem = f"connection failed: {exc.__cause__ or exc}"
+                delay = self._delay(attempt, None)
+            except self._openai.OpenAIError as exc:
+                raise LlmError(
+                    f"The LLM server at {self.base_url} sent an unusable response for model '{self.model}': {exc}",
+                    url=self.base_url,
+                    model=self.model,
+                ) from exc
+            else:
+                return self._result(response, started, attempt)
+            if attempt < total_attempts:
+                self._sleep(delay)
+        hint = (
+            "The server keeps rate-limiting: wait, lower the request volume, or raise CHUNKBENCH_LLM_MAX_RETRIES."
+            if rate_limited
+            else "Is the LLM server running and CHUNKBENCH_LLM_BASE_URL right? "
+            "A slow local model may need a larger CHUNKBENCH_LLM_TIMEOUT_S."
+        )
+        raise LlmUnavailableError(
+            f"The LLM server at {self.base_url} (model '{self.model}') failed after {total_attempts} "
+            f"attempt{'s' if total_attempts != 1 else ''} ({last_problem}). {hint}",
+            url=self.base_url,
+            model=self.model,
+            attempts=total_attempts,
+        )
+
+    def health(self) -> dict[str, Any]:
+        """``{ok, models, model_available, error}`` from ``GET /models``; never raises."""
+        try:
+            page = self._client.with_options(timeout=min(self.timeout_s, _HEALTH_TIMEOUT_S)).models.list()
+            models = sorted(str(model.id) for model in page.data)
+        except Exception as exc:  # health reports every failure instead of raising it
+            message = _server_message(exc) if isinstance(exc, self._openai.APIStatusError) else str(exc)
+            return {
+                "ok": False,
+                "models": [],
+                "model_available": False,
+                "error": f"{type(exc).__name__} from {self.base_url}: {message}",
+            }
+        return {"ok": True, "models": models, "model_available": self.model in models, "error": None}
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.retry_after_max_s)
+        # Up to 25 % jitter so clients that failed together do not retry together.
+        backoff = self.backoff_base_s * 2 ** (attempt - 1) * (1 + random.random() * 0.25)
+        return min(backoff, self.backoff_max_s)
+
+    def _refused(self, exc: Any) -> LlmError:
+        status = exc.status_code
+        if status in (401, 403):
+            hint = "Check CHUNKBENCH_LLM_API_KEY."
+        elif status == 404:
+            hint = (
+                f"Is '{self.model}' served there? GET {self.base_url}/models lists the served models; "
+                "set CHUNKBENCH_LLM_MODEL to one of them."
+            )
+        else:
+            hint = "Check the model name, CHUNKBENCH_LLM_MAX_TOKENS and the server's limits."
+        return LlmError(
+            f"The LLM server at {self.base_url} refused the request for model '{self.model}' "
+            f"(HTTP {status}: {_server_message(exc)}). {hint}",
+            url=self.base_url,
+            model=self.model,
+            status=status,
+        )
+
+    def _result(self, response: Any, started: float, attempts: int) -> ChatResult:
+        choices = getattr(response, "choices", None) or []
+        text = (choices[0].message.content or "") if choices else ""
+        if not text.strip():
+            finish = choices[0].finish_reason if choices else "no choices"
+            raise LlmError(
+                f"The LLM server at {self.base_url} returned an empty answer for model '{self.model}' "
+                f"(finish reason: {finish}).",
+                url=self.base_url,
+                model=self.model,
+            )
+        usage = getattr(response, "usage", None)
+        return ChatResult(
+            text=text.strip(),
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            model=getattr(response, "model", None) or self.model,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            attempts=attempts,
+        )
+
+
+_CLIENTS_LOCK = threading.Lock()
+_CLIENTS: dict[tuple[object, ...], LlmClient] = {}
+
+
+def get_llm_client(settings: Settings) -> LlmClient | None:
+    """The client for the configured LLM, built once per endpoint, model and key; None when none is configured."""
+    if not settings.llm_configured:
+        return None
+    # Every setting the client reads is in the key, so changed settings never reuse a stale client.
+    key = (
+        settings.llm_base_url,
+        settings.llm_model,
+        settings.llm_api_key,
+        settings.llm_temperature,
+        settings.llm_max_tokens,
+        settings.llm_timeout_s,
+        settings.llm_max_retries,
+    )
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(key)
+        if client is None:
+            client = _CLIENTS[key] = LlmClient(settings)
+    return client

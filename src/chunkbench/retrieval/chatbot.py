@@ -1,0 +1,140 @@
+"""The chatbot API's logic (seed 002 §4): index files with the serving configuration, answer across them."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import BinaryIO
+
+from sqlalchemy import select
+
+from chunkbench.chunking import service as processing
+from chunkbench.chunking.schemas import ProcessIn
+from chunkbench.config import Settings
+from chunkbench.documents import service as documents
+from chunkbench.documents.service import IngestOutcome, IngestResult
+from chunkbench.embedding.registry import get_spec
+from chunkbench.errors import ChunkbenchError
+from chunkbench.llm.answer import generate_answer
+from chunkbench.llm.client import get_llm_client
+from chunkbench.retrieval import service as queries
+from chunkbench.retrieval.schemas import ChatHealthOut, ChatIndexOut, ChatQueryOut, ChatSourceOut, ServingConfig
+from chunkbench.retrieval.search import RetrieverName
+from chunkbench.retrieval.serving import get_serving_config
+from chunkbench.storage.db import Database
+from chunkbench.storage.schema import DocumentRow
+from chunkbench.storage.vectors import VectorStore
+
+_SOURCE_PREVIEW_CHARS = 200
+
+
+def _serving(database: Database) -> ServingConfig:
+    with database.session() as session:
+        return get_serving_config(session)
+
+
+def _index(
+    database: Database,
+    settings: Settings,
+    store: VectorStore,
+    result: IngestResult,
+    config: ServingConfig,
+    tenant_id: str,
+) -> int:
+    """Process an ingested document with the serving configuration unless it already is; chunks indexed."""
+    document = result.document
+    already = (
+        result.outcome is IngestOutcome.UNCHANGED
+        and document.last_corpus_embedding_model_id == config.corpus_model_id
+        and config.strategy.value in (document.chunk_counts or {})
+    )
+    if already:
+        return document.chunk_counts[config.strategy.value]
+    request = ProcessIn(strategies=[config.strategy], corpus_model_id=config.corpus_model_id)
+    with database.session() as session:
+        plan = processing.plan(session, settings, document.id, request, tenant_id=tenant_id)
+    outcome = processing.run(database, settings, store, plan, lambda _fraction, _message: None)
+    if outcome.failed:
+        failure = outcome.failed[0]
+        raise ChunkbenchError(f"Indexing '{document.filename}' failed: {failure.message}")
+    return outcome.chunk_counts[config.strategy.value]
+
+
+def index_upload(
+    database: Database, settings: Settings, store: VectorStore, stream: BinaryIO, filename: str, *, tenant_id: str
+) -> ChatIndexOut:
+    """``POST /api/index``: same filename replaces, same bytes change nothing (idempotent)."""
+    config = _serving(database)
+    result = documents.ingest_upload(database, settings, stream, filename, tenant_id=tenant_id)
+    count = _index(database, settings, store, result, config, tenant_id)
+    return ChatIndexOut(
+        status="success", chunks_created=count, message=f"Indexed {count} chunks from {result.filename}"
+    )
+
+
+def index_directory(
+    database: Database, settings: Settings, store: VectorStore, relative: str, *, tenant_id: str
+) -> ChatIndexOut:
+    """``POST /api/index-directory``: every supported file under a folder of the data directory."""
+    config = _serving(database)
+    total, indexed, failures = 0, 0, []
+    for result in documents.index_directory(database, settings, relative, tenant_id=tenant_id):
+        if result.error is not None:
+            failures.append(f"{result.filename}: {result.error.message}")
+            continue
+        try:
+            total += _index(database, settings, store, result, config, tenant_id)
+            indexed += 1
+        except ChunkbenchError as exc:
+            failures.append(f"{result.filename}: {exc.message}")
+    message = f"Indexed {total} chunks from {indexed} file(s) under {Path(relative).as_posix()}"
+    if failures:
+        message += f"; {len(failures)} failed: " + "; ".join(failures)
+    return ChatIndexOut(status="success" if not failures else "partial", chunks_created=total, message=message)
+
+
+def answer(
+    database: Database, settings: Settings, store: VectorStore, question: str, top_k: int | None, *, tenant_id: str
+) -> ChatQueryOut:
+    """``POST /api/query``: search every document of the tenant with the serving configuration, then answer."""
+    started = time.perf_counter()
+    config = _serving(database)
+    corpus = get_spec(config.corpus_model_id)
+    clock = queries.Stopwatch()
+    hits = queries.search_stage(
+        settings, store, clock, question=question, strategy=config.strategy, corpus=corpus,
+        retriever=RetrieverName(config.retriever), tenant_id=tenant_id, document_id=None,
+        top_k=top_k or config.top_k, score_floor=settings.score_floor,
+    )  # fmt: skip
+    result = generate_answer(
+        question,
+        [(number, hit.text) for number, hit in enumerate(hits, start=1)],
+        client=get_llm_client(settings),
+        embed=queries.corpus_embedder(corpus, settings),
+    )
+    return ChatQueryOut(
+        answer=result.text,
+        sources=[
+            ChatSourceOut(text=hit.text[:_SOURCE_PREVIEW_CHARS], score=hit.score, source=hit.document_name)
+            for hit in hits
+        ],
+        latency_ms=round((time.perf_counter() - started) * 1000, 1),
+    )
+
+
+def health(database: Database, settings: Settings, *, tenant_id: str) -> ChatHealthOut:
+    """Chunks indexed under the serving configuration, and whether the configured LLM answers."""
+    config = _serving(database)
+    with database.session() as session:
+        rows = session.scalars(
+            select(DocumentRow).where(
+                DocumentRow.tenant_id == tenant_id,
+                DocumentRow.last_corpus_embedding_model_id == config.corpus_model_id,
+            )
+        ).all()
+        chunks = sum((row.chunk_counts or {}).get(config.strategy.value, 0) for row in rows)
+    client = get_llm_client(settings)
+    connected = bool(client is not None and client.health()["ok"])
+    return ChatHealthOut(
+        status="ok", documents_indexed=chunks, llm_connected=connected, llm_configured=client is not None
+    )

@@ -1,0 +1,95 @@
+"""Queries API and the chatbot API (seed 002 §4): thin translation to the retrieval services."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, File, Query, UploadFile, status
+
+from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
+from chunkbench.documents.schemas import IndexDirectoryIn
+from chunkbench.retrieval import chatbot, service
+from chunkbench.retrieval.schemas import (
+    ChatHealthOut,
+    ChatIndexOut,
+    ChatQueryIn,
+    ChatQueryOut,
+    QueryIn,
+    QueryOut,
+    ServingConfig,
+)
+from chunkbench.retrieval.serving import get_serving_config, set_serving_config
+from chunkbench.schemas import ErrorOut
+
+router = APIRouter(tags=["queries"])
+chat_router = APIRouter(prefix="/api", tags=["chatbot"])
+serving_router = APIRouter(prefix="/admin", tags=["admin"])
+
+_ERRORS = {400: {"model": ErrorOut}, 404: {"model": ErrorOut}, 503: {"model": ErrorOut}}
+
+
+@router.post("/queries", response_model=QueryOut, status_code=status.HTTP_201_CREATED, responses=_ERRORS)
+def create_query(
+    body: QueryIn, database: DatabaseDep, settings: SettingsDep, store: VectorStoreDep, tenant_id: TenantDep
+) -> QueryOut:
+    """Ask a processed document a question: answer, sources, Expansion Tree, latency and token breakdown."""
+    return service.run_query(database, settings, store, body, tenant_id=tenant_id)
+
+
+@router.get("/queries/{query_id}", response_model=QueryOut, responses=_ERRORS)
+def get_query(query_id: str, session: SessionDep, tenant_id: TenantDep) -> QueryOut:
+    return service.query_out(service.get(session, query_id, tenant_id=tenant_id))
+
+
+@router.get("/queries", response_model=list[QueryOut])
+def list_queries(
+    session: SessionDep,
+    tenant_id: TenantDep,
+    document_id: str | None = Query(None),
+    limit: int = Query(50, ge=1, le=500),
+) -> list[QueryOut]:
+    """Query history, newest first."""
+    rows = service.get_all(session, tenant_id=tenant_id, document_id=document_id, limit=limit)
+    return [service.query_out(row) for row in rows]
+
+
+@chat_router.post("/index", response_model=ChatIndexOut, responses=_ERRORS)
+def chat_index(
+    database: DatabaseDep,
+    settings: SettingsDep,
+    store: VectorStoreDep,
+    tenant_id: TenantDep,
+    file: UploadFile = File(..., description=".pdf .txt .md .html .htm .docx .doc"),
+) -> ChatIndexOut:
+    """Ingest and index a file with the serving configuration; the same filename replaces (idempotent)."""
+    return chatbot.index_upload(database, settings, store, file.file, file.filename or "", tenant_id=tenant_id)
+
+
+@chat_router.post("/index-directory", response_model=ChatIndexOut, responses=_ERRORS)
+def chat_index_directory(
+    body: IndexDirectoryIn, database: DatabaseDep, settings: SettingsDep, store: VectorStoreDep, tenant_id: TenantDep
+) -> ChatIndexOut:
+    """Index every supported file under a folder of the data directory (a path escaping it is a 400)."""
+    return chatbot.index_directory(database, settings, store, body.path, tenant_id=tenant_id)
+
+
+@chat_router.post("/query", response_model=ChatQueryOut, responses=_ERRORS)
+def chat_query(
+    body: ChatQueryIn, database: DatabaseDep, settings: SettingsDep, store: VectorStoreDep, tenant_id: TenantDep
+) -> ChatQueryOut:
+    """Answer from every indexed document with the serving configuration (503 if the LLM is unreachable)."""
+    return chatbot.answer(database, settings, store, body.question, body.top_k, tenant_id=tenant_id)
+
+
+@chat_router.get("/health", response_model=ChatHealthOut)
+def chat_health(database: DatabaseDep, settings: SettingsDep, tenant_id: TenantDep) -> ChatHealthOut:
+    return chatbot.health(database, settings, tenant_id=tenant_id)
+
+
+@serving_router.get("/serving", response_model=ServingConfig)
+def get_serving(session: SessionDep) -> ServingConfig:
+    """The configuration the chatbot API answers from."""
+    return get_serving_config(session)
+
+
+@serving_router.put("/serving", response_model=ServingConfig, responses=_ERRORS)
+def put_serving(body: ServingConfig, session: SessionDep) -> ServingConfig:
+    return set_serving_config(session, body)

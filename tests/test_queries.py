@@ -204,3 +204,35 @@ def test_cli_query_prints_answer_sources_tree_and_latency(tmp_path, monkeypatch)
         assert "Expansion Tree" in result.stdout and "latency:" in result.stdout and "prev #" in result.stdout
     finally:
         get_settings.cache_clear()
+
+
+def test_parent_child_sources_carry_their_parent(client, document_id):
+    processed = client.post(
+        f"/documents/{document_id}/process", params={"wait": "true"}, json={"strategies": ["semantic_parent_child"]}
+    )
+    assert processed.status_code == 200, processed.text
+    body = _ask(client, document_id, "What is the hotel limit?", strategy="semantic_parent_child", top_k=2).json()
+    children = [s for s in body["sources"] if s["role"] == "hit"]
+    assert children and all(s["parent_text"] and s["text"] in s["parent_text"] for s in children)
+
+
+def test_cross_encoder_rerank_through_the_api(settings, client, document_id, tiny_cross_encoder):
+    settings.cross_encoder_model = str(tiny_cross_encoder)
+    body = _ask(client, document_id, "Leave days?", strategy="recursive", rerank="cross_encoder", top_k=2).json()
+    assert body["config"]["rerank"] == "cross_encoder" and len(body["sources"]) <= 2
+    assert "rerank" in body["latency_breakdown"]
+
+
+def test_llm_rerank_and_llm_contextual_prefixes(settings, client, document_id):
+    with running_fake_openai() as server:
+        settings.llm_base_url, settings.llm_model = server.url, "fake-model"
+        server.script(Reply(content='{"ranking": [2, 1]}'), Reply(content="Hotels: 150 euros [Source 1]."))
+        body = _ask(client, document_id, "Hotel limit?", strategy="recursive", rerank="llm", top_k=2).json()
+        assert body["answer_mode"] == "llm" and body["config"]["rerank"] == "llm"
+        server.responder = lambda request: Reply(content="This chunk is from the staff handbook.")
+        processed = client.post(
+            f"/documents/{document_id}/process", params={"wait": "true"}, json={"strategies": ["contextual_retrieval"]}
+        ).json()
+    assert processed["completed"][0]["details"]["prefix_mode"] == "llm"
+    preview = client.get(f"/admin/chunks/{document_id}", params={"strategy": "contextual_retrieval"}).json()
+    assert all(c["text"] in HANDBOOK for c in preview["chunks"])

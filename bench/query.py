@@ -1,0 +1,447 @@
+"""Query latency: ``POST /queries`` through the real app vs the raw embed + Qdrant path, and retrievers at scale.
+
+Part 1 ingests one real document (the State of the Union speech) through the API, processes it with the
+recursive strategy, then times N questions through ``POST /queries`` (dense, top_k 5, extractive answers: no
+LLM) interleaved with the raw path in the same process (``embed_query`` + ``query_points`` on the same
+collection). The extractive answerer embeds the context sentences, so the ``generate`` stage is reported on
+its own and the ratio is given with and without it.
+
+Part 2 builds synthetic collections of 1,000 and 10,000 MiniLM-embedded chunks in embedded (local) Qdrant and
+times ``VectorStore.search`` for the dense, bm25 and hybrid retrievers with a document filter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+CORPORA = SHARED / "data" / "chroma_chunking_eval" / "corpora"
+DEFAULT_CORPUS = CORPORA / "state_of_the_union.md"
+RESULTS = ROOT / "bench" / "results" / "query.json"
+MODEL_ID = "all-MiniLM-L6-v2"
+STRATEGY = "recursive"
+TOP_K = 5
+WARMUP = 3
+TARGET_RATIO = 1.3
+SCALES = (1_000, 10_000)
+CHUNK_CHARS = 350  # synthetic chunks: whole sentences up to this many characters
+DOC_CHUNKS = 500  # synthetic chunks per document; searches filter to one of them
+EMBED_BATCH = 500
+RETRIEVERS = ("dense", "bm25", "hybrid")
+
+QUESTIONS = [
+    "What did Franklin Roosevelt say to Congress in January 1941?",
+    "What is Putin doing in Ukraine?",
+    "What is Ukraine asking the United States for?",
+    "How does the President describe the threat to democracy at home?",
+    "What happened on January 6th?",
+    "What does the speech say about NATO?",
+    "How many jobs were created during this administration?",
+    "What is said about inflation?",
+    "How does the President propose to lower prescription drug costs?",
+    "What is the cap on insulin for seniors?",
+    "What does the speech say about the CHIPS and Science Act?",
+    "What is proposed for child care costs?",
+    "What does the President say about billionaires and taxes?",
+    "What is the minimum tax rate proposed for corporations?",
+    "What is said about the border and immigration?",
+    "What does the President say about Roe v. Wade and reproductive freedom?",
+    "What is proposed about IVF?",
+    "What does the speech say about gun violence?",
+    "What about the assault weapons ban?",
+    "What is said about climate change and clean energy?",
+    "What is the plan for housing and mortgage costs?",
+    "What does the President say about student debt?",
+    "What is said about Gaza and Israel?",
+    "What about humanitarian aid to Gaza by sea?",
+    "How does the President talk about China?",
+    "What does the speech say about Social Security and Medicare?",
+    "What is said about the cancer moonshot?",
+    "What does the President say about junk fees?",
+    "What is said about police and public safety?",
+    "How does the speech end?",
+]
+
+SERVER_NOTE = (
+    "Expected, not measured (no Qdrant server here): embedded (local) Qdrant scores every point in Python "
+    "(brute force), and a payload filter is also evaluated point by point, so latency grows linearly with the "
+    "collection size (SETUP-NOTES 'Qdrant embedded': hybrid + filter 449 ms at 10k points, 3.1 s at 50k; it "
+    "warns above 20,000 points per collection and ignores payload indexes). A Qdrant server "
+    "(CHUNKBENCH_QDRANT_URL) searches dense vectors through an HNSW graph (CHUNKBENCH_QDRANT_HNSW_M / "
+    "_EF_CONSTRUCT / _EF_SEARCH), sparse BM25 vectors through an inverted index, and chunkbench creates "
+    "tenant_id / document_id payload indexes on a server so the document filter narrows candidates before "
+    "scoring; search should then be roughly constant in collection size (a few ms plus network), leaving "
+    "query embedding and, for extractive answers, the generate stage as the dominant costs."
+)
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q))
+
+
+def p50_p95(values_ms: list[float]) -> dict[str, float]:
+    return {"p50_ms": round(percentile(values_ms, 50), 2), "p95_ms": round(percentile(values_ms, 95), 2)}
+
+
+def timed_ms(func: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    value = func()
+    return (time.perf_counter() - start) * 1000, value
+
+
+# ---------------------------------------------------------------- part 1: pipeline vs raw
+
+
+def bench_pipeline(corpus: Path, questions: list[str], tmp: Path) -> dict[str, Any]:
+    from fastapi.testclient import TestClient
+
+    from chunkbench.app import create_app
+    from chunkbench.config import Settings
+    from chunkbench.embedding.registry import get_spec
+    from chunkbench.embedding.service import embed_query
+    from chunkbench.storage.schema import DEFAULT_TENANT
+    from chunkbench.storage.vectors import DENSE_VECTOR, collection_name, document_filter, get_vector_store
+
+    settings = Settings(_env_file=None, data_dir=tmp / "pipeline")
+    if settings.llm_configured:
+        sys.exit("An LLM is configured in the environment; this benchmark needs extractive answers.")
+    spec = get_spec(MODEL_ID)
+    with TestClient(create_app(settings)) as client:
+        with corpus.open("rb") as handle:
+            response = client.post("/documents", files={"file": (corpus.name, handle, "text/markdown")})
+        response.raise_for_status()
+        document_id = response.json()["document"]["id"]
+        process_ms, response = timed_ms(
+            lambda: client.post(f"/documents/{document_id}/process?wait=true", json={"strategies": [STRATEGY]})
+        )
+        response.raise_for_status()
+        print(f"ingested and processed {corpus.name} ({STRATEGY}) in {process_ms / 1000:.1f} s")
+
+        store = get_vector_store(settings)
+        collection = collection_name(STRATEGY, spec.id)
+        point_filter = document_filter(DEFAULT_TENANT, document_id, include_parents=False)
+        chunk_count = store.client.count(collection, count_filter=point_filter, exact=True).count
+
+        def pipeline(question: str) -> dict[str, Any]:
+            body = {
+                "document_id": document_id,
+                "strategy": STRATEGY,
+                "question": question,
+                "retriever": "dense",
+                "top_k": TOP_K,
+            }
+            response = client.post("/queries", json=body)
+            response.raise_for_status()
+            return response.json()
+
+        def raw(question: str) -> Any:
+            vector = embed_query(spec, question, settings)
+            return store.client.query_points(
+                collection,
+                query=vector.tolist(),
+                using=DENSE_VECTOR,
+                limit=TOP_K,
+                query_filter=point_filter,
+                with_payload=True,
+            )
+
+        for question in questions[:WARMUP]:
+            pipeline(question)
+            raw(question)
+
+        wall: list[float] = []
+        raw_ms: list[float] = []
+        stages: dict[str, list[float]] = {}
+        modes: set[str] = set()
+        for index, question in enumerate(questions):
+            # Alternate which goes first so neither side always runs on a warmer cache.
+            order = ("pipeline", "raw") if index % 2 == 0 else ("raw", "pipeline")
+            for side in order:
+                if side == "pipeline":
+                    ms, out = timed_ms(lambda q=question: pipeline(q))
+                    wall.append(ms)
+                    modes.add(out["answer_mode"])
+                    for stage, value in out["latency_breakdown"].items():
+                        stages.setdefault(stage, []).append(float(value))
+                else:
+                    ms, out = timed_ms(lambda q=question: raw(q))
+                    assert len(out.points) == min(TOP_K, chunk_count)
+                    raw_ms.append(ms)
+
+    generate = stages.get("generate", [0.0] * len(wall))
+    without_generate = [w - g for w, g in zip(wall, generate, strict=True)]
+    embed_search = [e + s for e, s in zip(stages["embed"], stages["search"], strict=True)]
+    raw_stats = p50_p95(raw_ms)
+
+    def ratio(values: list[float]) -> dict[str, float]:
+        stats = p50_p95(values)
+        return {
+            **stats,
+            "ratio_p50": round(stats["p50_ms"] / raw_stats["p50_ms"], 3),
+            "ratio_p95": round(stats["p95_ms"] / raw_stats["p95_ms"], 3),
+        }
+
+    return {
+        "corpus": str(corpus),
+        "document_chunks": chunk_count,
+        "process_s": round(process_ms / 1000, 2),
+        "questions": len(questions),
+        "warmup": WARMUP,
+        "answer_modes": sorted(modes),
+        "raw": raw_stats,
+        "pipeline_total": ratio(wall),
+        "pipeline_without_generate": ratio(without_generate),
+        "pipeline_embed_plus_search_stages": ratio(embed_search),
+        "stage_p50_ms": {stage: round(percentile(values, 50), 2) for stage, values in stages.items()},
+        "stage_p95_ms": {stage: round(percentile(values, 95), 2) for stage, values in stages.items()},
+        "target_ratio_retrieval": TARGET_RATIO,
+        "meets_target_retrieval": ratio(without_generate)["ratio_p50"] <= TARGET_RATIO,
+    }
+
+
+# ---------------------------------------------------------------- part 2: retrievers at scale
+
+
+def synthetic_texts(count: int, size: int = CHUNK_CHARS) -> list[str]:
+    """``count`` chunks of whole sentences from the corpora; later passes shift the grouping by a sentence."""
+    sentences_per_file = []
+    for path in sorted(CORPORA.glob("*.md")):
+        text = " ".join(path.read_text(encoding="utf-8").split())
+        sentences_per_file.append([s for s in re.split(r"(?<=[.!?])\s+", text) if s])
+    texts: list[str] = []
+    shift = 0
+    while len(texts) < count:
+        for sentences in sentences_per_file:
+            current = ""
+            for sentence in sentences[shift:]:
+                if current and len(current) + 1 + len(sentence) > size:
+                    texts.append(current)
+                    current = ""
+                    if len(texts) >= count:
+                        return texts
+                current = f"{current} {sentence}" if current else sentence[: size * 2]
+            if current:
+                texts.append(current)
+                if len(texts) >= count:
+                    return texts
+        shift += 1
+    return texts
+
+
+def embed_all(texts: list[str], settings: Any) -> np.ndarray:
+    from chunkbench.embedding.registry import get_spec
+    from chunkbench.embedding.service import embed_texts
+
+    spec = get_spec(MODEL_ID)
+    parts = []
+    started = time.perf_counter()
+    for start in range(0, len(texts), EMBED_BATCH):
+        parts.append(embed_texts(spec, texts[start : start + EMBED_BATCH], "document", settings))
+        done = min(start + EMBED_BATCH, len(texts))
+        elapsed = time.perf_counter() - started
+        print(f"  embedded {done:>6}/{len(texts)} chunks  {elapsed:6.1f} s  ({done / elapsed:.0f}/s)", flush=True)
+    return np.vstack(parts)
+
+
+def build_chunks(texts: list[str], document_id: str, offset: int) -> list[Any]:
+    from chunkbench.chunking.base import Chunk, chunk_id
+    from chunkbench.models import StrategyName
+
+    chunks = []
+    position = 0
+    for index, text in enumerate(texts):
+        chunks.append(
+            Chunk(
+                chunk_id=chunk_id(StrategyName.RECURSIVE, document_id, index),
+                document_id=document_id,
+                document_name=f"{document_id}.md",
+                strategy_name=StrategyName.RECURSIVE,
+                chunk_index=index,
+                text=text,
+                start_index=position,
+                end_index=position + len(text),
+                token_count=len(text.split()),
+                character_count=len(text),
+                heading_path=[f"Synthetic {offset + index // 50}"],
+            )
+        )
+        position += len(text) + 1
+    return chunks
+
+
+def bench_scale(
+    size: int, texts: list[str], dense: np.ndarray, questions: list[str], tmp: Path
+) -> dict[str, dict[str, Any]]:
+    from chunkbench.config import Settings
+    from chunkbench.embedding.registry import get_spec
+    from chunkbench.embedding.service import embed_query
+    from chunkbench.embedding.sparse import Bm25Encoder
+    from chunkbench.models import StrategyName
+    from chunkbench.storage.schema import DEFAULT_TENANT
+    from chunkbench.storage.vectors import close_vector_stores, get_vector_store
+
+    settings = Settings(_env_file=None, data_dir=tmp / f"scale-{size}")
+    spec = get_spec(MODEL_ID)
+    store = get_vector_store(settings)
+    encoder = Bm25Encoder()
+    started = time.perf_counter()
+    documents = []
+    for number, start in enumerate(range(0, size, DOC_CHUNKS)):
+        document_id = f"synthetic-{number:04d}"
+        documents.append(document_id)
+        chunks = build_chunks(texts[start : start + DOC_CHUNKS], document_id, start)
+        store.replace_document_chunks(
+            StrategyName.RECURSIVE,
+            spec.id,
+            spec.dimension,
+            tenant_id=DEFAULT_TENANT,
+            chunks=chunks,
+            dense=dense[start : start + DOC_CHUNKS],
+            sparse=encoder.encode_documents(c.embedding_text for c in chunks),
+        )
+    upsert_s = time.perf_counter() - started
+    print(f"  {size} chunks in {len(documents)} documents written in {upsert_s:.1f} s")
+    target = documents[len(documents) // 2]
+    query_vectors = [embed_query(spec, q, settings) for q in questions]
+    query_sparse = [encoder.encode_query(q) for q in questions]
+
+    def search(retriever: str, index: int) -> list[tuple[dict[str, Any], float]]:
+        return store.search(
+            StrategyName.RECURSIVE,
+            spec.id,
+            retriever=retriever,
+            tenant_id=DEFAULT_TENANT,
+            document_id=target,
+            top_k=TOP_K,
+            dense=query_vectors[index],
+            sparse=query_sparse[index],
+        )
+
+    results: dict[str, dict[str, Any]] = {}
+    for retriever in RETRIEVERS:
+        for index in range(WARMUP):
+            search(retriever, index)
+        timings = []
+        hits = []
+        for index in range(len(questions)):
+            ms, found = timed_ms(lambda r=retriever, i=index: search(r, i))
+            timings.append(ms)
+            hits.append(len(found))
+            assert all(payload["document_id"] == target for payload, _ in found)
+        results[retriever] = {**p50_p95(timings), "mean_hits": round(statistics.fmean(hits), 2)}
+        print(f"  {retriever:<7} p50 {results[retriever]['p50_ms']:8.1f} ms  p95 {results[retriever]['p95_ms']:8.1f} ms")
+    close_vector_stores()
+    return {
+        "chunks": size,
+        "documents": len(documents),
+        "chunks_per_document": DOC_CHUNKS,
+        "upsert_s": round(upsert_s, 2),
+        "retrievers": results,
+    }
+
+
+# ---------------------------------------------------------------- report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="document for part 1 (default: %(default)s)")
+    parser.add_argument("--quick", action="store_true", help="part 2 at 1,000 chunks only")
+    parser.add_argument("--questions", type=int, default=len(QUESTIONS), help="questions per side (max 30)")
+    args = parser.parse_args()
+    if not args.corpus.is_file():
+        sys.exit(f"No corpus file {args.corpus}; pass --corpus FILE.")
+    # Weights come from folders; without these the hub client still tries the network first.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import torch
+
+    from chunkbench.config import Settings
+    from chunkbench.storage.vectors import close_vector_stores
+
+    questions = QUESTIONS[: max(WARMUP, min(args.questions, len(QUESTIONS)))]
+    scales = SCALES[:1] if args.quick else SCALES
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="chunkbench-bench-") as tmp_name:
+        tmp = Path(tmp_name)
+        print(f"part 1: POST /queries vs raw embed_query + query_points, {len(questions)} questions")
+        pipeline = bench_pipeline(args.corpus, questions, tmp)
+        close_vector_stores()
+
+        print(f"part 2: embedded Qdrant at {', '.join(f'{s:,}' for s in scales)} chunks")
+        texts = synthetic_texts(max(scales))
+        dense = embed_all(texts, Settings(_env_file=None, data_dir=tmp / "embed"))
+        scale_results = []
+        for size in scales:
+            scale_results.append(bench_scale(size, texts[:size], dense[:size], questions, tmp))
+    total_s = time.perf_counter() - started
+
+    print()
+    print(f"Part 1 — {args.corpus.name}: {pipeline['document_chunks']} {STRATEGY} chunks, dense, top_k {TOP_K}, "
+          f"{len(questions)} questions after {WARMUP} warm-up, answer mode {'/'.join(pipeline['answer_modes'])}")  # fmt: skip
+    print(f"{'path':<48}{'p50 ms':>9}{'p95 ms':>9}{'×raw p50':>10}{'×raw p95':>10}")
+    print(f"{'raw: embed_query + query_points':<48}{pipeline['raw']['p50_ms']:>9.1f}{pipeline['raw']['p95_ms']:>9.1f}")
+    for key, label in (
+        ("pipeline_total", "POST /queries, total (incl. generate)"),
+        ("pipeline_without_generate", "POST /queries minus generate stage"),
+        ("pipeline_embed_plus_search_stages", "  its embed + search stages only"),
+    ):
+        row = pipeline[key]
+        print(f"{label:<48}{row['p50_ms']:>9.1f}{row['p95_ms']:>9.1f}{row['ratio_p50']:>10.2f}{row['ratio_p95']:>10.2f}")
+    stage_text = "  ".join(f"{stage} {ms:.1f}" for stage, ms in pipeline["stage_p50_ms"].items())
+    print(f"stage p50 (ms, from latency_breakdown): {stage_text}")
+    with_gen = pipeline["pipeline_total"]["ratio_p50"]
+    without_gen = pipeline["pipeline_without_generate"]["ratio_p50"]
+    verdict = "meets" if pipeline["meets_target_retrieval"] else "MISSES"
+    ratio_note = (
+        f"Retrieval part (POST /queries minus the generate stage) is {without_gen:.2f}× the raw path at p50 "
+        f"({verdict} the ≤ {TARGET_RATIO}× target). With the generate stage it is {with_gen:.2f}×: the extractive "
+        f"answerer embeds every context sentence with MiniLM (generate p50 "
+        f"{pipeline['stage_p50_ms'].get('generate', 0.0):.1f} ms), which the raw path does not do."
+    )
+    pipeline["ratio_note"] = ratio_note
+    print(ratio_note)
+
+    print()
+    print(f"Part 2 — embedded (local) Qdrant, VectorStore.search with a document filter "
+          f"({DOC_CHUNKS} chunks per document), top_k {TOP_K}, {len(questions)} queries after {WARMUP} warm-up")  # fmt: skip
+    print(f"{'chunks':>8}{'docs':>6}{'retriever':>11}{'p50 ms':>10}{'p95 ms':>10}")
+    for result in scale_results:
+        for retriever, row in result["retrievers"].items():
+            print(f"{result['chunks']:>8,}{result['documents']:>6}{retriever:>11}{row['p50_ms']:>10.1f}{row['p95_ms']:>10.1f}")  # fmt: skip
+    print()
+    print("What a Qdrant server would change: " + SERVER_NOTE)
+
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    result = {
+        "pipeline_vs_raw": pipeline,
+        "scale": {
+            "mode": "embedded (local, on disk)",
+            "synthetic_chunk_chars": CHUNK_CHARS,
+            "embedded_with": MODEL_ID,
+            "results": scale_results,
+        },
+        "qdrant_server_note": SERVER_NOTE,
+        "total_runtime_s": round(total_s, 1),
+        "torch_threads": torch.get_num_threads(),
+        "load_average_1min": os.getloadavg()[0],
+    }
+    RESULTS.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {RESULTS.relative_to(ROOT)} (total {total_s:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -101,7 +101,7 @@ def answer(
     config = _serving(database)
     corpus = get_spec(config.corpus_model_id)
     clock = queries.Stopwatch()
-    hits = queries.search_stage(
+    hits, query_vector = queries.search_stage(
         settings, store, clock, question=question, strategy=config.strategy, corpus=corpus,
         retriever=RetrieverName(config.retriever), tenant_id=tenant_id, document_id=None,
         top_k=top_k or config.top_k, score_floor=settings.score_floor,
@@ -110,7 +110,7 @@ def answer(
         question,
         [(number, hit.text) for number, hit in enumerate(hits, start=1)],
         client=get_llm_client(settings),
-        embed=queries.corpus_embedder(corpus, settings),
+        embed=queries.corpus_embedder(corpus, settings, question, query_vector),
     )
     return ChatQueryOut(
         answer=result.text,

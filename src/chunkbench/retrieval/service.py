@@ -6,8 +6,10 @@ answer → save, with the time of every stage and the LLM's token usage recorded
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -83,7 +85,7 @@ def run_query(
     retriever = RetrieverName(request.retriever)
     candidates = max(top_k, request.candidate_k or settings.rerank_candidate_k) if request.rerank != "none" else top_k
 
-    hits = search_stage(
+    hits, query_vector = search_stage(
         settings, store, clock, question=request.question, strategy=request.strategy, corpus=corpus,
         retriever=retriever, tenant_id=tenant_id, document_id=document.id, top_k=candidates, score_floor=floor,
     )  # fmt: skip
@@ -107,7 +109,7 @@ def run_query(
             request.question,
             [(source.number, _passage(source)) for source in sources],
             client=client,
-            embed=corpus_embedder(corpus, settings),
+            embed=corpus_embedder(corpus, settings, request.question, query_vector),
         )
     config = {
         "retriever": retriever.value, "top_k": top_k, "neighbor_prev": prev, "neighbor_next": nxt,
@@ -150,17 +152,18 @@ def search_stage(
     document_id: str | None,
     top_k: int,
     score_floor: float | None,
-) -> list[RetrievedChunk]:
-    """Embed the question (unless BM25 alone) and search, timing both stages."""
+) -> tuple[list[RetrievedChunk], np.ndarray | None]:
+    """Embed the question (unless BM25 alone) and search, timing both; the hits and the question's vector."""
     vector = None
     if retriever is not RetrieverName.BM25:
         with clock.stage("embed"):
             vector = embedding.embed_query(corpus, question, settings)
     with clock.stage("search"):
-        return retrieve(
+        hits = retrieve(
             store, settings, strategy=strategy.value, corpus_spec=corpus, retriever=retriever, question=question,
             query_vector=vector, tenant_id=tenant_id, document_id=document_id, top_k=top_k, score_floor=score_floor,
         )  # fmt: skip
+    return hits, vector
 
 
 def _reranker(kind: str, settings: Settings, client):
@@ -180,8 +183,58 @@ def _reranker(kind: str, settings: Settings, client):
     )
 
 
-def corpus_embedder(corpus: EmbeddingModelSpec, settings: Settings) -> Callable[[list[str]], np.ndarray]:
-    return lambda texts: embedding.embed_texts(corpus, texts, "document", settings)
+class _SentenceCache:
+    """Bounded LRU of context-sentence embeddings per Corpus model.
+
+    The extractive answerer embeds every sentence of the retrieved context; the same chunks come back
+    across questions (a benchmark asks dozens of one document), so each sentence is embedded once.
+    """
+
+    def __init__(self, capacity: int = 50_000) -> None:
+        self.capacity = capacity
+        self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed(
+        self,
+        corpus: EmbeddingModelSpec,
+        texts: list[str],
+        settings: Settings,
+        known: dict[str, np.ndarray] | None = None,
+    ) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, corpus.dimension), dtype=np.float32)
+        found: dict[str, np.ndarray] = dict(known or {})
+        with self._lock:
+            for text in texts:
+                if text in found:
+                    continue
+                vector = self._vectors.get((corpus.id, text))
+                if vector is not None:
+                    self._vectors.move_to_end((corpus.id, text))
+                    found[text] = vector
+        missing = [text for text in dict.fromkeys(texts) if text not in found]
+        if missing:
+            fresh = embedding.embed_texts(corpus, missing, "document", settings)
+            found.update(zip(missing, fresh, strict=True))
+            with self._lock:
+                for text, vector in zip(missing, fresh, strict=True):
+                    self._vectors[(corpus.id, text)] = vector
+                while len(self._vectors) > self.capacity:
+                    self._vectors.popitem(last=False)
+        return np.stack([found[text] for text in texts])
+
+
+_SENTENCES = _SentenceCache()
+
+
+def corpus_embedder(
+    corpus: EmbeddingModelSpec, settings: Settings, question: str, query_vector: np.ndarray | None
+) -> Callable[[list[str]], np.ndarray]:
+    """The Corpus model as the extractive answerer's sentence embedder: context sentences are cached
+    across queries, and the question reuses the vector the search already computed."""
+    known = {question.strip(): query_vector} if query_vector is not None else None
+    return lambda texts: _SENTENCES.embed(corpus, texts, settings, known)
 
 
 def _sources(blocks: list[ContextBlock]) -> list[SourceOut]:

@@ -58,8 +58,9 @@ class DocumentRow(Base):
     paragraph_count: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
     heading_count: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
     heading_source: Mapped[str | None] = mapped_column(String(32))
-    parsed_text: Mapped[str] = mapped_column(Text, nullable=False)
-    document_tree: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    # The two big columns load only when read: lists and queries need neither.
+    parsed_text: Mapped[str] = mapped_column(Text, nullable=False, deferred=True)
+    document_tree: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, deferred=True)
     chunk_counts: Mapped[dict[str, int]] = mapped_column(JSON, default=dict, nullable=False)
     last_corpus_embedding_model_id: Mapped[str | None] = mapped_column(String(128))
     last_boundary_embedding_model_id: Mapped[str | None] = mapped_column(String(128))

@@ -235,7 +235,10 @@ def load_local_model(spec: EmbeddingModelSpec, settings: Settings) -> _LoadedMod
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
 
+            # transformers draws a "Loading weights" bar on stderr, in the middle of the CLI's own output.
+            transformers_logging.disable_progress_bar()
             try:
                 model = SentenceTransformer(str(path), device=settings.embedding_device)
             except Exception as exc:

@@ -5,7 +5,6 @@ Adding a retriever is one :class:`Retriever` subclass decorated with :func:`regi
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar, Literal
@@ -100,15 +99,27 @@ class SearchRequest:
     top_k: int
 
 
-class Retriever(ABC):
-    """One way of ranking a collection's chunks for a question."""
+class Retriever:
+    """One way of ranking a collection's chunks for a question: which of the collection's vectors it
+    queries (dense Corpus embedding, BM25 sparse vector, or both fused in Qdrant)."""
 
     name: ClassVar[RetrieverName]
     needs_query_vector: ClassVar[bool] = True
+    uses_sparse: ClassVar[bool] = False
 
-    @abstractmethod
     def search(self, store: VectorStore, request: SearchRequest) -> list[RetrievedChunk]:
         """The top ``request.top_k`` hits (role "hit"), best first."""
+        rows = store.search(
+            request.strategy,
+            request.model_id,
+            retriever=self.name.value,
+            tenant_id=request.tenant_id,
+            document_id=request.document_id,
+            top_k=request.top_k,
+            dense=_require_vector(request, self.name.value) if self.needs_query_vector else None,
+            sparse=Bm25Encoder().encode_query(request.question) if self.uses_sparse else None,
+        )
+        return [RetrievedChunk.from_payload(payload, score=score, role="hit") for payload, score in rows]
 
     def floor_scores(self, store: VectorStore, request: SearchRequest, hits: list[RetrievedChunk]) -> list[float]:
         """The score the floor is compared with, per hit (by default the hit's own score)."""
@@ -132,10 +143,6 @@ def get_retriever(name: RetrieverName | str) -> Retriever:
         raise QueryError(f"Unknown retriever '{name}'. Known: {', '.join(r.value for r in _RETRIEVERS)}.") from None
 
 
-def _hits(rows: list[tuple[dict[str, Any], float]]) -> list[RetrievedChunk]:
-    return [RetrievedChunk.from_payload(payload, score=score, role="hit") for payload, score in rows]
-
-
 def _require_vector(request: SearchRequest, retriever: str) -> np.ndarray:
     if request.query_vector is None:
         raise QueryError(f"The {retriever} retriever needs the question's embedding; none was computed.")
@@ -148,20 +155,6 @@ class DenseRetriever(Retriever):
 
     name = RetrieverName.DENSE
 
-    def search(self, store: VectorStore, request: SearchRequest) -> list[RetrievedChunk]:
-        return _hits(
-            store.search(
-                request.strategy,
-                request.model_id,
-                retriever="dense",
-                tenant_id=request.tenant_id,
-                document_id=request.document_id,
-                top_k=request.top_k,
-                dense=_require_vector(request, "dense"),
-                sparse=None,
-            )
-        )
-
 
 @register_retriever
 class Bm25Retriever(Retriever):
@@ -169,20 +162,7 @@ class Bm25Retriever(Retriever):
 
     name = RetrieverName.BM25
     needs_query_vector = False
-
-    def search(self, store: VectorStore, request: SearchRequest) -> list[RetrievedChunk]:
-        return _hits(
-            store.search(
-                request.strategy,
-                request.model_id,
-                retriever="bm25",
-                tenant_id=request.tenant_id,
-                document_id=request.document_id,
-                top_k=request.top_k,
-                dense=None,
-                sparse=Bm25Encoder().encode_query(request.question),
-            )
-        )
+    uses_sparse = True
 
 
 @register_retriever
@@ -195,20 +175,7 @@ class HybridRetriever(Retriever):
     """
 
     name = RetrieverName.HYBRID
-
-    def search(self, store: VectorStore, request: SearchRequest) -> list[RetrievedChunk]:
-        return _hits(
-            store.search(
-                request.strategy,
-                request.model_id,
-                retriever="hybrid",
-                tenant_id=request.tenant_id,
-                document_id=request.document_id,
-                top_k=request.top_k,
-                dense=_require_vector(request, "hybrid"),
-                sparse=Bm25Encoder().encode_query(request.question),
-            )
-        )
+    uses_sparse = True
 
     def floor_scores(self, store: VectorStore, request: SearchRequest, hits: list[RetrievedChunk]) -> list[float]:
         cosines = store.dense_scores(

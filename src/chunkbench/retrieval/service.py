@@ -28,7 +28,7 @@ from chunkbench.retrieval.context import ContextBlock, attach_parents
 from chunkbench.retrieval.expansion import apply_neighbor_expansion
 from chunkbench.retrieval.rerank import CrossEncoderReranker, LlmListwiseReranker
 from chunkbench.retrieval.schemas import QueryIn, QueryOut, SourceOut
-from chunkbench.retrieval.search import RetrievedChunk, RetrieverName, retrieve
+from chunkbench.retrieval.search import RetrievedChunk, RetrieverName, get_retriever, retrieve
 from chunkbench.storage.db import Database
 from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.schema import QueryRow
@@ -155,7 +155,7 @@ def search_stage(
 ) -> tuple[list[RetrievedChunk], np.ndarray | None]:
     """Embed the question (unless BM25 alone) and search, timing both; the hits and the question's vector."""
     vector = None
-    if retriever is not RetrieverName.BM25:
+    if get_retriever(retriever).needs_query_vector:
         with clock.stage("embed"):
             vector = embedding.embed_query(corpus, question, settings)
     with clock.stage("search"):

@@ -100,12 +100,9 @@ def run(
     with database.session() as session:
         row = DocumentRepository(session, process_plan.tenant_id).get(process_plan.document_id)
         DocumentRepository.transition(row, DocumentState.CHUNKING)
+        tree = DocumentTree.from_dict(row.document_tree)
         document = ChunkingInput(
-            document_id=row.id,
-            document_name=row.filename,
-            markdown=row.parsed_text,
-            tree=DocumentTree.from_dict(row.document_tree),
-            title=DocumentTree.from_dict(row.document_tree).root.heading,
+            document_id=row.id, document_name=row.filename, markdown=row.parsed_text, tree=tree, title=tree.root.heading
         )
 
     boundary: BoundaryEmbedder | ChunkbenchError | None = None

@@ -238,26 +238,15 @@ def corpus_embedder(
 
 
 def _sources(blocks: list[ContextBlock]) -> list[SourceOut]:
-    sources = []
-    for block in blocks:
-        chunk = block.chunk
-        sources.append(
-            SourceOut(
-                number=block.source,
-                chunk_id=chunk.chunk_id,
-                chunk_index=chunk.chunk_index,
-                document_id=chunk.document_id,
-                document_name=chunk.document_name,
-                score=chunk.score,
-                role=chunk.role,
-                start_index=chunk.start_index,
-                end_index=chunk.end_index,
-                heading_path=list(chunk.heading_path),
-                text=chunk.text,
-                parent_text=block.parent.text if block.parent is not None else None,
-            )
+    """The numbered context passages; SourceOut picks its fields from the chunk's own dict."""
+    return [
+        SourceOut(
+            **block.chunk.to_dict(),
+            number=block.source,
+            parent_text=block.parent.text if block.parent is not None else None,
         )
-    return sources
+        for block in blocks
+    ]
 
 
 def _passage(source: SourceOut) -> str:

@@ -312,40 +312,26 @@ class OpenAICompatibleProvider(EmbeddingProvider):
             out[start : start + len(batch)] = self._request(batch)
         return _normalise_rows(out)
 
+    def _error(self, message: str) -> EmbeddingError:
+        return EmbeddingError(message, model_id=self.spec.id, provider=self.spec.provider, url=self.base_url)
+
     def _request(self, batch: list[str]) -> np.ndarray:
         where = f"{self.spec.provider} server at {self.base_url}"
         try:
             # "float" explicitly: the client would ask for base64, which not every compatible server speaks.
             response = self._client.embeddings.create(model=self.spec.model_name, input=batch, encoding_format="float")
         except self._openai.APIStatusError as exc:
-            raise EmbeddingError(
+            raise self._error(
                 f"The {where} refused the embedding request for model '{self.spec.model_name}' "
-                f"(HTTP {exc.status_code}: {_error_text(exc)}). {self._status_hint(exc.status_code)}",
-                model_id=self.spec.id,
-                provider=self.spec.provider,
-                url=self.base_url,
+                f"(HTTP {exc.status_code}: {_error_text(exc)}). {self._status_hint(exc.status_code)}"
             ) from exc
         except self._openai.APIConnectionError as exc:
-            raise EmbeddingError(
-                f"Could not reach the {where} ({exc}). {self._connection_hint()}",
-                model_id=self.spec.id,
-                provider=self.spec.provider,
-                url=self.base_url,
-            ) from exc
+            raise self._error(f"Could not reach the {where} ({exc}). {self._connection_hint()}") from exc
         except self._openai.OpenAIError as exc:
-            raise EmbeddingError(
-                f"The {where} sent an unusable embedding response ({exc}).",
-                model_id=self.spec.id,
-                provider=self.spec.provider,
-                url=self.base_url,
-            ) from exc
+            raise self._error(f"The {where} sent an unusable embedding response ({exc}).") from exc
         data = sorted(response.data, key=lambda item: item.index)
         if len(data) != len(batch):
-            raise EmbeddingError(
-                f"The {where} returned {len(data)} embeddings for {len(batch)} texts.",
-                model_id=self.spec.id,
-                url=self.base_url,
-            )
+            raise self._error(f"The {where} returned {len(data)} embeddings for {len(batch)} texts.")
         vectors = np.asarray([item.embedding for item in data], dtype=np.float32)
         _check_shape(self.spec, vectors, len(batch), f"The {where}")
         return vectors

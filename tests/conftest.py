@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from chunkbench.config import Settings
+from chunkbench.storage.vectors import close_vector_stores
+
+
+@pytest.fixture(autouse=True)
+def _close_vector_stores() -> Iterator[None]:
+    """Every test leaves the embedded Qdrant folders it opened unlocked (one client per folder)."""
+    yield
+    close_vector_stores()
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ parent context and rerankers (a tiny cross-encoder built here, a scripted LLM)."
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +20,7 @@ from chunkbench.retrieval.context import attach_parents, build_context, source_m
 from chunkbench.retrieval.expansion import apply_neighbor_expansion
 from chunkbench.retrieval.rerank import CrossEncoderReranker, LlmListwiseReranker, parse_ranking
 from chunkbench.retrieval.search import RetrievedChunk, RetrieverName, apply_score_floor, get_retriever, retrieve
-from chunkbench.storage.vectors import VectorStore, close_vector_stores, get_vector_store
+from chunkbench.storage.vectors import VectorStore, get_vector_store
 
 FIXED = StrategyName.FIXED_SIZE
 PARENT_CHILD = StrategyName.SEMANTIC_PARENT_CHILD
@@ -41,12 +40,6 @@ CORPUS = [
     "Our office cafeteria serves vegetarian lunch every Tuesday.",
 ]
 CODE_CHUNK, CAR_CHUNK = 1, 5
-
-
-@pytest.fixture(autouse=True)
-def _close_stores() -> Iterator[None]:
-    yield
-    close_vector_stores()
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -50,12 +49,6 @@ WORDS = [
     "november",
     "oscar",
 ]
-
-
-@pytest.fixture(autouse=True)
-def _close_stores() -> Iterator[None]:
-    yield
-    close_vector_stores()
 
 
 @pytest.fixture

@@ -1,0 +1,178 @@
+"""The Decision on synthetic per-question scores: a clear winner, ties (open, or broken by context cost),
+insufficient data, the practical margin, lower-is-better metrics and the questions-needed estimate."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from chunkbench.benchmarking.decision import MIN_QUESTIONS, decide, questions_needed
+
+
+def clear_winner_scores() -> dict[str, list[float]]:
+    rng = np.random.default_rng(7)
+    base = rng.uniform(0.2, 0.8, 40)
+    return {
+        "recursive-512": list(base + 0.15 + rng.normal(0, 0.05, 40)),
+        "fixed-256": list(base + rng.normal(0, 0.05, 40)),
+        "semantic": list(base - 0.15 + rng.normal(0, 0.05, 40)),
+    }
+
+
+def tie_scores() -> dict[str, list[float]]:
+    # Equal means by construction: the two configurations swap 0.6 and 0.4 on alternate questions.
+    return {"A": [0.6 if i % 2 else 0.4 for i in range(30)], "B": [0.4 if i % 2 else 0.6 for i in range(30)]}
+
+
+def test_clear_winner_is_named_and_the_others_ruled_out() -> None:
+    decision = decide(
+        clear_winner_scores(), {"recursive-512": 2400, "fixed-256": 1200, "semantic": 900}, metric="recall"
+    )
+    assert decision.status == "winner"
+    assert decision.best == decision.leader == "recursive-512"
+    assert decision.ruled_out == ["fixed-256", "semantic"]
+    assert decision.contenders == ["recursive-512"]
+    assert decision.prob_best["recursive-512"] == 1.0
+    assert decision.questions_needed is None and decision.tie_break is None
+    assert decision.runner_up == "fixed-256"
+    observed, low, high = decision.diff_to_leader["fixed-256"]
+    assert low <= observed <= high < 0
+    assert decision.reasons[0].startswith("recursive-512 is the best configuration on recall")
+    assert any(reason.startswith("semantic is ruled out: its recall is lower") for reason in decision.reasons)
+    assert (decision.n_questions, decision.dropped_questions) == (40, 0)
+
+
+def test_tie_with_equal_costs_has_no_winner() -> None:
+    decision = decide(tie_scores(), {"A": 1000, "B": 1000}, metric="recall")
+    assert decision.status == "no_clear_winner"
+    assert decision.best is None and decision.tie_break is None
+    assert decision.contenders == ["A", "B"] and decision.ruled_out == []
+    assert 0.4 < decision.prob_best["A"] < 0.6
+    # The means are equal: no number of questions is expected to separate them.
+    assert decision.questions_needed is None
+    assert any("no detectable difference" in reason for reason in decision.reasons)
+    assert any("too close to break the tie" in reason for reason in decision.reasons)
+
+
+def test_tie_is_broken_by_context_cost_and_the_reasons_say_so() -> None:
+    # B is not the leader (A is, by input order) but needs 60 % less context.
+    decision = decide(tie_scores(), {"A": 1000, "B": 400}, metric="recall")
+    assert decision.status == "tie_broken_by_cost"
+    assert decision.leader == "A" and decision.best == "B"
+    assert decision.tie_break == "context cost tok@k"
+    assert decision.reasons[0].startswith("tie on recall, broken by context cost tok@k")
+    assert "B needs the least context (400 tokens vs 1,000 for A)" in decision.reasons[0]
+
+
+def test_tie_is_not_broken_by_an_unknown_or_nearly_equal_cost() -> None:
+    unknown = decide(tie_scores(), {"A": 1000}, metric="recall")
+    assert unknown.status == "no_clear_winner" and unknown.best is None
+    assert any("unknown for B" in reason for reason in unknown.reasons)
+    close = decide(tie_scores(), {"A": 1000, "B": 950}, metric="recall")
+    assert close.status == "no_clear_winner"
+
+
+def test_insufficient_data() -> None:
+    one = decide({"A": [0.5] * 10}, {"A": 10}, metric="recall")
+    assert one.status == "insufficient_data" and one.best is None
+    assert "at least 2 configurations" in one.reasons[0]
+    assert one.means == {"A": 0.5}
+
+    few = decide({"A": [1, 1, 1, 1], "B": [0, 0, 0, 0]}, {}, metric="recall")
+    assert few.status == "insufficient_data" and few.best is None
+    assert few.reasons[0].startswith(
+        f"Only 4 questions scored for every configuration; a decision needs at least {MIN_QUESTIONS}"
+    )
+
+    # Six questions, two unusable: four left.
+    dropped = decide({"A": [1, 1, 1, 1, None, 1], "B": [0, 0, 0, 0, 0, None]}, {}, metric="recall")
+    assert dropped.status == "insufficient_data"
+    assert (dropped.n_questions, dropped.dropped_questions) == (4, 2)
+    assert any("2 questions were left out" in reason for reason in dropped.reasons)
+    assert decide({}, {}, metric="recall").status == "insufficient_data"
+
+
+def test_dropped_questions_are_reported_in_a_decision() -> None:
+    scores = {"A": [0.9] * 8 + [None], "B": [0.1] * 8 + [0.5]}
+    decision = decide(scores, {}, metric="mrr")
+    assert decision.status == "winner" and decision.best == "A"
+    assert decision.dropped_questions == 1
+    assert "1 question was left out because at least one configuration has no score for it." in decision.reasons
+
+
+def test_questions_needed_formula_by_hand() -> None:
+    # z_0.975 + z_0.8 = 1.959964 + 0.841621 = 2.801585; (2.801585 · 0.2 / 0.05)² = 125.58 → 126 − 20 = 106.
+    assert questions_needed(0.2, 0.05, 20) == 106
+    assert questions_needed(0.2, -0.05, 20) == 106
+    assert questions_needed(0.2, 0.0, 20) is None
+    assert questions_needed(0.01, 0.5, 20) == 0
+
+
+def test_questions_needed_for_a_small_true_difference() -> None:
+    # Per-question differences alternate 0.05 ± 0.3: mean δ = 0.05, sample SD σ = 0.3·sqrt(20/19) = 0.30779.
+    # (2.801585 · 0.30779 / 0.05)² = 297.43 → 298 in total, 278 more than the 20 we have.
+    differences = [0.05 + (0.3 if i % 2 == 0 else -0.3) for i in range(20)]
+    scores = {"A": [0.5 + d for d in differences], "B": [0.5] * 20}
+    decision = decide(scores, {"A": 100, "B": 100}, metric="f1")
+    assert decision.status == "no_clear_winner" and decision.best is None
+    assert decision.leader == "A" and decision.runner_up == "B"
+    assert decision.questions_needed == 278
+    assert any(reason.startswith("About 278 more questions") for reason in decision.reasons)
+
+
+def test_practical_margin_turns_a_negligible_consistent_lead_into_a_tie() -> None:
+    rng = np.random.default_rng(0)
+    base = list(rng.uniform(0.2, 0.8, 20))
+    scores = {"A": [b + 0.01 for b in base], "B": base}
+    strict = decide(scores, {"A": 3000, "B": 1000}, metric="recall")
+    assert strict.status == "winner" and strict.best == "A" and strict.ruled_out == ["B"]
+    lenient = decide(scores, {"A": 3000, "B": 1000}, metric="recall", practical_margin=0.05)
+    assert lenient.status == "tie_broken_by_cost" and lenient.best == "B"
+    assert lenient.contenders == ["A", "B"]
+    assert lenient.questions_needed is None
+    assert any("within the practical margin" in reason for reason in lenient.reasons)
+
+
+def test_lower_is_better_metric() -> None:
+    rng = np.random.default_rng(5)
+    base = rng.uniform(100, 200, 15)
+    scores = {"slow": list(base + 80), "fast": list(base + rng.normal(0, 2, 15))}
+    decision = decide(scores, {"slow": 1, "fast": 1}, metric="latency_ms", higher_is_better=False)
+    assert decision.status == "winner" and decision.best == "fast"
+    assert decision.ruled_out == ["slow"]
+    assert any("slow is ruled out: its latency_ms is higher than fast's by" in reason for reason in decision.reasons)
+
+
+def test_probability_rule_names_a_winner_the_interval_cannot_yet_separate() -> None:
+    # A leads on most questions but the 95 % interval still reaches 0: best in ≥ 90 % of resamples suffices.
+    differences = [0.1, 0.1, 0.1, 0.1, -0.1, 0.1, 0.1, -0.1, 0.1, 0.1, 0.1, -0.1]
+    scores = {"A": [0.5 + d for d in differences], "B": [0.5] * len(differences)}
+    decision = decide(scores, {}, metric="recall")
+    _observed, low, high = decision.diff_to_leader["B"]
+    assert high >= 0 > low  # not ruled out at 95 %
+    assert decision.prob_best["A"] >= 0.9
+    assert decision.status == "winner" and decision.best == "A" and decision.contenders == ["A", "B"]
+    assert any("above the 90% required" in reason for reason in decision.reasons)
+    stricter = decide(scores, {}, metric="recall", min_prob_best=0.999)
+    assert stricter.status == "no_clear_winner"
+
+
+def test_decision_to_dict_is_json_safe_and_deterministic() -> None:
+    scores = clear_winner_scores()
+    first = decide(scores, {"recursive-512": 2400, "fixed-256": float("nan")}, metric="recall", seed=3)
+    text = json.dumps(first.to_dict(), allow_nan=False)
+    again = json.dumps(decide(scores, {"recursive-512": 2400, "fixed-256": float("nan")}, metric="recall", seed=3)
+                       .to_dict(), allow_nan=False)  # fmt: skip
+    assert text == again
+    body = json.loads(text)
+    assert body["costs"] == {"recursive-512": 2400.0, "fixed-256": None, "semantic": None}
+    assert body["diff_to_leader"]["recursive-512"] == [0.0, 0.0, 0.0]
+    assert all(math.isfinite(value) for value in body["means"].values())
+
+
+def test_decide_refuses_a_negative_margin() -> None:
+    with pytest.raises(ValueError, match="practical_margin"):
+        decide(tie_scores(), {}, metric="recall", practical_margin=-0.1)

@@ -81,7 +81,25 @@ class Settings(BaseSettings):
     neighbor_next: int = Field(0, ge=0, le=5)
     semantic_min_chunk_size: int = Field(3, ge=1)
 
+    # Model prices in USD per 1M tokens, overriding or extending the built-in table (benchmarking/cost.py),
+    # as JSON: CHUNKBENCH_PRICES='{"gpt-4o-mini": {"input": 0.15, "output": 0.6}, "my-embedder": {"input": 0.01}}'
+    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+
     log_level: str = "INFO"
+
+    @field_validator("prices")
+    @classmethod
+    def _price_entries(cls, value: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        for model, price in value.items():
+            unknown = set(price) - {"input", "output"}
+            if unknown or "input" not in price:
+                raise ValueError(
+                    f"price of '{model}' needs 'input' (and optionally 'output') in USD per 1M tokens, "
+                    f"got keys {sorted(price)}"
+                )
+            if any(amount < 0 for amount in price.values()):
+                raise ValueError(f"price of '{model}' must not be negative")
+        return value
 
     @field_validator("data_dir")
     @classmethod

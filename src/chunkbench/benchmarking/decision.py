@@ -156,16 +156,17 @@ def decide(
     """The Decision on ``metric`` from ``scores[config][question]`` and context costs ``costs[config]`` (tok@k).
 
     See the module docstring for the rules. ``cost_margin``: how much cheaper (as a share) the cheapest tied
-    contender must be than every other one to break a tie.
+    contender must be than every other one to break a tie. A ``ValueError`` when configurations have different
+    numbers of questions or the margin is negative.
     """
     if practical_margin < 0:
         raise ValueError(f"practical_margin must be >= 0, got {practical_margin}")
-    settings = {"higher_is_better": higher_is_better, "confidence": confidence, "practical_margin": practical_margin}
+    options = {"higher_is_better": higher_is_better, "confidence": confidence, "practical_margin": practical_margin}
     if len(scores) < 2:
         only = f"only '{next(iter(scores))}'" if scores else "none"
         return _insufficient(
             metric, [f"Nothing to compare: a decision needs at least 2 configurations ({only} given)."],
-            scores, costs, **settings,
+            scores, costs, **options,
         )  # fmt: skip
     _configs, matrix, _dropped = complete_matrix(scores)
     if matrix.shape[0] < MIN_QUESTIONS:
@@ -175,13 +176,13 @@ def decide(
                 f"Only {matrix.shape[0]} question{'s' if matrix.shape[0] != 1 else ''} scored for every "
                 f"configuration; a decision needs at least {MIN_QUESTIONS}. Add questions and run again."
             ],
-            scores, costs, **settings,
+            scores, costs, **options,
         )  # fmt: skip
 
     result = paired_bootstrap(
         scores, n_resamples=n_resamples, seed=seed, higher_is_better=higher_is_better, confidence=confidence
     )
-    return _decide(result, costs, metric=metric, min_prob_best=min_prob_best, cost_margin=cost_margin, **settings)
+    return _decide(result, costs, metric=metric, min_prob_best=min_prob_best, cost_margin=cost_margin, **options)
 
 
 def _decide(

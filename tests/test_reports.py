@@ -152,6 +152,17 @@ def test_status_banner_for_running_and_failed_experiments() -> None:
     assert not tree.xpath("//*[@id='status-banner']")
 
 
+@pytest.mark.parametrize("view", VIEWS)
+def test_a_bare_experiment_renders(view: str) -> None:
+    _, tree = render({"status": "failed", "error": "boom"}, view, document_text="abc", boundaries={"s": [(0, 2)]})
+    assert tree.get_element_by_id("status-banner").text_content() == "This experiment failed: boom. Nothing has run."
+    assert tree.get_element_by_id("decision-sentence").text_content() == (
+        "No decision: the experiment failed before one was made."
+    )
+    visible = " ".join(tree.xpath("//body//text()[not(ancestor::script)]"))
+    assert not re.search(r"\b(nan|NaN|None|undefined)\b", visible)
+
+
 def test_kpis_ranking_and_ruled_out() -> None:
     _, tree = render(make_experiment(), "managerial")
     cards = {c.find_class("label")[0].text_content(): c.find_class("value")[0].text_content()

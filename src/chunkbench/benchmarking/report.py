@@ -19,7 +19,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any, Literal
 
-from jinja2 import ChainableUndefined, Environment, PackageLoader
+from jinja2 import ChainableUndefined, Environment, PackageLoader, Undefined
 
 from chunkbench.errors import InvalidRequestError
 
@@ -110,7 +110,8 @@ def decision_sentence(experiment: Mapping[str, Any]) -> str:
     if not status:
         if experiment.get("status") == "running":
             return "No decision yet: the experiment is still running."
-        return f"No decision: the experiment ended {experiment.get('status') or 'without results'} before one was made."
+        ended = {"failed": "failed", "cancelled": "was cancelled"}.get(experiment.get("status") or "")
+        return f"No decision: the experiment {ended} before one was made." if ended else "No decision has been made."
     metric = _metric_name(decision.get("metric") or _config(experiment).get("primary_metric") or "recall")
     n = decision.get("n_questions")
     questions = f"{n} questions" if n is not None else "the questions answered"
@@ -335,13 +336,13 @@ def status_banner(experiment: Mapping[str, Any]) -> dict[str, str] | None:
     cells = experiment.get("cells") or []
     expected = len(experiment.get("questions") or []) * len(_configurations(experiment))
     done = sum(1 for c in cells if c.get("status") == "ok")
-    progress = f"{done} of {expected} question × configuration cells have results" if expected else "no plan yet"
+    progress = f"{done} of {expected} question × configuration cells have results" if expected else "nothing has run"
+    partial = "; the figures cover those only." if expected else "."
     error = experiment.get("error")
     texts = {
         "running": f"This experiment is still running: {progress}. The figures are partial and may change.",
-        "failed": f"This experiment failed{': ' + str(error) if error else ''}. {progress.capitalize()}; "
-        f"the figures cover those only.",
-        "cancelled": f"This experiment was cancelled. {progress.capitalize()}; the figures cover those only.",
+        "failed": f"This experiment failed{': ' + str(error) if error else ''}. {progress.capitalize()}{partial}",
+        "cancelled": f"This experiment was cancelled. {progress.capitalize()}{partial}",
     }
     return {
         "status": status,
@@ -892,7 +893,7 @@ def _short(value: float) -> str:
 
 
 def _num(value: Any) -> float | None:
-    if value is None or isinstance(value, str):
+    if value is None or isinstance(value, str | Undefined):
         return None
     if isinstance(value, bool):
         return float(value)

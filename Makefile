@@ -10,7 +10,7 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX_URL ?=
 # Debian packages the tests need: LibreOffice converts .doc (and makes test PDFs/DOCs),
 # the fonts give LibreOffice Arabic-script glyphs for the Farsi fixtures.
-APT_PACKAGES := libreoffice-writer-nogui fonts-dejavu-core fonts-noto-core
+APT_PACKAGES := libreoffice-writer-nogui fonts-dejavu-core fonts-noto-core chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test install install-dev system-deps lint format bench clean

@@ -81,6 +81,15 @@ class Settings(BaseSettings):
     neighbor_next: int = Field(0, ge=0, le=5)
     semantic_min_chunk_size: int = Field(3, ge=1)
 
+    # Question sets under ``{data_dir}/files``: upload limit, and the similarity (0–1) above which a gold
+    # snippet that is not in the document verbatim counts as found (fuzzy match).
+    max_question_file_mb: float = Field(5, gt=0)
+    question_match_threshold: float = Field(0.9, gt=0, le=1)
+    # Synthetic questions (Chroma's method): an excerpt less similar to its question than this makes the
+    # question poor; a question more similar than this to a kept one is a near-duplicate. Chroma's values.
+    synthetic_excerpt_min_similarity: float = Field(0.36, ge=-1, le=1)
+    synthetic_duplicate_similarity: float = Field(0.78, gt=0, le=1)
+
     log_level: str = "INFO"
 
     @field_validator("data_dir")
@@ -91,6 +100,10 @@ class Settings(BaseSettings):
     @property
     def max_upload_bytes(self) -> int:
         return int(self.max_upload_mb * 1024 * 1024)
+
+    @property
+    def max_question_file_bytes(self) -> int:
+        return int(self.max_question_file_mb * 1024 * 1024)
 
     @property
     def max_docx_uncompressed_bytes(self) -> int:

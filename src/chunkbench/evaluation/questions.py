@@ -168,9 +168,9 @@ def _offset(value: Any) -> int:
     return number
 
 
-def _reference(raw: Any, index: int, where: str, problems: _Problems, **location: int) -> QuestionReference | None:
+def _reference(raw: Any, position: int, where: str, problems: _Problems, **location: int) -> QuestionReference | None:
     """A reference from a snippet string or a ``{document|document_id, content, start_index, end_index}`` object."""
-    here = f"{where}, reference {index}"
+    here = f"{where}, reference {position}"
     if isinstance(raw, str):
         if not raw.strip():
             problems.add(here, "the snippet is empty", field_name="references", **location)

@@ -194,7 +194,8 @@ class EvidenceReport:
     question_set: QuestionSet
     results: list[ReferenceResult]
     threshold: float
-    documents: list[str] = field(default_factory=list)
+    # Document key → readable name (file name where known).
+    documents: dict[str, str] = field(default_factory=dict)
 
     @property
     def problems(self) -> list[ReferenceResult]:
@@ -246,6 +247,7 @@ class DocumentCatalog:
 
     def __init__(self, documents: Mapping[str, str], aliases: Mapping[str, str] | None = None) -> None:
         self.texts = dict(documents)
+        self._aliases = {alias: key for alias, key in (aliases or {}).items() if key in self.texts}
         self._names: dict[str, str] = {key: key for key in self.texts}
         for alias, key in (aliases or {}).items():
             if key in self.texts:
@@ -258,6 +260,10 @@ class DocumentCatalog:
             if len(keys) == 1:
                 self._names.setdefault(stem, next(iter(keys)))
         self._locators: dict[str, TextLocator] = {}
+
+    def label(self, key: str) -> str:
+        """A readable name for a document key: its first alias (a file name), else the key."""
+        return next((name for name, target in self._aliases.items() if target == key), key)
 
     def find(self, name: str) -> str | None:
         return self._names.get(name) or self._names.get(Path(name).stem)
@@ -369,4 +375,4 @@ def resolve_evidence(
         for question in question_set
         for index, reference in enumerate(question.references)
     ]
-    return EvidenceReport(question_set, results, threshold, list(catalog.texts))
+    return EvidenceReport(question_set, results, threshold, {key: catalog.label(key) for key in catalog.texts})

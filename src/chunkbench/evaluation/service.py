@@ -7,14 +7,17 @@ import os
 import re
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 from sqlalchemy.orm import Session
 
 from chunkbench.config import Settings
 from chunkbench.documents import service as documents
+from chunkbench.embedding import service as embedding
+from chunkbench.embedding.registry import Purpose
 from chunkbench.errors import (
     FileTooLargeError,
     InvalidRequestError,
@@ -26,7 +29,15 @@ from chunkbench.errors import (
 )
 from chunkbench.evaluation.locate import DocumentCatalog, EvidenceReport, resolve_evidence
 from chunkbench.evaluation.questions import QUESTION_FILE_SUFFIXES, QuestionSet, parse_question_set
+from chunkbench.evaluation.synthetic import (
+    GenerationOptions,
+    GenerationResult,
+    generate_questions,
+    no_questions_error,
+    require_llm,
+)
 from chunkbench.models import DocumentState
+from chunkbench.storage.db import Database
 from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.schema import DocumentRow
 
@@ -117,18 +128,20 @@ def file_info(settings: Settings, name: str) -> QuestionFileInfo:
 
 
 def save_question_file(
-    settings: Settings, name: str, content: bytes, *, overwrite: bool = False
+    settings: Settings, name: str, content: bytes, *, overwrite: bool = False, limit_size: bool = True
 ) -> tuple[QuestionFileInfo, bool]:
     """Validate ``content`` as a question set, then write it atomically; returns the file and whether it replaced one.
 
-    Nothing is written when the name, size or content is bad, or when the file exists and ``overwrite`` is off.
+    Nothing is written when the name, size (uploads: ``limit_size``) or content is bad, or when the file exists
+    and ``overwrite`` is off.
     """
     path = question_file_path(settings, name)
-    if len(content) > settings.max_question_file_bytes:
+    if limit_size and len(content) > settings.max_question_file_bytes:
         raise FileTooLargeError(
-            f"'{name}' is {len(content) / 1048576:.1f} MB; question files are limited to "
-            f"{settings.max_question_file_mb:g} MB (CHUNKBENCH_MAX_QUESTION_FILE_MB).",
+            f"'{name}' is over the {settings.max_question_file_mb:g} MB limit of question files "
+            f"({settings.max_question_file_bytes:,} bytes; CHUNKBENCH_MAX_QUESTION_FILE_MB).",
             size_bytes=len(content),
+            limit_bytes=settings.max_question_file_bytes,
         )
     parse_question_set(content, name)
     existed = path.exists()
@@ -240,3 +253,64 @@ def validate_against_database(
     else:
         catalog = catalog_from_database(session, [], tenant_id=tenant_id)
     return validate(question_set, catalog, threshold=threshold)
+
+
+# --------------------------------------------------------------------------- synthetic questions
+
+
+def default_generated_name(filename: str) -> str:
+    """``{document stem}_synthetic.json`` with any character a question file name may not hold replaced."""
+    stem = re.sub(r"[^\w .-]", "_", Path(filename).stem).strip(" .") or "document"
+    return f"{stem[:180]}_synthetic.json"
+
+
+def generate_question_file(
+    database: Database,
+    settings: Settings,
+    document: str,
+    options: GenerationOptions,
+    *,
+    tenant_id: str,
+    out: str | None = None,
+    overwrite: bool = False,
+) -> tuple[GenerationResult, QuestionFileInfo]:
+    """Generate questions about a document (id or file name) with the configured LLM and save them as seed JSON.
+
+    Everything that can be refused is checked before the first LLM call: the LLM, the document, the output name.
+    """
+    client = require_llm(settings)
+    # A short session: generation takes minutes and must not hold the database.
+    with database.session() as session:
+        row = documents.resolve(session, document, tenant_id=tenant_id)
+        document_id, filename, text = row.id, row.filename, row.parsed_text
+        spec = embedding.resolve_corpus_model(session, row.last_corpus_embedding_model_id)
+    name = out or default_generated_name(filename)
+    if question_file_path(settings, name).exists() and not overwrite:
+        raise QuestionFileExistsError(
+            f"A question file '{name}' already exists. Pass overwrite (--overwrite) or choose another name.",
+            name=name,
+        )
+
+    def embed(texts: Sequence[str], purpose: Purpose) -> np.ndarray:
+        return embedding.embed_texts(spec, texts, purpose, settings)
+
+    result = generate_questions(text, client, embed, options, document_id=document_id)
+    if not result.question_set.questions:
+        raise no_questions_error(result)
+    result.question_set.metadata = {
+        "generator": "chunkbench synthetic questions (Chroma's method)",
+        "document_id": document_id,
+        "document": filename,
+        "llm_model": client.model,
+        "embedding_model": spec.id,
+        "requested": options.count,
+        "attempts": result.attempts,
+        "rejected": result.rejection_counts(),
+        "dropped_excerpts": result.dropped_excerpts,
+        "options": asdict(options),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    info, _replaced = save_question_file(
+        settings, name, result.question_set.to_seed_json().encode("utf-8"), overwrite=overwrite, limit_size=False
+    )
+    return result, info

@@ -17,6 +17,7 @@ from chunkbench.chunking.routes import router as processing_router
 from chunkbench.config import Settings, get_settings
 from chunkbench.documents.routes import router as documents_router
 from chunkbench.errors import ChunkbenchError
+from chunkbench.evaluation.routes import router as questions_router
 from chunkbench.jobs import service as jobs
 from chunkbench.jobs.routes import router as jobs_router
 from chunkbench.retrieval.routes import chat_router, serving_router
@@ -58,6 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(processing_router)
     app.include_router(jobs_router)
     app.include_router(admin_router)
+    app.include_router(questions_router)
     app.include_router(queries_router)
     app.include_router(chat_router)
     app.include_router(serving_router)

@@ -85,6 +85,15 @@ class Settings(BaseSettings):
     # as JSON: CHUNKBENCH_PRICES='{"gpt-4o-mini": {"input": 0.15, "output": 0.6}, "my-embedder": {"input": 0.01}}'
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
 
+    # Question sets under ``{data_dir}/files``: upload limit, and the similarity (0–1) above which a gold
+    # snippet that is not in the document verbatim counts as found (fuzzy match).
+    max_question_file_mb: float = Field(5, gt=0)
+    question_match_threshold: float = Field(0.9, gt=0, le=1)
+    # Synthetic questions (Chroma's method): an excerpt less similar to its question than this makes the
+    # question poor; a question more similar than this to a kept one is a near-duplicate. Chroma's values.
+    synthetic_excerpt_min_similarity: float = Field(0.36, ge=-1, le=1)
+    synthetic_duplicate_similarity: float = Field(0.78, gt=0, le=1)
+
     log_level: str = "INFO"
 
     @field_validator("prices")
@@ -109,6 +118,10 @@ class Settings(BaseSettings):
     @property
     def max_upload_bytes(self) -> int:
         return int(self.max_upload_mb * 1024 * 1024)
+
+    @property
+    def max_question_file_bytes(self) -> int:
+        return int(self.max_question_file_mb * 1024 * 1024)
 
     @property
     def max_docx_uncompressed_bytes(self) -> int:

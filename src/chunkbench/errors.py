@@ -140,3 +140,28 @@ class QueryError(ChunkbenchError):
 class InvalidStateTransitionError(ChunkbenchError):
     status_code = 409
     code = "invalid_state_transition"
+
+
+class QuestionSetError(ChunkbenchError):
+    """A question file cannot be read as a question set; ``details.problems`` names file, line/row and field."""
+
+    status_code = 422
+    code = "invalid_question_set"
+
+
+class QuestionFileNotFoundError(NotFoundError):
+    code = "question_file_not_found"
+
+
+class QuestionFileExistsError(ChunkbenchError):
+    """An upload or generation would overwrite a question file without being asked to."""
+
+    status_code = 409
+    code = "question_file_exists"
+
+
+class LlmNotConfiguredError(ChunkbenchError):
+    """A feature that needs an LLM (question generation) was asked for, but no LLM is configured."""
+
+    status_code = 503
+    code = "llm_not_configured"

@@ -1,4 +1,8 @@
-"""Loading Chroma's general chunking-evaluation questions (``questions_df.csv``) with their reference spans."""
+"""Loading Chroma's general chunking-evaluation questions (``questions_df.csv``) with their reference spans.
+
+The general question-set model (seed JSON, Chroma CSV, JSONL; snippets located in documents) lives in
+``evaluation.questions`` and ``evaluation.locate`` and is re-exported here.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,45 @@ import csv
 import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from chunkbench.evaluation.locate import (
+    DocumentCatalog,
+    EvidenceReport,
+    MatchMethod,
+    ReferenceResult,
+    TextLocator,
+    resolve_evidence,
+)
+from chunkbench.evaluation.questions import (
+    BenchmarkQuestion,
+    QuestionReference,
+    QuestionSet,
+    load_question_set,
+    parse_question_set,
+)
+
+__all__ = [
+    "BenchmarkQuestion",
+    "DatasetError",
+    "DocumentCatalog",
+    "EvalQuestion",
+    "EvidenceReport",
+    "MatchMethod",
+    "QuestionReference",
+    "QuestionSet",
+    "Reference",
+    "ReferenceMismatch",
+    "ReferenceResult",
+    "TextLocator",
+    "find_mismatches",
+    "load_chroma_questions",
+    "load_corpora",
+    "load_question_set",
+    "parse_question_set",
+    "reference_spans",
+    "resolve_evidence",
+    "validate_references",
+]
 
 # CI checks the shared data out beside the repository.
 DEFAULT_CHROMA_DIR = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "chroma_chunking_eval"
@@ -102,3 +145,12 @@ def validate_references(questions: list[EvalQuestion], corpora: dict[str, str]) 
             for m in mismatches[:5]
         )
         raise DatasetError(f"{len(mismatches)} reference(s) do not match their corpus: {shown}")
+
+
+def reference_spans(question: BenchmarkQuestion) -> list[Reference]:
+    """A question's references that carry offsets, as span-metric ``Reference``s (resolve snippets first)."""
+    return [
+        Reference(r.content, r.start_index, r.end_index)
+        for r in question.references
+        if r.start_index is not None and r.end_index is not None
+    ]

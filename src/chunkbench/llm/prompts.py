@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import cache
+from importlib import resources
 
 Message = dict[str, str]
 
@@ -117,4 +119,29 @@ def judge_messages(
     return [
         {"role": "system", "content": JUDGE_SYSTEM_PROMPT},
         {"role": "user", "content": json.dumps(payload, ensure_ascii=False, indent=1)},
+    ]
+
+
+# --------------------------------------------------------------------------- synthetic questions (Chroma)
+
+# Chroma's question-maker prompts, word for word (MIT, Copyright (c) 2024 Brandon Smith; see
+# llm/chroma_prompts/PROVENANCE.md). Package data rather than literals: the texts keep their exact whitespace.
+_CHROMA_PROMPTS = "chroma_prompts"
+
+
+@cache
+def _chroma_prompt(name: str) -> str:
+    return resources.files("chunkbench.llm").joinpath(_CHROMA_PROMPTS, name).read_text(encoding="utf-8")
+
+
+def question_maker_messages(document: str, previous_questions: Sequence[str]) -> list[Message]:
+    """Chroma's request for one question with exact excerpts from ``document``, avoiding earlier questions."""
+    user = (
+        _chroma_prompt("question_maker_user.txt")
+        .replace("{document}", document)
+        .replace("{prev_questions_str}", "\n".join(previous_questions))
+    )
+    return [
+        {"role": "system", "content": _chroma_prompt("question_maker_system.txt")},
+        {"role": "user", "content": user},
     ]

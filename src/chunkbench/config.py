@@ -81,6 +81,10 @@ class Settings(BaseSettings):
     neighbor_next: int = Field(0, ge=0, le=5)
     semantic_min_chunk_size: int = Field(3, ge=1)
 
+    # Benchmarks (seed 000 §10.2): cells whose answer or judge waits on an LLM run this many at a time.
+    benchmark_concurrency: int = Field(8, ge=1, le=64)
+    benchmark_bootstrap_resamples: int = Field(2000, ge=100, le=100_000)
+
     # Model prices in USD per 1M tokens, overriding or extending the built-in table (benchmarking/cost.py),
     # as JSON: CHUNKBENCH_PRICES='{"gpt-4o-mini": {"input": 0.15, "output": 0.6}, "my-embedder": {"input": 0.01}}'
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)

@@ -142,6 +142,20 @@ class InvalidStateTransitionError(ChunkbenchError):
     code = "invalid_state_transition"
 
 
+class BenchmarkError(ChunkbenchError):
+    """A benchmark request that cannot run as given (unprocessed strategy, judge without an LLM, …)."""
+
+    status_code = 400
+    code = "benchmark_error"
+
+
+class ExperimentStateError(ChunkbenchError):
+    """An Experiment in a state that forbids the operation (resume a completed run, report a missing one)."""
+
+    status_code = 409
+    code = "experiment_state_error"
+
+
 class QuestionSetError(ChunkbenchError):
     """A question file cannot be read as a question set; ``details.problems`` names file, line/row and field."""
 

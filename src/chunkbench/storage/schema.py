@@ -95,19 +95,47 @@ class QueryRow(Base):
 
 
 class ExperimentRow(Base):
+    """A benchmark run (seed 000 §10.2): its plan, provenance, status and, once finished, aggregates and decision."""
+
     __tablename__ = "experiments"
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(String(64), default=DEFAULT_TENANT, nullable=False, index=True)
     document_id: Mapped[str] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"), nullable=False, index=True)
+    name: Mapped[str | None] = mapped_column(String(200))
+    # running → completed | failed | interrupted (a killed run; resumable) | cancelled
+    status: Mapped[str] = mapped_column(String(16), default="running", nullable=False)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     benchmark_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
     questions: Mapped[list[Any]] = mapped_column(JSON, default=list, nullable=False)
-    per_question: Mapped[list[Any]] = mapped_column(JSON, default=list, nullable=False)
+    configurations: Mapped[list[Any]] = mapped_column(JSON, default=list, nullable=False)
+    provenance: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
     aggregate_metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
+    decision: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    cost: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
     strategies_used: Mapped[list[str]] = mapped_column(JSON, default=list, nullable=False)
     embedding_model_id: Mapped[str | None] = mapped_column(String(128))
     embedding_provider: Mapped[str | None] = mapped_column(String(64))
     boundary_embedding_model_id: Mapped[str | None] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class BenchmarkCellRow(Base):
+    """One question × configuration result, written as soon as it finishes so a killed run resumes there."""
+
+    __tablename__ = "benchmark_cells"
+    __table_args__ = (UniqueConstraint("experiment_id", "config_key", "question_id", name="uq_benchmark_cell"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    experiment_id: Mapped[str] = mapped_column(
+        ForeignKey("experiments.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    config_key: Mapped[str] = mapped_column(String(200), nullable=False)
+    question_id: Mapped[str] = mapped_column(String(200), nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False)  # ok | failed
+    result: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
 
 

@@ -1,0 +1,534 @@
+"""The benchmark runner (seed 000 §10.2): questions × configurations through the query pipeline.
+
+``plan`` validates a request completely (document, strategies processed with the Corpus model, LLM for
+the judge, questions and their evidence) before anything is written. ``create`` records the Experiment
+with its plan and provenance; ``execute`` runs every cell that has no result yet — so a killed run
+resumes where it stopped — with bounded concurrency (the cells wait on LLM calls), writes each cell as
+it finishes, then aggregates and decides.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from chunkbench.benchmarking import scoring
+from chunkbench.benchmarking.questions import resolve_benchmark_questions
+from chunkbench.benchmarking.schemas import BenchmarkIn
+from chunkbench.chunking import service as processing
+from chunkbench.chunking.tokens import get_tokenizer
+from chunkbench.config import Settings
+from chunkbench.embedding import service as embedding
+from chunkbench.embedding.registry import EmbeddingModelSpec
+from chunkbench.errors import BenchmarkError, ChunkbenchError, LlmUnavailableError
+from chunkbench.evaluation.judge import judge
+from chunkbench.jobs.service import Progress
+from chunkbench.llm.client import LlmClient, get_llm_client
+from chunkbench.models import StrategyName
+from chunkbench.retrieval.schemas import QueryIn, QueryOut
+from chunkbench.retrieval.service import run_query
+from chunkbench.storage.db import Database
+from chunkbench.storage.repositories import DocumentRepository
+from chunkbench.storage.schema import BenchmarkCellRow, ExperimentRow, utcnow
+from chunkbench.storage.vectors import VectorStore
+
+logger = logging.getLogger(__name__)
+
+# Versions stored with every Experiment, so a figure can be traced to the code that produced it.
+_PROVENANCE_PACKAGES = (
+    "chunkbench", "qdrant-client", "sentence-transformers", "torch", "transformers", "numpy", "openai",
+    "quicktok", "sentencex", "pypdfium2", "python-docx",
+)  # fmt: skip
+_METRICS_NEEDING_EVIDENCE = {"recall", "precision", "precision_omega", "iou", "recall_at_k", "hit_at_k", "mrr",
+                             "ndcg_at_k"}  # fmt: skip
+_METRICS_NEEDING_ANSWERS = {"exact_match", "token_f1", "answer_similarity", "judge_answer_similarity"}
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One column of the benchmark: a strategy searched one way."""
+
+    strategy: StrategyName
+    retriever: str
+    top_k: int
+    rerank: str = "none"
+    neighbor_prev: int = 0
+    neighbor_next: int = 0
+
+    @property
+    def key(self) -> str:
+        """Stable, readable id: ``fixed_size/hybrid/k5/n1-1/rerank-llm`` (defaults omitted)."""
+        parts = [self.strategy.value, self.retriever, f"k{self.top_k}"]
+        if self.neighbor_prev or self.neighbor_next:
+            parts.append(f"n{self.neighbor_prev}-{self.neighbor_next}")
+        if self.rerank != "none":
+            parts.append(f"rerank-{self.rerank}")
+        return "/".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key, "strategy": self.strategy.value, "retriever": self.retriever, "top_k": self.top_k,
+            "neighbor_prev": self.neighbor_prev, "neighbor_next": self.neighbor_next, "rerank": self.rerank,
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Configuration:
+        return cls(
+            StrategyName(data["strategy"]), data["retriever"], int(data["top_k"]), data.get("rerank", "none"),
+            int(data.get("neighbor_prev", 0)), int(data.get("neighbor_next", 0)),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BenchmarkPlan:
+    """A validated benchmark request: everything ``create`` stores and ``execute`` needs."""
+
+    tenant_id: str
+    document_id: str
+    document_name: str
+    name: str | None
+    configurations: tuple[Configuration, ...]
+    questions: tuple[dict[str, Any], ...]
+    corpus: EmbeddingModelSpec
+    boundary_model_id: str | None
+    judge: bool
+    judge_repeats: int
+    answer_mode: str
+    primary_metric: str
+    concurrency: int
+    seed: int
+    question_set: str | None
+    strategy_runs: dict[str, dict[str, Any]]
+
+    @property
+    def cells(self) -> int:
+        return len(self.configurations) * len(self.questions)
+
+    def config(self) -> dict[str, Any]:
+        """The stored benchmark_config (what the report and the Decision Board show)."""
+        return {
+            "strategies": list(dict.fromkeys(c.strategy.value for c in self.configurations)),
+            "retrievers": list(dict.fromkeys(c.retriever for c in self.configurations)),
+            "top_k": list(dict.fromkeys(c.top_k for c in self.configurations)),
+            "neighbor_prev": max(c.neighbor_prev for c in self.configurations),
+            "neighbor_next": max(c.neighbor_next for c in self.configurations),
+            "rerank": list(dict.fromkeys(c.rerank for c in self.configurations)),
+            "corpus_model_id": self.corpus.id,
+            "answer_mode": self.answer_mode,
+            "judge": self.judge,
+            "judge_repeats": self.judge_repeats,
+            "primary_metric": self.primary_metric,
+            "question_set": self.question_set,
+            "concurrency": self.concurrency,
+            "seed": self.seed,
+        }
+
+
+def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_id: str) -> BenchmarkPlan:
+    """Validate a benchmark request; raises 404/400 saying what to fix before anything runs."""
+    document = DocumentRepository(session, tenant_id).get(request.document_id)
+    processed = document.chunk_counts or {}
+    strategies = list(dict.fromkeys(request.strategies or [s for s in StrategyName if s.value in processed]))
+    missing = [s.value for s in strategies if s.value not in processed]
+    if not strategies or missing:
+        names = " ".join(missing) or "<strategies>"
+        raise BenchmarkError(
+            f"'{document.filename}' has not been processed with {', '.join(missing) or 'any strategy'}. "
+            f"Run: chunkbench process {document.id} --strategies {names}",
+            document_id=document.id,
+        )
+    corpus = embedding.resolve_corpus_model(session, request.corpus_model_id or document.last_corpus_embedding_model_id)
+    strategy_runs: dict[str, dict[str, Any]] = {}
+    for strategy in strategies:
+        run = processing.latest_run(session, document.id, strategy, corpus.id, tenant_id=tenant_id)
+        if run is None:
+            raise BenchmarkError(
+                f"'{document.filename}' has no completed {strategy.value} run with the Corpus model {corpus.id}. "
+                f"Run: chunkbench process {document.id} --strategies {strategy.value} --corpus-model {corpus.id}",
+                document_id=document.id,
+            )
+        strategy_runs[strategy.value] = {"run_id": run.id, "params": run.params}
+
+    llm = settings.llm_configured
+    use_judge = llm if request.judge is None else request.judge
+    if use_judge and not llm:
+        raise BenchmarkError(
+            "The LLM judge needs an LLM: set CHUNKBENCH_LLM_BASE_URL and CHUNKBENCH_LLM_MODEL, or run with judge off."
+        )
+    if "llm" in request.rerank and not llm:
+        raise BenchmarkError("LLM reranking needs an LLM: set CHUNKBENCH_LLM_BASE_URL and CHUNKBENCH_LLM_MODEL.")
+    if "cross_encoder" in request.rerank and not settings.cross_encoder_model:
+        raise BenchmarkError("Cross-encoder reranking needs CHUNKBENCH_CROSS_ENCODER_MODEL (a CrossEncoder folder).")
+
+    questions = resolve_benchmark_questions(session, settings, request, document, tenant_id=tenant_id)
+    primary = request.primary_metric or _default_metric(questions, use_judge)
+    _check_metric(primary, questions, use_judge)
+    configurations = tuple(
+        Configuration(
+            strategy, retriever, top_k, rerank,
+            request.neighbor_prev if strategy is StrategyName.FIXED_SIZE else 0,
+            request.neighbor_next if strategy is StrategyName.FIXED_SIZE else 0,
+        )
+        for strategy in strategies for retriever in request.retrievers for top_k in request.top_k
+        for rerank in request.rerank
+    )  # fmt: skip
+    return BenchmarkPlan(
+        tenant_id=tenant_id,
+        document_id=document.id,
+        document_name=document.filename,
+        name=request.name,
+        configurations=configurations,
+        questions=tuple(questions),
+        corpus=corpus,
+        boundary_model_id=document.last_boundary_embedding_model_id,
+        judge=use_judge,
+        judge_repeats=request.judge_repeats,
+        answer_mode="llm" if llm else "extractive",
+        primary_metric=primary,
+        concurrency=request.concurrency or settings.benchmark_concurrency,
+        seed=request.seed,
+        question_set=request.question_set,
+        strategy_runs=strategy_runs,
+    )
+
+
+def _default_metric(questions: Sequence[dict[str, Any]], use_judge: bool) -> str:
+    """Evidence spans make retrieval measurable directly; without them, the answer is what can be graded."""
+    if any(q["references"] for q in questions):
+        return "recall"
+    if use_judge:
+        return "judge_answer_similarity"
+    return "answer_similarity"
+
+
+def _check_metric(metric: str, questions: Sequence[dict[str, Any]], use_judge: bool) -> None:
+    if metric in _METRICS_NEEDING_EVIDENCE and not any(q["references"] for q in questions):
+        raise BenchmarkError(
+            f"'{metric}' needs evidence: give questions 'references' (spans or snippets), or rank on answer_similarity."
+        )
+    if metric in _METRICS_NEEDING_ANSWERS and not any(q.get("expected_answer") for q in questions):
+        raise BenchmarkError(f"'{metric}' needs an expected_answer on the questions.")
+    if metric.startswith("judge_") and not use_judge:
+        raise BenchmarkError(f"'{metric}' is a judge score: configure an LLM and turn the judge on.")
+    if not any(q["references"] or q.get("expected_answer") for q in questions) and not use_judge:
+        raise BenchmarkError(
+            "Nothing to grade: the questions have neither evidence (references) nor expected answers, and no LLM judge "
+            "is configured."
+        )
+
+
+def provenance(plan_: BenchmarkPlan, settings: Settings, document_sha256: str | None) -> dict[str, Any]:
+    """Models, parameters, library versions and seeds: what it takes to reproduce the Experiment's figures."""
+    versions: dict[str, str] = {}
+    for package in _PROVENANCE_PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            continue
+    return {
+        "corpus_model": plan_.corpus.id,
+        "corpus_provider": plan_.corpus.provider,
+        "boundary_model": plan_.boundary_model_id,
+        "llm_model": settings.llm_model if settings.llm_configured else None,
+        "answer_mode": plan_.answer_mode,
+        "document_sha256": document_sha256,
+        "strategy_runs": plan_.strategy_runs,
+        "library_versions": versions,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "seed": plan_.seed,
+        "bootstrap_resamples": settings.benchmark_bootstrap_resamples,
+    }
+
+
+def create(database: Database, settings: Settings, plan_: BenchmarkPlan) -> ExperimentRow:
+    """Record a running Experiment with its whole plan; cells are added as they finish."""
+    with database.session() as session:
+        document = DocumentRepository(session, plan_.tenant_id).get(plan_.document_id)
+        row = ExperimentRow(
+            id=uuid.uuid4().hex,
+            tenant_id=plan_.tenant_id,
+            document_id=plan_.document_id,
+            name=plan_.name,
+            status="running",
+            benchmark_config=plan_.config(),
+            questions=list(plan_.questions),
+            configurations=[c.to_dict() for c in plan_.configurations],
+            provenance=provenance(plan_, settings, document.content_hash),
+            strategies_used=plan_.config()["strategies"],
+            embedding_model_id=plan_.corpus.id,
+            embedding_provider=plan_.corpus.provider,
+            boundary_embedding_model_id=plan_.boundary_model_id,
+            started_at=utcnow(),
+        )
+        session.add(row)
+        session.flush()
+        session.expunge(row)
+        return row
+
+
+@dataclass
+class _Context:
+    """What every cell of one run shares."""
+
+    database: Database
+    settings: Settings
+    store: VectorStore
+    tenant_id: str
+    document_id: str
+    corpus: EmbeddingModelSpec
+    judge_client: LlmClient | None
+    judge_repeats: int
+    chunkings: dict[str, scoring.Chunking]
+
+
+def execute(
+    database: Database,
+    settings: Settings,
+    store: VectorStore,
+    experiment_id: str,
+    *,
+    tenant_id: str,
+    progress: Progress | None = None,
+) -> ExperimentRow:
+    """Run every cell of the Experiment that has no result yet, then aggregate and decide.
+
+    Failed cells are retried on a resume. An unreachable LLM stops the run (status ``failed``, resumable)
+    instead of failing every remaining cell one by one.
+    """
+    from chunkbench.benchmarking import service  # aggregation + decision; service imports this module
+
+    report = progress or (lambda fraction, message: None)
+    with database.session() as session:
+        row = service.get(session, experiment_id, tenant_id=tenant_id)
+        configurations = [Configuration.from_dict(c) for c in row.configurations]
+        questions = list(row.questions)
+        config = dict(row.benchmark_config)
+        session.execute(
+            delete(BenchmarkCellRow).where(
+                BenchmarkCellRow.experiment_id == experiment_id, BenchmarkCellRow.status != "ok"
+            )
+        )
+        done = set(
+            session.execute(
+                select(BenchmarkCellRow.config_key, BenchmarkCellRow.question_id).where(
+                    BenchmarkCellRow.experiment_id == experiment_id
+                )
+            ).all()
+        )
+        row.status, row.error, row.finished_at = "running", None, None
+        document_id = row.document_id
+        corpus = embedding.resolve_corpus_model(session, row.embedding_model_id)
+
+    context = _Context(
+        database, settings, store, tenant_id, document_id, corpus,
+        get_llm_client(settings) if config.get("judge") else None, int(config.get("judge_repeats", 1)),
+        {
+            strategy: scoring.Chunking.from_payloads(
+                store.scroll_document(strategy, corpus.id, tenant_id=tenant_id, document_id=document_id,
+                                      include_parents=False)
+            )
+            for strategy in dict.fromkeys(c.strategy.value for c in configurations)
+        },
+    )  # fmt: skip
+    todo = [(c, q) for c in configurations for q in questions if (c.key, q["id"]) not in done]
+    total = len(configurations) * len(questions)
+    finished = total - len(todo)
+    report(finished / total if total else 1.0, f"{finished}/{total} cells")
+    try:
+        _run_cells(context, experiment_id, todo, int(config.get("concurrency", settings.benchmark_concurrency)),
+                   lambda n: report((finished + n) / total, f"{finished + n}/{total} cells"))  # fmt: skip
+    except ChunkbenchError as exc:
+        _set_status(database, experiment_id, "failed", error=exc.to_dict())
+        raise
+    except BaseException as exc:  # a crash or Ctrl-C: the finished cells stay, the run can be resumed
+        _set_status(
+            database, experiment_id, "interrupted",
+            error={"error": "interrupted", "message": f"Stopped before every cell finished ({type(exc).__name__})."},
+        )  # fmt: skip
+        raise
+    report(1.0, "aggregating")
+    return service.finalize(database, settings, experiment_id, tenant_id=tenant_id)
+
+
+def _run_cells(
+    context: _Context,
+    experiment_id: str,
+    todo: list[tuple[Configuration, dict[str, Any]]],
+    concurrency: int,
+    advanced: Any,
+) -> None:
+    """Run cells with at most ``concurrency`` in flight; each is written by this thread as it finishes."""
+    stop = threading.Event()
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="chunkbench-bench") as pool:
+        pending: set[Future[dict[str, Any]]] = set()
+        queue = iter(todo)
+        written = 0
+        try:
+            for item in queue:
+                pending.add(pool.submit(_cell, context, *item, stop))
+                if len(pending) < concurrency:
+                    continue
+                written += _drain(context, experiment_id, pending)
+                advanced(written)
+            while pending:
+                written += _drain(context, experiment_id, pending)
+                advanced(written)
+        except BaseException:
+            stop.set()
+            for future in pending:
+                future.cancel()
+            raise
+
+
+def _drain(context: _Context, experiment_id: str, pending: set[Future[dict[str, Any]]]) -> int:
+    """Write the results of the cells that have finished; returns how many."""
+    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+    for future in finished:
+        pending.discard(future)
+        result = future.result()  # LlmUnavailableError propagates: the whole run stops
+        with context.database.session() as session:
+            session.add(
+                BenchmarkCellRow(
+                    experiment_id=experiment_id,
+                    config_key=result["config_key"],
+                    question_id=result["question_id"],
+                    status=result["status"],
+                    result=result,
+                )
+            )
+    return len(finished)
+
+
+def _cell(
+    context: _Context, configuration: Configuration, question: dict[str, Any], stop: threading.Event
+) -> dict[str, Any]:
+    """Ask one question of one configuration, grade it; a domain error becomes a failed cell."""
+    base = {"question_id": question["id"], "config_key": configuration.key}
+    if stop.is_set():
+        raise BenchmarkError("The run was stopped.")
+    try:
+        out = run_query(
+            context.database,
+            context.settings,
+            context.store,
+            QueryIn(
+                document_id=context.document_id,
+                strategy=configuration.strategy,
+                question=question["question"],
+                top_k=configuration.top_k,
+                neighbor_prev=configuration.neighbor_prev,
+                neighbor_next=configuration.neighbor_next,
+                retriever=configuration.retriever,
+                rerank=configuration.rerank,
+                corpus_model_id=context.corpus.id,
+            ),
+            tenant_id=context.tenant_id,
+            save=False,
+        )
+        return {**base, **_grade(context, configuration, question, out)}
+    except LlmUnavailableError:
+        raise
+    except ChunkbenchError as exc:
+        return {**base, "status": "failed", "error": exc.message, "metrics": {}, "retrieved": []}
+
+
+def _grade(context: _Context, configuration: Configuration, question: dict[str, Any], out: QueryOut) -> dict[str, Any]:
+    evidence = [(int(r["start_index"]), int(r["end_index"])) for r in question["references"]]
+    retrieved = [
+        {key: chunk.get(key) for key in ("chunk_index", "start_index", "end_index", "role")}
+        # Scores to 6 places: CPU embeddings vary in the last bits between runs; the figures must not.
+        | {"score": None if chunk.get("score") is None else round(chunk["score"], 6), "tokens": chunk["token_count"]}
+        for chunk in out.retrieved_chunks
+    ]
+    passages = [f"{s.text}\n\n{s.parent_text}" if s.parent_text else s.text for s in out.sources]
+    metrics: dict[str, Any] = scoring.retrieval_metrics(
+        evidence, retrieved, context.chunkings[configuration.strategy.value], top_k=configuration.top_k
+    )
+    # tok@k: the tokens of the context the answerer actually receives (parents included).
+    metrics["tok_at_k"] = sum(get_tokenizer().count_many(passages)) if passages else 0
+    expected = question.get("expected_answer")
+    vectors = (
+        embedding.embed_texts(context.corpus, [out.answer, expected], "query", context.settings) if expected else None
+    )
+    metrics.update(scoring.answer_scores(out.answer, expected, vectors))
+    verdict = None
+    latency = dict(out.latency_breakdown)
+    prompt_tokens = out.token_usage.get("prompt_tokens", 0)
+    completion_tokens = out.token_usage.get("completion_tokens", 0)
+    if context.judge_client is not None:
+        started = time.perf_counter()
+        verdict = judge(
+            context.judge_client,
+            question=question["question"],
+            expected_answer=expected or "",
+            answer=out.answer,
+            contexts=passages,
+            repeats=context.judge_repeats,
+        )
+        latency["judge"] = round((time.perf_counter() - started) * 1000, 2)
+        prompt_tokens += verdict.prompt_tokens
+        completion_tokens += verdict.completion_tokens
+    metrics.update(scoring.judge_scores(verdict))
+    return {
+        "status": "ok",
+        "error": None,
+        "answer": out.answer,
+        "answer_mode": out.answer_mode,
+        "citations": out.citations,
+        "retrieved": retrieved,
+        "expansion_tree": [_tree_node(node) for node in out.expansion_tree]
+        if configuration.strategy is StrategyName.FIXED_SIZE
+        else None,
+        "metrics": metrics,
+        "judge": verdict.to_dict() if verdict is not None else None,
+        "latency_ms": latency,
+        "tokens": {"prompt": prompt_tokens, "completion": completion_tokens, "context": metrics["tok_at_k"]},
+    }
+
+
+_TREE_FIELDS = ("chunk_index", "start_index", "end_index", "role", "text")
+
+
+def _tree_node(node: dict[str, Any]) -> dict[str, Any]:
+    """An Expansion Tree node as a cell keeps it: positions, role, text, rounded score, its neighbours."""
+    compact = {key: node.get(key) for key in _TREE_FIELDS}
+    compact["score"] = None if node.get("score") is None else round(node["score"], 6)
+    for side in ("neighbors_prev", "neighbors_next"):
+        if side in node:
+            compact[side] = [_tree_node(neighbour) for neighbour in node[side]]
+    return compact
+
+
+def _set_status(database: Database, experiment_id: str, status: str, *, error: dict[str, Any] | None) -> None:
+    with database.session() as session:
+        session.execute(
+            update(ExperimentRow)
+            .where(ExperimentRow.id == experiment_id)
+            .values(status=status, error=error, finished_at=utcnow())
+        )
+
+
+def fail_interrupted(database: Database) -> int:
+    """Experiments left running by a previous process stopped mid-way: mark them resumable."""
+    with database.session() as session:
+        result = session.execute(
+            update(ExperimentRow)
+            .where(ExperimentRow.status == "running")
+            .values(
+                status="interrupted",
+                error={"error": "interrupted", "message": "The server stopped mid-run. Resume it to finish."},
+            )
+        )
+        return result.rowcount or 0

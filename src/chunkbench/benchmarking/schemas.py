@@ -1,0 +1,165 @@
+"""API models of benchmarks and Experiments (seed 000 §10, §13)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from chunkbench.models import StrategyName
+from chunkbench.retrieval.schemas import RerankField, RetrieverField
+
+# The metrics a Decision can rank on, and whether a higher value is better.
+METRIC_DIRECTIONS: dict[str, bool] = {
+    "recall": True,
+    "precision": True,
+    "precision_omega": True,
+    "iou": True,
+    "recall_at_k": True,
+    "hit_at_k": True,
+    "mrr": True,
+    "ndcg_at_k": True,
+    "tok_at_k": False,
+    "exact_match": True,
+    "token_f1": True,
+    "answer_similarity": True,
+    "judge_context_relevance": True,
+    "judge_answer_similarity": True,
+    "judge_faithfulness": True,
+    "judge_hallucination": False,
+}
+MetricField = Literal[
+    "recall", "precision", "precision_omega", "iou", "recall_at_k", "hit_at_k", "mrr", "ndcg_at_k", "tok_at_k",
+    "exact_match", "token_f1", "answer_similarity", "judge_context_relevance", "judge_answer_similarity",
+    "judge_faithfulness", "judge_hallucination",
+]  # fmt: skip
+
+
+class ReferenceIn(BaseModel):
+    """Evidence for a question: a span with offsets in the document's text, or a snippet we locate."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(min_length=1)
+    start_index: int | None = Field(None, ge=0)
+    end_index: int | None = Field(None, ge=0)
+    document: str | None = None
+
+    @model_validator(mode="after")
+    def _both_offsets_or_none(self) -> ReferenceIn:
+        if (self.start_index is None) != (self.end_index is None):
+            raise ValueError("give both start_index and end_index, or neither (the snippet is then located)")
+        if self.start_index is not None and self.end_index is not None and self.end_index <= self.start_index:
+            raise ValueError("end_index must be greater than start_index")
+        return self
+
+
+class QuestionIn(BaseModel):
+    """A benchmark question (seed 000 §10.1) with optional evidence."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = None
+    question: str = Field(min_length=1, max_length=4000)
+    expected_answer: str | None = None
+    category: str | None = None
+    difficulty: str | None = None
+    references: list[ReferenceIn] = Field(default_factory=list)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) else value
+
+
+class BenchmarkIn(BaseModel):
+    """What to benchmark: one document, its questions, and the configuration grid to compare."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    document_id: str
+    name: str | None = Field(None, max_length=200)
+    questions: list[QuestionIn] | None = Field(None, description="Inline questions (or give question_set)")
+    question_set: str | None = Field(None, description="A question file under the data directory's files/")
+    strategies: list[StrategyName] | None = Field(
+        None, description="Default: every strategy the document has been processed with"
+    )
+    retrievers: list[RetrieverField] = Field(default_factory=lambda: ["dense"], min_length=1)
+    top_k: list[int] = Field(default_factory=lambda: [5], min_length=1, description="One configuration per value")
+    neighbor_prev: int = Field(0, ge=0, le=5, description="Neighbor Expansion before each hit (fixed_size only)")
+    neighbor_next: int = Field(0, ge=0, le=5, description="Neighbor Expansion after each hit (fixed_size only)")
+    rerank: list[RerankField] = Field(default_factory=lambda: ["none"], min_length=1)
+    corpus_model_id: str | None = None
+    judge: bool | None = Field(None, description="LLM-as-judge; default: on when an LLM is configured")
+    judge_repeats: int = Field(1, ge=1, le=10)
+    primary_metric: MetricField | None = Field(
+        None, description="What the Decision ranks on; default: recall with evidence, else answer similarity"
+    )
+    concurrency: int | None = Field(None, ge=1, le=64, description="Cells in flight at once (LLM calls)")
+    seed: int = 0
+    dry_run: bool = False
+
+    @field_validator("top_k")
+    @classmethod
+    def _top_k_range(cls, value: list[int]) -> list[int]:
+        if any(not 1 <= k <= 20 for k in value):
+            raise ValueError("every top_k must be between 1 and 20")
+        return list(dict.fromkeys(value))
+
+    @model_validator(mode="after")
+    def _one_question_source(self) -> BenchmarkIn:
+        if (self.questions is None) == (self.question_set is None):
+            raise ValueError("give either 'questions' (inline) or 'question_set' (a file name), not both or neither")
+        if self.questions is not None and not self.questions:
+            raise ValueError("'questions' is empty")
+        return self
+
+
+class CostEstimateOut(BaseModel):
+    """What a benchmark would run and cost before it runs (seed 000 §10.5); USD None = price unknown."""
+
+    configurations: int
+    questions: int
+    cells: int
+    llm_calls: int
+    items: list[dict[str, Any]] = Field(description="embedding, answers, judge: model, calls, tokens, USD")
+    total_usd: float | None
+    known_usd: float
+    prices_as_of: str
+    warnings: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+class ExperimentSummary(BaseModel):
+    """A row of the Experiments list (what the Decision Board filters on)."""
+
+    id: str
+    name: str | None
+    status: str
+    document_id: str
+    document_name: str | None = None
+    strategies: list[str]
+    retrievers: list[str]
+    corpus_model_id: str | None
+    boundary_model_id: str | None
+    neighbor_prev: int
+    neighbor_next: int
+    questions: int
+    cells_done: int
+    cells_total: int
+    primary_metric: str | None
+    best: str | None
+    decision_status: str | None
+    created_at: datetime
+    finished_at: datetime | None
+
+
+class CompareOut(BaseModel):
+    """Two Experiments side by side: per configuration key, the means of every metric in each."""
+
+    a: ExperimentSummary
+    b: ExperimentSummary
+    metrics: list[str]
+    rows: list[dict[str, Any]]
+    warnings: list[str]

@@ -12,6 +12,8 @@ from sqlalchemy.exc import IntegrityError
 
 from chunkbench import __version__
 from chunkbench.admin.routes import router as admin_router
+from chunkbench.benchmarking import runner as benchmarks
+from chunkbench.benchmarking.routes import router as benchmarks_router
 from chunkbench.chunking import service as processing
 from chunkbench.chunking.routes import router as processing_router
 from chunkbench.config import Settings, get_settings
@@ -39,6 +41,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         interrupted = jobs.fail_interrupted(database) + processing.fail_interrupted(database)
         if interrupted:
             logger.warning("%d job(s)/document(s) of a previous run were interrupted: marked failed", interrupted)
+        if stopped := benchmarks.fail_interrupted(database):
+            logger.warning("%d benchmark(s) stopped mid-run: marked interrupted (resume them)", stopped)
         app.state.database = database
         app.state.jobs = jobs.JobRunner(database)
         try:
@@ -63,6 +67,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(queries_router)
     app.include_router(chat_router)
     app.include_router(serving_router)
+    app.include_router(benchmarks_router)
     _install_error_handlers(app)
 
     @app.get("/", include_in_schema=False)

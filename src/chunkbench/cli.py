@@ -544,3 +544,6 @@ def query(
         f" · context {tokens['context_tokens']}",
         highlight=False,
     )
+
+
+from chunkbench.benchmarking import commands  # noqa: E402,F401  (registers bench, report, sweep)

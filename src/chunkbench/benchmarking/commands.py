@@ -1,0 +1,371 @@
+"""``chunkbench bench|report|sweep``: benchmarks, Experiments, reports and sweeps from the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.table import Table
+
+from chunkbench.cli import (
+    JsonOption,
+    _database,
+    _fail,
+    _print_json,
+    _progress,
+    _vector_store,
+    app,
+    err,
+    out,
+)
+from chunkbench.errors import ChunkbenchError
+from chunkbench.storage.schema import DEFAULT_TENANT
+
+bench_app = typer.Typer(help="Run benchmarks and read their Experiments.", no_args_is_help=True)
+sweep_app = typer.Typer(help="Benchmark Sweeps: one Experiment per level (seed 000 §17).", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+app.add_typer(sweep_app, name="sweep")
+
+_SHOWN_METRICS = ("recall", "iou", "mrr", "ndcg_at_k", "token_f1", "answer_similarity", "judge_answer_similarity")
+
+
+def _csv(value: str | None) -> list[str] | None:
+    return None if value is None else [part.strip() for part in value.split(",") if part.strip()]
+
+
+def read_questions(path: Path) -> list[dict[str, Any]]:
+    """A question file for the CLI (any path): seed JSON, JSONL or Chroma's CSV, as the question-set loader reads it."""
+    from chunkbench.evaluation.questions import load_question_set
+
+    return [question.to_dict() for question in load_question_set(path)]
+
+
+def _request(document_id: str, questions: Path | None, question_set: str | None, **fields: Any):
+    from chunkbench.benchmarking.schemas import BenchmarkIn
+
+    inline = read_questions(questions) if questions is not None else None
+    try:
+        return BenchmarkIn(
+            document_id=document_id,
+            questions=inline,
+            question_set=question_set,
+            **{key: value for key, value in fields.items() if value is not None},
+        )
+    except ValidationError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+
+
+QuestionsOption = Annotated[
+    Path | None, typer.Option("--questions", "-q", help="Question file: seed JSON, JSONL or Chroma CSV")
+]
+QuestionSetOption = Annotated[str | None, typer.Option(help="A question file under the data directory's files/")]
+
+
+@bench_app.command("run")
+def bench_run(
+    document: Annotated[str | None, typer.Argument(help="Document id or filename")] = None,
+    questions: QuestionsOption = None,
+    question_set: QuestionSetOption = None,
+    strategies: Annotated[str | None, typer.Option(help="Comma-separated (default: every processed one)")] = None,
+    retrievers: Annotated[str, typer.Option(help="Comma-separated: dense, bm25, hybrid")] = "dense",
+    top_k: Annotated[str, typer.Option("--top-k", help="Comma-separated k values (one configuration each)")] = "5",
+    prev: Annotated[int, typer.Option("--prev", help="Neighbor Expansion before each hit (fixed_size)")] = 0,
+    next_: Annotated[int, typer.Option("--next", help="Neighbor Expansion after each hit (fixed_size)")] = 0,
+    rerank: Annotated[str, typer.Option(help="Comma-separated: none, cross_encoder, llm")] = "none",
+    judge: Annotated[bool | None, typer.Option("--judge/--no-judge", help="LLM-as-judge (default: if an LLM)")] = None,
+    repeats: Annotated[int, typer.Option(help="Judge repeats (mean and spread)")] = 1,
+    metric: Annotated[str | None, typer.Option(help="Primary metric of the Decision")] = None,
+    corpus_model: Annotated[str | None, typer.Option(help="Corpus model id")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Cells in flight at once")] = None,
+    name: Annotated[str | None, typer.Option(help="A name for the Experiment")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap")] = 0,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Estimate cells, tokens and USD; run nothing")] = False,
+    resume: Annotated[str | None, typer.Option(help="Resume an interrupted or failed Experiment by id")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Benchmark a document's strategies on a question set: an Experiment with a Decision."""
+    from chunkbench.benchmarking import runner, service
+    from chunkbench.documents import service as documents
+
+    settings, database = _database()
+    try:
+        if resume is None and document is None:
+            raise typer.BadParameter("give a DOCUMENT to benchmark, or --resume EXPERIMENT_ID")
+        if resume is not None:
+            experiment_id = service.prepare_resume(database, resume, tenant_id=DEFAULT_TENANT).id
+        else:
+            with database.session() as session:
+                document_id = documents.resolve(session, document or "", tenant_id=DEFAULT_TENANT).id
+            request = _request(
+                document_id, questions, question_set, strategies=_csv(strategies), retrievers=_csv(retrievers),
+                top_k=[int(k) for k in _csv(top_k) or []], neighbor_prev=prev, neighbor_next=next_,
+                rerank=_csv(rerank), judge=judge, judge_repeats=repeats, primary_metric=metric,
+                corpus_model_id=corpus_model, concurrency=concurrency, name=name, seed=seed, dry_run=dry_run,
+            )  # fmt: skip
+            with database.session() as session:
+                if dry_run:
+                    estimate = service.estimate(session, settings, request, tenant_id=DEFAULT_TENANT)
+                    _show_estimate(estimate, as_json)
+                    return
+                plan = runner.plan(session, settings, request, tenant_id=DEFAULT_TENANT)
+            experiment_id = runner.create(database, settings, plan).id
+            err.print(f"experiment {experiment_id}: {plan.cells} cells", highlight=False)
+        store = _vector_store(settings)
+        with _progress() as progress:
+            task = progress.add_task("benchmark", total=100)
+
+            def report(fraction: float, message: str) -> None:
+                progress.update(task, completed=round(fraction * 100), description=message)
+
+            runner.execute(database, settings, store, experiment_id, tenant_id=DEFAULT_TENANT, progress=report)
+        with database.session() as session:
+            experiment = service.experiment_dict(session, service.get(session, experiment_id, tenant_id=DEFAULT_TENANT))
+    except ChunkbenchError as exc:
+        raise _fail(exc, as_json) from exc
+    if as_json:
+        _print_json(experiment)
+    else:
+        _show_experiment(experiment)
+
+
+def _show_estimate(estimate: Any, as_json: bool) -> None:
+    if as_json:
+        _print_json(estimate.model_dump(mode="json"))
+        return
+    table = Table("item", "model", "calls", "input tokens", "output tokens", "USD", title="dry run")
+    for item in estimate.items:
+        usd = item["usd"]
+        table.add_row(
+            item["item"], item["model"] or "—", "—" if item["calls"] is None else str(item["calls"]),
+            str(item["input_tokens"]), str(item["output_tokens"]), "unknown" if usd is None else f"{usd:.4f}",
+        )  # fmt: skip
+    out.print(table)
+    total = "unknown" if estimate.total_usd is None else f"${estimate.total_usd:.4f}"
+    out.print(f"{estimate.cells} cells, {estimate.llm_calls} LLM calls, total {total}", highlight=False)
+    for note in [*estimate.notes, *estimate.warnings]:
+        out.print(f"- {note}", highlight=False)
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _show_experiment(experiment: dict[str, Any]) -> None:
+    config, decision = experiment["config"], experiment.get("decision") or {}
+    primary = config.get("primary_metric")
+    table = Table("configuration", f"{primary} [95% CI]", *_SHOWN_METRICS, "tok@k", "p50 ms", "P(best)",
+                  title=f"experiment {experiment['id']} ({experiment['status']})")  # fmt: skip
+    prob_best = decision.get("prob_best", {})
+    for key, aggregate in (experiment.get("aggregate") or {}).items():
+        metrics = aggregate["metrics"]
+        main = metrics.get(primary, {})
+        table.add_row(
+            key,
+            f"{_fmt(main.get('mean'))} [{_fmt(main.get('ci_low'))}, {_fmt(main.get('ci_high'))}]",
+            *(_fmt(metrics[name]["mean"]) for name in _SHOWN_METRICS),
+            _fmt(metrics["tok_at_k"]["mean"], 0),
+            _fmt(aggregate["latency_ms_p50"], 1),
+            _fmt(prob_best.get(key), 2),
+        )
+    out.print(table)
+    if decision:
+        best = decision.get("best")
+        out.print(f"decision ({decision['status']}): {best or 'no winner'}", highlight=False)
+        for reason in decision.get("reasons", []):
+            out.print(f"- {reason}", highlight=False)
+
+
+@bench_app.command("list")
+def bench_list(
+    document: Annotated[str | None, typer.Option(help="Only this document (id or filename)")] = None,
+    strategy: Annotated[str | None, typer.Option(help="Only Experiments that include this strategy")] = None,
+    corpus_model: Annotated[str | None, typer.Option(help="Only this Corpus model")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Experiments, newest first."""
+    from chunkbench.benchmarking import service
+    from chunkbench.documents import service as documents
+
+    _settings, database = _database()
+    try:
+        with database.session() as session:
+            document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id if document else None
+            rows = service.get_all(
+                session, tenant_id=DEFAULT_TENANT, document_id=document_id, strategy=strategy,
+                corpus_model_id=corpus_model,
+            )  # fmt: skip
+    except ChunkbenchError as exc:
+        raise _fail(exc, as_json) from exc
+    if as_json:
+        _print_json([row.model_dump(mode="json") for row in rows])
+        return
+    table = Table("id", "name", "status", "document", "strategies", "±n", "cells", "metric", "best", "created")
+    for row in rows:
+        table.add_row(
+            row.id, row.name or "", row.status, row.document_name or row.document_id, ",".join(row.strategies),
+            f"{row.neighbor_prev}/{row.neighbor_next}", f"{row.cells_done}/{row.cells_total}",
+            row.primary_metric or "", row.best or "—", row.created_at.strftime("%Y-%m-%d %H:%M"),
+        )  # fmt: skip
+    out.print(table)
+
+
+@bench_app.command("show")
+def bench_show(experiment_id: str, as_json: JsonOption = False) -> None:
+    """One Experiment: per-configuration results and the Decision."""
+    from chunkbench.benchmarking import service
+
+    _settings, database = _database()
+    try:
+        with database.session() as session:
+            experiment = service.experiment_dict(session, service.get(session, experiment_id, tenant_id=DEFAULT_TENANT))
+    except ChunkbenchError as exc:
+        raise _fail(exc, as_json) from exc
+    if as_json:
+        _print_json(experiment)
+    else:
+        _show_experiment(experiment)
+
+
+@bench_app.command("compare")
+def bench_compare(a: str, b: str, as_json: JsonOption = False) -> None:
+    """Two Experiments side by side (B − A per configuration), with what makes them incomparable."""
+    from chunkbench.benchmarking import service
+
+    _settings, database = _database()
+    try:
+        with database.session() as session:
+            result = service.compare(session, a, b, tenant_id=DEFAULT_TENANT)
+    except ChunkbenchError as exc:
+        raise _fail(exc, as_json) from exc
+    if as_json:
+        _print_json(result.model_dump(mode="json"))
+        return
+    table = Table("configuration", *(f"{m} A → B" for m in _SHOWN_METRICS), title=f"{a} vs {b}")
+    for row in result.rows:
+        table.add_row(
+            row["config_key"],
+            *(f"{_fmt(row[m]['a'])} → {_fmt(row[m]['b'])}" for m in _SHOWN_METRICS),
+        )
+    out.print(table)
+    for warning in result.warnings:
+        err.print(f"[yellow]warning:[/yellow] {warning}")
+
+
+@app.command("report")
+def report_command(
+    experiment_id: str,
+    view: Annotated[str, typer.Option(help="managerial, technical or json")] = "managerial",
+    output: Annotated[Path, typer.Option("--output", "-o", help="File to write")] = Path("report.html"),
+) -> None:
+    """Write an Experiment's self-contained HTML report (or its JSON export) to a file."""
+    from chunkbench.benchmarking import report, service
+    from chunkbench.storage.schema import DocumentRow
+
+    if view not in ("managerial", "technical", "json"):
+        raise typer.BadParameter("view must be managerial, technical or json")
+    settings, database = _database()
+    try:
+        with database.session() as session:
+            row = service.get(session, experiment_id, tenant_id=DEFAULT_TENANT)
+            experiment = service.experiment_dict(session, row)
+            if view == "json":
+                text = report.experiment_json(experiment)
+            else:
+                document = session.get(DocumentRow, row.document_id)
+                boundaries = (
+                    service.boundaries(_vector_store(settings), row, tenant_id=DEFAULT_TENANT)
+                    if view == "technical"
+                    else None
+                )
+                text = report.render_report(
+                    experiment, view=view, document_text=document.parsed_text if document else None,  # type: ignore[arg-type]
+                    boundaries=boundaries,
+                )  # fmt: skip
+    except ChunkbenchError as exc:
+        raise _fail(exc, False) from exc
+    output.write_text(text, encoding="utf-8")
+    err.print(f"wrote {output} ({len(text) // 1024} KB)", highlight=False)
+
+
+@sweep_app.command("neighbors")
+def sweep_neighbors(
+    document: Annotated[str, typer.Argument(help="Document id or filename")],
+    questions: QuestionsOption = None,
+    question_set: QuestionSetOption = None,
+    levels: Annotated[str, typer.Option(help="Comma-separated levels n for ±n (0,1,2,3)")] = "0,1,2,3",
+    retriever: Annotated[str, typer.Option(help="dense, bm25 or hybrid")] = "dense",
+    top_k: Annotated[int, typer.Option("--top-k")] = 5,
+    as_json: JsonOption = False,
+) -> None:
+    """fixed_size with Neighbor Expansion (0,0)…(3,3): one Experiment per level."""
+    from chunkbench.benchmarking import sweep
+
+    _run_sweep(
+        document,
+        as_json,
+        lambda document_id: _request(document_id, questions, question_set, retrievers=[retriever], top_k=[top_k]),
+        sweep.neighbors,
+        levels=[int(level) for level in _csv(levels) or []],
+    )
+
+
+@sweep_app.command("chunks")
+def sweep_chunks(
+    document: Annotated[str, typer.Argument(help="Document id or filename")],
+    questions: QuestionsOption = None,
+    question_set: QuestionSetOption = None,
+    strategy: Annotated[str, typer.Option(help="A strategy with chunk_size (fixed_size, recursive, …)")] = "fixed_size",
+    sizes: Annotated[str, typer.Option(help="Comma-separated chunk sizes (tokens)")] = "256,512",
+    overlaps: Annotated[str, typer.Option(help="Comma-separated overlaps (tokens)")] = "0,50",
+    retriever: Annotated[str, typer.Option(help="dense, bm25 or hybrid")] = "dense",
+    top_k: Annotated[int, typer.Option("--top-k")] = 5,
+    as_json: JsonOption = False,
+) -> None:
+    """A chunk size × overlap grid: the document is re-processed per point, one Experiment each."""
+    from chunkbench.benchmarking import sweep
+    from chunkbench.models import StrategyName
+
+    _run_sweep(
+        document,
+        as_json,
+        lambda document_id: _request(document_id, questions, question_set, retrievers=[retriever], top_k=[top_k]),
+        sweep.chunk_grid,
+        strategy=StrategyName(strategy),
+        sizes=[int(size) for size in _csv(sizes) or []],
+        overlaps=[int(overlap) for overlap in _csv(overlaps) or []],
+    )
+
+
+def _run_sweep(document: str, as_json: bool, make_request: Any, run: Any, **knobs: Any) -> None:
+    """Resolve the document, run one sweep function with a progress bar, print its levels."""
+    from chunkbench.documents import service as documents
+
+    settings, database = _database()
+    try:
+        with database.session() as session:
+            document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
+        store = _vector_store(settings)
+        with _progress() as progress:
+            task = progress.add_task("sweep", total=100)
+
+            def report(fraction: float, message: str) -> None:
+                progress.update(task, completed=round(fraction * 100), description=message)
+
+            levels = run(
+                database, settings, store, make_request(document_id), tenant_id=DEFAULT_TENANT, progress=report,
+                **knobs,
+            )  # fmt: skip
+    except ChunkbenchError as exc:
+        raise _fail(exc, as_json) from exc
+    if as_json:
+        _print_json(levels)
+        return
+    table = Table("level", "experiment", "configuration", "metric", "mean [95% CI]", "tok@k", title="sweep")
+    for level in levels:
+        table.add_row(
+            level["level"], level["experiment_id"], level["config_key"], level["metric"],
+            f"{_fmt(level['mean'])} [{_fmt(level['ci_low'])}, {_fmt(level['ci_high'])}]", _fmt(level["tok_at_k"], 0),
+        )  # fmt: skip
+    out.print(table)

@@ -1,0 +1,162 @@
+"""Benchmarks and Experiments API (seed 000 §13): thin translation between HTTP and ``benchmarking.service``."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request, Response, status
+from fastapi.responses import HTMLResponse
+
+from chunkbench.benchmarking import report, runner, service
+from chunkbench.benchmarking.schemas import BenchmarkIn, CompareOut, CostEstimateOut, ExperimentSummary
+from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
+from chunkbench.jobs.schemas import JobAccepted
+from chunkbench.schemas import ErrorOut
+from chunkbench.storage.schema import DocumentRow
+
+router = APIRouter(tags=["benchmarks"])
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorOut},
+    404: {"model": ErrorOut},
+    409: {"model": ErrorOut},
+}
+
+
+class BenchmarkAccepted(JobAccepted):
+    experiment_id: str
+    experiment_url: str
+
+
+def _submit(request: Request, database, settings, store, experiment_id: str, tenant_id: str, document_id: str):
+    job = request.app.state.jobs.submit(
+        kind="benchmark",
+        tenant_id=tenant_id,
+        document_id=document_id,
+        request={"experiment_id": experiment_id},
+        work=lambda progress: {
+            "experiment_id": runner.execute(
+                database, settings, store, experiment_id, tenant_id=tenant_id, progress=progress
+            ).id
+        },
+    )
+    return BenchmarkAccepted(
+        job_id=job.id,
+        status=job.status,
+        status_url=f"/jobs/{job.id}",
+        experiment_id=experiment_id,
+        experiment_url=f"/benchmarks/{experiment_id}",
+    )
+
+
+@router.post(
+    "/benchmarks",
+    response_model=BenchmarkAccepted | CostEstimateOut | dict[str, Any],
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={200: {"description": "dry_run estimate, or the finished Experiment with wait=true"}, **_ERRORS},
+)
+def start_benchmark(
+    body: BenchmarkIn,
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    store: VectorStoreDep,
+    tenant_id: TenantDep,
+    wait: bool = Query(False, description="Run now and return the Experiment instead of a job"),
+) -> Any:
+    """Run a benchmark (202 + a job to poll), or estimate it with ``dry_run`` (200)."""
+    if body.dry_run:
+        response.status_code = status.HTTP_200_OK
+        return service.estimate(session, settings, body, tenant_id=tenant_id)
+    plan = runner.plan(session, settings, body, tenant_id=tenant_id)
+    experiment = runner.create(database, settings, plan)
+    if wait:
+        response.status_code = status.HTTP_200_OK
+        row = runner.execute(database, settings, store, experiment.id, tenant_id=tenant_id)
+        return service.experiment_dict(session, service.get(session, row.id, tenant_id=tenant_id))
+    return _submit(request, database, settings, store, experiment.id, tenant_id, plan.document_id)
+
+
+@router.post("/benchmarks/{experiment_id}/resume", response_model=BenchmarkAccepted, status_code=202, responses=_ERRORS)
+def resume_benchmark(
+    experiment_id: str,
+    request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    store: VectorStoreDep,
+    tenant_id: TenantDep,
+) -> BenchmarkAccepted:
+    """Run the cells an interrupted or failed Experiment has not finished; the finished ones are kept."""
+    row = service.prepare_resume(database, experiment_id, tenant_id=tenant_id)
+    return _submit(request, database, settings, store, row.id, tenant_id, row.document_id)
+
+
+@router.get("/benchmarks/{experiment_id}", responses=_ERRORS)
+def get_benchmark(experiment_id: str, session: SessionDep, tenant_id: TenantDep) -> dict[str, Any]:
+    """The Experiment: plan, provenance, every cell, aggregates and the Decision (partial while running)."""
+    return service.experiment_dict(session, service.get(session, experiment_id, tenant_id=tenant_id))
+
+
+@router.get("/benchmarks/{experiment_id}/report", response_class=HTMLResponse, responses=_ERRORS)
+def benchmark_report(
+    experiment_id: str,
+    session: SessionDep,
+    store: VectorStoreDep,
+    tenant_id: TenantDep,
+    view: Literal["managerial", "technical", "json"] = "managerial",
+) -> Response:
+    """A self-contained HTML report (no CDN), or the JSON export with ``view=json``."""
+    row = service.get(session, experiment_id, tenant_id=tenant_id)
+    experiment = service.experiment_dict(session, row)
+    if view == "json":
+        return Response(report.experiment_json(experiment), media_type="application/json")
+    document = session.get(DocumentRow, row.document_id)
+    html = report.render_report(
+        experiment,
+        view=view,
+        document_text=document.parsed_text if document is not None else None,
+        boundaries=service.boundaries(store, row, tenant_id=tenant_id) if view == "technical" else None,
+    )
+    return HTMLResponse(html)
+
+
+@router.delete("/benchmarks/{experiment_id}", status_code=204, responses=_ERRORS)
+def delete_benchmark(experiment_id: str, session: SessionDep, tenant_id: TenantDep) -> Response:
+    service.delete(session, experiment_id, tenant_id=tenant_id)
+    return Response(status_code=204)
+
+
+@router.get("/experiments", response_model=list[ExperimentSummary])
+def list_experiments(
+    session: SessionDep,
+    tenant_id: TenantDep,
+    document_id: str | None = None,
+    corpus_model_id: str | None = None,
+    boundary_model_id: str | None = None,
+    strategy: str | None = None,
+    neighbor_prev: int | None = Query(None, ge=0, le=5),
+    neighbor_next: int | None = Query(None, ge=0, le=5),
+    status_: str | None = Query(None, alias="status"),
+    limit: int = Query(100, ge=1, le=1000),
+) -> list[ExperimentSummary]:
+    """Experiments newest first, filtered as the Decision Board needs."""
+    return service.get_all(
+        session, tenant_id=tenant_id, document_id=document_id, corpus_model_id=corpus_model_id,
+        boundary_model_id=boundary_model_id, strategy=strategy, neighbor_prev=neighbor_prev,
+        neighbor_next=neighbor_next, status=status_, limit=limit,
+    )  # fmt: skip
+
+
+@router.get("/experiments/compare", response_model=CompareOut, responses=_ERRORS)
+def compare_experiments(a: str, b: str, session: SessionDep, tenant_id: TenantDep) -> CompareOut:
+    """Two Experiments side by side, with warnings when they differ in document, models or neighbours."""
+    return service.compare(session, a, b, tenant_id=tenant_id)
+
+
+@router.post("/admin/cost-estimate", response_model=CostEstimateOut, responses=_ERRORS, tags=["admin"])
+def cost_estimate(
+    body: BenchmarkIn, session: SessionDep, settings: SettingsDep, tenant_id: TenantDep
+) -> CostEstimateOut:
+    """The same estimate as ``POST /benchmarks {dry_run: true}`` (seed 000 §11)."""
+    return service.estimate(session, settings, body, tenant_id=tenant_id)

@@ -1,0 +1,144 @@
+"""Benchmark Sweeps (seed 000 §17): one Experiment per level of one knob, the rest held fixed.
+
+``neighbors`` steps fixed_size's Neighbor Expansion (0,0)…(3,3); ``chunk_grid`` re-processes the document at
+each chunk size × overlap point and benchmarks it, then restores the parameters the strategy had before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from chunkbench.benchmarking import service
+from chunkbench.benchmarking.schemas import BenchmarkIn
+from chunkbench.chunking import service as processing
+from chunkbench.chunking.base import strategy_class
+from chunkbench.chunking.schemas import ProcessIn
+from chunkbench.config import Settings
+from chunkbench.embedding import service as embedding
+from chunkbench.errors import BenchmarkError
+from chunkbench.jobs.service import Progress
+from chunkbench.models import StrategyName
+from chunkbench.storage.db import Database
+from chunkbench.storage.repositories import DocumentRepository
+from chunkbench.storage.schema import ExperimentRow
+from chunkbench.storage.vectors import VectorStore
+
+
+def _level(label: str, row: ExperimentRow) -> dict[str, Any]:
+    """One sweep level: its Experiment and the primary metric of its (single) configuration."""
+    metric = row.benchmark_config["primary_metric"]
+    key, aggregate = next(iter(row.aggregate_metrics.items()))
+    summary = aggregate["metrics"][metric]
+    return {
+        "level": label, "experiment_id": row.id, "config_key": key, "metric": metric, "mean": summary["mean"],
+        "ci_low": summary["ci_low"], "ci_high": summary["ci_high"],
+        "tok_at_k": aggregate["metrics"]["tok_at_k"]["mean"],
+    }  # fmt: skip
+
+
+def _scaled(progress: Progress | None, index: int, total: int) -> Progress:
+    """Level ``index`` of ``total`` reported as its share of the whole sweep."""
+
+    def report(fraction: float, message: str) -> None:
+        if progress is not None:
+            progress((index + fraction) / total, f"level {index + 1}/{total}: {message}")
+
+    return report
+
+
+def neighbors(
+    database: Database,
+    settings: Settings,
+    store: VectorStore,
+    request: BenchmarkIn,
+    *,
+    levels: Sequence[int] = (0, 1, 2, 3),
+    tenant_id: str,
+    progress: Progress | None = None,
+) -> list[dict[str, Any]]:
+    """fixed_size at Neighbor Expansion (n, n) for each level n: one Experiment per level."""
+    if not levels or any(not 0 <= level <= 5 for level in levels):
+        raise BenchmarkError("Neighbor levels must be between 0 and 5, e.g. 0,1,2,3.")
+    results = []
+    for index, level in enumerate(levels):
+        level_request = request.model_copy(
+            update={
+                "strategies": [StrategyName.FIXED_SIZE], "neighbor_prev": level, "neighbor_next": level,
+                "name": request.name or f"neighbor sweep ±{level}", "top_k": request.top_k[:1],
+            }
+        )  # fmt: skip
+        row = service.run(
+            database, settings, store, level_request, tenant_id=tenant_id,
+            progress=_scaled(progress, index, len(levels)),
+        )  # fmt: skip
+        results.append(_level(f"±{level}", row))
+    return results
+
+
+def chunk_grid(
+    database: Database,
+    settings: Settings,
+    store: VectorStore,
+    request: BenchmarkIn,
+    *,
+    strategy: StrategyName,
+    sizes: Sequence[int],
+    overlaps: Sequence[int],
+    tenant_id: str,
+    progress: Progress | None = None,
+) -> list[dict[str, Any]]:
+    """Re-process ``strategy`` at every chunk_size × chunk_overlap point (overlap < size) and benchmark each."""
+    fields = strategy_class(strategy).params_model.model_fields
+    if "chunk_size" not in fields or ("chunk_overlap" not in fields and any(overlaps)):
+        raise BenchmarkError(f"{strategy.value} has no chunk_size/chunk_overlap to sweep; use fixed_size or recursive.")
+    points = [(size, overlap) for size in sizes for overlap in overlaps if overlap < size]
+    if not points:
+        raise BenchmarkError("No grid point has an overlap smaller than its chunk size.")
+    with database.session() as session:
+        document = DocumentRepository(session, tenant_id).get(request.document_id)
+        corpus = embedding.resolve_corpus_model(
+            session, request.corpus_model_id or document.last_corpus_embedding_model_id
+        )
+        before = processing.latest_run(session, document.id, strategy, corpus.id, tenant_id=tenant_id)
+    original = dict(before.params) if before is not None else None
+    results = []
+    try:
+        for index, (size, overlap) in enumerate(points):
+            params = {"chunk_size": size} | ({"chunk_overlap": overlap} if "chunk_overlap" in fields else {})
+            _process(database, settings, store, request.document_id, strategy, params, corpus.id, tenant_id)
+            point_request = request.model_copy(
+                update={"strategies": [strategy], "name": request.name or f"{strategy.value} {size}/{overlap}",
+                        "corpus_model_id": corpus.id}
+            )  # fmt: skip
+            row = service.run(
+                database, settings, store, point_request, tenant_id=tenant_id,
+                progress=_scaled(progress, index, len(points)),
+            )  # fmt: skip
+            results.append(_level(f"{size}/{overlap}", row))
+    finally:
+        # The sweep must not leave the document chunked at its last grid point.
+        if original is not None:
+            _process(database, settings, store, request.document_id, strategy, original, corpus.id, tenant_id)
+    return results
+
+
+def _process(
+    database: Database,
+    settings: Settings,
+    store: VectorStore,
+    document_id: str,
+    strategy: StrategyName,
+    params: dict[str, Any],
+    corpus_model_id: str,
+    tenant_id: str,
+) -> None:
+    with database.session() as session:
+        process_plan = processing.plan(
+            session, settings, document_id,
+            ProcessIn(strategies=[strategy], corpus_model_id=corpus_model_id, params={strategy: params}),
+            tenant_id=tenant_id,
+        )  # fmt: skip
+    outcome = processing.run(database, settings, store, process_plan, lambda _f, _m: None)
+    if outcome.failed:
+        raise BenchmarkError(f"Processing {strategy.value} with {params} failed: {outcome.failed[0]}")

@@ -114,8 +114,8 @@ def test_decision_sentence_says_the_tie_was_broken_by_cost() -> None:
 def test_no_winner_says_why_and_how_many_questions_would_settle_it() -> None:
     expected = (
         "No clear winner on recall: recursive/dense/k5 leads (62% probability of being best), but "
-        "contextual_retrieval/dense/k5 cannot be ruled out with 20 questions; about 40 questions (20 more than this "
-        "run's 20) would settle it."
+        "contextual_retrieval/dense/k5 cannot be ruled out with 20 questions; about 40 more questions (60 in all) "
+        "would settle it."
     )
     assert decision_sentence(make_no_winner()) == expected
     _, tree = render(make_no_winner(), "managerial")
@@ -123,7 +123,7 @@ def test_no_winner_says_why_and_how_many_questions_would_settle_it() -> None:
     assert "winner" not in [v.text_content() for v in tree.find_class("verdict")]
     recs = recommendations(make_no_winner())
     assert recs[0] == (
-        "Do not pick on these figures: rerun with about 40 questions in all to separate recursive/dense/k5 and "
+        "Do not pick on these figures: rerun with about 60 questions in all to separate recursive/dense/k5 and "
         "contextual_retrieval/dense/k5."
     )
 

@@ -145,9 +145,9 @@ def _settle_clause(decision: Mapping[str, Any]) -> str:
     needed, n = decision.get("questions_needed"), decision.get("n_questions")
     if needed is None:
         return "more questions are needed, and the data cannot yet say how many."
-    # questions_needed is the total the decision needs; say how many more that is than this run had.
-    more = f" ({needed - n} more than this run's {n})" if isinstance(n, int) and needed > n else ""
-    return f"about {needed} questions{more} would settle it."
+    # questions_needed is how many questions beyond this run's the Decision estimates it would take.
+    total = f" ({needed + n} in all)" if isinstance(n, int) else ""
+    return f"about {needed} more questions{total} would settle it."
 
 
 def recommendations(experiment: Mapping[str, Any]) -> list[str]:
@@ -181,8 +181,8 @@ def recommendations(experiment: Mapping[str, Any]) -> list[str]:
         else:
             out.append(f"Use {best}: it answers as well as the other contenders on {metric} at the lowest cost.")
     elif status in ("no_clear_winner", "insufficient_data"):
-        needed = decision.get("questions_needed")
-        more = f"about {needed} questions in all" if needed is not None else "more questions"
+        needed, n = decision.get("questions_needed"), decision.get("n_questions")
+        more = f"about {needed + n} questions in all" if needed is not None and isinstance(n, int) else "more questions"
         failed_cells = sum(int(a.get("failed_cells") or 0) for a in aggregate.values())
         if status == "insufficient_data" and failed_cells:
             out.append(

@@ -315,7 +315,8 @@ def experiment_dict(session: Session, row: ExperimentRow) -> dict[str, Any]:
 
 
 def _iso(value: Any) -> str | None:
-    return None if value is None else value.isoformat()
+    """UTC to the second (SQLite hands datetimes back without their zone; they were stored in UTC)."""
+    return None if value is None else value.replace(tzinfo=None, microsecond=0).isoformat() + "Z"
 
 
 def summary(session: Session, row: ExperimentRow, cells_done: int | None = None) -> ExperimentSummary:

@@ -7,6 +7,7 @@ report renders and the JSON export writes) is built by ``experiment_dict`` from 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC
 from typing import Any
 
 import numpy as np
@@ -316,7 +317,11 @@ def experiment_dict(session: Session, row: ExperimentRow) -> dict[str, Any]:
 
 def _iso(value: Any) -> str | None:
     """UTC to the second (SQLite hands datetimes back without their zone; they were stored in UTC)."""
-    return None if value is None else value.replace(tzinfo=None, microsecond=0).isoformat() + "Z"
+    if value is None:
+        return None
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC)
+    return value.replace(tzinfo=None, microsecond=0).isoformat() + "Z"
 
 
 def summary(session: Session, row: ExperimentRow, cells_done: int | None = None) -> ExperimentSummary:

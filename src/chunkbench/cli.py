@@ -13,6 +13,7 @@ from rich.table import Table
 
 from chunkbench.config import get_settings
 from chunkbench.errors import ChunkbenchError
+from chunkbench.evaluation.commands import eval_app
 from chunkbench.models import DocumentState, StrategyName
 from chunkbench.storage.schema import DEFAULT_TENANT
 
@@ -23,6 +24,7 @@ collections_app = typer.Typer(help="Qdrant collections: list, wipe, delete.", no
 app.add_typer(documents_app, name="documents")
 app.add_typer(models_app, name="models")
 app.add_typer(collections_app, name="collections")
+app.add_typer(eval_app, name="eval")
 
 out = Console()
 err = Console(stderr=True)

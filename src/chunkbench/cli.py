@@ -13,6 +13,7 @@ from rich.table import Table
 
 from chunkbench.config import get_settings
 from chunkbench.errors import ChunkbenchError
+from chunkbench.evaluation.commands import eval_app
 from chunkbench.evaluation.question_commands import questions_app
 from chunkbench.models import DocumentState, StrategyName
 from chunkbench.storage.schema import DEFAULT_TENANT
@@ -25,6 +26,7 @@ app.add_typer(documents_app, name="documents")
 app.add_typer(models_app, name="models")
 app.add_typer(collections_app, name="collections")
 app.add_typer(questions_app, name="questions")
+app.add_typer(eval_app, name="eval")
 
 out = Console()
 err = Console(stderr=True)

@@ -137,6 +137,13 @@ class QueryError(ChunkbenchError):
     code = "query_error"
 
 
+class EvaluationError(InvalidRequestError):
+    """An evaluation cannot run as asked: missing or malformed documents or questions, unknown document ids,
+    references that do not match their document, bad evaluation options."""
+
+    code = "evaluation_error"
+
+
 class InvalidStateTransitionError(ChunkbenchError):
     status_code = 409
     code = "invalid_state_transition"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import itertools
 import re
 from bisect import bisect_left, bisect_right
-from typing import Self
+from typing import Any, Self
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from chunkbench.chunking.base import (
     Chunk,
@@ -53,12 +53,29 @@ class RecursiveParams(StrategyParams):
         le=8192,
         description="A section shorter than this joins the following section when both fit in one chunk",
     )
+    separators: list[str] | None = Field(
+        None,
+        min_length=1,
+        description=(
+            "Literal separators, strongest first, for LangChain's RecursiveCharacterTextSplitter algorithm "
+            '(Chroma\'s evaluation used ["\\n\\n", "\\n", ".", "?", "!", " ", ""]); '
+            "null: chunkbench's heading-aware separators"
+        ),
+    )
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> Self:
         if self.chunk_overlap >= self.chunk_size:
             raise ValueError(f"chunk_overlap ({self.chunk_overlap}) must be less than chunk_size ({self.chunk_size})")
         return self
+
+    @model_serializer(mode="wrap")
+    def _omit_default_separators(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Runs recorded before ``separators`` existed and runs without it must dump the same parameters.
+        data = handler(self)
+        if data.get("separators") is None:
+            data.pop("separators", None)
+        return data
 
 
 class _Cutter:
@@ -139,6 +156,85 @@ class _Cutter:
         return sized
 
 
+class _LiteralSplitter:
+    """LangChain's ``RecursiveCharacterTextSplitter`` (as Chroma's ``RecursiveTokenChunker`` ports it) on spans.
+
+    Lengths are cl100k token counts. A separator stays at the start of the piece that follows it, so the
+    pieces tile the text and every chunk is a contiguous slice of it: offsets come from the source text.
+    """
+
+    def __init__(self, text: str, size: int, overlap: int, tokenizer: Tokenizer) -> None:
+        self.text = text
+        self.size = size
+        self.overlap = overlap
+        self.tokenizer = tokenizer
+
+    def split(self, start: int, end: int, separators: list[str]) -> list[Span]:
+        """Chunks of ``[start, end)`` before stripping: the first separator present splits, long pieces recurse."""
+        separator, finer = separators[-1], []
+        for position, candidate in enumerate(separators):
+            if candidate == "":
+                separator = candidate
+                break
+            if self.text.find(candidate, start, end) >= 0:
+                separator, finer = candidate, separators[position + 1 :]
+                break
+        pieces = self._pieces(start, end, separator)
+        lengths = self.tokenizer.count_many([self.text[a:b] for a, b in pieces])
+        chunks: list[Span] = []
+        fitting: list[Sized] = []
+        for (a, b), length in zip(pieces, lengths, strict=True):
+            # Strictly below the size, as LangChain's ``_split_text``.
+            if length < self.size:
+                fitting.append((a, b, length))
+                continue
+            if fitting:
+                chunks += self.merge(fitting)
+                fitting = []
+            chunks += self.split(a, b, finer) if finer else [(a, b)]
+        if fitting:
+            chunks += self.merge(fitting)
+        return chunks
+
+    def _pieces(self, start: int, end: int, separator: str) -> list[Span]:
+        if not separator:
+            return [(i, i + 1) for i in range(start, end)]
+        cuts = [m.start() for m in re.finditer(re.escape(separator), self.text[start:end])]
+        edges = [start, *(start + c for c in cuts), end]
+        return [(a, b) for a, b in itertools.pairwise(edges) if a < b]
+
+    def merge(self, pieces: list[Sized]) -> list[Span]:
+        """LangChain's ``_merge_splits`` with an empty joiner: pack greedily by summed piece lengths; each
+        new chunk keeps the previous chunk's trailing pieces while they sum to at most ``overlap``."""
+        chunks: list[Span] = []
+        first, total = 0, 0  # current chunk = pieces[first:i], ``total`` = their summed lengths
+        for i, (_a, _b, length) in enumerate(pieces):
+            if total + length > self.size and first < i:
+                chunks.append((pieces[first][0], pieces[i - 1][1]))
+                while total > self.overlap or (total + length > self.size and total > 0):
+                    total -= pieces[first][2]
+                    first += 1
+            total += length
+        if first < len(pieces):
+            chunks.append((pieces[first][0], pieces[-1][1]))
+        return chunks
+
+
+def _literal_spans(text: str, separators: list[str], size: int, overlap: int) -> list[Sized]:
+    """Chunks of the literal-separator mode: LangChain's chunks, whitespace-stripped, empty ones dropped."""
+    tokenizer = get_tokenizer()
+    splitter = _LiteralSplitter(text, size, overlap, tokenizer)
+    spans: list[Span] = []
+    for start, end in splitter.split(0, len(text), separators):
+        piece = text[start:end]
+        stripped = piece.strip()
+        if stripped:
+            head = start + len(piece) - len(piece.lstrip())
+            spans.append((head, head + len(stripped)))
+    counts = tokenizer.count_many([text[a:b] for a, b in spans])
+    return [(a, b, count) for (a, b), count in zip(spans, counts, strict=True)]
+
+
 def _section_starts(document: ChunkingInput) -> list[int]:
     """Where each heading starts: the tree's sections and articles, else markdown heading lines."""
     starts: list[int] = []
@@ -187,6 +283,15 @@ class RecursiveStrategy(ChunkingStrategy):
     taken from the first word boundary; pieces are packed to ``chunk_size - chunk_overlap`` to make room.
     Chunks are exact slices of the markdown without surrounding whitespace, and never over
     ``chunk_size`` tokens by an exact count.
+
+    With ``separators`` (literal strings, strongest first) the strategy instead runs LangChain's
+    ``RecursiveCharacterTextSplitter`` algorithm, the one Chroma's evaluation used: split at the first
+    separator that occurs, keeping it at the start of the following piece; recurse into pieces of
+    ``chunk_size`` tokens or more with the remaining separators (``""`` splits into characters); pack
+    consecutive pieces greedily while their summed token counts stay within ``chunk_size``, each chunk
+    starting with the previous chunk's last pieces summing to at most ``chunk_overlap`` tokens; strip
+    whitespace. Headings and ``min_chunk_tokens`` play no part, and a chunk can exceed ``chunk_size``
+    by the few tokens BPE merges add when pieces are joined, or by a piece no separator splits.
     """
 
     name = StrategyName.RECURSIVE
@@ -225,6 +330,8 @@ class RecursiveStrategy(ChunkingStrategy):
         text = document.markdown
         if not text.strip():
             return []
+        if params.separators is not None:
+            return _literal_spans(text, list(params.separators), params.chunk_size, params.chunk_overlap)
         tokenizer = get_tokenizer()
         _ids, offsets = tokenizer.boundaries(text)
         cutter = _Cutter(text, offsets, tokenizer)

@@ -1,0 +1,149 @@
+"""Chroma's general chunking evaluation with Chroma's settings: the six all-MiniLM-L6-v2 rows we reproduce.
+
+Chroma's ``TokenTextSplitter`` rows map to our ``fixed_size`` strategy, its ``RecursiveCharacterTextSplitter``
+rows (``RecursiveTokenChunker`` with cl100k lengths) to our ``recursive`` strategy with Chroma's literal
+separators. Every row retrieves 5 chunks per question across all corpora with MiniLM (dense), as Chroma did.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chunkbench.config import Settings
+from chunkbench.errors import EvaluationError
+from chunkbench.evaluation.corpus import (
+    SPAN_METRICS,
+    EmbeddingCache,
+    ProgressCallback,
+    SpanEvaluation,
+    SpanQuestion,
+    evaluate_spans,
+    load_questions,
+)
+from chunkbench.models import StrategyName
+
+CHROMA_MODEL = "all-MiniLM-L6-v2"
+CHROMA_RETRIEVE = 5
+# RecursiveTokenChunker's default separators in Chroma's chunking_evaluation.
+CHROMA_SEPARATORS = ["\n\n", "\n", ".", "?", "!", " ", ""]
+_CHUNKERS = {StrategyName.FIXED_SIZE: "TokenTextSplitter", StrategyName.RECURSIVE: "RecursiveCharacterTextSplitter"}
+
+
+@dataclass(frozen=True)
+class ChromaConfig:
+    """One published row: our strategy and parameters for Chroma's chunker at a size and overlap (tokens)."""
+
+    strategy: StrategyName
+    chunk_size: int
+    chunk_overlap: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.strategy.value}-{self.chunk_size}-{self.chunk_overlap}"
+
+    @property
+    def chunker(self) -> str:
+        return _CHUNKERS[self.strategy]
+
+    @property
+    def params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {"chunk_size": self.chunk_size, "chunk_overlap": self.chunk_overlap}
+        if self.strategy is StrategyName.RECURSIVE:
+            params["separators"] = list(CHROMA_SEPARATORS)
+        return params
+
+
+CHROMA_CONFIGS: tuple[ChromaConfig, ...] = tuple(
+    ChromaConfig(strategy, size, overlap)
+    for strategy in (StrategyName.FIXED_SIZE, StrategyName.RECURSIVE)
+    for size, overlap in ((250, 125), (250, 0), (200, 0))
+)
+
+
+def select_configs(name: str | None) -> list[ChromaConfig]:
+    """The configurations called ``name`` (e.g. ``recursive-250-0``), or all of them for ``None``/``all``."""
+    if name is None or name == "all":
+        return list(CHROMA_CONFIGS)
+    chosen = [config for config in CHROMA_CONFIGS if config.name == name]
+    if not chosen:
+        raise EvaluationError(
+            f"Unknown Chroma configuration '{name}'. Known: all, {', '.join(c.name for c in CHROMA_CONFIGS)}."
+        )
+    return chosen
+
+
+def published_rows(data_dir: Path) -> dict[tuple[str, int, int], dict[str, Any]]:
+    """The published all-MiniLM-L6-v2 rows by ``(chunker, size, overlap)``: four metrics (mean, sd), mean tokens."""
+    file = data_dir / "published_results_headline.csv"
+    if not file.is_file():
+        raise EvaluationError(f"{file} is missing: --data must be Chroma's evaluation folder.")
+    rows: dict[tuple[str, int, int], dict[str, Any]] = {}
+    with file.open(encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            if row["embedding_model"] != CHROMA_MODEL or not row["size_tokens"]:
+                continue
+            key = (row["chunker"], int(row["size_tokens"]), int(row["overlap_tokens"]))
+            rows[key] = {
+                name: {"mean": float(row[f"{name}_mean"]), "std": float(row[f"{name}_sd"])} for name in SPAN_METRICS
+            }
+            rows[key]["mean_chunk_tokens"] = float(row["mean_chunk_tokens"])
+    return rows
+
+
+def load_chroma(data_dir: Path | str | None = None) -> tuple[Path, dict[str, str], list[SpanQuestion]]:
+    """Chroma's data folder (default: the shared one, as ``datasets.chroma_dir`` resolves it), corpora and questions."""
+    from chunkbench.evaluation.datasets import chroma_dir, load_corpora
+
+    folder = chroma_dir(data_dir)
+    if not (folder / "corpora").is_dir() or not (folder / "questions_df.csv").is_file():
+        raise EvaluationError(
+            f"{folder} is not Chroma's evaluation folder (it needs corpora/*.md and questions_df.csv); pass --data DIR."
+        )
+    return folder, load_corpora(folder), load_questions(folder / "questions_df.csv")
+
+
+def run_chroma(
+    configs: list[ChromaConfig],
+    data_dir: Path | str | None = None,
+    *,
+    settings: Settings | None = None,
+    progress: ProgressCallback | None = None,
+    on_config: Any = None,
+) -> list[dict[str, Any]]:
+    """Evaluate each configuration with Chroma's settings; one entry per config: name, ours, published.
+
+    Embeddings are shared across configurations (identical chunk texts are embedded once). ``on_config``
+    is called with each config before it runs (progress display).
+    """
+    folder, corpora, questions = load_chroma(data_dir)
+    published = published_rows(folder)
+    cache = EmbeddingCache()
+    results: list[dict[str, Any]] = []
+    for config in configs:
+        if on_config is not None:
+            on_config(config)
+        evaluation: SpanEvaluation = evaluate_spans(
+            corpora,
+            questions,
+            strategy=config.strategy,
+            params=config.params,
+            retriever="dense",
+            corpus_model=CHROMA_MODEL,
+            n=CHROMA_RETRIEVE,
+            scope="corpus",
+            settings=settings,
+            cache=cache,
+            progress=progress,
+        )
+        results.append(
+            {
+                "name": config.name,
+                "chunker": config.chunker,
+                "ours": evaluation.to_dict(),
+                "published": published.get((config.chunker, config.chunk_size, config.chunk_overlap)),
+            }
+        )
+    return results

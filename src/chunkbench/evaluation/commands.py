@@ -1,0 +1,170 @@
+"""``chunkbench eval``: span evaluation of a strategy on a corpus, and Chroma's published table reproduced."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from chunkbench.errors import ChunkbenchError
+from chunkbench.models import StrategyName
+
+# The evaluation modules pull in torch, Qdrant and numpy: imported inside the commands, so that every other
+# ``chunkbench`` command starts without them. Retriever and scope names are validated by ``evaluate_spans``.
+ProgressCallback = Callable[[str, int, int], None]
+
+eval_app = typer.Typer(
+    help="Evaluate retrieval against span-annotated questions (Chroma's metrics).", no_args_is_help=True
+)
+
+out = Console()
+err = Console(stderr=True)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
+_LABELS = {"recall": "recall", "precision": "precision", "precision_omega": "precision_Ω", "iou": "IoU"}
+_RANK_LABELS = {"recall_at_k": "recall@k", "hit_at_k": "hit@k", "mrr": "MRR", "ndcg_at_k": "nDCG@k"}
+
+
+def _fail(exc: ChunkbenchError, as_json: bool) -> typer.Exit:
+    if as_json:
+        out.print_json(json.dumps(exc.to_dict(), ensure_ascii=False, default=str))
+    else:
+        err.print(f"[red]error:[/red] {exc.message}", markup=True, highlight=False)
+    return typer.Exit(code=1)
+
+
+def parse_params(items: list[str]) -> dict[str, Any]:
+    """``key=value`` pairs; values read as JSON when they parse (256, 0.4, true, ["\\n\\n", " "])."""
+    params: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"'{item}' is not key=value (e.g. chunk_size=256)")
+        try:
+            params[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[key.strip()] = raw
+    return params
+
+
+@contextmanager
+def _progress(label: str = "") -> Iterator[tuple[ProgressCallback, Any]]:
+    """A stage progress callback on stderr, and a setter for the label shown before the stage."""
+    state = {"label": label}
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
+    ) as progress:
+        task = progress.add_task(label or "evaluating", total=None)
+
+        def report(stage: str, done: int, total: int) -> None:
+            description = f"{state['label']} {stage}".strip()
+            progress.update(task, description=description, completed=done, total=max(total, 1))
+
+        def relabel(config: Any) -> None:
+            state["label"] = getattr(config, "name", str(config))
+
+        yield report, relabel
+
+
+def _cell(metric: dict[str, float], digits: int = 1) -> str:
+    return f"{metric['mean']:.{digits}f} ± {metric['std']:.{digits}f}"
+
+
+@eval_app.command("spans")
+def spans(
+    documents: Annotated[
+        Path, typer.Option(help="Folder of .md/.txt files (id = file stem) or JSONL of {document_id, text}")
+    ],
+    questions: Annotated[Path, typer.Option(help="Chroma's questions_df.csv or JSONL questions with references")],
+    strategy: Annotated[StrategyName, typer.Option(help="Chunking strategy")] = StrategyName.FIXED_SIZE,
+    param: Annotated[
+        list[str] | None, typer.Option(help="Strategy parameter key=value, e.g. chunk_size=250 (repeatable)")
+    ] = None,
+    retriever: Annotated[str, typer.Option(help="dense, bm25 or hybrid")] = "dense",
+    corpus_model: Annotated[str, typer.Option(help="Corpus model id")] = "all-MiniLM-L6-v2",
+    n: Annotated[int, typer.Option("-n", "--n", min=1, help="Chunks retrieved per question")] = 5,
+    scope: Annotated[str, typer.Option(help="corpus: search every document (as Chroma); document: only its own")] = (
+        "corpus"
+    ),
+    as_json: JsonOption = False,
+) -> None:
+    """Chunk every document, index them together, retrieve n chunks per question, print span and rank metrics."""
+    from chunkbench.evaluation.corpus import evaluate_spans, load_documents, load_questions
+
+    params = parse_params(param or [])
+    try:
+        loaded_documents = load_documents(documents)
+        loaded_questions = load_questions(questions)
+        with _progress(strategy.value) as (report, _relabel):
+            evaluation = evaluate_spans(
+                loaded_documents, loaded_questions, strategy=strategy, params=params, retriever=retriever,
+                corpus_model=corpus_model, n=n, scope=scope, progress=report,
+            )  # fmt: skip
+    except ChunkbenchError as exc:
+        raise _fail(exc, as_json) from exc
+    result = evaluation.to_dict()
+    if as_json:
+        out.print_json(json.dumps(result, ensure_ascii=False))
+        return
+    config = result["config"]
+    title = (
+        f"{config['strategy']} {json.dumps(config['params'], ensure_ascii=False)} · {config['retriever']} · "
+        f"{config['corpus_model']} · n={config['n']} · scope {config['scope']}"
+    )
+    table = Table("metric", "characters (%)", "tokens (%)", title=title)
+    for name, label in _LABELS.items():
+        table.add_row(label, _cell(result[name]), _cell(result["tokens"][name]))
+    for name, label in _RANK_LABELS.items():
+        table.add_row(label, _cell(result[name]), "")
+    table.add_row("tok@k (tokens)", _cell(result["tok_at_k"], 0), "")
+    out.print(table)
+    timings = " · ".join(f"{stage} {seconds:.1f}s" for stage, seconds in result["timings"].items())
+    out.print(
+        f"{result['documents']} documents, {result['questions']} questions, {result['chunks']} chunks "
+        f"(mean {result['mean_chunk_tokens']:.0f} tokens); mean ± population SD\n{timings}",
+        highlight=False,
+    )
+
+
+@eval_app.command("chroma")
+def chroma(
+    data: Annotated[
+        Path | None, typer.Option(help="Chroma's evaluation folder (default: the shared chroma_chunking_eval)")
+    ] = None,
+    config: Annotated[str, typer.Option(help="One configuration (e.g. recursive-250-0) or 'all'")] = "all",
+    as_json: JsonOption = False,
+) -> None:
+    """Chroma's MiniLM rows with Chroma's settings (n=5, corpus scope, dense): ours next to the published."""
+    from chunkbench.evaluation.chroma import CHROMA_MODEL, CHROMA_RETRIEVE, run_chroma, select_configs
+
+    try:
+        configs = select_configs(config)
+        with _progress() as (report, relabel):
+            results = run_chroma(configs, data, progress=report, on_config=relabel)
+    except ChunkbenchError as exc:
+        raise _fail(exc, as_json) from exc
+    if as_json:
+        out.print_json(json.dumps({"model": CHROMA_MODEL, "n": CHROMA_RETRIEVE, "configs": results}))
+        return
+    table = Table(
+        "config", "source", *_LABELS.values(), "tokens/chunk",
+        title=f"{CHROMA_MODEL}, n={CHROMA_RETRIEVE}, corpus scope: mean ± population SD (%)",
+    )  # fmt: skip
+    for result in results:
+        ours, published = result["ours"], result["published"]
+        table.add_row(
+            result["name"], "ours", *(_cell(ours[name]) for name in _LABELS), f"{ours['mean_chunk_tokens']:.0f}"
+        )
+        if published:
+            table.add_row(
+                "", f"published ({result['chunker']})", *(_cell(published[name]) for name in _LABELS),
+                f"{published['mean_chunk_tokens']:.0f}",
+            )  # fmt: skip
+    out.print(table)

@@ -1,0 +1,580 @@
+"""Corpus-level span evaluation: chunk every document, index them together, retrieve per question, score.
+
+This is Chroma's general evaluation run through chunkbench's own pipeline: a strategy from the registry
+cuts each document (offsets come from the strategy), the Corpus model embeds the chunks, one throwaway
+Qdrant collection in a temporary data directory holds every document, and a registered retriever
+(dense, bm25, hybrid) returns ``n`` chunks per question. By default the search spans the whole index, as
+Chroma's ``collection.query`` does: a chunk of another document enlarges the retrieved length (precision
+and IoU denominators) but is never evidence. ``scope="document"`` searches only the question's document.
+
+Each question is scored with Chroma's span metrics (``spans.py``) in characters and in cl100k tokens, and
+with the rank metrics of ``ranking.py``. All documents are laid out on one global axis (each document
+shifted past the previous one, one unit apart) so that ranges of different documents never meet; a
+reference may then sit in any document, and foreign chunks count exactly as Chroma counts them.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from chunkbench.chunking.base import Chunk, ChunkingInput, StrategyParams, strategy_class, validate_params
+from chunkbench.chunking.tokens import get_tokenizer
+from chunkbench.config import Settings, get_settings
+from chunkbench.embedding.registry import DEFAULT_MODEL_ID, EmbeddingModelSpec, Purpose, get_spec
+from chunkbench.embedding.sparse import Bm25Encoder
+from chunkbench.errors import EvaluationError
+from chunkbench.evaluation.ranking import ChunkRef, Evidence, rank_metrics, relevant_chunk_ids
+from chunkbench.evaluation.spans import SpanMetrics, TokenMap, span_metrics
+from chunkbench.models import DocumentTree, NodeType, StrategyName, TreeNode
+from chunkbench.retrieval.search import RetrieverName, SearchRequest, get_retriever
+from chunkbench.storage.vectors import VectorStore
+
+EVAL_TENANT = "eval"
+SPAN_METRICS = ("recall", "precision", "precision_omega", "iou")
+RANK_METRICS = ("recall_at_k", "hit_at_k", "mrr", "ndcg_at_k")
+STAGES = ("chunk", "embed", "index", "retrieve", "score")
+DOCUMENT_SUFFIXES = (".md", ".txt")
+_SHOWN = 5  # how many offending items an error message lists
+
+# ``progress(stage, done, total)``: called as each stage advances.
+ProgressCallback = Callable[[str, int, int], None]
+
+
+class Scope(StrEnum):
+    """Where a question's chunks are searched."""
+
+    CORPUS = "corpus"
+    DOCUMENT = "document"
+
+
+@dataclass(frozen=True)
+class SpanReference:
+    """An evidence excerpt: ``documents[document_id][start_index:end_index] == content`` (when content is given)."""
+
+    document_id: str
+    start_index: int
+    end_index: int
+    content: str | None = None
+
+
+@dataclass(frozen=True)
+class SpanQuestion:
+    """A question, the document it was written from, and its evidence excerpts (possibly in other documents)."""
+
+    id: str
+    question: str
+    document_id: str
+    references: tuple[SpanReference, ...]
+    answer: str | None = None
+
+
+class EmbeddingCache:
+    """Embeddings by (model, purpose, text), shared by every configuration of one run."""
+
+    def __init__(self) -> None:
+        self._vectors: dict[tuple[str, str, str], np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+    def embed(self, spec: EmbeddingModelSpec, texts: Sequence[str], purpose: Purpose, settings: Settings) -> np.ndarray:
+        """float32 ``(len(texts), dimension)``; only texts not seen before reach the model."""
+        from chunkbench.embedding.service import embed_texts
+
+        keys = [(spec.id, purpose, text) for text in texts]
+        missing = list(dict.fromkeys(key for key in keys if key not in self._vectors))
+        if missing:
+            vectors = embed_texts(spec, [key[2] for key in missing], purpose, settings)
+            self._vectors.update(zip(missing, vectors, strict=True))
+        if not keys:
+            return np.zeros((0, spec.dimension), dtype=np.float32)
+        return np.stack([self._vectors[key] for key in keys])
+
+
+# --------------------------------------------------------------------------------------------- loading
+
+
+def load_documents(path: Path | str) -> dict[str, str]:
+    """Documents by id: a directory of ``.md``/``.txt`` files (id = file stem) or a JSONL of
+    ``{"document_id", "text"}`` lines. Texts are read as UTF-8; offsets are characters of that text."""
+    path = Path(path)
+    if not path.exists():
+        raise EvaluationError(f"Documents path {path} does not exist: give a folder of .md/.txt files or a JSONL file.")
+    if path.is_dir():
+        return _documents_from_folder(path)
+    return _documents_from_jsonl(path)
+
+
+def _documents_from_folder(folder: Path) -> dict[str, str]:
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in DOCUMENT_SUFFIXES)
+    if not files:
+        raise EvaluationError(f"{folder} holds no .md or .txt files; put the documents to evaluate there.")
+    documents: dict[str, str] = {}
+    for file in files:
+        if file.stem in documents:
+            raise EvaluationError(
+                f"Two files in {folder} have the document id '{file.stem}' (the file stem); rename one of them."
+            )
+        documents[file.stem] = _read_text(file)
+    return documents
+
+
+def _documents_from_jsonl(file: Path) -> dict[str, str]:
+    documents: dict[str, str] = {}
+    for number, row in _jsonl_rows(file):
+        document_id, text = row.get("document_id"), row.get("text")
+        if not isinstance(document_id, str) or not document_id or not isinstance(text, str):
+            raise EvaluationError(f'{file}: line {number} needs {{"document_id": "<id>", "text": "<text>"}}.')
+        if document_id in documents:
+            raise EvaluationError(f"{file}: line {number} repeats the document id '{document_id}'.")
+        documents[document_id] = text
+    if not documents:
+        raise EvaluationError(f"{file} holds no documents.")
+    return documents
+
+
+def _read_text(file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise EvaluationError(f"{file} is not UTF-8 text ({exc.reason}); convert it to UTF-8.") from exc
+    except OSError as exc:
+        raise EvaluationError(f"Cannot read {file}: {exc.strerror or exc}.") from exc
+
+
+def _jsonl_rows(file: Path) -> list[tuple[int, dict[str, Any]]]:
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for number, line in enumerate(_read_text(file).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise EvaluationError(
+                f"{file}: line {number} is not JSON ({exc.msg}); expected one object per line."
+            ) from exc
+        if not isinstance(row, dict):
+            raise EvaluationError(f"{file}: line {number} is not a JSON object.")
+        rows.append((number, row))
+    return rows
+
+
+def load_questions(path: Path | str) -> list[SpanQuestion]:
+    """Questions from Chroma's ``questions_df.csv`` (ids = row numbers) or a JSONL of
+    ``{id, question, document_id, answer?, references: [{document_id?, content, start_index, end_index}]}``."""
+    path = Path(path)
+    if not path.is_file():
+        raise EvaluationError(f"Question file {path} does not exist (or is a folder).")
+    questions = _questions_from_csv(path) if path.suffix.lower() == ".csv" else _questions_from_jsonl(path)
+    if not questions:
+        raise EvaluationError(f"{path} holds no questions.")
+    return questions
+
+
+def _questions_from_csv(file: Path) -> list[SpanQuestion]:
+    from chunkbench.evaluation.datasets import load_chroma_questions
+
+    try:
+        loaded = load_chroma_questions(file)
+    except (KeyError, ValueError, csv.Error) as exc:
+        raise EvaluationError(
+            f"{file} is not a Chroma question file (columns question, references, corpus_id): {exc}"
+        ) from exc
+    return [
+        SpanQuestion(
+            id=str(q.id),
+            question=q.question,
+            document_id=q.corpus_id,
+            references=tuple(SpanReference(q.corpus_id, r.start_index, r.end_index, r.content) for r in q.references),
+        )
+        for q in loaded
+    ]
+
+
+def _questions_from_jsonl(file: Path) -> list[SpanQuestion]:
+    questions: list[SpanQuestion] = []
+    for number, row in _jsonl_rows(file):
+        try:
+            questions.append(_question_from_row(row, default_id=str(number)))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EvaluationError(
+                f"{file}: line {number} is not a question ({exc}); expected {{id, question, document_id, "
+                "references: [{document_id?, content, start_index, end_index}]}."
+            ) from exc
+    ids = [q.id for q in questions]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise EvaluationError(f"{file}: question ids repeat: {', '.join(repeated[:_SHOWN])}.")
+    return questions
+
+
+def _question_from_row(row: dict[str, Any], default_id: str) -> SpanQuestion:
+    question, document_id = row["question"], row["document_id"]
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("'question' must be a non-empty string")
+    if not isinstance(document_id, str) or not document_id:
+        raise ValueError("'document_id' must be a non-empty string")
+    raw_references = row["references"]
+    if not isinstance(raw_references, list) or not raw_references:
+        raise ValueError("'references' must be a non-empty list")
+    references = []
+    for raw in raw_references:
+        start, end = raw["start_index"], raw["end_index"]
+        if not isinstance(start, int) or not isinstance(end, int) or not 0 <= start < end:
+            raise ValueError(
+                f"reference offsets must be integers with 0 <= start_index < end_index, got {start}, {end}"
+            )
+        references.append(SpanReference(str(raw.get("document_id") or document_id), start, end, raw.get("content")))
+    answer = row.get("answer")
+    return SpanQuestion(str(row.get("id", default_id)), question, document_id, tuple(references), answer)
+
+
+def validate_questions(questions: Sequence[SpanQuestion], documents: dict[str, str]) -> None:
+    """Every document id is known and every reference selects its content; else an error listing the first few."""
+    unknown = sorted(
+        {q.document_id for q in questions if q.document_id not in documents}
+        | {r.document_id for q in questions for r in q.references if r.document_id not in documents}
+    )
+    if unknown:
+        known = ", ".join(sorted(documents)[:10]) + (" …" if len(documents) > 10 else "")
+        raise EvaluationError(
+            f"The questions name {len(unknown)} unknown document id(s): {', '.join(unknown[:_SHOWN])}. "
+            f"Known ids (file stems or JSONL document_id): {known}.",
+            unknown_document_ids=unknown[:_SHOWN],
+        )
+    mismatches = [
+        f"question {q.id} ref {i} ({r.document_id}[{r.start_index}:{r.end_index}]): expected {r.content[:40]!r}, "
+        f"found {documents[r.document_id][r.start_index : r.end_index][:40]!r}"
+        for q in questions
+        for i, r in enumerate(q.references)
+        if r.content is not None and documents[r.document_id][r.start_index : r.end_index] != r.content
+    ]
+    if mismatches:
+        raise EvaluationError(
+            f"{len(mismatches)} reference(s) do not match their document's text at their offsets (were the "
+            f"documents edited, or read with another encoding?): {'; '.join(mismatches[:_SHOWN])}"
+        )
+
+
+# --------------------------------------------------------------------------------------------- evaluation
+
+
+@dataclass
+class SpanEvaluation:
+    """The outcome of one evaluation: configuration, per-question scores, summaries and stage timings."""
+
+    config: dict[str, Any]
+    documents: int
+    questions: int
+    chunks: int
+    mean_chunk_tokens: float
+    per_question: list[dict[str, Any]]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def summary(self, unit: str = "chars") -> dict[str, dict[str, float]]:
+        """Chroma's four metrics in ``unit`` ("chars" or "tokens"): mean and population SD, in percent."""
+        return {name: _mean_std([q[unit][name] for q in self.per_question], 100) for name in SPAN_METRICS}
+
+    def rank_summary(self) -> dict[str, dict[str, float]]:
+        """Rank metrics: ratios in percent, ``tok_at_k`` in tokens; mean and population SD."""
+        summary = {name: _mean_std([q["rank"][name] for q in self.per_question], 100) for name in RANK_METRICS}
+        summary["tok_at_k"] = _mean_std([q["rank"]["tok_at_k"] for q in self.per_question], 1)
+        return summary
+
+    def to_dict(self, *, per_question: bool = False) -> dict[str, Any]:
+        """The JSON of ``chunkbench eval spans --json``."""
+        data: dict[str, Any] = {**self.summary("chars"), **self.rank_summary()}
+        data.update(
+            tokens=self.summary("tokens"),
+            config=self.config,
+            documents=self.documents,
+            questions=self.questions,
+            chunks=self.chunks,
+            mean_chunk_tokens=self.mean_chunk_tokens,
+            units={
+                "span_metrics": "percent",
+                "rank_ratios": "percent",
+                "tok_at_k": "cl100k tokens",
+                "sd": "population",
+            },
+            timings=self.timings,
+        )
+        if per_question:
+            data["per_question"] = self.per_question
+        return data
+
+
+def _mean_std(values: Sequence[float], scale: float) -> dict[str, float]:
+    array = np.asarray(values, dtype=np.float64) * scale
+    # Chroma reports numpy's population SD (ddof=0).
+    return {"mean": float(array.mean()), "std": float(array.std())} if len(array) else {"mean": 0.0, "std": 0.0}
+
+
+class _Axis:
+    """One global coordinate axis per unit: document ``d`` starts where the previous one ended, plus one."""
+
+    def __init__(self, documents: dict[str, str]) -> None:
+        tokenizer = get_tokenizer()
+        self.char_offset: dict[str, int] = {}
+        self.token_offset: dict[str, int] = {}
+        self.token_maps: dict[str, TokenMap] = {}
+        chars = tokens = 0
+        for document_id, text in documents.items():
+            starts = tokenizer.boundaries(text)[1].tolist()
+            self.char_offset[document_id], self.token_offset[document_id] = chars, tokens
+            self.token_maps[document_id] = TokenMap(starts)
+            # One unit of gap: a range ending a document never touches one starting the next.
+            chars += len(text) + 1
+            tokens += len(starts)
+
+    def chars(self, document_id: str, start: int, end: int) -> tuple[int, int]:
+        offset = self.char_offset[document_id]
+        return (offset + start, offset + end)
+
+    def tokens(self, document_id: str, start: int, end: int) -> tuple[int, int]:
+        first, last = self.token_maps[document_id]((start, end))
+        offset = self.token_offset[document_id]
+        return (offset + first, offset + last)
+
+
+def _chunk_documents(
+    documents: dict[str, str],
+    strategy: StrategyName,
+    params: StrategyParams,
+    settings: Settings,
+    spec: EmbeddingModelSpec,
+) -> list[Chunk]:
+    """Every document's searchable chunks, in document order, cut by the strategy with validated params.
+
+    The semantic strategies use the Corpus model as their Boundary model, at its default threshold.
+    """
+    from chunkbench.embedding.service import boundary_embedder
+    from chunkbench.llm.contextual import make_prefixer
+
+    cls = strategy_class(strategy)
+    boundary = boundary_embedder(spec, spec.default_semantic_threshold, settings) if cls.needs_boundary else None
+    instance = cls(params, boundary=boundary, prefixer=make_prefixer(settings))
+    chunks: list[Chunk] = []
+    for document_id, text in documents.items():
+        # Evidence offsets point into the raw text: chunk it as is, with a tree of one root node (the
+        # heading-aware strategies then find ``#`` heading lines in the text themselves).
+        tree = DocumentTree(root=TreeNode(node_type=NodeType.DOCUMENT, start_index=0, end_index=len(text)))
+        document = ChunkingInput(document_id=document_id, document_name=document_id, markdown=text, tree=tree)
+        chunks += [chunk for chunk in instance.chunk(document) if not chunk.is_parent]
+    return chunks
+
+
+def evaluate_spans(
+    documents: dict[str, str],
+    questions: Sequence[SpanQuestion],
+    *,
+    strategy: StrategyName | str = StrategyName.FIXED_SIZE,
+    params: dict[str, Any] | None = None,
+    retriever: RetrieverName | str = RetrieverName.DENSE,
+    corpus_model: str = DEFAULT_MODEL_ID,
+    n: int = 5,
+    scope: Scope | str = Scope.CORPUS,
+    settings: Settings | None = None,
+    cache: EmbeddingCache | None = None,
+    progress: ProgressCallback | None = None,
+) -> SpanEvaluation:
+    """Chunk, embed, index and search ``documents``, then score each question's top ``n`` chunks.
+
+    Raises typed errors before any work for unknown strategies, parameters, retrievers, models, scopes and
+    document ids, and for references that do not match their document.
+    """
+    report = progress or (lambda stage, done, total: None)
+    base = settings or get_settings()
+    strategy_name = StrategyName(strategy_class(strategy).name)  # unknown name: ChunkingError listing the known
+    validated = validate_params(strategy_name, {**_defaults(strategy_name, base), **(params or {})})
+    try:
+        scope_value = Scope(scope)
+    except ValueError:
+        raise EvaluationError(f"Unknown scope '{scope}'. Scopes: {', '.join(s.value for s in Scope)}.") from None
+    engine = get_retriever(retriever)
+    spec = get_spec(corpus_model)
+    if n < 1:
+        raise EvaluationError(f"n (chunks retrieved per question) must be at least 1; got {n}.")
+    if not documents:
+        raise EvaluationError("There are no documents to evaluate.")
+    if not questions:
+        raise EvaluationError("There are no questions to evaluate.")
+    validate_questions(questions, documents)
+    cache = cache if cache is not None else EmbeddingCache()
+    timings: dict[str, float] = dict.fromkeys(STAGES, 0.0)
+
+    started = time.perf_counter()
+    report("chunk", 0, len(documents))
+    chunks = _chunk_documents(documents, strategy_name, validated, base, spec)
+    report("chunk", len(documents), len(documents))
+    timings["chunk"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    report("embed", 0, len(chunks))
+    dense = cache.embed(spec, [chunk.embedding_text for chunk in chunks], "document", base)
+    query_vectors = (
+        cache.embed(spec, [q.question for q in questions], "query", base) if engine.needs_query_vector else None
+    )
+    report("embed", len(chunks), len(chunks))
+    timings["embed"] = time.perf_counter() - started
+
+    by_document: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        by_document.setdefault(chunk.document_id, []).append(chunk)
+    with tempfile.TemporaryDirectory(prefix="chunkbench-eval-") as folder:
+        # A throwaway embedded store: the user's own collections (or Qdrant server) are never touched.
+        settings_tmp = base.model_copy(
+            update={"data_dir": Path(folder), "qdrant_url": "", "models_dir": base.resolved_models_dir}
+        )
+        store = VectorStore(settings_tmp)
+        try:
+            started = time.perf_counter()
+            _index(store, spec, by_document, chunks, dense, report)
+            timings["index"] = time.perf_counter() - started
+
+            started = time.perf_counter()
+            hits = _retrieve(store, engine, spec, strategy_name, questions, query_vectors, n, scope_value, report)
+            timings["retrieve"] = time.perf_counter() - started
+        finally:
+            store.close()
+
+    started = time.perf_counter()
+    per_question = _score(documents, questions, by_document, hits, n, report)
+    timings["score"] = time.perf_counter() - started
+    return SpanEvaluation(
+        config={
+            "strategy": strategy_name.value,
+            "params": validated.model_dump(),
+            "retriever": RetrieverName(retriever).value,
+            "corpus_model": spec.id,
+            "n": n,
+            "scope": scope_value.value,
+        },
+        documents=len(documents),
+        questions=len(questions),
+        chunks=len(chunks),
+        mean_chunk_tokens=float(np.mean([c.token_count for c in chunks])) if chunks else 0.0,
+        per_question=per_question,
+        timings={stage: round(seconds, 3) for stage, seconds in timings.items()},
+    )
+
+
+def _defaults(strategy: StrategyName, settings: Settings) -> dict[str, Any]:
+    from chunkbench.chunking.service import settings_defaults
+
+    return settings_defaults(strategy, settings)
+
+
+def _index(
+    store: VectorStore,
+    spec: EmbeddingModelSpec,
+    by_document: dict[str, list[Chunk]],
+    chunks: list[Chunk],
+    dense: np.ndarray,
+    report: ProgressCallback,
+) -> None:
+    rows = {id(chunk): row for row, chunk in enumerate(chunks)}
+    encoder = Bm25Encoder()
+    for done, document_chunks in enumerate(by_document.values(), start=1):
+        store.replace_document_chunks(
+            document_chunks[0].strategy_name,
+            spec.id,
+            spec.dimension,
+            tenant_id=EVAL_TENANT,
+            chunks=document_chunks,
+            dense=dense[[rows[id(chunk)] for chunk in document_chunks]],
+            sparse=encoder.encode_documents([chunk.embedding_text for chunk in document_chunks]),
+        )
+        report("index", done, len(by_document))
+
+
+def _retrieve(
+    store: VectorStore,
+    engine: Any,
+    spec: EmbeddingModelSpec,
+    strategy: StrategyName,
+    questions: Sequence[SpanQuestion],
+    query_vectors: np.ndarray | None,
+    n: int,
+    scope: Scope,
+    report: ProgressCallback,
+) -> list[list[ChunkRef]]:
+    hits: list[list[ChunkRef]] = []
+    for position, question in enumerate(questions):
+        request = SearchRequest(
+            strategy=strategy.value,
+            model_id=spec.id,
+            tenant_id=EVAL_TENANT,
+            document_id=question.document_id if scope is Scope.DOCUMENT else None,
+            question=question.question,
+            query_vector=None if query_vectors is None else query_vectors[position],
+            top_k=n,
+        )
+        hits.append(
+            [
+                ChunkRef(hit.document_id, hit.chunk_index, hit.start_index, hit.end_index, hit.token_count)
+                for hit in engine.search(store, request)
+            ]
+        )
+        if position % 16 == 15 or position == len(questions) - 1:
+            report("retrieve", position + 1, len(questions))
+    return hits
+
+
+def _score(
+    documents: dict[str, str],
+    questions: Sequence[SpanQuestion],
+    by_document: dict[str, list[Chunk]],
+    hits: list[list[ChunkRef]],
+    n: int,
+    report: ProgressCallback,
+) -> list[dict[str, Any]]:
+    axis = _Axis(documents)
+    chunkings = {
+        document_id: [ChunkRef(document_id, c.chunk_index, c.start_index, c.end_index, c.token_count) for c in chunks]
+        for document_id, chunks in by_document.items()
+    }
+    results: list[dict[str, Any]] = []
+    for position, (question, retrieved) in enumerate(zip(questions, hits, strict=True)):
+        evidence_documents = list(dict.fromkeys(r.document_id for r in question.references))
+        chunking = [chunk for d in evidence_documents for chunk in chunkings.get(d, [])]
+        evidence = [Evidence(r.document_id, r.start_index, r.end_index) for r in question.references]
+        scores: dict[str, Any] = {"id": question.id, "retrieved": [[c.document_id, c.chunk_index] for c in retrieved]}
+        for unit, place in (("chars", axis.chars), ("tokens", axis.tokens)):
+            metrics = span_metrics(
+                [place(c.document_id, c.start_index, c.end_index) for c in retrieved],
+                [place(r.document_id, r.start_index, r.end_index) for r in question.references],
+                [place(c.document_id, c.start_index, c.end_index) for c in chunking],
+            )
+            scores[unit] = _span_dict(metrics)
+        ranks = rank_metrics(retrieved, relevant_chunk_ids(chunking, evidence), n)
+        scores["rank"] = {
+            "recall_at_k": ranks.recall_at_k,
+            "hit_at_k": ranks.hit_at_k,
+            "mrr": ranks.mrr,
+            "ndcg_at_k": ranks.ndcg_at_k,
+            "tok_at_k": ranks.tok_at_k,
+        }
+        results.append(scores)
+        if position % 64 == 63 or position == len(questions) - 1:
+            report("score", position + 1, len(questions))
+    return results
+
+
+def _span_dict(metrics: SpanMetrics) -> dict[str, float]:
+    return {
+        "recall": metrics.recall,
+        "precision": metrics.precision,
+        "precision_omega": metrics.precision_omega or 0.0,
+        "iou": metrics.iou,
+    }

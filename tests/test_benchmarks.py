@@ -4,6 +4,10 @@ OpenAI-compatible server for the LLM answer and judge."""
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
+import subprocess
+import sys
 import threading
 import time
 
@@ -19,25 +23,9 @@ from chunkbench.config import get_settings
 from chunkbench.llm.prompts import JUDGE_SYSTEM_PROMPT
 from chunkbench.models import StrategyName
 from chunkbench.storage.schema import DEFAULT_TENANT
-from chunkbench.storage.vectors import get_vector_store
+from chunkbench.storage.vectors import close_vector_stores, get_vector_store
 from fake_openai import Reply, running_fake_openai
-
-HANDBOOK = """# Staff Handbook
-
-## Leave
-
-Every employee receives 25 days of paid annual leave per calendar year. Unused leave can be carried over
-until the end of March. Sick leave requires a doctor's note after three days.
-
-## Equipment
-
-Laptops are replaced every four years. Broken equipment is reported through the service desk with the
-ticket code HW-7731. The service desk answers within one working day.
-
-## Travel
-
-Train travel is preferred for journeys under five hours. Hotel costs are reimbursed up to 150 euros a night.
-"""
+from test_queries import HANDBOOK
 
 QUESTIONS = [
     {
@@ -253,16 +241,87 @@ def test_an_interrupted_run_resumes_where_it_stopped(client, document_id, settin
     assert _figures(done)["aggregate"] == _figures(fresh)["aggregate"]
 
 
-def test_a_server_restart_marks_a_running_experiment_interrupted(settings, client, document_id):
+def _dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_a_server_restart_marks_only_orphaned_experiments_interrupted(settings, client, document_id):
     database = client.app.state.database
     with database.session() as session:
         plan = runner.plan(
             session, settings, BenchmarkIn(document_id=document_id, questions=QUESTIONS), tenant_id=DEFAULT_TENANT
         )
-    experiment_id = runner.create(database, settings, plan).id
+    alive = runner.create(database, settings, plan).id  # this process: still running
+    orphan = runner.create(database, settings, plan).id
+    with database.session() as session:
+        service.get(session, orphan, tenant_id=DEFAULT_TENANT).runner_pid = _dead_pid()
     assert runner.fail_interrupted(database) == 1
     with database.session() as session:
-        assert service.get(session, experiment_id, tenant_id=DEFAULT_TENANT).status == "interrupted"
+        assert service.get(session, orphan, tenant_id=DEFAULT_TENANT).status == "interrupted"
+        assert service.get(session, alive, tenant_id=DEFAULT_TENANT).status == "running"
+    assert client.post(f"/benchmarks/{alive}/resume").status_code == 409
+
+
+def test_a_killed_cli_run_resumes_where_it_stopped(settings, client, document_id, tmp_path, monkeypatch):
+    questions = tmp_path / "questions.json"
+    questions.write_text(json.dumps(QUESTIONS), encoding="utf-8")
+    database_file = settings.data_dir / "chunkbench.db"
+    close_vector_stores()  # the CLI process opens the embedded Qdrant folder
+
+    def slow(body):
+        time.sleep(0.3)
+        return Reply("The handbook says so [Source 1].")
+
+    with running_fake_openai(responder=slow) as server:
+        environment = {
+            **os.environ, "CHUNKBENCH_DATA_DIR": str(settings.data_dir), "CHUNKBENCH_LLM_BASE_URL": server.url,
+            "CHUNKBENCH_LLM_MODEL": "fake-model", "CHUNKBENCH_LLM_MAX_RETRIES": "0", "HF_HUB_OFFLINE": "1",
+        }  # fmt: skip
+        command = [sys.executable, "-m", "chunkbench", "bench", "run", "handbook.md", "-q", str(questions),
+                   "--strategies", "recursive", "--no-judge", "--concurrency", "1"]  # fmt: skip
+        process = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 180
+            while _cells(database_file) < 2:
+                assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
+                assert time.monotonic() < deadline, "the CLI run never wrote two cells"
+                time.sleep(0.2)
+        finally:
+            process.kill()
+            process.wait()
+        kept = _cell_rows(database_file)
+        assert 2 <= len(kept) < len(QUESTIONS)
+
+        for key, value in environment.items():
+            if key.startswith("CHUNKBENCH_"):
+                monkeypatch.setenv(key, value)
+        get_settings.cache_clear()
+        try:
+            [experiment_id] = {row[0] for row in kept}
+            resumed = CliRunner().invoke(cli_app, ["bench", "run", "--resume", experiment_id, "--json"])
+        finally:
+            get_settings.cache_clear()
+    assert resumed.exit_code == 0, resumed.output
+    experiment = json.loads(resumed.stdout)
+    assert experiment["status"] == "completed" and len(experiment["cells"]) == len(QUESTIONS)
+    assert set(kept) <= set(_cell_rows(database_file))  # the cells written before the kill were kept as they were
+
+
+def _cells(database_file) -> int:
+    if not database_file.exists():
+        return 0
+    with sqlite3.connect(database_file) as connection:
+        try:
+            return connection.execute("SELECT count(*) FROM benchmark_cells").fetchone()[0]
+        except sqlite3.OperationalError:  # not migrated yet
+            return 0
+
+
+def _cell_rows(database_file) -> list[tuple]:
+    with sqlite3.connect(database_file) as connection:
+        return connection.execute("SELECT experiment_id, id, question_id, result FROM benchmark_cells").fetchall()
 
 
 def _llm_settings(settings, server):

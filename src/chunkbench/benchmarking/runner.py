@@ -10,7 +10,9 @@ it finishes, then aggregates and decides.
 from __future__ import annotations
 
 import logging
+import os
 import platform
+import socket
 import threading
 import time
 import uuid
@@ -272,6 +274,7 @@ def create(database: Database, settings: Settings, plan_: BenchmarkPlan) -> Expe
             boundary_embedding_model_id=plan_.boundary_model_id,
             started_at=utcnow(),
         )
+        _claim(row)
         session.add(row)
         session.flush()
         session.expunge(row)
@@ -328,6 +331,7 @@ def execute(
             ).all()
         )
         row.status, row.error, row.finished_at = "running", None, None
+        _claim(row)
         document_id = row.document_id
         corpus = embedding.resolve_corpus_model(session, row.embedding_model_id)
 
@@ -520,15 +524,37 @@ def _set_status(database: Database, experiment_id: str, status: str, *, error: d
         )
 
 
+def _claim(row: ExperimentRow) -> None:
+    """Record this process as the one running the Experiment."""
+    row.runner_host, row.runner_pid = socket.gethostname(), os.getpid()
+
+
+def orphaned(row: ExperimentRow) -> bool:
+    """A running Experiment whose process on this host is gone (killed, crashed); another host's run is
+    assumed alive, since its process cannot be checked from here."""
+    if row.status != "running" or row.runner_pid is None:
+        return row.status == "running"
+    if row.runner_host != socket.gethostname():
+        return False
+    if row.runner_pid == os.getpid():
+        return False
+    try:
+        os.kill(row.runner_pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, owned by another user
+        return False
+    return False
+
+
+_INTERRUPTED = {"error": "interrupted", "message": "The process running it stopped mid-run. Resume it to finish."}
+
+
 def fail_interrupted(database: Database) -> int:
-    """Experiments left running by a previous process stopped mid-way: mark them resumable."""
+    """Mark running Experiments whose process is gone as interrupted (resumable); returns how many."""
     with database.session() as session:
-        result = session.execute(
-            update(ExperimentRow)
-            .where(ExperimentRow.status == "running")
-            .values(
-                status="interrupted",
-                error={"error": "interrupted", "message": "The server stopped mid-run. Resume it to finish."},
-            )
-        )
-        return result.rowcount or 0
+        rows = session.scalars(select(ExperimentRow).where(ExperimentRow.status == "running")).all()
+        stopped = [row for row in rows if orphaned(row)]
+        for row in stopped:
+            row.status, row.error = "interrupted", dict(_INTERRUPTED)
+        return len(stopped)

@@ -79,9 +79,12 @@ def run(
 
 
 def prepare_resume(database: Database, experiment_id: str, *, tenant_id: str) -> ExperimentRow:
-    """Check that an Experiment can be resumed (interrupted or failed); raises 409 otherwise."""
+    """Check that an Experiment can be resumed (interrupted, failed, or running in a process that is gone);
+    raises 409 otherwise."""
     with database.session() as session:
         row = get(session, experiment_id, tenant_id=tenant_id)
+        if runner.orphaned(row):
+            row.status = "interrupted"
         if row.status not in RESUMABLE:
             raise ExperimentStateError(
                 f"Experiment '{experiment_id}' is {row.status}; only interrupted or failed runs can be resumed.",

@@ -120,6 +120,9 @@ class ExperimentRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # The process running it: a "running" Experiment whose process is gone was killed and can be resumed.
+    runner_host: Mapped[str | None] = mapped_column(String(255))
+    runner_pid: Mapped[int | None] = mapped_column(Integer)
 
 
 class BenchmarkCellRow(Base):

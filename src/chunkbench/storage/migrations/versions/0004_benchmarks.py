@@ -25,6 +25,8 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column("cost", sa.JSON(), nullable=False, server_default="{}"))
         batch_op.add_column(sa.Column("started_at", sa.DateTime(timezone=True), nullable=True))
         batch_op.add_column(sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True))
+        batch_op.add_column(sa.Column("runner_host", sa.String(length=255), nullable=True))
+        batch_op.add_column(sa.Column("runner_pid", sa.Integer(), nullable=True))
         # Per-question results now live one row per cell in benchmark_cells (resumable).
         batch_op.drop_column("per_question")
     op.create_table(
@@ -49,6 +51,7 @@ def downgrade() -> None:
     with op.batch_alter_table("experiments", schema=None) as batch_op:
         batch_op.add_column(sa.Column("per_question", sa.JSON(), nullable=False, server_default="[]"))
         for column in (
-            "finished_at", "started_at", "cost", "decision", "provenance", "configurations", "error", "status", "name"
+            "runner_pid", "runner_host", "finished_at", "started_at", "cost", "decision", "provenance",
+            "configurations", "error", "status", "name",
         ):  # fmt: skip
             batch_op.drop_column(column)

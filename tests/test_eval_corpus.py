@@ -132,12 +132,20 @@ def test_loaders(tmp_path: Path) -> None:
     assert load_documents(jsonl) == {"a": "Alpha.", "b": "Beta."}
     questions = tmp_path / "questions.csv"
     _write_chroma_csv(questions, "What?", [{"content": "Alpha", "start_index": 0, "end_index": 5}], "a")
-    (loaded,) = load_questions(questions)
+    documents = {"a": "Alpha.", "b": "Beta."}
+    (loaded,) = load_questions(questions, documents)
     assert (loaded.id, loaded.document_id, loaded.references) == ("0", "a", (SpanReference("a", 0, 5, "Alpha"),))
+    snippets = tmp_path / "snippets.jsonl"  # evidence without offsets is located in its document
+    snippets.write_text('{"id": "s", "question": "Q", "document_id": "b", "references": [{"content": "Beta"}]}\n')
+    assert load_questions(snippets, documents)[0].references == (SpanReference("b", 0, 4, "Beta"),)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": 1, "question": "Q", "document_id": "a", "references": []}\n')
-    with pytest.raises(EvaluationError, match=r"line 1.*references"):
-        load_questions(bad)
+    with pytest.raises(EvaluationError, match=r"question 1 has no references"):
+        load_questions(bad, documents)
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_text('{"id": 2, "question": "Q", "document_id": "z", "references": [{"content": "Alpha"}]}\n')
+    with pytest.raises(EvaluationError, match=r"cannot be placed"):
+        load_questions(elsewhere, documents)
     with pytest.raises(EvaluationError, match="does not exist"):
         load_documents(tmp_path / "missing")
 
@@ -187,13 +195,13 @@ def test_cli_errors_exit_non_zero(corpus_files, tmp_path: Path) -> None:
     folder, questions = corpus_files
     missing = _eval("spans", "--documents", str(tmp_path / "nope"), "--questions", str(questions), "--json")
     assert missing.exit_code == 1 and json.loads(missing.stdout)["error"] == "evaluation_error"
-    (folder / "cats.md").unlink()
-    unknown = _eval("spans", "--documents", str(folder), "--questions", str(questions))
-    assert unknown.exit_code == 1 and "cats" in unknown.stderr
     bad_param = _eval("spans", "--documents", str(folder), "--questions", str(questions), "--param", "size=3")
     assert bad_param.exit_code == 1
     bad_retriever = _eval("spans", "--documents", str(folder), "--questions", str(questions), "--retriever", "x")
     assert bad_retriever.exit_code == 1 and "retriever" in bad_retriever.stderr
+    (folder / "cats.md").unlink()
+    unknown = _eval("spans", "--documents", str(folder), "--questions", str(questions))
+    assert unknown.exit_code == 1 and "cats" in unknown.stderr
     assert _eval("chroma", "--data", str(tmp_path), "--json").exit_code == 1
     assert _eval("chroma", "--config", "fixed_size-1-0").exit_code == 1
 

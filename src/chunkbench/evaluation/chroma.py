@@ -102,7 +102,8 @@ def load_chroma(data_dir: Path | str | None = None) -> tuple[Path, dict[str, str
         raise EvaluationError(
             f"{folder} is not Chroma's evaluation folder (it needs corpora/*.md and questions_df.csv); pass --data DIR."
         )
-    return folder, load_corpora(folder), load_questions(folder / "questions_df.csv")
+    corpora = load_corpora(folder)
+    return folder, corpora, load_questions(folder / "questions_df.csv", corpora)
 
 
 def run_chroma(

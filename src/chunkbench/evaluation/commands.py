@@ -101,7 +101,7 @@ def spans(
     params = parse_params(param or [])
     try:
         loaded_documents = load_documents(documents)
-        loaded_questions = load_questions(questions)
+        loaded_questions = load_questions(questions, loaded_documents)
         with _progress(strategy.value) as (report, _relabel):
             evaluation = evaluate_spans(
                 loaded_documents, loaded_questions, strategy=strategy, params=params, retriever=retriever,

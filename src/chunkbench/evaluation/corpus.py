@@ -15,11 +15,10 @@ reference may then sit in any document, and foreign chunks count exactly as Chro
 
 from __future__ import annotations
 
-import csv
 import json
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -33,6 +32,8 @@ from chunkbench.config import Settings, get_settings
 from chunkbench.embedding.registry import DEFAULT_MODEL_ID, EmbeddingModelSpec, Purpose, get_spec
 from chunkbench.embedding.sparse import Bm25Encoder
 from chunkbench.errors import EvaluationError
+from chunkbench.evaluation.locate import resolve_evidence
+from chunkbench.evaluation.questions import load_question_set
 from chunkbench.evaluation.ranking import ChunkRef, Evidence, rank_metrics, relevant_chunk_ids
 from chunkbench.evaluation.spans import SpanMetrics, TokenMap, span_metrics
 from chunkbench.models import DocumentTree, NodeType, StrategyName, TreeNode
@@ -169,74 +170,39 @@ def _jsonl_rows(file: Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
-def load_questions(path: Path | str) -> list[SpanQuestion]:
-    """Questions from Chroma's ``questions_df.csv`` (ids = row numbers) or a JSONL of
-    ``{id, question, document_id, answer?, references: [{document_id?, content, start_index, end_index}]}``."""
+def load_questions(path: Path | str, documents: Mapping[str, str]) -> list[SpanQuestion]:
+    """Questions of any question-set format (Chroma's ``questions_df.csv``, JSONL of ``{id, question, document_id,
+    answer?, references: [{document_id?, content, start_index, end_index}]}``, seed JSON), every reference placed
+    in ``documents`` (offsets checked; snippets located exact → whitespace → fuzzy) as the question-set library does.
+    """
     path = Path(path)
     if not path.is_file():
         raise EvaluationError(f"Question file {path} does not exist (or is a folder).")
-    questions = _questions_from_csv(path) if path.suffix.lower() == ".csv" else _questions_from_jsonl(path)
-    if not questions:
-        raise EvaluationError(f"{path} holds no questions.")
-    return questions
-
-
-def _questions_from_csv(file: Path) -> list[SpanQuestion]:
-    from chunkbench.evaluation.datasets import load_chroma_questions
-
-    try:
-        loaded = load_chroma_questions(file)
-    except (KeyError, ValueError, csv.Error) as exc:
-        raise EvaluationError(
-            f"{file} is not a Chroma question file (columns question, references, corpus_id): {exc}"
-        ) from exc
-    return [
-        SpanQuestion(
-            id=str(q.id),
-            question=q.question,
-            document_id=q.corpus_id,
-            references=tuple(SpanReference(q.corpus_id, r.start_index, r.end_index, r.content) for r in q.references),
+    report = resolve_evidence(load_question_set(path), documents)
+    if not report.ok:
+        shown = "; ".join(
+            f"question {p.question_id} reference {p.reference_index + 1} ({p.document}): {p.message or p.status}"
+            for p in report.problems[:_SHOWN]
         )
-        for q in loaded
-    ]
-
-
-def _questions_from_jsonl(file: Path) -> list[SpanQuestion]:
-    questions: list[SpanQuestion] = []
-    for number, row in _jsonl_rows(file):
-        try:
-            questions.append(_question_from_row(row, default_id=str(number)))
-        except (KeyError, TypeError, ValueError) as exc:
+        raise EvaluationError(
+            f"{len(report.problems)} reference(s) of {path.name} cannot be placed in the documents: {shown}. "
+            "chunkbench questions validate lists them all."
+        )
+    questions = []
+    for question in report.resolved():
+        if not question.references:
             raise EvaluationError(
-                f"{file}: line {number} is not a question ({exc}); expected {{id, question, document_id, "
-                "references: [{document_id?, content, start_index, end_index}]}."
-            ) from exc
-    ids = [q.id for q in questions]
-    repeated = sorted({i for i in ids if ids.count(i) > 1})
-    if repeated:
-        raise EvaluationError(f"{file}: question ids repeat: {', '.join(repeated[:_SHOWN])}.")
-    return questions
-
-
-def _question_from_row(row: dict[str, Any], default_id: str) -> SpanQuestion:
-    question, document_id = row["question"], row["document_id"]
-    if not isinstance(question, str) or not question.strip():
-        raise ValueError("'question' must be a non-empty string")
-    if not isinstance(document_id, str) or not document_id:
-        raise ValueError("'document_id' must be a non-empty string")
-    raw_references = row["references"]
-    if not isinstance(raw_references, list) or not raw_references:
-        raise ValueError("'references' must be a non-empty list")
-    references = []
-    for raw in raw_references:
-        start, end = raw["start_index"], raw["end_index"]
-        if not isinstance(start, int) or not isinstance(end, int) or not 0 <= start < end:
-            raise ValueError(
-                f"reference offsets must be integers with 0 <= start_index < end_index, got {start}, {end}"
+                f"{path.name}: question {question.id} has no references; span evaluation needs evidence for each."
             )
-        references.append(SpanReference(str(raw.get("document_id") or document_id), start, end, raw.get("content")))
-    answer = row.get("answer")
-    return SpanQuestion(str(row.get("id", default_id)), question, document_id, tuple(references), answer)
+        references = tuple(
+            SpanReference(str(r.document), int(r.start_index or 0), int(r.end_index or 0), r.content)
+            for r in question.references
+        )
+        document_id = question.document_id if question.document_id in documents else references[0].document_id
+        questions.append(
+            SpanQuestion(question.id, question.question, document_id, references, question.expected_answer)
+        )
+    return questions
 
 
 def validate_questions(questions: Sequence[SpanQuestion], documents: dict[str, str]) -> None:

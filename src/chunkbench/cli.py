@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from chunkbench.benchmarking.commands import bench_app, report_command, sweep_app
 from chunkbench.config import get_settings
+from chunkbench.console import JsonOption, fail, open_database, out, print_json, progress_bar, vector_store
 from chunkbench.errors import ChunkbenchError
 from chunkbench.evaluation.commands import eval_app
 from chunkbench.evaluation.question_commands import questions_app
@@ -27,37 +27,8 @@ app.add_typer(models_app, name="models")
 app.add_typer(collections_app, name="collections")
 app.add_typer(questions_app, name="questions")
 app.add_typer(eval_app, name="eval")
-
-out = Console()
-err = Console(stderr=True)
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
-
-
-def _print_json(data: Any) -> None:
-    out.print_json(json.dumps(data, ensure_ascii=False, default=str))
-
-
-def _fail(exc: ChunkbenchError, as_json: bool) -> typer.Exit:
-    if as_json:
-        _print_json(exc.to_dict())
-    else:
-        err.print(f"[red]error:[/red] {exc.message}")
-    return typer.Exit(code=1)
-
-
-def _vector_store(settings):
-    from chunkbench.storage.vectors import get_vector_store
-
-    return get_vector_store(settings)
-
-
-def _database():
-    from chunkbench.storage.db import Database
-
-    settings = get_settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    return settings, Database.from_settings(settings)
+app.add_typer(bench_app, name="bench")
+app.add_typer(sweep_app, name="sweep")
 
 
 @app.command()
@@ -83,10 +54,10 @@ def ingest(
     from chunkbench.documents import service
     from chunkbench.documents.schemas import IngestOut
 
-    settings, database = _database()
+    settings, database = open_database()
     files = list(service.discover_files(paths))
     results: list[IngestOut] = []
-    with _progress() as progress:
+    with progress_bar() as progress:
         task = progress.add_task("ingesting", total=len(files))
         for path, result in zip(
             files, service.ingest_paths(database, settings, files, tenant_id=DEFAULT_TENANT), strict=True
@@ -97,7 +68,7 @@ def ingest(
 
     failed = [r for r in results if r.error is not None]
     if as_json:
-        _print_json([r.model_dump(mode="json") for r in results])
+        print_json([r.model_dump(mode="json") for r in results])
     else:
         table = Table("file", "state", "pages", "headings", "language", "id / error")
         for r in results:
@@ -133,12 +104,12 @@ def list_documents(
     from chunkbench.documents import service
     from chunkbench.documents.schemas import DocumentSummary
 
-    _settings, database = _database()
+    _settings, database = open_database()
     with database.session() as session:
         rows, total = service.get_all(session, tenant_id=DEFAULT_TENANT, status=status, limit=limit, offset=offset)
         items = [DocumentSummary.of(row) for row in rows]
     if as_json:
-        _print_json({"items": [i.model_dump(mode="json") for i in items], "total": total})
+        print_json({"items": [i.model_dump(mode="json") for i in items], "total": total})
         return
     table = Table("id", "filename", "state", "type", "pages", "headings", "language", "created")
     for i in items:
@@ -160,16 +131,16 @@ def show_document(
     from chunkbench.documents import service
     from chunkbench.documents.schemas import DocumentDetail
 
-    _settings, database = _database()
+    _settings, database = open_database()
     try:
         with database.session() as session:
             detail = DocumentDetail.of_row(
                 service.resolve(session, document_id, tenant_id=DEFAULT_TENANT), 0 if markdown else 1500
             )
     except ChunkbenchError as exc:
-        raise _fail(exc, as_json) from exc
+        raise fail(exc, as_json) from exc
     if as_json:
-        _print_json(detail.model_dump(mode="json"))
+        print_json(detail.model_dump(mode="json"))
         return
     out.print(f"[bold]{detail.filename}[/bold]  {detail.id}")
     out.print(
@@ -197,25 +168,19 @@ def delete_document(
 
     if not yes:
         if as_json:
-            raise _fail(ChunkbenchError("Add --yes to delete without a confirmation prompt."), as_json)
+            raise fail(ChunkbenchError("Add --yes to delete without a confirmation prompt."), as_json)
         typer.confirm(f"Delete document {document_id} and everything derived from it?", abort=True)
-    settings, database = _database()
+    settings, database = open_database()
     try:
         with database.session() as session:
             document_id = service.resolve(session, document_id, tenant_id=DEFAULT_TENANT).id
         row = service.delete(database, settings, document_id, tenant_id=DEFAULT_TENANT)
     except ChunkbenchError as exc:
-        raise _fail(exc, as_json) from exc
+        raise fail(exc, as_json) from exc
     if as_json:
-        _print_json({"deleted": row.id, "filename": row.filename})
+        print_json({"deleted": row.id, "filename": row.filename})
     else:
         out.print(f"deleted {row.filename} ({row.id})")
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
-    )
 
 
 def _parse_params(items: list[str]) -> dict[str, dict[str, Any]]:
@@ -250,7 +215,7 @@ def process(
     from chunkbench.chunking.schemas import ProcessIn
     from chunkbench.documents import service as documents
 
-    settings, database = _database()
+    settings, database = open_database()
     names = list(StrategyName) if strategies.strip() == "all" else [s.strip() for s in strategies.split(",")]
     try:
         request = ProcessIn(
@@ -263,8 +228,8 @@ def process(
         with database.session() as session:
             document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
             plan = processing.plan(session, settings, document_id, request, tenant_id=DEFAULT_TENANT)
-        store = _vector_store(settings)
-        with _progress() as progress:
+        store = vector_store(settings)
+        with progress_bar() as progress:
             task = progress.add_task("processing", total=100)
 
             def report(fraction: float, message: str) -> None:
@@ -272,9 +237,9 @@ def process(
 
             result = processing.run(database, settings, store, plan, report)
     except ChunkbenchError as exc:
-        raise _fail(exc, as_json) from exc
+        raise fail(exc, as_json) from exc
     if as_json:
-        _print_json(result.model_dump(mode="json"))
+        print_json(result.model_dump(mode="json"))
     else:
         table = Table("strategy", "status", "chunks", "median tok", "p95 tok", "tiny", "mid-sentence", "time", "error")
         for outcome in [*result.completed, *result.failed]:
@@ -314,18 +279,18 @@ def chunks(
     from chunkbench.admin import service as admin
     from chunkbench.documents import service as documents
 
-    settings, database = _database()
+    settings, database = open_database()
     try:
         with database.session() as session:
             document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
             preview = admin.chunk_preview(
-                session, _vector_store(settings), document_id, strategy, tenant_id=DEFAULT_TENANT,
+                session, vector_store(settings), document_id, strategy, tenant_id=DEFAULT_TENANT,
                 corpus_model_id=corpus_model, offset=offset, limit=limit,
             )  # fmt: skip
     except ChunkbenchError as exc:
-        raise _fail(exc, as_json) from exc
+        raise fail(exc, as_json) from exc
     if as_json:
-        _print_json(preview.model_dump(mode="json"))
+        print_json(preview.model_dump(mode="json"))
         return
     diagnostics = preview.diagnostics
     tokens = diagnostics.get("tokens", {})
@@ -362,7 +327,7 @@ def strategies(as_json: JsonOption = False) -> None:
         for cls in all_strategies()
     ]  # fmt: skip
     if as_json:
-        _print_json(catalog)
+        print_json(catalog)
         return
     table = Table("strategy", "boundary model", "parameters (defaults)", "description")
     for item in catalog:
@@ -376,11 +341,11 @@ def models_list(as_json: JsonOption = False) -> None:
     """Registered embedding models, the role defaults and effective thresholds."""
     from chunkbench.embedding import service as embedding
 
-    _settings, database = _database()
+    _settings, database = open_database()
     with database.session() as session:
         listing = embedding.list_models(session)
     if as_json:
-        _print_json(listing)
+        print_json(listing)
         return
     table = Table("model", "provider", "dim", "roles", "threshold", "available")
     for model in listing["models"]:
@@ -396,14 +361,14 @@ def models_list(as_json: JsonOption = False) -> None:
 def _set_role(role: str, model_id: str, as_json: bool) -> None:
     from chunkbench.embedding import service as embedding
 
-    _settings, database = _database()
+    _settings, database = open_database()
     try:
         with database.session() as session:
             embedding.set_role_model(session, role, model_id)
     except ChunkbenchError as exc:
-        raise _fail(exc, as_json) from exc
+        raise fail(exc, as_json) from exc
     if as_json:
-        _print_json({role: model_id})
+        print_json({role: model_id})
     else:
         out.print(f"{role} model: {model_id}")
 
@@ -425,14 +390,14 @@ def models_threshold(model_id: str, value: float, as_json: JsonOption = False) -
     """Override a model's semantic threshold, in (0, 1]."""
     from chunkbench.embedding import service as embedding
 
-    _settings, database = _database()
+    _settings, database = open_database()
     try:
         with database.session() as session:
             embedding.set_semantic_threshold(session, model_id, value)
     except ChunkbenchError as exc:
-        raise _fail(exc, as_json) from exc
+        raise fail(exc, as_json) from exc
     if as_json:
-        _print_json({"model_id": model_id, "semantic_threshold": value})
+        print_json({"model_id": model_id, "semantic_threshold": value})
     else:
         out.print(f"semantic threshold of {model_id}: {value:g}")
 
@@ -441,11 +406,11 @@ def models_threshold(model_id: str, value: float, as_json: JsonOption = False) -
 def collections_list(as_json: JsonOption = False) -> None:
     """Qdrant collections with their point counts."""
     try:
-        collections = _vector_store(get_settings()).list_collections()
+        collections = vector_store(get_settings()).list_collections()
     except ChunkbenchError as exc:
-        raise _fail(exc, as_json) from exc
+        raise fail(exc, as_json) from exc
     if as_json:
-        _print_json(collections)
+        print_json(collections)
         return
     table = Table("collection", "points", "dimension")
     for info in collections:
@@ -456,15 +421,15 @@ def collections_list(as_json: JsonOption = False) -> None:
 def _collection_op(name: str, operation: str, yes: bool, as_json: bool) -> None:
     if not yes:
         if as_json:
-            raise _fail(ChunkbenchError(f"Add --yes to {operation} without a confirmation prompt."), as_json)
+            raise fail(ChunkbenchError(f"Add --yes to {operation} without a confirmation prompt."), as_json)
         typer.confirm(f"{operation.capitalize()} collection {name}?", abort=True)
-    store = _vector_store(get_settings())
+    store = vector_store(get_settings())
     try:
         store.wipe_collection(name) if operation == "wipe" else store.delete_collection(name)
     except ChunkbenchError as exc:
-        raise _fail(exc, as_json) from exc
+        raise fail(exc, as_json) from exc
     if as_json:
-        _print_json({operation: name})
+        print_json({operation: name})
     else:
         out.print(f"{operation}d {name}" if operation == "wipe" else f"deleted {name}")
 
@@ -507,7 +472,7 @@ def query(
     from chunkbench.retrieval import service as queries
     from chunkbench.retrieval.schemas import QueryIn
 
-    settings, database = _database()
+    settings, database = open_database()
     try:
         with database.session() as session:
             document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
@@ -515,13 +480,13 @@ def query(
             document_id=document_id, strategy=strategy, question=question, top_k=top_k, neighbor_prev=prev,
             neighbor_next=next_, retriever=retriever, rerank=rerank, corpus_model_id=corpus_model,
         )  # fmt: skip
-        result = queries.run_query(database, settings, _vector_store(settings), request, tenant_id=DEFAULT_TENANT)
+        result = queries.run_query(database, settings, vector_store(settings), request, tenant_id=DEFAULT_TENANT)
     except ValidationError as exc:
         raise typer.BadParameter(str(exc)) from exc
     except ChunkbenchError as exc:
-        raise _fail(exc, as_json) from exc
+        raise fail(exc, as_json) from exc
     if as_json:
-        _print_json(result.model_dump(mode="json"))
+        print_json(result.model_dump(mode="json"))
         return
     out.rule(f"answer ({result.answer_mode})")
     out.print(result.answer, markup=False, highlight=False)
@@ -548,4 +513,5 @@ def query(
     )
 
 
-from chunkbench.benchmarking import commands  # noqa: E402,F401  (registers bench, report, sweep)
+# Defined with the benchmarks; a top-level command after the others in --help.
+app.command("report")(report_command)

@@ -9,24 +9,12 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from chunkbench.cli import (
-    JsonOption,
-    _database,
-    _fail,
-    _print_json,
-    _progress,
-    _vector_store,
-    app,
-    err,
-    out,
-)
+from chunkbench.console import JsonOption, err, fail, open_database, out, print_json, progress_bar, vector_store
 from chunkbench.errors import ChunkbenchError
 from chunkbench.storage.schema import DEFAULT_TENANT
 
 bench_app = typer.Typer(help="Run benchmarks and read their Experiments.", no_args_is_help=True)
 sweep_app = typer.Typer(help="Benchmark Sweeps: one Experiment per level (seed 000 §17).", no_args_is_help=True)
-app.add_typer(bench_app, name="bench")
-app.add_typer(sweep_app, name="sweep")
 
 _SHOWN_METRICS = ("recall", "iou", "mrr", "ndcg_at_k", "token_f1", "answer_similarity", "judge_answer_similarity")
 
@@ -89,7 +77,7 @@ def bench_run(
     from chunkbench.benchmarking import runner, service
     from chunkbench.documents import service as documents
 
-    settings, database = _database()
+    settings, database = open_database()
     try:
         if resume is None and document is None:
             raise typer.BadParameter("give a DOCUMENT to benchmark, or --resume EXPERIMENT_ID")
@@ -112,8 +100,8 @@ def bench_run(
                 plan = runner.plan(session, settings, request, tenant_id=DEFAULT_TENANT)
             experiment_id = runner.create(database, settings, plan).id
             err.print(f"experiment {experiment_id}: {plan.cells} cells", highlight=False)
-        store = _vector_store(settings)
-        with _progress() as progress:
+        store = vector_store(settings)
+        with progress_bar() as progress:
             task = progress.add_task("benchmark", total=100)
 
             def report(fraction: float, message: str) -> None:
@@ -123,16 +111,16 @@ def bench_run(
         with database.session() as session:
             experiment = service.experiment_dict(session, service.get(session, experiment_id, tenant_id=DEFAULT_TENANT))
     except ChunkbenchError as exc:
-        raise _fail(exc, as_json) from exc
+        raise fail(exc, as_json) from exc
     if as_json:
-        _print_json(experiment)
+        print_json(experiment)
     else:
         _show_experiment(experiment)
 
 
 def _show_estimate(estimate: Any, as_json: bool) -> None:
     if as_json:
-        _print_json(estimate.model_dump(mode="json"))
+        print_json(estimate.model_dump(mode="json"))
         return
     table = Table("item", "model", "calls", "input tokens", "output tokens", "USD", title="dry run")
     for item in estimate.items:
@@ -188,7 +176,7 @@ def bench_list(
     from chunkbench.benchmarking import service
     from chunkbench.documents import service as documents
 
-    _settings, database = _database()
+    _settings, database = open_database()
     try:
         with database.session() as session:
             document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id if document else None
@@ -197,9 +185,9 @@ def bench_list(
                 corpus_model_id=corpus_model,
             )  # fmt: skip
     except ChunkbenchError as exc:
-        raise _fail(exc, as_json) from exc
+        raise fail(exc, as_json) from exc
     if as_json:
-        _print_json([row.model_dump(mode="json") for row in rows])
+        print_json([row.model_dump(mode="json") for row in rows])
         return
     table = Table("id", "name", "status", "document", "strategies", "±n", "cells", "metric", "best", "created")
     for row in rows:
@@ -216,14 +204,14 @@ def bench_show(experiment_id: str, as_json: JsonOption = False) -> None:
     """One Experiment: per-configuration results and the Decision."""
     from chunkbench.benchmarking import service
 
-    _settings, database = _database()
+    _settings, database = open_database()
     try:
         with database.session() as session:
             experiment = service.experiment_dict(session, service.get(session, experiment_id, tenant_id=DEFAULT_TENANT))
     except ChunkbenchError as exc:
-        raise _fail(exc, as_json) from exc
+        raise fail(exc, as_json) from exc
     if as_json:
-        _print_json(experiment)
+        print_json(experiment)
     else:
         _show_experiment(experiment)
 
@@ -233,14 +221,14 @@ def bench_compare(a: str, b: str, as_json: JsonOption = False) -> None:
     """Two Experiments side by side (B − A per configuration), with what makes them incomparable."""
     from chunkbench.benchmarking import service
 
-    _settings, database = _database()
+    _settings, database = open_database()
     try:
         with database.session() as session:
             result = service.compare(session, a, b, tenant_id=DEFAULT_TENANT)
     except ChunkbenchError as exc:
-        raise _fail(exc, as_json) from exc
+        raise fail(exc, as_json) from exc
     if as_json:
-        _print_json(result.model_dump(mode="json"))
+        print_json(result.model_dump(mode="json"))
         return
     table = Table("configuration", *(f"{m} A → B" for m in _SHOWN_METRICS), title=f"{a} vs {b}")
     for row in result.rows:
@@ -253,7 +241,6 @@ def bench_compare(a: str, b: str, as_json: JsonOption = False) -> None:
         err.print(f"[yellow]warning:[/yellow] {warning}")
 
 
-@app.command("report")
 def report_command(
     experiment_id: str,
     view: Annotated[str, typer.Option(help="managerial, technical or json")] = "managerial",
@@ -265,7 +252,7 @@ def report_command(
 
     if view not in ("managerial", "technical", "json"):
         raise typer.BadParameter("view must be managerial, technical or json")
-    settings, database = _database()
+    settings, database = open_database()
     try:
         with database.session() as session:
             row = service.get(session, experiment_id, tenant_id=DEFAULT_TENANT)
@@ -275,7 +262,7 @@ def report_command(
             else:
                 document = session.get(DocumentRow, row.document_id)
                 boundaries = (
-                    service.boundaries(_vector_store(settings), row, tenant_id=DEFAULT_TENANT)
+                    service.boundaries(vector_store(settings), row, tenant_id=DEFAULT_TENANT)
                     if view == "technical"
                     else None
                 )
@@ -284,7 +271,7 @@ def report_command(
                     boundaries=boundaries,
                 )  # fmt: skip
     except ChunkbenchError as exc:
-        raise _fail(exc, False) from exc
+        raise fail(exc, False) from exc
     output.write_text(text, encoding="utf-8")
     err.print(f"wrote {output} ({len(text) // 1024} KB)", highlight=False)
 
@@ -342,12 +329,12 @@ def _run_sweep(document: str, as_json: bool, make_request: Any, run: Any, **knob
     """Resolve the document, run one sweep function with a progress bar, print its levels."""
     from chunkbench.documents import service as documents
 
-    settings, database = _database()
+    settings, database = open_database()
     try:
         with database.session() as session:
             document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
-        store = _vector_store(settings)
-        with _progress() as progress:
+        store = vector_store(settings)
+        with progress_bar() as progress:
             task = progress.add_task("sweep", total=100)
 
             def report(fraction: float, message: str) -> None:
@@ -358,9 +345,9 @@ def _run_sweep(document: str, as_json: bool, make_request: Any, run: Any, **knob
                 **knobs,
             )  # fmt: skip
     except ChunkbenchError as exc:
-        raise _fail(exc, as_json) from exc
+        raise fail(exc, as_json) from exc
     if as_json:
-        _print_json(levels)
+        print_json(levels)
         return
     table = Table("level", "experiment", "configuration", "metric", "mean [95% CI]", "tok@k", title="sweep")
     for level in levels:

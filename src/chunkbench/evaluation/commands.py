@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from chunkbench.console import JsonOption, fail, out, progress_bar
 from chunkbench.errors import ChunkbenchError
 from chunkbench.models import StrategyName
 
@@ -24,20 +23,8 @@ eval_app = typer.Typer(
     help="Evaluate retrieval against span-annotated questions (Chroma's metrics).", no_args_is_help=True
 )
 
-out = Console()
-err = Console(stderr=True)
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 _LABELS = {"recall": "recall", "precision": "precision", "precision_omega": "precision_Ω", "iou": "IoU"}
 _RANK_LABELS = {"recall_at_k": "recall@k", "hit_at_k": "hit@k", "mrr": "MRR", "ndcg_at_k": "nDCG@k"}
-
-
-def _fail(exc: ChunkbenchError, as_json: bool) -> typer.Exit:
-    if as_json:
-        out.print_json(json.dumps(exc.to_dict(), ensure_ascii=False, default=str))
-    else:
-        err.print(f"[red]error:[/red] {exc.message}", markup=True, highlight=False)
-    return typer.Exit(code=1)
 
 
 def parse_params(items: list[str]) -> dict[str, Any]:
@@ -58,9 +45,7 @@ def parse_params(items: list[str]) -> dict[str, Any]:
 def _progress(label: str = "") -> Iterator[tuple[ProgressCallback, Any]]:
     """A stage progress callback on stderr, and a setter for the label shown before the stage."""
     state = {"label": label}
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
-    ) as progress:
+    with progress_bar() as progress:
         task = progress.add_task(label or "evaluating", total=None)
 
         def report(stage: str, done: int, total: int) -> None:
@@ -108,7 +93,7 @@ def spans(
                 corpus_model=corpus_model, n=n, scope=scope, progress=report,
             )  # fmt: skip
     except ChunkbenchError as exc:
-        raise _fail(exc, as_json) from exc
+        raise fail(exc, as_json) from exc
     result = evaluation.to_dict()
     if as_json:
         out.print_json(json.dumps(result, ensure_ascii=False))
@@ -149,7 +134,7 @@ def chroma(
         with _progress() as (report, relabel):
             results = run_chroma(configs, data, progress=report, on_config=relabel)
     except ChunkbenchError as exc:
-        raise _fail(exc, as_json) from exc
+        raise fail(exc, as_json) from exc
     if as_json:
         out.print_json(json.dumps({"model": CHROMA_MODEL, "n": CHROMA_RETRIEVE, "configs": results}))
         return

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from chunkbench.config import get_settings
+from chunkbench.console import JsonOption, err, fail, open_database, out, print_json
 from chunkbench.errors import ChunkbenchError
 from chunkbench.storage.schema import DEFAULT_TENANT
 
@@ -18,35 +17,9 @@ questions_app = typer.Typer(
     help="Question sets: list the files, validate their evidence, generate synthetic ones.", no_args_is_help=True
 )
 
-out = Console()
-err = Console(stderr=True)
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
 # Exit codes of ``validate``: evidence problems are 1; a file or document that cannot be read is 2.
 EXIT_PROBLEMS = 1
 EXIT_UNREADABLE = 2
-
-
-def _print_json(data: Any) -> None:
-    out.print_json(json.dumps(data, ensure_ascii=False, default=str))
-
-
-def _fail(exc: ChunkbenchError, as_json: bool, code: int = 1) -> typer.Exit:
-    if as_json:
-        _print_json(exc.to_dict())
-    else:
-        err.print(f"[red]error:[/red] {exc.message}", markup=True, highlight=False)
-        for problem in exc.details.get("problems", [])[1:]:
-            err.print(f"  {problem['where']}: {problem['message']}", markup=False, highlight=False)
-    return typer.Exit(code=code)
-
-
-def _database():
-    from chunkbench.storage.db import Database
-
-    settings = get_settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    return settings, Database.from_settings(settings)
 
 
 def _question_file(settings, file: str) -> Path:
@@ -75,7 +48,7 @@ def list_files(as_json: JsonOption = False) -> None:
     settings = get_settings()
     files = service.list_question_files(settings)
     if as_json:
-        _print_json([vars(info) for info in files])
+        print_json([vars(info) for info in files])
         return
     table = Table("file", "format", "questions", "references", "bytes", "modified", "problem")
     for info in files:
@@ -115,7 +88,7 @@ def validate(
         if documents_path is not None:
             report = service.validate(question_set, service.catalog_from_files(documents_path), threshold=threshold)
         else:
-            _settings, database = _database()
+            _settings, database = open_database()
             try:
                 with database.session() as session:
                     report = service.validate_against_database(
@@ -126,9 +99,9 @@ def validate(
                 database.dispose()
     except ChunkbenchError as exc:
         # A malformed file (QuestionSetError), a missing document or folder: nothing could be checked.
-        raise _fail(exc, as_json, EXIT_UNREADABLE) from exc
+        raise fail(exc, as_json, EXIT_UNREADABLE) from exc
     if as_json:
-        _print_json({"file": question_set.source, "format": question_set.format, **report.to_dict()})
+        print_json({"file": question_set.source, "format": question_set.format, **report.to_dict()})
     else:
         _print_report(question_set.source or file, question_set.format, report)
     if not report.ok:
@@ -199,7 +172,7 @@ def generate(
     from chunkbench.evaluation import service
     from chunkbench.evaluation.synthetic import GenerationOptions
 
-    settings, database = _database()
+    settings, database = open_database()
     try:
         options = GenerationOptions(
             count=count, seed=seed, match_threshold=settings.question_match_threshold,
@@ -215,7 +188,7 @@ def generate(
                 database, settings, document, options, tenant_id=DEFAULT_TENANT, out=out_name, overwrite=overwrite
             )
     except ChunkbenchError as exc:
-        raise _fail(exc, as_json) from exc
+        raise fail(exc, as_json) from exc
     finally:
         database.dispose()
     summary = {
@@ -230,7 +203,7 @@ def generate(
         "completion_tokens": result.completion_tokens,
     }
     if as_json:
-        _print_json({**summary, "questions": [q.to_dict() for q in result.question_set]})
+        print_json({**summary, "questions": [q.to_dict() for q in result.question_set]})
         return
     table = Table("id", "question", "excerpts", "first excerpt")
     for question in result.question_set:

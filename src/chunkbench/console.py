@@ -1,0 +1,55 @@
+"""What every ``chunkbench`` command shares: the two consoles, ``--json``, errors as exit codes, and opening
+the database and the vector store. The command modules (``cli.py`` and each package's sub-app) import it."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from chunkbench.config import Settings, get_settings
+from chunkbench.errors import ChunkbenchError
+
+out = Console()
+err = Console(stderr=True)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
+
+
+def print_json(data: Any) -> None:
+    out.print_json(json.dumps(data, ensure_ascii=False, default=str))
+
+
+def fail(exc: ChunkbenchError, as_json: bool, code: int = 1) -> typer.Exit:
+    """Print a domain error (as JSON with ``--json``, with every listed problem otherwise) and exit ``code``."""
+    if as_json:
+        print_json(exc.to_dict())
+    else:
+        err.print(f"[red]error:[/red] {exc.message}", markup=True, highlight=False)
+        for problem in exc.details.get("problems", [])[1:]:
+            err.print(f"  {problem['where']}: {problem['message']}", markup=False, highlight=False)
+    return typer.Exit(code=code)
+
+
+def open_database():
+    """The settings and the migrated metadata store of this process's data directory."""
+    from chunkbench.storage.db import Database
+
+    settings = get_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return settings, Database.from_settings(settings)
+
+
+def vector_store(settings: Settings):
+    from chunkbench.storage.vectors import get_vector_store
+
+    return get_vector_store(settings)
+
+
+def progress_bar() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
+    )

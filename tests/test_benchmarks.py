@@ -25,7 +25,7 @@ from chunkbench.models import StrategyName
 from chunkbench.storage.schema import DEFAULT_TENANT
 from chunkbench.storage.vectors import close_vector_stores, get_vector_store
 from fake_openai import Reply, running_fake_openai
-from test_queries import HANDBOOK
+from test_queries import HANDBOOK, client  # noqa: F401  (the app fixture, shared)
 
 QUESTIONS = [
     {
@@ -59,13 +59,6 @@ QUESTIONS = [
         "references": [{"content": "Train travel is preferred for journeys under five hours."}],
     },
 ]
-
-
-@pytest.fixture
-def client(settings):
-    settings.llm_max_retries = 0
-    with TestClient(create_app(settings)) as test_client:
-        yield test_client
 
 
 @pytest.fixture

@@ -6,7 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 
+from chunkbench.app import create_app
 from chunkbench.config import Settings
 from chunkbench.storage.vectors import close_vector_stores
 
@@ -22,6 +24,15 @@ def _close_vector_stores() -> Iterator[None]:
 def settings(tmp_path: Path) -> Settings:
     """Settings on a fresh data directory, ignoring any ``.env`` of the developer."""
     return Settings(_env_file=None, data_dir=tmp_path / "data")
+
+
+@pytest.fixture
+def client(settings: Settings) -> Iterator[TestClient]:
+    """The real app on ``settings`` (started and stopped around the test); an LLM, if a test sets one, is not
+    retried, so error paths answer at once."""
+    settings.llm_max_retries = 0
+    with TestClient(create_app(settings)) as test_client:
+        yield test_client
 
 
 @pytest.fixture(scope="session")

@@ -25,7 +25,7 @@ from chunkbench.models import StrategyName
 from chunkbench.storage.schema import DEFAULT_TENANT
 from chunkbench.storage.vectors import close_vector_stores, get_vector_store
 from fake_openai import Reply, running_fake_openai
-from test_queries import HANDBOOK, client  # noqa: F401  (the app fixture, shared)
+from test_queries import HANDBOOK
 
 QUESTIONS = [
     {

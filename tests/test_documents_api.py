@@ -19,12 +19,6 @@ from docgen import pdfs
 MARKDOWN = "# Guide\n\nIntro paragraph.\n\n## Install\n\nRun make run.\n\n## Usage\n\nAsk a question.\n"
 
 
-@pytest.fixture
-def client(settings):
-    with TestClient(create_app(settings)) as test_client:
-        yield test_client
-
-
 def _upload(client: TestClient, name: str, data: bytes):
     return client.post("/documents", files={"file": (name, data)})
 

@@ -40,12 +40,6 @@ def _process(client: TestClient, document_id: str, **body):
 
 
 @pytest.fixture
-def client(settings):
-    with TestClient(create_app(settings)) as test_client:
-        yield test_client
-
-
-@pytest.fixture
 def document_id(client) -> str:
     response = client.post("/documents", files={"file": ("report.md", DOCUMENT.encode())})
     assert response.status_code == 201, response.text

@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from chunkbench.app import create_app
 from chunkbench.cli import app as cli_app
 from chunkbench.config import get_settings
 from chunkbench.llm.prompts import NOT_ENOUGH_INFORMATION
@@ -31,13 +29,6 @@ ticket code HW-7731. The service desk answers within one working day.
 
 Train travel is preferred for journeys under five hours. Hotel costs are reimbursed up to 150 euros a night.
 """
-
-
-@pytest.fixture
-def client(settings):
-    settings.llm_max_retries = 0
-    with TestClient(create_app(settings)) as test_client:
-        yield test_client
 
 
 @pytest.fixture

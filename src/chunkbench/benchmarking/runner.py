@@ -198,7 +198,9 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
         judge_repeats=request.judge_repeats,
         answer_mode="llm" if llm else "extractive",
         primary_metric=primary,
-        concurrency=request.concurrency or settings.benchmark_concurrency,
+        # Without an LLM a cell is CPU work (embedding, extractive answer): running cells side by side gains
+        # nothing on the cores and would put queueing into every cell's latency. With one, cells wait on it.
+        concurrency=request.concurrency or (settings.benchmark_concurrency if llm else 1),
         seed=request.seed,
         question_set=request.question_set,
         strategy_runs=strategy_runs,

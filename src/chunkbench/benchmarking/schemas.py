@@ -96,7 +96,12 @@ class BenchmarkIn(BaseModel):
     primary_metric: MetricField | None = Field(
         None, description="What the Decision ranks on; default: recall with evidence, else answer similarity"
     )
-    concurrency: int | None = Field(None, ge=1, le=64, description="Cells in flight at once (LLM calls)")
+    concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="Cells in flight at once; default CHUNKBENCH_BENCHMARK_CONCURRENCY with an LLM, else 1",
+    )
     seed: int = 0
     dry_run: bool = False
 

@@ -20,7 +20,7 @@ from chunkbench.errors import LlmError, LlmUnavailableError
 from chunkbench.llm.answer import generate_answer, parse_citations
 from chunkbench.llm.client import LlmClient, get_llm_client
 from chunkbench.llm.contextual import LlmContextPrefixer, make_prefixer
-from chunkbench.llm.extractive import NOT_ENOUGH_INFORMATION, answer_extractively
+from chunkbench.llm.extractive import NOT_ENOUGH_INFORMATION, ExtractiveAnswerer, answer_extractively
 from chunkbench.llm.prompts import (
     contextual_document_part,
     contextual_messages,
@@ -318,6 +318,25 @@ def test_extractive_says_not_enough_information(minilm_embed: Callable) -> None:
     answer = answer_extractively("Who won the 1966 football World Cup final?", irrelevant, minilm_embed)
     assert answer.text == NOT_ENOUGH_INFORMATION and answer.citations == [] and answer.sentences == []
     assert answer_extractively("Anything?", [], minilm_embed).text == NOT_ENOUGH_INFORMATION
+
+
+def test_extractive_sentences_are_cached_per_passage_and_word_minimum(minilm_embed: Callable) -> None:
+    # The answerer keeps each passage's sentences across questions; the cache must not mix word minimums.
+    passage = [(1, "# Warranty\n\nWarranty. The X200 printer has a two-year warranty. Toner is sold separately.")]
+    embedded: list[list[str]] = []
+
+    def recording(texts: list[str]) -> np.ndarray:
+        embedded.append(list(texts))
+        return minilm_embed(texts)
+
+    question = "How long is the X200 printer warranty?"
+    first = ExtractiveAnswerer(recording).answer(question, passage)
+    again = ExtractiveAnswerer(recording).answer(question, passage)
+    ExtractiveAnswerer(recording, min_words=1).answer(question, passage)
+    sentences = ["The X200 printer has a two-year warranty.", "Toner is sold separately."]
+    assert embedded == [[question, *sentences], [question, *sentences], [question, "Warranty", "Warranty.", *sentences]]
+    assert first == again and first.citations == [1]
+    assert first.text == "The X200 printer has a two-year warranty [Source 1]."
 
 
 # --------------------------------------------------------------------------- generate_answer

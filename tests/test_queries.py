@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from chunkbench.cli import app as cli_app
 from chunkbench.config import get_settings
 from chunkbench.llm.prompts import NOT_ENOUGH_INFORMATION
+from chunkbench.storage.vectors import close_vector_stores
 from fake_openai import Reply, running_fake_openai
 
 HANDBOOK = """# Staff Handbook
@@ -70,17 +71,35 @@ def test_extractive_answer_with_sources_tree_latency_and_history(client, documen
 
 
 def test_fixed_size_neighbours_are_in_the_tree_and_the_context(client, document_id):
-    body = _ask(
+    response = _ask(
         client, document_id, "What is the ticket code for broken equipment?", strategy="fixed_size", top_k=1,
         neighbor_prev=1, neighbor_next=1, retriever="hybrid",
-    ).json()  # fmt: skip
+    )  # fmt: skip
+    body = response.json()
     [node] = body["expansion_tree"]
-    assert node["role"] == "hit" and "HW-7731" in node["text"]
+    texts = {source["chunk_id"]: source["text"] for source in body["sources"]}
+    assert node["role"] == "hit" and "HW-7731" in texts[node["chunk_id"]]
     neighbours = node["neighbors_prev"] + node["neighbors_next"]
     assert neighbours and all(n["role"] == "neighbor" and n["score"] is None for n in neighbours)
     indices = [c["chunk_index"] for c in body["retrieved_chunks"]]
     assert indices == sorted(indices) and len(indices) == 1 + len(neighbours)
     assert "HW-7731" in body["answer"]
+    # Every chunk's text travels once, in its source; the chunk list and the tree refer to it.
+    assert [s["chunk_id"] for s in body["sources"]] == [c["chunk_id"] for c in body["retrieved_chunks"]]
+    assert {n["chunk_id"] for n in [node, *neighbours]} == set(texts)
+    assert all("text" not in c for c in [*body["retrieved_chunks"], node, *neighbours])
+    assert all(response.text.count(json.dumps(text, ensure_ascii=False)) == 1 for text in texts.values())
+
+
+def test_queries_reopen_the_vector_store_after_it_was_closed(client, document_id):
+    # The route keeps the process's store; a closed one (e.g. after close_vector_stores) is opened again.
+    question = "How many days of paid annual leave do employees get?"
+    first = _ask(client, document_id, question, strategy="recursive")
+    close_vector_stores()
+    again = _ask(client, document_id, question, strategy="recursive")
+    assert first.status_code == again.status_code == 201, again.text
+    chunk_ids = [[source["chunk_id"] for source in response.json()["sources"]] for response in (first, again)]
+    assert chunk_ids[0] == chunk_ids[1] and "25 days" in again.json()["answer"]
 
 
 def test_a_strategy_not_processed_is_a_clear_400(client, document_id):

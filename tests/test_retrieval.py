@@ -327,6 +327,16 @@ def test_expansion_with_overlapping_neighbourhoods_and_hit_as_neighbour(fixed_st
     assert [(n.chunk_index, n.role) for n in tree[0].neighbors_prev] == [(3, "hit")]
     assert [(n.chunk_index, n.role) for n in tree[0].neighbors_next] == [(5, "neighbor")]
     assert tree[0].to_dict()["neighbors_prev"][0]["score"] == hits[1].score
+    chunk_4, chunk_3, chunk_5 = by_index[4].chunk_id, by_index[3].chunk_id, by_index[5].chunk_id
+    assert tree[0].to_refs() == {
+        "chunk_id": chunk_4, "chunk_index": 4, "role": "hit", "score": hits[0].score,
+        "neighbors_prev": [{"chunk_id": chunk_3, "chunk_index": 3, "role": "hit", "score": hits[1].score}],
+        "neighbors_next": [{"chunk_id": chunk_5, "chunk_index": 5, "role": "neighbor", "score": None}],
+    }  # fmt: skip
+    without_text = by_index[4].to_dict(with_text=False)
+    assert "text" not in without_text and without_text == {
+        k: v for k, v in by_index[4].to_dict().items() if k != "text"
+    }
 
 
 def test_expansion_off_without_knobs_or_for_other_strategies(store: VectorStore, fixed_store: VectorStore) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,8 @@ _STOPWORD_TEXT = (
     "when where which who whom why will with would you your about after before between during per"
 )
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+# Passages whose sentences are kept: the same chunks come back across the questions asked of a document.
+_PASSAGE_CACHE_SIZE = 4096
 
 
 @dataclass(frozen=True)
@@ -40,11 +43,37 @@ class Answer:
 
 
 @dataclass(frozen=True)
+class _Sentence:
+    start: int  # offset in its passage
+    text: str  # whitespace-collapsed, heading marks removed
+    words: frozenset[str]  # lower-cased, for the lexical bonus
+
+
+@dataclass(frozen=True)
 class _Candidate:
     position: int  # the passage's place in the context
     source: int
-    start: int
-    text: str
+    sentence: _Sentence
+
+    @property
+    def start(self) -> int:
+        return self.sentence.start
+
+    @property
+    def text(self) -> str:
+        return self.sentence.text
+
+
+@lru_cache(maxsize=_PASSAGE_CACHE_SIZE)
+def _passage_sentences(passage: str, min_words: int) -> tuple[_Sentence, ...]:
+    """The sentences of a passage with at least ``min_words`` words, in order."""
+    sentences: list[_Sentence] = []
+    for start, end in split_sentences(passage):
+        text = " ".join(_HEADING_MARK.sub("", passage[start:end]).split())
+        # Headings and fragments ("Revenue", "Table 3") name a topic; they answer nothing.
+        if len(text.split()) >= min_words:
+            sentences.append(_Sentence(start, text, frozenset(_WORD.findall(text.lower()))))
+    return tuple(sentences)
 
 
 def _query_terms(text: str) -> dict[str, float]:
@@ -117,14 +146,11 @@ class ExtractiveAnswerer:
         )
 
     def _candidates(self, passages: Sequence[tuple[int, str]]) -> list[_Candidate]:
-        candidates: list[_Candidate] = []
-        for position, (source, passage) in enumerate(passages):
-            for start, end in split_sentences(passage):
-                text = " ".join(_HEADING_MARK.sub("", passage[start:end]).split())
-                # Headings and fragments ("Revenue", "Table 3") name a topic; they answer nothing.
-                if len(text.split()) >= self.min_words:
-                    candidates.append(_Candidate(position, source, start, text))
-        return candidates
+        return [
+            _Candidate(position, source, sentence)
+            for position, (source, passage) in enumerate(passages)
+            for sentence in _passage_sentences(passage, self.min_words)
+        ]
 
     def _lexical(self, question: str, candidates: list[_Candidate]) -> np.ndarray:
         """Share of the question's (weighted) content words each sentence contains, in [0, 1]."""
@@ -134,7 +160,7 @@ class ExtractiveAnswerer:
             return np.zeros(len(candidates), dtype=np.float32)
         overlap = np.empty(len(candidates), dtype=np.float32)
         for index, candidate in enumerate(candidates):
-            words = set(_WORD.findall(candidate.text.lower()))
+            words = candidate.sentence.words
             overlap[index] = sum(weight for term, weight in terms.items() if term in words) / total
         return overlap
 

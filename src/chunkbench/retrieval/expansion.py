@@ -26,6 +26,19 @@ class ExpansionNode:
             "neighbors_next": [n.to_dict() for n in self.neighbors_next],
         }
 
+    def to_refs(self) -> dict[str, Any]:
+        """JSON-ready with every chunk as a reference (``chunk_id``, ``chunk_index``, ``role``, ``score``):
+        for a response that carries the chunks' text and fields once, elsewhere."""
+        return {
+            **_ref(self.hit),
+            "neighbors_prev": [_ref(n) for n in self.neighbors_prev],
+            "neighbors_next": [_ref(n) for n in self.neighbors_next],
+        }
+
+
+def _ref(chunk: RetrievedChunk) -> dict[str, Any]:
+    return {"chunk_id": chunk.chunk_id, "chunk_index": chunk.chunk_index, "role": chunk.role, "score": chunk.score}
+
 
 def apply_neighbor_expansion(
     store: VectorStore,

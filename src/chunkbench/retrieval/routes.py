@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, File, Query, UploadFile, status
+from fastapi.concurrency import run_in_threadpool
 
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
 from chunkbench.documents.schemas import IndexDirectoryIn
@@ -27,11 +28,12 @@ _ERRORS = {400: {"model": ErrorOut}, 404: {"model": ErrorOut}, 503: {"model": Er
 
 
 @router.post("/queries", response_model=QueryOut, status_code=status.HTTP_201_CREATED, responses=_ERRORS)
-def create_query(
+async def create_query(
     body: QueryIn, database: DatabaseDep, settings: SettingsDep, store: VectorStoreDep, tenant_id: TenantDep
 ) -> QueryOut:
     """Ask a processed document a question: answer, sources, Expansion Tree, latency and token breakdown."""
-    return service.run_query(database, settings, store, body, tenant_id=tenant_id)
+    # One explicit hop to a worker thread: FastAPI would also validate a sync route's result in another.
+    return await run_in_threadpool(service.run_query, database, settings, store, body, tenant_id=tenant_id)
 
 
 @router.get("/queries/{query_id}", response_model=QueryOut, responses=_ERRORS)

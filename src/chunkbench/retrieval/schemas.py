@@ -49,6 +49,13 @@ class SourceOut(BaseModel):
 
 
 class QueryOut(BaseModel):
+    """A query's answer and how it was reached.
+
+    Chunk texts appear once, in ``sources`` (``[Source n]`` is ``sources[n - 1]``, the same chunk as
+    ``retrieved_chunks[n - 1]``); ``retrieved_chunks`` hold the chunks' fields without text and each
+    ``expansion_tree`` node refers to its hit and neighbours by ``chunk_id``/``chunk_index``.
+    """
+
     id: str | None
     document_id: str | None
     strategy: StrategyName

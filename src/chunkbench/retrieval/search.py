@@ -67,9 +67,9 @@ class RetrievedChunk:
             payload=payload,
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields (without the raw payload)."""
-        return {
+    def to_dict(self, *, with_text: bool = True) -> dict[str, Any]:
+        """JSON-ready fields (without the raw payload; without the text when ``with_text`` is false)."""
+        fields = {
             "chunk_id": self.chunk_id,
             "chunk_index": self.chunk_index,
             "text": self.text,
@@ -84,6 +84,9 @@ class RetrievedChunk:
             "document_name": self.document_name,
             "strategy_name": self.strategy_name,
         }
+        if not with_text:
+            del fields["text"]
+        return fields
 
 
 @dataclass(frozen=True)

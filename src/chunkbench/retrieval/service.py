@@ -125,8 +125,10 @@ def run_query(
         answer_mode=answer.mode,
         citations=answer.citations,
         sources=sources,
-        retrieved_chunks=[chunk.to_dict() for chunk in retrieved],
-        expansion_tree=[node.to_dict() for node in tree],
+        # Each chunk's text travels once, in its source (sources[n - 1] is retrieved_chunks[n - 1]); the
+        # chunk list and the Expansion Tree only refer to it. Three copies tripled the response and the row.
+        retrieved_chunks=[chunk.to_dict(with_text=False) for chunk in retrieved],
+        expansion_tree=[node.to_refs() for node in tree],
         latency_breakdown=clock.total(),
         token_usage={
             "prompt_tokens": answer.prompt_tokens,

@@ -154,7 +154,10 @@ def test_neighbours_apply_to_fixed_size_only_and_the_compare_view_warns(client, 
     assert [c["key"] for c in expanded["configurations"]] == ["fixed_size/dense/k1/n1-1", "recursive/dense/k1"]
     cell = next(c for c in expanded["cells"] if c["config_key"] == "fixed_size/dense/k1/n1-1")
     assert any(chunk["role"] == "neighbor" for chunk in cell["retrieved"])
-    assert cell["expansion_tree"] and cell["expansion_tree"][0]["role"] == "hit"
+    [node] = cell["expansion_tree"]
+    assert node["role"] == "hit" and node["text"] and node["start_index"] is not None
+    assert node["neighbors_prev"] + node["neighbors_next"]
+    assert all(n["text"] and n["score"] is None for n in node["neighbors_prev"] + node["neighbors_next"])
 
     compared = client.get("/experiments/compare", params={"a": plain["id"], "b": expanded["id"]}).json()
     assert any("Neighbor Expansion" in warning for warning in compared["warnings"])

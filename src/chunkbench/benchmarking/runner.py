@@ -459,6 +459,7 @@ def _grade(context: _Context, configuration: Configuration, question: dict[str, 
         for chunk in out.retrieved_chunks
     ]
     passages = [f"{s.text}\n\n{s.parent_text}" if s.parent_text else s.text for s in out.sources]
+    sources = {source.chunk_id: source.model_dump() for source in out.sources}
     metrics: dict[str, Any] = scoring.retrieval_metrics(
         evidence, retrieved, context.chunkings[configuration.strategy.value], top_k=configuration.top_k
     )
@@ -494,7 +495,7 @@ def _grade(context: _Context, configuration: Configuration, question: dict[str, 
         "answer_mode": out.answer_mode,
         "citations": out.citations,
         "retrieved": retrieved,
-        "expansion_tree": [_tree_node(node) for node in out.expansion_tree]
+        "expansion_tree": [_tree_node(node, sources) for node in out.expansion_tree]
         if configuration.strategy is StrategyName.FIXED_SIZE
         else None,
         "metrics": metrics,
@@ -504,16 +505,18 @@ def _grade(context: _Context, configuration: Configuration, question: dict[str, 
     }
 
 
-_TREE_FIELDS = ("chunk_index", "start_index", "end_index", "role", "text")
-
-
-def _tree_node(node: dict[str, Any]) -> dict[str, Any]:
-    """An Expansion Tree node as a cell keeps it: positions, role, text, rounded score, its neighbours."""
-    compact = {key: node.get(key) for key in _TREE_FIELDS}
-    compact["score"] = None if node.get("score") is None else round(node["score"], 6)
+def _tree_node(node: dict[str, Any], chunks: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """An Expansion Tree node as a cell keeps it: the query answer refers to chunks by id, the report shows
+    their positions and text, so they are filled in from the sources; scores rounded as everywhere in a cell."""
+    chunk = chunks.get(node["chunk_id"], {})
+    compact = {
+        "chunk_index": node["chunk_index"], "role": node["role"], "start_index": chunk.get("start_index"),
+        "end_index": chunk.get("end_index"), "text": chunk.get("text"),
+        "score": None if node.get("score") is None else round(node["score"], 6),
+    }  # fmt: skip
     for side in ("neighbors_prev", "neighbors_next"):
         if side in node:
-            compact[side] = [_tree_node(neighbour) for neighbour in node[side]]
+            compact[side] = [_tree_node(neighbour, chunks) for neighbour in node[side]]
     return compact
 
 

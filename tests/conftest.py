@@ -1,9 +1,14 @@
-"""Shared fixtures: isolated settings and data directories per test."""
+"""Shared fixtures: isolated settings and data directories per test, the app, and a real browser."""
 
 from __future__ import annotations
 
+import os
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -53,3 +58,76 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     BertForSequenceClassification(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+# ---------------------------------------------------------------------------------------------- a real browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+# Screenshots of the browser tests, kept as artifacts (CI uploads the folder; it is git-ignored).
+ARTIFACTS = Path(os.environ.get("CHUNKBENCH_TEST_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts"))
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium driven by Playwright (never ``playwright install``); skipped when either is missing."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package")
+    if not CHROMIUM.exists():
+        pytest.skip("browser tests need Chromium at /usr/bin/chromium (Debian package chromium)")
+    with sync_api.sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def live_server(settings: Settings) -> Iterator[str]:
+    """The real app under uvicorn on a free loopback port, in a thread of this process; yields its base URL."""
+    import uvicorn
+
+    settings.llm_max_retries = 0
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+@pytest.fixture
+def page(browser: Any, live_server: str) -> Iterator[Any]:
+    """A fresh browser context on the live app: anything not on loopback is refused (the dashboard must work
+    offline), and console errors fail the test."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=live_server)
+    errors: list[str] = []
+    page = context.new_page()
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(live_server) else route.abort())
+    page.errors = errors
+    yield page
+    context.close()
+    assert errors == [], f"browser console errors: {errors}"
+
+
+def screenshot(page: Any, name: str) -> Path:
+    """Save a full-page screenshot under ``test-artifacts/screenshots/`` and return its path."""
+    path = ARTIFACTS / "screenshots" / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(path), full_page=True)
+    return path

@@ -7,7 +7,6 @@ import json
 import math
 import re
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -384,21 +383,6 @@ def test_templates_are_package_data() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- in a browser
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package")
-    if not CHROMIUM.exists():
-        pytest.skip("browser tests need Chromium at /usr/bin/chromium (Debian package chromium)")
-    with sync_api.sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
 
 
 def open_offline(browser: Any, path: Path) -> tuple[Any, list[str], list[str]]:

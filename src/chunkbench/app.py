@@ -26,6 +26,7 @@ from chunkbench.retrieval.routes import chat_router, serving_router
 from chunkbench.retrieval.routes import router as queries_router
 from chunkbench.storage.db import Database
 from chunkbench.storage.vectors import close_vector_stores
+from chunkbench.web import routes as web
 
 logger = logging.getLogger("chunkbench")
 
@@ -68,11 +69,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(chat_router)
     app.include_router(serving_router)
     app.include_router(benchmarks_router)
+    web.mount(app)
     _install_error_handlers(app)
 
     @app.get("/", include_in_schema=False)
     def root() -> RedirectResponse:
-        return RedirectResponse("/docs")
+        return RedirectResponse("/app")
 
     @app.get("/health", tags=["health"])
     def health(request: Request) -> dict[str, str]:

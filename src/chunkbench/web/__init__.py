@@ -1,0 +1,1 @@
+"""The dashboard: one page at /app (Preact + htm, vendored), talking to the same API as everyone else."""

@@ -1,0 +1,77 @@
+// The API as the dashboard uses it: JSON in and out, and every failure an ApiError whose message is the
+// server's own (each domain error carries one a person can act on).
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    super(body?.message || (typeof body?.detail === "string" ? body.detail : null) || validationText(body) ||
+      `Request failed with HTTP ${status}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+function validationText(body) {
+  // FastAPI's 422: a list of {loc, msg}; show where and what.
+  if (!Array.isArray(body?.detail)) return null;
+  return body.detail.map((d) => `${(d.loc || []).slice(1).join(".") || "request"}: ${d.msg}`).join("\n");
+}
+
+async function parse(response) {
+  const type = response.headers.get("content-type") || "";
+  const body = type.includes("application/json") ? await response.json() : await response.text();
+  if (!response.ok) throw new ApiError(response.status, typeof body === "string" ? { message: body } : body);
+  return body;
+}
+
+export async function api(path, { method = "GET", json, query, signal } = {}) {
+  const url = new URL(path, window.location.origin);
+  for (const [key, value] of Object.entries(query || {})) {
+    if (value === undefined || value === null || value === "") continue;
+    for (const item of Array.isArray(value) ? value : [value]) url.searchParams.append(key, item);
+  }
+  const init = { method, signal, headers: {} };
+  if (json !== undefined) {
+    init.body = JSON.stringify(json);
+    init.headers["content-type"] = "application/json";
+  }
+  let response;
+  try {
+    response = await fetch(url, init);
+  } catch (error) {
+    if (error.name === "AbortError") throw error;
+    throw new ApiError(0, { message: "The chunkbench server cannot be reached. Is `make run` still running?" });
+  }
+  return parse(response);
+}
+
+// Multipart upload with progress (fetch has no upload progress): resolves with the JSON body.
+export function upload(path, file, { field = "file", onProgress, query } = {}) {
+  return new Promise((resolve, reject) => {
+    const url = new URL(path, window.location.origin);
+    for (const [key, value] of Object.entries(query || {})) url.searchParams.set(key, value);
+    const request = new XMLHttpRequest();
+    request.open("POST", url);
+    request.upload.onprogress = (event) => event.lengthComputable && onProgress?.(event.loaded / event.total);
+    request.onerror = () => reject(new ApiError(0, { message: "The upload failed: the server cannot be reached." }));
+    request.onload = () => {
+      let body = null;
+      try { body = JSON.parse(request.responseText); } catch { body = { message: request.responseText }; }
+      if (request.status >= 200 && request.status < 300) resolve(body);
+      else reject(new ApiError(request.status, body));
+    };
+    const form = new FormData();
+    form.append(field, file);
+    request.send(form);
+  });
+}
+
+// Poll a job until it ends; onProgress gets (fraction, message). Resolves with the job, rejects on failure.
+export async function waitForJob(jobId, { onProgress, intervalMs = 500, signal } = {}) {
+  for (;;) {
+    const job = await api(`/jobs/${jobId}`, { signal });
+    onProgress?.(job.progress ?? 0, job.message || job.status);
+    if (job.status === "succeeded") return job;
+    if (job.status === "failed") throw new ApiError(500, job.error || { message: "The job failed." });
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}

@@ -1,0 +1,62 @@
+// The dashboard shell: top tabs whose components stay mounted (their state survives switching), the health
+// line, and the registry of tabs. Each tab is one module under tabs/.
+import { html, render, useState, useEffect } from "./vendor/htm-preact-standalone.module.js";
+import { api } from "./api.js";
+import { TABS } from "./tabs/index.js";
+
+function Health() {
+  const [health, setHealth] = useState(null);
+  useEffect(() => {
+    api("/health").then(setHealth, () => setHealth({ status: "unreachable" }));
+  }, []);
+  if (!health) return null;
+  return html`<span class="status" data-testid="health">server ${health.status}${health.version ? ` · v${health.version}` : ""}</span>`;
+}
+
+const tabFromHash = () => TABS.find((tab) => `#${tab.id}` === window.location.hash)?.id;
+
+function App() {
+  const initial = tabFromHash() || TABS[0].id;
+  const [active, setActive] = useState(initial);
+  // A tab is mounted the first time it is opened and then kept: switching back finds it as it was left.
+  const [opened, setOpened] = useState(() => new Set([initial]));
+  const open = (id) => {
+    setActive(id);
+    setOpened((set) => new Set(set).add(id));
+    history.replaceState(null, "", `#${id}`);
+  };
+  // Links to #query, the browser's back and forward: the hash names the tab.
+  useEffect(() => {
+    const follow = () => { const id = tabFromHash(); if (id) open(id); };
+    window.addEventListener("hashchange", follow);
+    return () => window.removeEventListener("hashchange", follow);
+  }, []);
+  const onKey = (event, index) => {
+    const step = event.key === "ArrowRight" ? 1 : event.key === "ArrowLeft" ? -1 : 0;
+    if (!step) return;
+    const next = TABS[(index + step + TABS.length) % TABS.length];
+    open(next.id);
+    document.getElementById(`tab-${next.id}`)?.focus();
+  };
+  return html`
+    <header class="top">
+      <div class="brand">chunk<span>bench</span></div>
+      <nav class="tabs" role="tablist" aria-label="Sections">
+        ${TABS.map((tab, index) => html`<button role="tab" id=${`tab-${tab.id}`} aria-selected=${active === tab.id}
+            aria-controls=${`panel-${tab.id}`} tabindex=${active === tab.id ? 0 : -1}
+            onClick=${() => open(tab.id)} onKeyDown=${(e) => onKey(e, index)}>${tab.label}</button>`)}
+      </nav>
+      <${Health} />
+    </header>
+    <main>
+      ${TABS.filter((tab) => opened.has(tab.id)).map((tab) => html`
+        <section class="tab" role="tabpanel" id=${`panel-${tab.id}`} aria-labelledby=${`tab-${tab.id}`}
+          hidden=${active !== tab.id}>
+          <${tab.component} active=${active === tab.id} openTab=${open} />
+        </section>`)}
+    </main>`;
+}
+
+const root = document.getElementById("app");
+root.textContent = ""; // the "Loading…" line: Preact renders next to existing children, not over them
+render(html`<${App} />`, root);

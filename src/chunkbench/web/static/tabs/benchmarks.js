@@ -1,0 +1,2 @@
+import { html, useState } from "../ui.js";
+export function BenchmarksTab() { const [n, setN] = useState(0); return html`<div class="panel"><h2>BenchmarksTab</h2><button class="secondary" onClick=${() => setN(n + 1)}>clicked ${n}</button></div>`; }

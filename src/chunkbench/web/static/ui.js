@@ -1,0 +1,55 @@
+// Small shared pieces of the dashboard's UI (Preact + htm, vendored).
+import { html, useEffect, useState, useCallback, useRef } from "./vendor/htm-preact-standalone.module.js";
+
+export { html, useEffect, useState, useCallback, useRef };
+
+export function ErrorBox({ error }) {
+  if (!error) return null;
+  return html`<div class="error" role="alert">${error.message || String(error)}</div>`;
+}
+
+export function Spinner({ label = "Working…" }) {
+  return html`<span class="muted" role="status">${label}</span>`;
+}
+
+export function ProgressBar({ value, label }) {
+  return html`<div><progress max="1" value=${value ?? 0} aria-label=${label || "progress"}></progress>
+    ${label ? html`<div class="muted">${label}</div>` : null}</div>`;
+}
+
+export const fmt = (value, digits = 3) =>
+  value === null || value === undefined || Number.isNaN(value) ? "—" : Number(value).toFixed(digits);
+export const fmtInt = (value) => (value === null || value === undefined ? "—" : Number(value).toLocaleString());
+export const ms = (value) => (value === null || value === undefined ? "—" : `${Number(value).toFixed(1)} ms`);
+
+// A loader hook: {data, error, loading, reload}; the request re-runs when a dependency changes.
+export function useApi(load, deps) {
+  const [state, setState] = useState({ data: null, error: null, loading: true });
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    let live = true;
+    setState((s) => ({ ...s, loading: true, error: null }));
+    load().then(
+      (data) => live && setState({ data, error: null, loading: false }),
+      (error) => live && setState({ data: null, error, loading: false }),
+    );
+    return () => { live = false; };
+  }, [...deps, tick]);
+  return { ...state, reload: () => setTick((t) => t + 1) };
+}
+
+// Pagination for long lists: render only one page of rows.
+export function usePager(items, size = 25) {
+  const [page, setPage] = useState(0);
+  const pages = Math.max(1, Math.ceil((items?.length || 0) / size));
+  const current = Math.min(page, pages - 1);
+  const slice = (items || []).slice(current * size, current * size + size);
+  const pager = pages > 1
+    ? html`<div class="pager"><button class="secondary" disabled=${current === 0}
+          onClick=${() => setPage(current - 1)} aria-label="Previous page">‹</button>
+        <span class="muted">${current + 1} / ${pages}</span>
+        <button class="secondary" disabled=${current >= pages - 1} onClick=${() => setPage(current + 1)}
+          aria-label="Next page">›</button></div>`
+    : null;
+  return [slice, pager];
+}

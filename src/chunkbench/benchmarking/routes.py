@@ -93,9 +93,17 @@ def resume_benchmark(
 
 
 @router.get("/benchmarks/{experiment_id}", responses=_ERRORS)
-def get_benchmark(experiment_id: str, session: SessionDep, tenant_id: TenantDep) -> dict[str, Any]:
+def get_benchmark(
+    experiment_id: str,
+    session: SessionDep,
+    tenant_id: TenantDep,
+    cells: service.CellsView = Query(
+        "full", description="'scores': cells without retrieved text, answers and Expansion Trees (much smaller)"
+    ),
+) -> dict[str, Any]:
     """The Experiment: plan, provenance, every cell, aggregates and the Decision (partial while running)."""
-    return service.experiment_dict(session, service.get(session, experiment_id, tenant_id=tenant_id))
+    row = service.get(session, experiment_id, tenant_id=tenant_id)
+    return service.experiment_dict(session, row, cells_view=cells)
 
 
 @router.get("/benchmarks/{experiment_id}/report", response_class=HTMLResponse, responses=_ERRORS)

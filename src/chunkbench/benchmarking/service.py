@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from sqlalchemy import func, select
@@ -33,6 +33,10 @@ from chunkbench.storage.schema import BenchmarkCellRow, DocumentRow, ExperimentR
 from chunkbench.storage.vectors import VectorStore
 
 RESUMABLE = ("interrupted", "failed")
+# What a cell keeps in the "scores" view of an Experiment: enough for per-question heat, without the retrieved
+# text, answers and Expansion Trees that make up most of its size.
+SCORE_FIELDS = ("question_id", "config_key", "status", "error", "metrics", "latency_ms", "tokens")
+CellsView = Literal["full", "scores"]
 
 
 class ExperimentNotFoundError(NotFoundError):
@@ -289,10 +293,13 @@ def _embedded_tokens(questions: Sequence[dict[str, Any]], results: Sequence[dict
 # ------------------------------------------------------------------------------------------- reading
 
 
-def experiment_dict(session: Session, row: ExperimentRow) -> dict[str, Any]:
-    """The whole Experiment as one JSON-ready dict: what ``GET /benchmarks/{id}``, reports and exports give."""
+def experiment_dict(session: Session, row: ExperimentRow, *, cells_view: CellsView = "full") -> dict[str, Any]:
+    """The whole Experiment as one JSON-ready dict: what ``GET /benchmarks/{id}``, reports and exports give;
+    with ``cells_view="scores"`` each cell keeps only its ids, status, metrics, latency and tokens."""
     document = session.get(DocumentRow, row.document_id)
     results = cells(session, row.id)
+    if cells_view == "scores":
+        results = [{name: result.get(name) for name in SCORE_FIELDS} for result in results]
     return {
         "id": row.id,
         "name": row.name,

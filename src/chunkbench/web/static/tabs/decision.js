@@ -284,14 +284,14 @@ function Standing({ decision }) {
   const standing = (name) => (name === decision.best ? "best" : name === decision.leader ? "leader"
     : ruledOut.has(name) ? "ruled out" : "contender");
   return html`
-    <table class="data" aria-label="Standing of each configuration">
+    <div class="scroll-x"><table class="data" aria-label="Standing of each configuration">
       <thead><tr><th>Configuration</th><th class="num">mean ${decision.metric}</th><th class="num">P(best)</th>
         <th>standing</th></tr></thead>
       <tbody>${page.map((name) => html`<tr>
         <td class="mono">${name}</td><td class="num">${fmt(decision.means[name])}</td>
         <td class="num">${decision.prob_best?.[name] === undefined ? "—" : `${Math.round(decision.prob_best[name] * 100)}%`}</td>
         <td>${standing(name)}</td></tr>`)}</tbody>
-    </table>
+    </table></div>
     ${pager}`;
 }
 
@@ -323,10 +323,9 @@ function Verdict({ summary, experiment }) {
 // ------------------------------------------------------------------------------------------- the tab
 
 export function DecisionTab({ active, openTab }) {
-  const [tick, setTick] = useState(0);
-  // The list is one small request: refresh it each time the tab is shown (a benchmark may have finished).
-  useEffect(() => { if (active) setTick((t) => t + 1); }, [active]);
-  const list = useApi(() => api("/experiments", { query: { status: "completed", limit: 1000 } }), [tick]);
+  const list = useApi(() => api("/experiments", { query: { status: "completed", limit: 1000 } }), []);
+  // The list is one small request: refresh it each time the tab is shown again (a benchmark may have finished).
+  useEffect(() => { if (active && list.data) list.reload(); }, [active]);
   const [documentId, setDocumentId] = useState("");
   const [corpus, setCorpus] = useState("");
   const [excluded, setExcluded] = useState(readExcluded);

@@ -219,7 +219,7 @@ function Result({ result }) {
         `rerank ${result.config?.rerank}`, result.config?.corpus_model_id, when(result.created_at)]
         .filter(Boolean).join(" · ")}</p>
     </div>
-    <${Sources} sources=${sources} page=${page} setPage=${setPage} focused=${focused} />
+    <${Sources} sources=${sources} retriever=${result.config?.retriever} page=${page} setPage=${setPage} focused=${focused} />
     <${ExpansionTree} tree=${result.expansion_tree || []} byId=${byId} strategy=${result.strategy}
       showSource=${showSource} />
     <div class="grid cols-2">
@@ -245,7 +245,7 @@ function citedText(answer, sources, showSource) {
   return parts;
 }
 
-function Sources({ sources, page, setPage, focused }) {
+function Sources({ sources, retriever, page, setPage, focused }) {
   const pages = Math.max(1, Math.ceil(sources.length / SOURCES_PER_PAGE));
   const current = Math.min(page, pages - 1);
   const rows = sources.slice(current * SOURCES_PER_PAGE, (current + 1) * SOURCES_PER_PAGE);
@@ -253,6 +253,8 @@ function Sources({ sources, page, setPage, focused }) {
     <div class="panel" data-testid="query-sources">
       <h2>Sources <span class="muted">(${sources.length})</span></h2>
       ${sources.length ? null : html`<p class="muted">Nothing was retrieved (a score floor may have removed every hit).</p>`}
+      ${retriever === "hybrid" && sources.length ? html`<p class="muted small">Hybrid scores are Reciprocal Rank Fusion
+        scores (from ranks), not cosines.</p>` : null}
       <ol class="sources">
         ${rows.map((s) => html`
           <li id=${`query-source-${s.number}`} tabindex="-1" class=${focused === s.number ? "focused" : ""}>

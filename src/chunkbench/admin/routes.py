@@ -7,15 +7,22 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Response, status
 
 from chunkbench.admin import service
-from chunkbench.admin.schemas import CollectionIn, CollectionOut, ModelRoleIn, ThresholdIn
+from chunkbench.admin.schemas import AdminHealthOut, CollectionIn, CollectionOut, ModelRoleIn, ThresholdIn
 from chunkbench.chunking.schemas import ChunkPreviewOut
-from chunkbench.dependencies import SessionDep, TenantDep, VectorStoreDep
+from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import get_spec
 from chunkbench.models import StrategyName
 from chunkbench.schemas import ErrorOut
 
 router = APIRouter(prefix="/admin", tags=["admin"], responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}})
+
+
+@router.get("/health", response_model=AdminHealthOut)
+def health(database: DatabaseDep, settings: SettingsDep) -> AdminHealthOut:
+    """Health of the app, the database, Qdrant (collections count) and the LLM (not configured, reachable or
+    unreachable with the error); always 200, ``status`` says ``ok`` or ``degraded``."""
+    return service.health(database, settings)
 
 
 @router.get("/embedding-models")

@@ -26,3 +26,23 @@ class CollectionOut(BaseModel):
     dimension: int | None = None
     strategy: str | None = Field(None, description="None for collections chunkbench did not create")
     model: str | None = Field(None, description="Sanitised model id from the collection name")
+
+
+class ComponentHealthOut(BaseModel):
+    """One part of the system as the health check found it."""
+
+    status: str = Field(description="ok | error; for the LLM: not_configured | reachable | unreachable")
+    ok: bool = Field(description="False when the part is failing (an unconfigured LLM is fine)")
+    detail: str = Field(description="What was checked, or the error")
+
+
+class AdminHealthOut(BaseModel):
+    """Health of the app, the database, Qdrant and the LLM (seed 000 §11 ``GET /admin/health``)."""
+
+    status: str = Field(description="ok when every part is ok, else degraded")
+    version: str
+    app: ComponentHealthOut
+    database: ComponentHealthOut
+    qdrant: ComponentHealthOut
+    llm: ComponentHealthOut
+    collections: int | None = Field(None, description="Qdrant collections, when Qdrant answered")

@@ -1,15 +1,20 @@
-"""Admin operations that no domain router owns (seed 000 §11, ADR-0006): Chunk Preview."""
+"""Admin operations that no domain router owns (seed 000 §11, ADR-0006): Chunk Preview, health."""
 
 from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from chunkbench import __version__
+from chunkbench.admin.schemas import AdminHealthOut, ComponentHealthOut
 from chunkbench.chunking import service as chunking
 from chunkbench.chunking.schemas import ChunkOut, ChunkPreviewOut, StrategyRunOut
+from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
+from chunkbench.llm.client import get_llm_client
 from chunkbench.models import StrategyName
+from chunkbench.storage.db import Database
 from chunkbench.storage.repositories import DocumentRepository
-from chunkbench.storage.vectors import VectorStore, collection_name
+from chunkbench.storage.vectors import VectorStore, collection_name, get_vector_store
 
 
 def chunk_preview(
@@ -46,4 +51,63 @@ def chunk_preview(
         offset=offset,
         limit=limit,
         chunks=[ChunkOut.model_validate(payload) for payload in payloads[offset : offset + limit]],
+    )
+
+
+def health(database: Database, settings: Settings) -> AdminHealthOut:
+    """Ping the database, Qdrant and the configured LLM; every failure is reported, none is raised."""
+    db = _database_health(database, settings)
+    qdrant, collections = _qdrant_health(settings)
+    llm = _llm_health(settings)
+    app = ComponentHealthOut(status="ok", ok=True, detail=f"chunkbench {__version__} is serving requests")
+    healthy = all(part.ok for part in (db, qdrant, llm))
+    return AdminHealthOut(
+        status="ok" if healthy else "degraded",
+        version=__version__,
+        app=app,
+        database=db,
+        qdrant=qdrant,
+        llm=llm,
+        collections=collections,
+    )
+
+
+def _database_health(database: Database, settings: Settings) -> ComponentHealthOut:
+    engine = database.engine.url.get_backend_name()
+    try:
+        ok = database.ping()
+    except Exception as exc:  # health reports every failure instead of raising it
+        return ComponentHealthOut(status="error", ok=False, detail=f"{engine}: {type(exc).__name__}: {exc}")
+    if not ok:
+        return ComponentHealthOut(status="error", ok=False, detail=f"{engine}: SELECT 1 gave an unexpected answer")
+    return ComponentHealthOut(status="ok", ok=True, detail=f"{engine} answers SELECT 1")
+
+
+def _qdrant_health(settings: Settings) -> tuple[ComponentHealthOut, int | None]:
+    where = settings.qdrant_url or f"embedded at {settings.qdrant_path}"
+    try:
+        # The process's store (the one the API uses): opening it is part of what is checked.
+        count = len(get_vector_store(settings).client.get_collections().collections)
+    except Exception as exc:  # a locked folder or an unreachable server is a finding, not a 500
+        message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+        return ComponentHealthOut(status="error", ok=False, detail=f"Qdrant ({where}): {message}"), None
+    plural = "" if count == 1 else "s"
+    return ComponentHealthOut(status="ok", ok=True, detail=f"Qdrant ({where}): {count} collection{plural}"), count
+
+
+def _llm_health(settings: Settings) -> ComponentHealthOut:
+    client = get_llm_client(settings)
+    if client is None:
+        return ComponentHealthOut(
+            status="not_configured",
+            ok=True,
+            detail="No LLM configured: answers are extractive. Set CHUNKBENCH_LLM_BASE_URL and CHUNKBENCH_LLM_MODEL "
+            "to use one.",
+        )
+    probe = client.health()
+    if not probe["ok"]:
+        return ComponentHealthOut(status="unreachable", ok=False, detail=probe["error"])
+    served = "" if probe["model_available"] else f" (but '{client.model}' is not among its models: {probe['models']})"
+    return ComponentHealthOut(
+        status="reachable", ok=True, detail=f"{client.base_url} answers, model '{client.model}'{served}"
     )

@@ -477,7 +477,7 @@ function ExperimentView({ id, version, onInspect, onChanged }) {
       <h2>Experiment: ${experiment.name || experiment.document.filename} <${StatusBadge} status=${experiment.status} />
       </h2>
       <div class="row">
-        <button class="primary" onClick=${() => onInspect(id)} disabled=${!experiment.cells.length}>
+        <button class="primary" onClick=${() => onInspect(experiment)} disabled=${!experiment.cells.length}>
           Retrieval Inspect</button>
         ${["interrupted", "failed"].includes(experiment.status) ? html`<button class="secondary"
           disabled=${resume.busy} onClick=${doResume}>Resume</button>` : null}
@@ -682,7 +682,14 @@ export function BenchmarksTab({ openTab }) {
   const [listVersion, setListVersion] = useState(0);
   const [experimentVersion, setExperimentVersion] = useState(0);
   const [preselect, setPreselect] = useState(null);
-  const inspected = useApi(() => (inspecting ? api(`/benchmarks/${inspecting}`) : Promise.resolve(null)), [inspecting]);
+  // Inspect what the Experiment view already holds (a 500-cell Experiment is a few MB); another tab's link loads it.
+  const [loadedForInspect, setLoadedForInspect] = useState(null);
+  const inspected = useApi(
+    () => (inspecting && loadedForInspect?.id !== inspecting ? api(`/benchmarks/${inspecting}`) : Promise.resolve(null)),
+    [inspecting],
+  );
+  const inspectedData = loadedForInspect?.id === inspecting ? loadedForInspect : inspected.data;
+  const inspect = (experiment) => { setLoadedForInspect(experiment); setInspecting(experiment.id); };
   useEffect(() => on("inspect-experiment", ({ id }) => { setSelectedId(id); setInspecting(id); openTab?.("benchmarks"); }), []);
   useEffect(() => on("open-experiment", ({ id }) => { setSelectedId(id); setInspecting(null); openTab?.("benchmarks"); }), []);
   useEffect(() => on("select-document", ({ id }) => setPreselect(id)), []);
@@ -691,7 +698,7 @@ export function BenchmarksTab({ openTab }) {
     <style>${CSS}</style>
     ${inspecting ? html`<div>
       <${ErrorBox} error=${inspected.error} />
-      ${inspected.data ? html`<${RetrievalInspect} experiment=${inspected.data} onClose=${() => setInspecting(null)} />`
+      ${inspectedData ? html`<${RetrievalInspect} experiment=${inspectedData} onClose=${() => setInspecting(null)} />`
         : html`<${Spinner} label="Loading the Experiment…" />`}
     </div>` : null}
     <div class="bench-grid" style=${inspecting ? "display: none" : ""}>
@@ -700,7 +707,7 @@ export function BenchmarksTab({ openTab }) {
       <div class="stack">
         <${ExperimentList} selectedId=${selectedId} onSelect=${setSelectedId} version=${listVersion} />
         ${selectedId ? html`<${ExperimentView} id=${selectedId} version=${experimentVersion}
-          onInspect=${setInspecting} onChanged=${() => setListVersion((v) => v + 1)} />` : null}
+          onInspect=${inspect} onChanged=${() => setListVersion((v) => v + 1)} />` : null}
       </div>
     </div>
   </div>`;

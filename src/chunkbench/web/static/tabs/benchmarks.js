@@ -1,2 +1,714 @@
-import { html, useState } from "../ui.js";
-export function BenchmarksTab() { const [n, setN] = useState(0); return html`<div class="panel"><h2>BenchmarksTab</h2><button class="secondary" onClick=${() => setN(n + 1)}>clicked ${n}</button></div>`; }
+// The Benchmarks tab (issue 6, item 4): set up a benchmark (a processed document, a question file validated
+// against it, the configuration grid, the judge), dry-run its cost, run it with live progress; the Experiment
+// list with the ±P/N Neighbor badge and mismatch warnings (seed 000 §12); an Experiment's aggregates, Decision
+// and reports; and Retrieval Inspect, a full-page view of one question × configuration at a time.
+import { html, useEffect, useRef, useState, ErrorBox, Spinner, ProgressBar, fmt, fmtInt, ms, useApi, usePager }
+  from "../ui.js";
+import { useMemo } from "../vendor/htm-preact-standalone.module.js";
+import { api, upload, waitForJob } from "../api.js";
+import { on } from "../bus.js";
+
+const RETRIEVERS = ["dense", "bm25", "hybrid"];
+const RERANKS = [["none", "none"], ["cross_encoder", "cross-encoder"], ["llm", "LLM listwise"]];
+const METRIC_LABELS = {
+  recall: "recall", precision: "precision", precision_omega: "precision Ω", iou: "IoU", recall_at_k: "recall@k",
+  hit_at_k: "hit@k", mrr: "MRR", ndcg_at_k: "nDCG@k", tok_at_k: "tok@k", exact_match: "exact match",
+  token_f1: "token F1", answer_similarity: "answer similarity", judge_context_relevance: "judge: context relevance",
+  judge_answer_similarity: "judge: answer similarity", judge_faithfulness: "judge: faithfulness",
+  judge_hallucination: "judge: hallucination",
+};
+// The aggregates table shows these next to the primary metric when they were measured.
+const KEY_METRICS = ["recall", "recall_at_k", "mrr", "ndcg_at_k", "token_f1", "answer_similarity",
+  "judge_answer_similarity", "judge_faithfulness"];
+const DECISION_LABELS = {
+  winner: ["winner", "good"], tie_broken_by_cost: ["tie broken by context cost", "accent"],
+  no_clear_winner: ["no clear winner", "warn"], insufficient_data: ["insufficient data", "bad"],
+};
+const NO_LLM = "No LLM is connected: answers are extractive, and the judge and LLM reranking are off (set " +
+  "CHUNKBENCH_LLM_BASE_URL and CHUNKBENCH_LLM_MODEL to use one).";
+// Layout of this tab only (the shared building blocks are in styles.css).
+const CSS = `
+.bench-grid { display: grid; gap: 1rem; grid-template-columns: minmax(340px, 5fr) minmax(0, 7fr); align-items: start; }
+.bench-inspect { display: grid; gap: 1rem; grid-template-columns: minmax(220px, 1fr) minmax(0, 3fr); align-items: start; }
+.bench-pair { display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(220px, 1fr)); }
+@media (max-width: 1000px) { .bench-grid { grid-template-columns: minmax(0, 1fr); } }
+@media (max-width: 760px) { .bench-inspect { grid-template-columns: minmax(0, 1fr); } }
+`;
+const STATUS_CLASS = { completed: "good", running: "accent", failed: "bad", interrupted: "warn" };
+
+const label = (metric) => METRIC_LABELS[metric] || metric;
+const neighborBadge = (prev, next) => `±${prev}/${next}`;
+const fmtMetric = (metric, value) => (metric === "tok_at_k" ? fmt(value, 0) : fmt(value));
+const percent = (value) => (value === null || value === undefined ? "—" : `${Math.round(value * 100)}%`);
+// The API's timestamps are UTC; the summaries' have no zone suffix.
+const when = (stamp) => {
+  if (!stamp) return "—";
+  const date = new Date(/[zZ]|[+-]\d\d:\d\d$/.test(stamp) ? stamp : `${stamp}Z`);
+  return date.toLocaleString(undefined, { dateStyle: "short", timeStyle: "short" });
+};
+const clip = (text, size = 140) => (text && text.length > size ? `${text.slice(0, size)}…` : text || "");
+
+function StatusBadge({ status }) {
+  return html`<span class=${`badge ${STATUS_CLASS[status] || ""}`}>${status}</span>`;
+}
+
+function NeighborBadge({ prev, next }) {
+  return html`<span class="badge accent" title="Neighbor Expansion: chunks added before / after each hit (fixed_size)"
+    aria-label=${`Neighbor Expansion ${prev} before, ${next} after`}>${neighborBadge(prev, next)}</span>`;
+}
+
+/** Warnings when Experiments that would be read side by side differ in Corpus, Boundary or Neighbor settings. */
+export function mismatchWarnings(rows) {
+  const distinct = (values) => [...new Set(values)];
+  const warnings = [];
+  const corpus = distinct(rows.map((row) => row.corpus_model_id).filter(Boolean));
+  if (corpus.length > 1) {
+    warnings.push(`Corpus models differ (${corpus.join(", ")}): retrieval figures are not comparable across them.`);
+  }
+  const boundary = distinct(rows.map((row) => row.boundary_model_id).filter(Boolean));
+  if (boundary.length > 1) {
+    warnings.push(`Boundary models differ (${boundary.join(", ")}): semantic chunks were cut differently.`);
+  }
+  const withFixed = rows.filter((row) => row.strategies.includes("fixed_size"));
+  const neighbours = distinct(withFixed.map((row) => neighborBadge(row.neighbor_prev, row.neighbor_next)));
+  if (neighbours.length > 1) {
+    warnings.push(`Neighbor Expansion differs (${neighbours.join(", ")}): fixed_size contexts are not the same size.`);
+  }
+  return warnings;
+}
+
+// What differs between one Experiment and the selected one (for the row's badge).
+function differences(row, selected) {
+  if (!selected || row.id === selected.id) return [];
+  const out = [];
+  if ((row.corpus_model_id || null) !== (selected.corpus_model_id || null)) out.push("Corpus");
+  if (row.boundary_model_id && selected.boundary_model_id && row.boundary_model_id !== selected.boundary_model_id) {
+    out.push("Boundary");
+  }
+  if (row.neighbor_prev !== selected.neighbor_prev || row.neighbor_next !== selected.neighbor_next) out.push("Neighbors");
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------ the set-up form
+
+function parseTopK(text) {
+  const values = text.split(/[\s,]+/).filter(Boolean).map(Number);
+  if (!values.length || values.some((v) => !Number.isInteger(v) || v < 1 || v > 20)) {
+    throw new Error("top_k: give whole numbers between 1 and 20, separated by commas (e.g. 3, 5).");
+  }
+  return [...new Set(values)];
+}
+
+function Checks({ legend, options, selected, onChange, disabled = {} }) {
+  const toggle = (value) => {
+    const next = new Set(selected);
+    next.has(value) ? next.delete(value) : next.add(value);
+    onChange(next);
+  };
+  return html`<fieldset><legend>${legend}</legend><div class="checks">
+    ${options.map(([value, text]) => html`<label key=${value}>
+      <input type="checkbox" checked=${selected.has(value)} disabled=${Boolean(disabled[value])}
+        onChange=${() => toggle(value)} />${text}</label>`)}
+  </div></fieldset>`;
+}
+
+function QuestionUpload({ onUploaded }) {
+  const input = useRef(null);
+  const [over, setOver] = useState(false);
+  const [overwrite, setOverwrite] = useState(false);
+  const [state, setState] = useState({ busy: false, progress: 0, name: null, error: null, done: null });
+  const send = async (files) => {
+    for (const file of files) {
+      setState({ busy: true, progress: 0, name: file.name, error: null, done: null });
+      try {
+        const body = await upload("/admin/questions", file, {
+          query: overwrite ? { overwrite: "true" } : {},
+          onProgress: (progress) => setState((s) => ({ ...s, progress })),
+        });
+        setState({ busy: false, progress: 1, name: file.name, error: null, done: body });
+        onUploaded(body.file.name);
+      } catch (error) {
+        setState({ busy: false, progress: 0, name: file.name, error, done: null });
+        return;
+      }
+    }
+  };
+  const choose = () => input.current?.click();
+  return html`<div class="stack">
+    <div class=${`dropzone${over ? " over" : ""}`} role="button" tabindex="0"
+      aria-label="Upload question files: drop them here, or press Enter to choose"
+      onClick=${choose} onKeyDown=${(e) => (e.key === "Enter" || e.key === " ") && (e.preventDefault(), choose())}
+      onDragOver=${(e) => { e.preventDefault(); setOver(true); }} onDragLeave=${() => setOver(false)}
+      onDrop=${(e) => { e.preventDefault(); setOver(false); send([...e.dataTransfer.files]); }}>
+      Drop a question file here (.json, .jsonl, .csv) or click to choose
+    </div>
+    <input type="file" ref=${input} hidden multiple accept=".json,.jsonl,.csv" aria-label="Question file to upload"
+      onChange=${(e) => { send([...e.target.files]); e.target.value = ""; }} />
+    <div class="checks"><label><input type="checkbox" checked=${overwrite}
+      onChange=${(e) => setOverwrite(e.target.checked)} />Replace a file of the same name</label></div>
+    ${state.busy ? html`<${ProgressBar} value=${state.progress} label=${`Uploading ${state.name}…`} />` : null}
+    ${state.done ? html`<div class="muted" role="status">${`${state.done.replaced ? "Replaced" : "Uploaded"} \
+${state.done.file.name}: ${state.done.file.question_count} questions, ${state.done.file.reference_count} references.`}
+      </div>` : null}
+    ${state.error ? html`<${ErrorBox} error=${{ message: `${state.name}: ${state.error.message}` }} />` : null}
+  </div>`;
+}
+
+function ValidationReport({ report }) {
+  const validation = report.validation;
+  const results = validation?.results || [];
+  const unplaced = results.filter((r) => r.status !== "placed");
+  const [page, pager] = usePager(results.filter((r) => r.status === "placed"), 10);
+  if (!validation) return null;
+  const counts = validation.counts;
+  const methods = ["offsets", "exact", "whitespace", "fuzzy"].filter((m) => counts[m])
+    .map((m) => `${counts[m]} ${m}`).join(", ");
+  return html`<section class="stack" aria-label="Validation">
+    <div role="status">
+      <span class=${`badge ${validation.ok ? "good" : "bad"}`}>${validation.ok ? "valid" : "problems"}</span>
+      ${" "}${fmtInt(counts.questions)} questions, ${fmtInt(counts.references)} references
+      ${methods ? ` · placed: ${methods}` : ""}${counts.unplaced ? ` · ${counts.unplaced} cannot be placed` : ""}
+      ${!counts.references ? html`<span class="muted"> · no evidence: the Decision ranks on answer similarity</span>`
+        : null}
+    </div>
+    ${unplaced.length ? html`<div class="error" role="alert" style="white-space: normal">
+      <strong>${unplaced.length} evidence snippet(s) cannot be placed in the document</strong> (similarity threshold ${validation.threshold}).
+      Fix them in the file or remove those references:
+      <ul>${unplaced.map((r) => html`<li key=${`${r.question_id}-${r.reference_index}`}>
+        question <strong>${r.question_id}</strong>, reference ${r.reference_index + 1}: “${clip(r.snippet, 200)}”
+        — ${r.message}${r.closest_text ? html`<br />closest text (${fmt(r.score, 2)}):
+          “<span class="mono">${clip(r.closest_text, 200)}</span>”` : null}</li>`)}</ul>
+    </div>` : null}
+    ${results.length - unplaced.length ? html`<div class="scroll"><table class="data" aria-label="Evidence placements">
+      <thead><tr><th>question</th><th class="num">ref</th><th>placed by</th><th class="num">score</th>
+        <th class="num">offsets</th><th>snippet</th></tr></thead>
+      <tbody>${page.map((r) => html`<tr key=${`${r.question_id}-${r.reference_index}`}>
+        <td>${r.question_id}</td><td class="num">${r.reference_index + 1}</td><td>${r.method}</td>
+        <td class="num">${fmt(r.score, 2)}</td><td class="num">${r.start_index}–${r.end_index}</td>
+        <td>${clip(r.snippet, 60)}</td></tr>`)}</tbody></table></div>${pager}` : null}
+  </section>`;
+}
+
+function EstimateView({ estimate }) {
+  return html`<section class="stack" aria-label="Dry run">
+    <div role="status"><strong>${`${fmtInt(estimate.configurations)} configurations × ${fmtInt(estimate.questions)} \
+questions = ${fmtInt(estimate.cells)} cells`}</strong>${` · ${fmtInt(estimate.llm_calls)} LLM calls · `}${
+      estimate.total_usd === null ? `at least $${fmt(estimate.known_usd, 4)} (some prices unknown)`
+        : `$${fmt(estimate.total_usd, 4)}`}</div>
+    <div class="scroll"><table class="data" aria-label="Estimated cost">
+      <thead><tr><th>item</th><th>model</th><th class="num">calls</th><th class="num">input tokens</th>
+        <th class="num">output tokens</th><th class="num">USD</th></tr></thead>
+      <tbody>${estimate.items.map((item) => html`<tr key=${item.item}><td>${item.item}</td><td>${item.model || "—"}</td>
+        <td class="num">${fmtInt(item.calls)}</td><td class="num">${fmtInt(item.input_tokens)}</td>
+        <td class="num">${fmtInt(item.output_tokens)}</td>
+        <td class="num">${item.usd === null ? "unknown" : fmt(item.usd, 4)}</td></tr>`)}</tbody>
+    </table></div>
+    ${estimate.warnings.map((w) => html`<div class="notice">${w}</div>`)}
+    ${estimate.notes.map((n) => html`<div class="muted">${n}</div>`)}
+    <div class="muted">Prices as of ${estimate.prices_as_of}.</div>
+  </section>`;
+}
+
+function BenchmarkForm({ llm, preselect, onStarted, onFinished }) {
+  const documents = useApi(() => api("/documents", { query: { status: "indexed", limit: 1000 } }), []);
+  const [fileTick, setFileTick] = useState(0);
+  const files = useApi(() => api("/admin/questions"), [fileTick]);
+  const [documentId, setDocumentId] = useState("");
+  const [fileName, setFileName] = useState("");
+  const [strategies, setStrategies] = useState(new Set());
+  const [retrievers, setRetrievers] = useState(new Set(["dense"]));
+  const [topK, setTopK] = useState("5");
+  const [prev, setPrev] = useState(0);
+  const [next, setNext] = useState(0);
+  const [rerank, setRerank] = useState(new Set(["none"]));
+  const [judge, setJudge] = useState(false);
+  const [validation, setValidation] = useState({ data: null, error: null, busy: false });
+  const [estimate, setEstimate] = useState({ data: null, error: null, busy: false });
+  const [run, setRun] = useState({ busy: false, progress: 0, message: "", error: null });
+
+  const docs = documents.data?.items || [];
+  const doc = docs.find((d) => d.id === documentId);
+  const processed = doc ? Object.keys(doc.chunk_counts || {}) : [];
+  const questionFiles = files.data || [];
+
+  // First load, or a document chosen elsewhere (Documents tab): pick it when it is processed.
+  useEffect(() => {
+    const wanted = docs.find((d) => d.id === preselect) || (!documentId && docs[0]);
+    if (wanted && wanted.id !== documentId) setDocumentId(wanted.id);
+  }, [documents.data, preselect]);
+  useEffect(() => { setStrategies(new Set(processed)); }, [documentId, documents.data]);
+  useEffect(() => { if (!fileName && questionFiles[0]) setFileName(questionFiles[0].name); }, [files.data]);
+  useEffect(() => { setJudge(Boolean(llm)); }, [llm]);
+  // A different document or file makes the last validation and estimate stale.
+  useEffect(() => {
+    setValidation({ data: null, error: null, busy: false });
+    setEstimate({ data: null, error: null, busy: false });
+  }, [documentId, fileName, fileTick]);
+
+  const body = (dryRun) => ({
+    document_id: documentId, question_set: fileName, strategies: [...strategies], retrievers: [...retrievers],
+    top_k: parseTopK(topK), neighbor_prev: Number(prev), neighbor_next: Number(next), rerank: [...rerank],
+    judge: Boolean(llm && judge), dry_run: dryRun,
+  });
+  const validate = async () => {
+    setValidation({ data: null, error: null, busy: true });
+    try {
+      const data = await api(`/admin/questions/${encodeURIComponent(fileName)}`, { query: { document_id: documentId } });
+      setValidation({ data, error: null, busy: false });
+    } catch (error) {
+      setValidation({ data: null, error, busy: false });
+    }
+  };
+  const dryRun = async () => {
+    setEstimate({ data: null, error: null, busy: true });
+    try {
+      setEstimate({ data: await api("/benchmarks", { method: "POST", json: body(true) }), error: null, busy: false });
+    } catch (error) {
+      setEstimate({ data: null, error, busy: false });
+    }
+  };
+  const start = async () => {
+    setRun({ busy: true, progress: 0, message: "Starting…", error: null });
+    let accepted = null;
+    try {
+      accepted = await api("/benchmarks", { method: "POST", json: body(false) });
+      onStarted(accepted.experiment_id);
+      await waitForJob(accepted.job_id, { onProgress: (progress, message) => setRun((s) => ({ ...s, progress, message })) });
+      setRun({ busy: false, progress: 1, message: "Finished.", error: null });
+    } catch (error) {
+      setRun({ busy: false, progress: 0, message: "", error });
+    }
+    if (accepted) onFinished(accepted.experiment_id);
+  };
+
+  const ready = documentId && fileName && strategies.size && retrievers.size && rerank.size;
+  const busy = validation.busy || estimate.busy || run.busy;
+  return html`<section class="panel stack" aria-label="New benchmark">
+    <h2>New benchmark</h2>
+    <${ErrorBox} error=${documents.error || files.error} />
+    ${documents.loading && !documents.data ? html`<${Spinner} label="Loading documents…" />` : null}
+    ${documents.data && !docs.length ? html`<div class="notice">No processed document yet: upload one in the
+      Documents tab and process it, then come back.</div>` : null}
+    <div class="row">
+      <label>Document
+        <select value=${documentId} onChange=${(e) => setDocumentId(e.target.value)}>
+          ${docs.map((d) => html`<option key=${d.id} value=${d.id}>${d.filename}</option>`)}
+        </select></label>
+      <label>Question file
+        <select value=${fileName} onChange=${(e) => setFileName(e.target.value)}>
+          ${!questionFiles.length ? html`<option value="">— upload one below —</option>` : null}
+          ${questionFiles.map((f) => html`<option key=${f.name} value=${f.name}>
+            ${f.name}${f.error ? " (unreadable)" : ` (${f.question_count} questions)`}</option>`)}
+        </select></label>
+      <button class="secondary" disabled=${!documentId || !fileName || busy} onClick=${validate}>Validate</button>
+    </div>
+    <${QuestionUpload} onUploaded=${(name) => { setFileName(name); setFileTick((t) => t + 1); }} />
+    ${validation.busy ? html`<${Spinner} label="Placing the evidence in the document…" />` : null}
+    <${ErrorBox} error=${validation.error} />
+    ${validation.data ? html`<${ValidationReport} report=${validation.data} />` : null}
+
+    <${Checks} legend="Strategies (processed for this document)" options=${processed.map((s) => [s, s])}
+      selected=${strategies} onChange=${setStrategies} />
+    ${doc && !processed.length ? html`<div class="muted">This document has no processed strategy.</div>` : null}
+    <${Checks} legend="Retrievers" options=${RETRIEVERS.map((r) => [r, r])} selected=${retrievers}
+      onChange=${setRetrievers} />
+    <${Checks} legend="Rerank" options=${RERANKS} selected=${rerank} onChange=${setRerank}
+      disabled=${{ llm: !llm }} />
+    <div class="row">
+      <label>top_k values<input type="text" value=${topK} onInput=${(e) => setTopK(e.target.value)}
+        inputmode="numeric" placeholder="3, 5" /></label>
+      <label>Neighbors before<input type="number" min="0" max="5" value=${prev}
+        onInput=${(e) => setPrev(e.target.value)} /></label>
+      <label>Neighbors after<input type="number" min="0" max="5" value=${next}
+        onInput=${(e) => setNext(e.target.value)} /></label>
+      <div class="checks"><label><input type="checkbox" checked=${llm && judge} disabled=${!llm}
+        onChange=${(e) => setJudge(e.target.checked)} />LLM-as-judge</label></div>
+    </div>
+    <div class="muted">Neighbor Expansion applies to fixed_size only.${llm ? "" : ` ${NO_LLM}`}</div>
+    <div class="row">
+      <button class="secondary" disabled=${!ready || busy} onClick=${dryRun}>Dry run</button>
+      <button class="primary" disabled=${!ready || busy} onClick=${start}>Run benchmark</button>
+    </div>
+    ${estimate.busy ? html`<${Spinner} label="Estimating…" />` : null}
+    <${ErrorBox} error=${estimate.error} />
+    ${estimate.data ? html`<${EstimateView} estimate=${estimate.data} />` : null}
+    ${run.busy ? html`<${ProgressBar} value=${run.progress} label=${run.message} />` : null}
+    <${ErrorBox} error=${run.error} />
+  </section>`;
+}
+
+// ------------------------------------------------------------------------------------------ Experiments
+
+function ExperimentList({ selectedId, onSelect, version }) {
+  const list = useApi(() => api("/experiments", { query: { limit: 1000 } }), [version]);
+  const [documentFilter, setDocumentFilter] = useState("");
+  const rows = (list.data || []).filter((row) => !documentFilter || row.document_id === documentFilter);
+  const documents = [...new Map((list.data || []).map((row) => [row.document_id, row.document_name])).entries()];
+  const [page, pager] = usePager(rows, 15);
+  const selected = (list.data || []).find((row) => row.id === selectedId);
+  const warnings = mismatchWarnings(rows);
+  return html`<div class="panel stack">
+    <div class="row" style="justify-content: space-between">
+      <h2>Experiments</h2>
+      <div class="row">
+        <label>Show document
+          <select value=${documentFilter} onChange=${(e) => setDocumentFilter(e.target.value)}>
+            <option value="">all documents</option>
+            ${documents.map(([id, name]) => html`<option key=${id} value=${id}>${name || id}</option>`)}
+          </select></label>
+        <button class="secondary" onClick=${list.reload}>Refresh</button>
+      </div>
+    </div>
+    <${ErrorBox} error=${list.error} />
+    ${list.loading && !list.data ? html`<${Spinner} label="Loading Experiments…" />` : null}
+    ${list.data && !rows.length ? html`<div class="muted">No Experiment yet: run a benchmark.</div>` : null}
+    ${warnings.map((w) => html`<div class="notice" role="note"><span class="badge warn">mismatch</span> ${w}</div>`)}
+    ${rows.length ? html`<div class="scroll"><table class="data" aria-label="Experiments">
+      <thead><tr><th>status</th><th>document</th><th>strategies</th><th>neighbors</th><th class="num">cells</th>
+        <th>metric</th><th>best</th><th>created</th></tr></thead>
+      <tbody>${page.map((row) => {
+        const differs = differences(row, selected);
+        return html`<tr key=${row.id} class=${`clickable${row.id === selectedId ? " selected" : ""}`}
+          aria-selected=${row.id === selectedId} onClick=${() => onSelect(row.id)}>
+          <td><${StatusBadge} status=${row.status} /></td>
+          <td><button class="link" onClick=${(e) => { e.stopPropagation(); onSelect(row.id); }}
+            aria-label=${`${row.name || row.document_name || row.document_id}: open the Experiment of ${when(row.created_at)}`}>
+            ${row.name || row.document_name || row.document_id}</button>
+            ${differs.length ? html` <span class="badge warn" title="differs from the selected Experiment">≠ ${
+              differs.join(", ")}</span>` : null}</td>
+          <td>${row.strategies.join(", ")}</td>
+          <td><${NeighborBadge} prev=${row.neighbor_prev} next=${row.neighbor_next} /></td>
+          <td class="num">${fmtInt(row.cells_done)}/${fmtInt(row.cells_total)}</td>
+          <td>${row.primary_metric ? label(row.primary_metric) : "—"}</td>
+          <td>${row.best || html`<span class="muted">${(DECISION_LABELS[row.decision_status] || ["—"])[0]}</span>`}</td>
+          <td>${when(row.created_at)}</td></tr>`;
+      })}</tbody></table></div>${pager}` : null}
+  </div>`;
+}
+
+function DecisionView({ decision }) {
+  if (!decision) return null;
+  const [text, tone] = DECISION_LABELS[decision.status] || [decision.status, ""];
+  const [sentence, ...reasons] = decision.reasons || [];
+  return html`<section class="stack" aria-label="Decision">
+    <h3>Decision <span class=${`badge ${tone}`}>${text}</span></h3>
+    ${decision.best ? html`<div>Winner: <strong>${decision.best}</strong>${
+      ` (best in ${percent(decision.prob_best?.[decision.best])} of resamples)`}</div>` : null}
+    ${sentence ? html`<p><strong>${sentence}</strong></p>` : null}
+    ${reasons.length ? html`<ul>${reasons.map((r) => html`<li>${r}</li>`)}</ul>` : null}
+    ${decision.questions_needed ? html`<div class="notice">About ${fmtInt(decision.questions_needed)} questions would
+      likely separate ${decision.leader} from ${decision.runner_up}.</div>` : null}
+  </section>`;
+}
+
+function AggregatesTable({ experiment }) {
+  const decision = experiment.decision || {};
+  const primary = decision.metric || experiment.config.primary_metric;
+  const aggregates = experiment.aggregate || {};
+  const measured = (metric) => Object.values(aggregates).some((a) => a.metrics?.[metric]?.n > 0);
+  const others = KEY_METRICS.filter((m) => m !== primary && measured(m));
+  const ruledOut = new Set(decision.ruled_out || []);
+  const anyFailed = Object.values(aggregates).some((a) => a.failed_cells > 0);
+  return html`<div class="scroll"><table class="data" aria-label="Aggregates">
+    <thead><tr><th>configuration</th><th class="num">${label(primary)} (95% interval)</th>
+      ${others.map((m) => html`<th class="num">${label(m)}</th>`)}
+      <th class="num">tok@k</th><th class="num">latency p50</th><th class="num">P(best)</th>
+      ${anyFailed ? html`<th class="num">failed</th>` : null}
+    </tr></thead>
+    <tbody>${experiment.configurations.map((config) => {
+      const aggregate = aggregates[config.key];
+      const main = aggregate?.metrics?.[primary];
+      return html`<tr key=${config.key} class=${config.key === decision.best ? "selected" : ""}>
+        <td>${config.key}${config.key === decision.best ? html` <span class="badge good">winner</span>` : null}
+          ${ruledOut.has(config.key) ? html` <span class="badge bad">ruled out</span>` : null}</td>
+        <td class="num">${main ? html`${fmtMetric(primary, main.mean)} <span class="muted">[${
+          fmtMetric(primary, main.ci_low)}, ${fmtMetric(primary, main.ci_high)}]</span>` : "—"}</td>
+        ${others.map((m) => html`<td class="num">${fmtMetric(m, aggregate?.metrics?.[m]?.mean)}</td>`)}
+        <td class="num">${fmt(aggregate?.metrics?.tok_at_k?.mean, 0)}</td>
+        <td class="num" style="white-space: nowrap">${ms(aggregate?.latency_ms_p50)}</td>
+        <td class="num">${percent(decision.prob_best?.[config.key])}</td>
+        ${anyFailed ? html`<td class="num">${fmtInt(aggregate?.failed_cells)}</td>` : null}</tr>`;
+    })}</tbody></table></div>`;
+}
+
+function ExperimentView({ id, version, onInspect, onChanged }) {
+  const [tick, setTick] = useState(0);
+  const loaded = useApi(() => api(`/benchmarks/${id}`), [id, version, tick]);
+  const [live, setLive] = useState(null);
+  const [resume, setResume] = useState({ busy: false, progress: 0, message: "", error: null });
+  const experiment = loaded.data;
+  const running = experiment?.status === "running";
+  // While a run goes on, poll its small summary (not the whole Experiment) and reload it once it has ended.
+  useEffect(() => {
+    if (!running) return undefined;
+    const timer = setInterval(async () => {
+      try {
+        const rows = await api("/experiments", { query: { document_id: experiment.document.id, limit: 1000 } });
+        const row = rows.find((r) => r.id === id);
+        setLive(row || null);
+        if (row && row.status !== "running") { setTick((t) => t + 1); onChanged(); }
+      } catch { /* the next tick retries; the page keeps what it has */ }
+    }, 1500);
+    return () => clearInterval(timer);
+  }, [id, running]);
+  const doResume = async () => {
+    setResume({ busy: true, progress: 0, message: "Resuming…", error: null });
+    try {
+      const accepted = await api(`/benchmarks/${id}/resume`, { method: "POST" });
+      onChanged();
+      await waitForJob(accepted.job_id, {
+        onProgress: (progress, message) => setResume((s) => ({ ...s, progress, message })),
+      });
+      setResume({ busy: false, progress: 1, message: "", error: null });
+    } catch (error) {
+      setResume({ busy: false, progress: 0, message: "", error });
+    }
+    setTick((t) => t + 1);
+    onChanged();
+  };
+  if (loaded.error) return html`<div class="panel"><${ErrorBox} error=${loaded.error} /></div>`;
+  if (!experiment) return html`<div class="panel"><${Spinner} label="Loading the Experiment…" /></div>`;
+  const config = experiment.config;
+  const done = live?.cells_done ?? experiment.progress.cells_done;
+  const total = live?.cells_total ?? experiment.progress.cells_total;
+  const report = (view) => `/benchmarks/${id}/report?view=${view}`;
+  return html`<section class="panel stack" aria-label="Experiment">
+    <div class="row" style="justify-content: space-between">
+      <h2>Experiment: ${experiment.name || experiment.document.filename} <${StatusBadge} status=${experiment.status} />
+      </h2>
+      <div class="row">
+        <button class="primary" onClick=${() => onInspect(experiment)} disabled=${!experiment.cells.length}>
+          Retrieval Inspect</button>
+        ${["interrupted", "failed"].includes(experiment.status) ? html`<button class="secondary"
+          disabled=${resume.busy} onClick=${doResume}>Resume</button>` : null}
+      </div>
+    </div>
+    <dl class="kv">
+      <dt>document</dt><dd>${experiment.document.filename}</dd>
+      <dt>configurations</dt><dd>${[config.strategies.join(", "), config.retrievers.join(", "),
+        `top_k ${config.top_k.join(", ")}`, `rerank ${config.rerank.join(", ")}`].join(" × ")}</dd>
+      <dt>neighbors</dt><dd><${NeighborBadge} prev=${config.neighbor_prev} next=${config.neighbor_next} /></dd>
+      <dt>models</dt><dd>${`Corpus ${config.corpus_model_id || "—"} · Boundary ${experiment.provenance?.boundary_model
+        || "—"} · answers ${config.answer_mode} · judge ${config.judge ? "on" : "off"}`}</dd>
+      <dt>questions</dt><dd>${fmtInt(experiment.questions.length)} · cells ${fmtInt(done)}/${fmtInt(total)}</dd>
+      <dt>cost</dt><dd>$${fmt(experiment.cost?.actual_usd, 4)}</dd>
+      <dt>created</dt><dd>${when(experiment.created_at)}</dd>
+    </dl>
+    ${running ? html`<${ProgressBar} value=${total ? done / total : 0} label=${`${done}/${total} cells`} />` : null}
+    ${experiment.error ? html`<div class="error" role="alert">${experiment.error}</div>` : null}
+    ${resume.busy ? html`<${ProgressBar} value=${resume.progress} label=${resume.message} />` : null}
+    <${ErrorBox} error=${resume.error} />
+    <${DecisionView} decision=${experiment.decision} />
+    <${AggregatesTable} experiment=${experiment} />
+    <div class="row">
+      <a href=${report("managerial")} target="_blank" rel="noopener">Managerial report</a>
+      <a href=${report("technical")} target="_blank" rel="noopener">Technical report</a>
+      <a href=${report("json")} download=${`experiment-${id}.json`}>JSON export</a>
+    </div>
+  </section>`;
+}
+
+// ------------------------------------------------------------------------------------------ Retrieval Inspect
+
+// Pieces of text with the evidence ranges (document offsets) inside [start, start + text.length) marked.
+function highlight(text, start, ranges) {
+  const end = start + text.length;
+  const spans = ranges.map(([s, e]) => [Math.max(s, start), Math.min(e, end)]).filter(([s, e]) => s < e)
+    .sort((a, b) => a[0] - b[0]);
+  const parts = [];
+  let pos = start;
+  for (let [s, e] of spans) {
+    s = Math.max(s, pos);
+    if (e <= s) continue;
+    if (s > pos) parts.push(text.slice(pos - start, s - start));
+    parts.push(html`<mark class="evidence">${text.slice(s - start, e - start)}</mark>`);
+    pos = e;
+  }
+  if (pos < end) parts.push(text.slice(pos - start));
+  return parts;
+}
+
+// The context in rank order: hits first (the Expansion Tree keeps the ranking; with Neighbor Expansion the
+// cell's flat list is in document order), then the neighbours it added.
+function rankOrder(cell) {
+  const retrieved = cell.retrieved || [];
+  const hits = retrieved.filter((chunk) => chunk.role === "hit");
+  const ranked = (cell.expansion_tree || []).map((node) => node.chunk_index);
+  if (ranked.length) hits.sort((a, b) => ranked.indexOf(a.chunk_index) - ranked.indexOf(b.chunk_index));
+  return [...hits, ...retrieved.filter((chunk) => chunk.role !== "hit")];
+}
+
+const overlaps = (start, end, ranges) => ranges.some(([s, e]) => s < end && start < e);
+
+function TreeNode({ node, ranges, role }) {
+  const hasEvidence = node.start_index !== null && overlaps(node.start_index, node.end_index, ranges);
+  return html`<li>
+    <span class="badge">${role || node.role}</span> chunk #${node.chunk_index}
+    ${node.score !== null && node.score !== undefined ? html` · score ${fmt(node.score)}` : null}
+    ${hasEvidence ? html` <span class="badge good">evidence</span>` : null}
+    ${node.text ? html`<div class="mono muted">${clip(node.text, 160)}</div>` : null}
+    ${node.neighbors_prev?.length || node.neighbors_next?.length ? html`<ul class="tree">
+      ${(node.neighbors_prev || []).map((n) => html`<${TreeNode} node=${n} ranges=${ranges} role="before" />`)}
+      ${(node.neighbors_next || []).map((n) => html`<${TreeNode} node=${n} ranges=${ranges} role="after" />`)}
+    </ul>` : null}
+  </li>`;
+}
+
+function QuestionRail({ questions, index, onPick, valueOf }) {
+  const list = useRef(null);
+  useEffect(() => {
+    list.current?.querySelector(`[data-index="${index}"]`)?.scrollIntoView({ block: "nearest" });
+  }, [index]);
+  const onKey = (event) => {
+    const target = { ArrowDown: index + 1, ArrowUp: index - 1, Home: 0, End: questions.length - 1 }[event.key];
+    if (target === undefined) return;
+    event.preventDefault();
+    onPick(Math.max(0, Math.min(questions.length - 1, target)));
+  };
+  return html`<div ref=${list} class="scroll" role="listbox" tabindex="0" aria-label="Questions (up and down keys)"
+    aria-activedescendant=${`inspect-q-${index}`} onKeyDown=${onKey} style="max-height: 75vh">
+    ${questions.map((q, i) => html`<div key=${q.id} id=${`inspect-q-${i}`} data-index=${i} role="option"
+      aria-selected=${i === index} onClick=${() => onPick(i)}
+      style=${`padding: 0.35rem 0.5rem; cursor: pointer; border-radius: 6px;${i === index
+        ? " background: rgba(245, 165, 36, 0.16); outline: 1px solid var(--accent-dim);" : ""}`}>
+      <div><span class="mono">${q.id}</span> <span class="muted" style="float: right">${valueOf(q)}</span></div>
+      <div class="muted">${clip(q.question, 70)}</div>
+    </div>`)}
+  </div>`;
+}
+
+function RetrievalInspect({ experiment, onClose }) {
+  const markdown = useApi(() => api(`/documents/${experiment.document.id}/markdown`), [experiment.document.id]);
+  // 100 questions × 5 strategies = 500 cells: index them once, render only the selected question's cell.
+  const cells = useMemo(() => {
+    const index = new Map();
+    for (const cell of experiment.cells) index.set(`${cell.question_id}\u0000${cell.config_key}`, cell);
+    return index;
+  }, [experiment]);
+  const decision = experiment.decision || {};
+  const metric = decision.metric || experiment.config.primary_metric;
+  const keys = experiment.configurations.map((c) => c.key);
+  const [configKey, setConfigKey] = useState(decision.best || decision.leader || keys[0]);
+  const [index, setIndex] = useState(0);
+  const questions = experiment.questions;
+  const question = questions[index];
+  const cell = question && cells.get(`${question.id}\u0000${configKey}`);
+  const ranges = (question?.references || []).filter((r) => r.start_index !== null && r.start_index !== undefined)
+    .map((r) => [r.start_index, r.end_index]);
+  const text = typeof markdown.data === "string" ? markdown.data : null;
+  const valueOf = (q) => {
+    const c = cells.get(`${q.id}\u0000${configKey}`);
+    if (!c) return "—";
+    return c.status === "ok" ? fmtMetric(metric, c.metrics?.[metric]) : c.status;
+  };
+  const metrics = Object.entries(cell?.metrics || {}).filter(([, v]) => v !== null && v !== undefined);
+  let rank = 0;
+  return html`<section class="stack" aria-label="Retrieval Inspect"
+    onKeyDown=${(e) => e.key === "Escape" && onClose()}>
+    <div class="panel row" style="justify-content: space-between">
+      <div class="row">
+        <button class="secondary" onClick=${onClose}>← Back to the Experiment</button>
+        <h2 style="margin: 0">Retrieval Inspect · ${experiment.document.filename}</h2>
+      </div>
+      <label class="row" style="align-items: center">Configuration
+        <select value=${configKey} onChange=${(e) => setConfigKey(e.target.value)}>
+          ${keys.map((k) => html`<option key=${k} value=${k}>${k}${k === decision.best ? " (winner)" : ""}</option>`)}
+        </select></label>
+    </div>
+    <${ErrorBox} error=${markdown.error} />
+    <div class="bench-inspect">
+      <div class="panel"><h3>Questions · ${label(metric)}</h3>
+        <${QuestionRail} questions=${questions} index=${index} onPick=${setIndex} valueOf=${valueOf} /></div>
+      <div class="stack">
+        ${question ? html`<div class="panel stack">
+          <h3>${question.id} · question ${index + 1} of ${questions.length}</h3>
+          <p style="margin: 0; font-size: 15px">${question.question}</p>
+          <div class="bench-pair">
+            <section aria-label="Generated answer"><h3>Generated</h3>
+              ${cell?.answer ? html`<div>${cell.answer}</div>` : html`<div class="muted">no answer</div>`}
+              ${cell ? html`<div class="muted">${cell.answer_mode || ""}</div>` : null}</section>
+            <section aria-label="Expected answer"><h3>Expected</h3>
+              ${question.expected_answer ? html`<div>${question.expected_answer}</div>`
+                : html`<div class="muted">no expected answer</div>`}
+              <div class="muted">${ranges.length} evidence span(s)</div></section>
+          </div>
+          ${!cell ? html`<div class="notice">This question has not been run with ${configKey} yet.</div>` : null}
+          ${cell?.error ? html`<div class="error">${cell.error}</div>` : null}
+          ${metrics.length ? html`<dl class="kv" aria-label="Cell metrics">
+            ${metrics.map(([k, v]) => html`<dt>${label(k)}</dt><dd>${fmtMetric(k, v)}</dd>`)}
+            <dt>latency</dt><dd>${ms(cell.latency_ms?.total)}</dd>
+          </dl>` : null}
+          ${cell?.judge ? html`<details><summary>Judge's reasoning</summary>
+            <div>${cell.judge.reasoning || cell.judge.error || "—"}</div></details>` : null}
+        </div>` : html`<div class="panel muted">This Experiment has no questions.</div>`}
+        ${cell ? html`<section class="panel stack" aria-label="Retrieved chunks">
+          <h3>Retrieved chunks (rank order)</h3>
+          ${markdown.loading ? html`<${Spinner} label="Loading the document…" />` : null}
+          ${rankOrder(cell).map((chunk) => {
+            const isHit = chunk.role === "hit";
+            if (isHit) rank += 1;
+            const body = text !== null && chunk.start_index !== null ? text.slice(chunk.start_index, chunk.end_index) : null;
+            const evidence = chunk.start_index !== null && overlaps(chunk.start_index, chunk.end_index, ranges);
+            return html`<article key=${`${chunk.role}-${chunk.chunk_index}`}
+              aria-label=${`${isHit ? `rank ${rank}` : chunk.role}, chunk #${chunk.chunk_index}`}
+              style="border-top: 1px solid var(--line); padding-top: 0.5rem">
+              <div class="row" style="align-items: center">
+                <strong>${isHit ? `#${rank}` : chunk.role}</strong> <span class="muted">chunk #${chunk.chunk_index}</span>
+                ${chunk.score !== null && chunk.score !== undefined ? html`<span>score ${fmt(chunk.score)}</span>` : null}
+                <span class="muted">${fmtInt(chunk.tokens)} tokens · ${chunk.start_index}–${chunk.end_index}</span>
+                ${evidence ? html`<span class="badge good">evidence</span>` : null}
+              </div>
+              ${body !== null ? html`<div class="doc-text">${highlight(body, chunk.start_index, ranges)}</div>` : null}
+            </article>`;
+          })}
+        </section>
+        <section class="panel" aria-label="Expansion Tree"><h3>Expansion Tree</h3>
+          ${cell.expansion_tree?.length ? html`<ul class="tree" style="padding-left: 0">
+            ${cell.expansion_tree.map((node) => html`<${TreeNode} node=${node} ranges=${ranges} />`)}</ul>`
+            : html`<div class="muted">No Neighbor Expansion in this configuration (it applies to fixed_size with
+              neighbors before or after).</div>`}
+        </section>` : null}
+      </div>
+    </div>
+  </section>`;
+}
+
+// ------------------------------------------------------------------------------------------ the tab
+
+export function BenchmarksTab({ openTab }) {
+  const health = useApi(() => api("/api/health"), []);
+  const [selectedId, setSelectedId] = useState(null);
+  const [inspecting, setInspecting] = useState(null);
+  const [listVersion, setListVersion] = useState(0);
+  const [experimentVersion, setExperimentVersion] = useState(0);
+  const [preselect, setPreselect] = useState(null);
+  // Inspect what the Experiment view already holds (a 500-cell Experiment is a few MB); another tab's link loads it.
+  const [loadedForInspect, setLoadedForInspect] = useState(null);
+  const inspected = useApi(
+    () => (inspecting && loadedForInspect?.id !== inspecting ? api(`/benchmarks/${inspecting}`) : Promise.resolve(null)),
+    [inspecting],
+  );
+  const inspectedData = loadedForInspect?.id === inspecting ? loadedForInspect : inspected.data;
+  const inspect = (experiment) => { setLoadedForInspect(experiment); setInspecting(experiment.id); };
+  useEffect(() => on("inspect-experiment", ({ id }) => { setSelectedId(id); setInspecting(id); openTab?.("benchmarks"); }), []);
+  useEffect(() => on("open-experiment", ({ id }) => { setSelectedId(id); setInspecting(null); openTab?.("benchmarks"); }), []);
+  useEffect(() => on("select-document", ({ id }) => setPreselect(id)), []);
+  const refresh = () => { setListVersion((v) => v + 1); setExperimentVersion((v) => v + 1); };
+  return html`<div>
+    <style>${CSS}</style>
+    ${inspecting ? html`<div>
+      <${ErrorBox} error=${inspected.error} />
+      ${inspectedData ? html`<${RetrievalInspect} experiment=${inspectedData} onClose=${() => setInspecting(null)} />`
+        : html`<${Spinner} label="Loading the Experiment…" />`}
+    </div>` : null}
+    <div class="bench-grid" style=${inspecting ? "display: none" : ""}>
+      <${BenchmarkForm} llm=${health.data?.llm_connected} preselect=${preselect}
+        onStarted=${(id) => { setSelectedId(id); setListVersion((v) => v + 1); }} onFinished=${refresh} />
+      <div class="stack">
+        <${ExperimentList} selectedId=${selectedId} onSelect=${setSelectedId} version=${listVersion} />
+        ${selectedId ? html`<${ExperimentView} id=${selectedId} version=${experimentVersion}
+          onInspect=${inspect} onChanged=${() => setListVersion((v) => v + 1)} />` : null}
+      </div>
+    </div>
+  </div>`;
+}

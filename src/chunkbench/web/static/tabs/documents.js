@@ -494,6 +494,7 @@ function ChunkPreview({ doc, refresh }) {
   );
   const pages = chunks.data ? Math.max(1, Math.ceil(chunks.data.total / CHUNK_PAGE)) : 1;
   const pick = (key) => { setChoice(key); setPage(0); };
+  // The pager's range names the chunks drawn, not the page asked for: it changes when they have arrived.
   return html`<div class="panel">
     <h2>Chunk Preview</h2>
     <${ErrorBox} error=${runs.error || markdown.error || chunks.error} />
@@ -511,7 +512,7 @@ function ChunkPreview({ doc, refresh }) {
         total=${chunks.data.total} offset=${chunks.data.offset} />`}
       ${pages > 1 && html`<div class="pager"><button class="secondary" disabled=${page === 0}
           onClick=${() => setPage(page - 1)} aria-label="Previous page of chunks">‹</button>
-        <span class="muted">chunks ${page * CHUNK_PAGE + 1}–${Math.min((page + 1) * CHUNK_PAGE, chunks.data.total)}${" "}
+        <span class="muted">chunks ${chunks.data.offset + 1}–${chunks.data.offset + chunks.data.chunks.length}${" "}
           of ${fmtInt(chunks.data.total)}</span>
         <button class="secondary" disabled=${page >= pages - 1} onClick=${() => setPage(page + 1)}
           aria-label="Next page of chunks">›</button></div>`}

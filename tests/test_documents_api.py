@@ -166,6 +166,20 @@ def test_list_paginates_and_filters(client):
     assert client.get("/documents", params={"status": "bogus"}).status_code == 422
 
 
+def test_list_filters_by_mime_type(client):
+    _upload(client, "a.md", b"# A\n\nbody")
+    _upload(client, "b.txt", b"plain body")
+    _upload(client, "c.docx", _docx_bytes())
+    word_and_text = client.get(
+        "/documents",
+        params={"mime_type": ["text/plain", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"]},
+    ).json()
+    assert (word_and_text["total"], sorted(d["filename"] for d in word_and_text["items"])) == (2, ["b.txt", "c.docx"])
+    assert client.get("/documents", params={"mime_type": "application/pdf"}).json() == {
+        "items": [], "total": 0, "limit": 100, "offset": 0,
+    }  # fmt: skip
+
+
 def test_delete_then_404(client):
     document_id = _upload(client, "a.md", MARKDOWN.encode()).json()["document"]["id"]
     assert client.delete(f"/documents/{document_id}").status_code == 204

@@ -51,10 +51,13 @@ def list_documents(
     session: SessionDep,
     tenant_id: TenantDep,
     status_filter: DocumentState | None = Query(None, alias="status"),
+    mime_type: list[str] = Query([], description="Only these MIME types (repeat the parameter for several)"),
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0),
 ) -> DocumentPage:
-    rows, total = service.get_all(session, tenant_id=tenant_id, status=status_filter, limit=limit, offset=offset)
+    rows, total = service.get_all(
+        session, tenant_id=tenant_id, status=status_filter, mime_types=mime_type, limit=limit, offset=offset
+    )
     return DocumentPage(items=[DocumentSummary.of(row) for row in rows], total=total, limit=limit, offset=offset)
 
 

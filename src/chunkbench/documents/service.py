@@ -6,7 +6,7 @@ import hashlib
 import logging
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -244,10 +244,11 @@ def get_all(
     *,
     tenant_id: str,
     status: DocumentState | None = None,
+    mime_types: Sequence[str] = (),
     limit: int = 100,
     offset: int = 0,
 ):
-    return DocumentRepository(session, tenant_id).list(status=status, limit=limit, offset=offset)
+    return DocumentRepository(session, tenant_id).list(status=status, mime_types=mime_types, limit=limit, offset=offset)
 
 
 def get(session: Session, document_id: str, *, tenant_id: str) -> DocumentRow:

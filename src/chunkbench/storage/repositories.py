@@ -47,12 +47,19 @@ class DocumentRepository:
         )
 
     def list(
-        self, *, status: DocumentState | None = None, limit: int = 100, offset: int = 0
+        self,
+        *,
+        status: DocumentState | None = None,
+        mime_types: Sequence[str] = (),
+        limit: int = 100,
+        offset: int = 0,
     ) -> tuple[Sequence[DocumentRow], int]:
         """A page of documents, newest first, and the total count under the same filter."""
         where = [DocumentRow.tenant_id == self.tenant_id]
         if status is not None:
             where.append(DocumentRow.status == status.value)
+        if mime_types:
+            where.append(DocumentRow.mime_type.in_(mime_types))
         total = self.session.scalar(select(func.count()).select_from(DocumentRow).where(*where)) or 0
         rows = self.session.scalars(
             select(DocumentRow)

@@ -1,3 +1,596 @@
-import { html, useState } from "../ui.js";
-export function DocumentsTab() { const [n, setN] = useState(0); return html`<div class="panel"><h2>DocumentsTab</h2><button class="secondary" onClick=${() => setN(n + 1)}>clicked ${n}</button></div>`; }
-export function PdfTab() { const [n, setN] = useState(0); return html`<div class="panel"><h2>PdfTab</h2><button class="secondary" onClick=${() => setN(n + 1)}>clicked ${n}</button></div>`; }
+// Documents (Word, HTML, text, markdown) and PDF tabs: one component with a format filter. Upload, the list with
+// lifecycle state and chunk counts, the section tree and markdown, processing with live progress, Chunk Preview.
+import { html, useEffect, useRef, useState, ErrorBox, Spinner, ProgressBar, fmt, fmtInt, useApi } from "../ui.js";
+import { api, upload, waitForJob } from "../api.js";
+import { emit, on } from "../bus.js";
+
+const WORD_TYPES = [
+  "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  "application/msword",
+  "text/html",
+  "text/markdown",
+  "text/plain",
+];
+const FORMATS = {
+  word: {
+    title: "Documents", noun: "Word, HTML, text and markdown documents", mimeTypes: WORD_TYPES,
+    accept: ".docx,.doc,.html,.htm,.md,.markdown,.txt", hint: "DOCX, DOC, HTML, MD or TXT", other: "PDF",
+  },
+  pdf: {
+    title: "PDF", noun: "PDF documents", mimeTypes: ["application/pdf"], accept: ".pdf", hint: "PDF",
+    other: "Documents",
+  },
+};
+const LIST_PAGE = 20;
+// Long values (ids, parameter JSON) wrap instead of widening the page on a narrow window.
+const KV_WRAP = { gridTemplateColumns: "max-content minmax(0, 1fr)", overflowWrap: "anywhere" };
+const CHUNK_PAGE = 50;
+const CHANGED = "documents-changed"; // emitted after an upload, a deletion or a run: every list reloads
+
+export function DocumentsTab(props) {
+  return html`<${DocumentsView} format="word" ...${props} />`;
+}
+
+export function PdfTab(props) {
+  return html`<${DocumentsView} format="pdf" ...${props} />`;
+}
+
+function DocumentsView({ format, openTab }) {
+  const spec = FORMATS[format];
+  const [selected, setSelected] = useState(null);
+  return html`<div class="stack">
+    <${Uploader} spec=${spec} onSelect=${setSelected} />
+    <${DocumentList} spec=${spec} selected=${selected} onSelect=${setSelected} />
+    ${selected && html`<${DocumentDetail} key=${selected} id=${selected} openTab=${openTab}
+      onDeleted=${() => setSelected(null)} />`}
+  </div>`;
+}
+
+// ------------------------------------------------------------------------------------------------ upload
+
+const OUTCOME_TEXT = {
+  created: "added",
+  replaced: "replaced the earlier upload of the same name",
+  unchanged: "unchanged: the same file was already uploaded",
+};
+
+function Uploader({ spec, onSelect }) {
+  const [items, setItems] = useState([]);
+  const [over, setOver] = useState(false);
+  const input = useRef(null);
+  const queue = useRef(Promise.resolve());
+  const patch = (key, change) => setItems((list) => list.map((item) => (item.key === key ? { ...item, ...change } : item)));
+
+  const add = (files) => {
+    const fresh = [...files].map((file, i) => ({ key: `${Date.now()}-${i}-${file.name}`, file, state: "queued", progress: 0 }));
+    setItems((list) => [...fresh, ...list]);
+    // One upload at a time: parsing is CPU work on the server, and the rows then finish in order.
+    for (const item of fresh) queue.current = queue.current.then(() => send(item));
+  };
+  const send = async ({ key, file }) => {
+    patch(key, { state: "uploading" });
+    try {
+      const body = await upload("/documents", file, { onProgress: (progress) => patch(key, { progress }) });
+      patch(key, { state: "done", progress: 1, body });
+      emit(CHANGED, { id: body.document?.id });
+    } catch (error) {
+      patch(key, { state: "failed", error });
+    }
+  };
+  const onKey = (event) => {
+    if (event.key === "Enter" || event.key === " ") { event.preventDefault(); input.current?.click(); }
+  };
+  const finished = items.some((item) => item.state === "done" || item.state === "failed");
+  return html`<div class="panel">
+    <h2>Upload ${spec.noun}</h2>
+    <div class=${`dropzone${over ? " over" : ""}`} role="button" tabindex="0"
+      aria-label=${`Upload files: drop them here or press Enter to choose (${spec.hint})`}
+      onClick=${() => input.current?.click()} onKeyDown=${onKey}
+      onDragOver=${(e) => { e.preventDefault(); setOver(true); }} onDragLeave=${() => setOver(false)}
+      onDrop=${(e) => { e.preventDefault(); setOver(false); add(e.dataTransfer.files); }}>
+      Drop ${spec.hint} files here, or click to choose several.
+    </div>
+    <input ref=${input} type="file" multiple accept=${spec.accept} hidden aria-label="Choose files to upload"
+      onChange=${(e) => { add(e.target.files); e.target.value = ""; }} />
+    ${items.length > 0 && html`<div style="overflow-x:auto"><table class="data" aria-label="Uploads">
+      <thead><tr><th>file</th><th class="num">size</th><th>result</th></tr></thead>
+      <tbody>${items.map((item) => html`<${UploadRow} key=${item.key} item=${item} spec=${spec} onSelect=${onSelect} />`)}</tbody>
+    </table></div>
+    ${finished && html`<div class="row" style="margin-top:0.5rem"><button class="secondary"
+      onClick=${() => setItems((list) => list.filter((i) => i.state === "queued" || i.state === "uploading"))}>
+      Clear finished uploads</button></div>`}`}
+  </div>`;
+}
+
+function UploadRow({ item, spec, onSelect }) {
+  const { file, state, progress, body, error } = item;
+  let result;
+  if (state === "queued") result = html`<span class="muted">waiting</span>`;
+  else if (state === "uploading") {
+    result = progress < 1 ? html`<${ProgressBar} value=${progress} label=${`uploading ${Math.round(progress * 100)}%`} />`
+      : html`<${Spinner} label="reading the document…" />`;
+  } else if (state === "failed") result = html`<${ErrorBox} error=${error} />`;
+  else {
+    const doc = body.document;
+    const elsewhere = doc && !spec.mimeTypes.includes(doc.mime_type);
+    result = html`<span class="badge good">${OUTCOME_TEXT[body.outcome] || body.outcome}</span>
+      ${body.duplicate_of && html` <span class="badge warn">same content as document ${body.duplicate_of}</span>`}
+      ${(body.warnings || []).map((w) => html` <span class="badge warn">${w}</span>`)}
+      ${elsewhere ? html` <span class="muted">listed in the ${spec.other} tab</span>`
+        : doc && html` <button class="link" onClick=${() => onSelect(doc.id)}>open</button>`}`;
+  }
+  return html`<tr><td>${file.name}</td><td class="num">${bytes(file.size)}</td><td>${result}</td></tr>`;
+}
+
+// ------------------------------------------------------------------------------------------------ list
+
+function DocumentList({ spec, selected, onSelect }) {
+  const [page, setPage] = useState(0);
+  const [tick, setTick] = useState(0);
+  useEffect(() => on(CHANGED, () => setTick((t) => t + 1)), []);
+  const { data, error, loading } = useApi(
+    () => api("/documents", { query: { mime_type: spec.mimeTypes, limit: LIST_PAGE, offset: page * LIST_PAGE } }),
+    [page, tick],
+  );
+  const pages = data ? Math.max(1, Math.ceil(data.total / LIST_PAGE)) : 1;
+  // A deletion can empty the last page: step back to one that exists.
+  useEffect(() => { if (data && page > 0 && page >= pages) setPage(pages - 1); }, [data, pages]);
+  return html`<div class="panel">
+    <h2>${spec.title} ${data && html`<span class="muted">(${fmtInt(data.total)})</span>`}</h2>
+    <${ErrorBox} error=${error} />
+    ${loading && !data && html`<${Spinner} label="Loading documents…" />`}
+    ${data && data.total === 0 && html`<p class="muted">No ${spec.noun} yet: upload one above.</p>`}
+    ${data && data.total > 0 && html`<div style="overflow-x:auto"><table class="data" aria-label=${`${spec.title} list`}>
+      <thead><tr><th>file</th><th>state</th><th class="num">pages</th><th class="num">headings</th>
+        <th>chunks per strategy</th><th class="num">size</th></tr></thead>
+      <tbody>${data.items.map((doc) => html`<tr key=${doc.id} class=${`clickable${doc.id === selected ? " selected" : ""}`}
+          onClick=${() => onSelect(doc.id)}>
+        <td><button class="link" aria-pressed=${doc.id === selected} onClick=${(e) => { e.stopPropagation(); onSelect(doc.id); }}>
+          ${doc.filename}</button></td>
+        <td><${StateBadge} doc=${doc} /></td>
+        <td class="num">${doc.page_count ?? "—"}</td>
+        <td class="num">${doc.heading_count}</td>
+        <td>${Object.keys(doc.chunk_counts).length === 0 ? html`<span class="muted">not processed</span>`
+          : Object.entries(doc.chunk_counts).map(([name, count]) => html`<span class="badge" style="margin:0 0.25rem 0.15rem 0;white-space:nowrap">
+              ${name} ${fmtInt(count)}</span>`)}</td>
+        <td class="num">${bytes(doc.file_size)}</td>
+      </tr>`)}</tbody>
+    </table></div>`}
+    ${pages > 1 && html`<div class="pager"><button class="secondary" disabled=${page === 0}
+        onClick=${() => setPage(page - 1)} aria-label="Previous page of documents">‹</button>
+      <span class="muted">${page + 1} / ${pages}</span>
+      <button class="secondary" disabled=${page >= pages - 1} onClick=${() => setPage(page + 1)}
+        aria-label="Next page of documents">›</button></div>`}
+  </div>`;
+}
+
+const STATE_TONE = { indexed: "good", failed: "bad", parsing: "warn", chunking: "warn", embedding: "warn" };
+
+function StateBadge({ doc }) {
+  return html`<span class=${`badge ${STATE_TONE[doc.status] || ""}`} title=${doc.error_message || ""}>${doc.status}</span>`;
+}
+
+// ------------------------------------------------------------------------------------------------ one document
+
+function DocumentDetail({ id, openTab, onDeleted }) {
+  const [tick, setTick] = useState(0);
+  const [runTick, setRunTick] = useState(0);
+  const { data: doc, error, loading } = useApi(() => api(`/documents/${id}`), [id, tick]);
+  if (error) return html`<div class="panel"><${ErrorBox} error=${error} /></div>`;
+  if (!doc) return html`<div class="panel">${loading && html`<${Spinner} label="Loading the document…" />`}</div>`;
+  const processed = () => { setTick((t) => t + 1); setRunTick((t) => t + 1); emit(CHANGED, { id }); };
+  return html`<div class="stack">
+    <${Summary} doc=${doc} openTab=${openTab} onDeleted=${onDeleted} />
+    <div class="grid two">
+      <div class="panel"><h2>Sections</h2><${SectionTree} tree=${doc.tree} /></div>
+      <${MarkdownPreview} doc=${doc} />
+    </div>
+    <${ProcessPanel} doc=${doc} onDone=${processed} />
+    <${ChunkPreview} doc=${doc} refresh=${runTick} />
+  </div>`;
+}
+
+function Summary({ doc, openTab, onDeleted }) {
+  const [confirming, setConfirming] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState(null);
+  const ask = () => {
+    openTab("query");
+    // The Query tab may be mounting right now; say it again once it has had the chance to subscribe.
+    emit("select-document", { id: doc.id });
+    setTimeout(() => emit("select-document", { id: doc.id }), 250);
+  };
+  const remove = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      await api(`/documents/${doc.id}`, { method: "DELETE" });
+      emit(CHANGED, { id: doc.id, deleted: true });
+      onDeleted();
+    } catch (e) {
+      setError(e);
+      setBusy(false);
+    }
+  };
+  const counts = Object.entries(doc.chunk_counts);
+  return html`<div class="panel">
+    <div class="row" style="justify-content:space-between;align-items:center">
+      <h2 style="margin:0;overflow-wrap:anywhere">${doc.filename} <${StateBadge} doc=${doc} /></h2>
+      <div class="row">
+        <button class="primary" onClick=${ask}>Ask a question</button>
+        <button class="danger" onClick=${() => setConfirming(true)} disabled=${confirming}>Delete…</button>
+      </div>
+    </div>
+    ${confirming && html`<div class="notice" role="alertdialog" aria-label="Confirm deletion" style="margin-top:0.75rem">
+      Delete <strong>${doc.filename}</strong> with its chunks, vectors, queries and experiments? This cannot be undone.
+      <div class="row" style="margin-top:0.5rem">
+        <button class="danger" onClick=${remove} disabled=${busy}>${busy ? "Deleting…" : "Delete for good"}</button>
+        <button class="secondary" onClick=${() => setConfirming(false)} disabled=${busy}>Cancel</button>
+      </div></div>`}
+    <${ErrorBox} error=${error} />
+    ${doc.status === "failed" && doc.error_message && html`<div class="error" role="alert" style="margin-top:0.75rem">
+      ${doc.error_message}</div>`}
+    <dl class="kv" style=${{ ...KV_WRAP, marginTop: "0.75rem" }}>
+      <dt>type</dt><dd>${doc.mime_type}</dd>
+      <dt>size</dt><dd>${bytes(doc.file_size)}</dd>
+      <dt>pages</dt><dd>${doc.page_count ?? "—"}</dd>
+      <dt>language</dt><dd>${doc.language || "—"}</dd>
+      <dt>paragraphs</dt><dd>${fmtInt(doc.paragraph_count)}</dd>
+      <dt>headings</dt><dd>${fmtInt(doc.heading_count)}${doc.heading_source ? ` (from ${doc.heading_source})` : ""}</dd>
+      <dt>markdown</dt><dd>${fmtInt(doc.markdown_chars)} characters</dd>
+      <dt>chunks</dt><dd>${counts.length ? counts.map(([n, c]) => `${n} ${fmtInt(c)}`).join(" · ") : "not processed yet"}</dd>
+      <dt>id</dt><dd class="mono">${doc.id}</dd>
+    </dl>
+  </div>`;
+}
+
+function SectionTree({ tree }) {
+  const sections = (tree?.root?.children || []).filter(isSection);
+  if (sections.length === 0) return html`<p class="muted">No headings were found: the document is one section.</p>`;
+  return html`<div class="scroll"><ul class="tree" style="padding-left:0" aria-label="Section tree">${sections.map((node, i) =>
+    html`<${TreeNode} key=${i} node=${node} depth=${0} />`)}</ul></div>`;
+}
+
+const isSection = (node) => node.node_type === "section" || node.node_type === "article";
+
+function TreeNode({ node, depth }) {
+  const children = (node.children || []).filter(isSection);
+  const paragraphs = (node.children || []).length - children.length;
+  const label = html`<span>${node.heading || "(untitled)"}</span>
+    ${node.node_type === "article" && html` <span class="badge accent">article</span>`}
+    ${paragraphs > 0 && html` <span class="muted">· ${paragraphs} ¶</span>`}`;
+  if (children.length === 0) return html`<li>${label}</li>`;
+  return html`<li><details open=${depth < 1}><summary>${label}</summary>
+    <ul class="tree">${children.map((child, i) => html`<${TreeNode} key=${i} node=${child} depth=${depth + 1} />`)}</ul>
+  </details></li>`;
+}
+
+function MarkdownPreview({ doc }) {
+  const [whole, setWhole] = useState(null);
+  const [error, setError] = useState(null);
+  const [busy, setBusy] = useState(false);
+  const loadAll = async () => {
+    setBusy(true);
+    try { setWhole(await api(`/documents/${doc.id}/markdown`)); } catch (e) { setError(e); }
+    setBusy(false);
+  };
+  return html`<div class="panel">
+    <h2>Markdown ${doc.markdown_truncated && !whole ? html`<span class="muted">(first ${fmtInt(doc.markdown_preview.length)}${" "}
+      of ${fmtInt(doc.markdown_chars)} characters)</span>` : null}</h2>
+    <div class="scroll doc-text" tabindex="0" aria-label="Markdown preview">${whole ?? doc.markdown_preview}</div>
+    <${ErrorBox} error=${error} />
+    ${doc.markdown_truncated && !whole && html`<div class="row" style="margin-top:0.5rem">
+      <button class="secondary" onClick=${loadAll} disabled=${busy}>${busy ? "Loading…" : "Show the whole markdown"}</button></div>`}
+  </div>`;
+}
+
+// ------------------------------------------------------------------------------------------------ process
+
+function ProcessPanel({ doc, onDone }) {
+  const strategies = useApi(() => api("/strategies"), []);
+  const models = useApi(() => api("/admin/embedding-models"), []);
+  const [checked, setChecked] = useState(null); // null until /strategies answers: then every strategy
+  const [corpus, setCorpus] = useState("");
+  const [boundary, setBoundary] = useState("");
+  const [params, setParams] = useState({}); // {strategy: {field: raw input}}: only what the person changed
+  const [job, setJob] = useState(null);
+  const [result, setResult] = useState(null);
+  const [error, setError] = useState(null);
+
+  useEffect(() => { if (strategies.data && !checked) setChecked(new Set(strategies.data.map((s) => s.name))); }, [strategies.data]);
+  useEffect(() => {
+    if (!models.data) return;
+    setCorpus((v) => v || models.data.corpus_model_id);
+    setBoundary((v) => v || models.data.boundary_model_id);
+  }, [models.data]);
+
+  if (strategies.error || models.error) return html`<div class="panel"><h2>Process</h2>
+    <${ErrorBox} error=${strategies.error || models.error} /></div>`;
+  if (!strategies.data || !models.data || !checked) return html`<div class="panel"><h2>Process</h2>
+    <${Spinner} label="Loading strategies and models…" /></div>`;
+
+  const chosen = strategies.data.filter((s) => checked.has(s.name));
+  const needsBoundary = chosen.some((s) => s.needs_boundary_model);
+  const toggle = (name) => setChecked((set) => { const next = new Set(set); next.has(name) ? next.delete(name) : next.add(name); return next; });
+  const setParam = (strategy, field, value) =>
+    setParams((all) => ({ ...all, [strategy]: { ...(all[strategy] || {}), [field]: value } }));
+
+  const run = async () => {
+    setError(null);
+    setResult(null);
+    let body;
+    try {
+      body = {
+        strategies: chosen.map((s) => s.name),
+        corpus_model_id: corpus,
+        params: Object.fromEntries(chosen.map((s) => [s.name, paramValues(s, params[s.name])])
+          .filter(([, values]) => Object.keys(values).length > 0)),
+      };
+      if (needsBoundary) body.boundary_model_id = boundary;
+    } catch (e) {
+      setError(e);
+      return;
+    }
+    setJob({ progress: 0, message: "starting" });
+    try {
+      const started = await api(`/documents/${doc.id}/process`, { method: "POST", json: body });
+      const done = await waitForJob(started.job_id, { onProgress: (progress, message) => setJob({ progress, message }) });
+      setResult(done.result);
+      onDone();
+    } catch (e) {
+      setError(e);
+    }
+    setJob(null);
+  };
+
+  return html`<div class="panel">
+    <h2>Process</h2>
+    <div class="stack">
+      <fieldset><legend>Strategies</legend><div class="checks">
+        ${strategies.data.map((s) => html`<label title=${s.description}><input type="checkbox" checked=${checked.has(s.name)}
+          onChange=${() => toggle(s.name)} disabled=${!!job} />${s.name}</label>`)}
+      </div></fieldset>
+      <div class="row">
+        <label>Corpus model (embeds the chunks)
+          <${ModelSelect} label="Corpus model" models=${models.data.models} value=${corpus} onChange=${setCorpus}
+            disabled=${!!job} /></label>
+        <label>Boundary model (semantic cuts)
+          <${ModelSelect} label="Boundary model" models=${models.data.models} value=${boundary} onChange=${setBoundary}
+            disabled=${!!job || !needsBoundary} /></label>
+      </div>
+      ${chosen.map((s) => html`<${StrategyParams} key=${s.name} strategy=${s} values=${params[s.name] || {}}
+        onChange=${(field, value) => setParam(s.name, field, value)} disabled=${!!job} />`)}
+      <div class="row">
+        <button class="primary" onClick=${run} disabled=${!!job || chosen.length === 0}>
+          ${job ? "Processing…" : `Run ${chosen.length} ${chosen.length === 1 ? "strategy" : "strategies"}`}</button>
+        ${chosen.length === 0 && html`<span class="muted">Choose at least one strategy.</span>`}
+      </div>
+      ${job && html`<${ProgressBar} value=${job.progress} label=${`${Math.round(job.progress * 100)}% · ${job.message}`} />`}
+      <${ErrorBox} error=${error} />
+      ${result && html`<${Outcome} result=${result} />`}
+    </div>
+  </div>`;
+}
+
+function ModelSelect({ label, models, value, onChange, disabled }) {
+  // Unavailable models are listed (so a person learns they exist) but cannot be picked; the note says why.
+  return html`<select aria-label=${label} value=${value} onChange=${(e) => onChange(e.target.value)} disabled=${disabled}
+      style="max-width:min(26rem, 80vw)">
+    ${models.map((m) => html`<option value=${m.id} disabled=${!m.available} title=${m.availability_note || ""}>
+      ${m.display_name || m.id}${m.available ? "" : " (not available)"}</option>`)}
+  </select>`;
+}
+
+// A JSON Schema property as the form sees it: its type, bounds, enum, default, and whether null is allowed.
+function fieldSpec(property) {
+  const options = property.anyOf || [property];
+  const base = options.find((o) => o.type !== "null") || {};
+  return { ...base, nullable: options.some((o) => o.type === "null"), default: property.default,
+    title: property.title, description: property.description };
+}
+
+function StrategyParams({ strategy, values, onChange, disabled }) {
+  const properties = Object.entries(strategy.params_schema?.properties || {});
+  if (properties.length === 0) return null;
+  return html`<fieldset><legend>${strategy.name} parameters</legend><div class="row">
+    ${properties.map(([name, property]) => html`<${ParamField} key=${name} name=${name} spec=${fieldSpec(property)}
+      value=${values[name]} onChange=${(v) => onChange(name, v)} disabled=${disabled} strategy=${strategy.name} />`)}
+  </div></fieldset>`;
+}
+
+function ParamField({ name, spec, value, onChange, disabled, strategy }) {
+  const label = `${spec.title || name}`;
+  const aria = `${strategy} ${label}`;
+  const defaultText = spec.default === null || spec.default === undefined ? "default" : JSON.stringify(spec.default);
+  let control;
+  if (spec.enum) {
+    control = html`<select aria-label=${aria} value=${value ?? ""} onChange=${(e) => onChange(e.target.value)} disabled=${disabled}>
+      <option value="">default (${defaultText})</option>
+      ${spec.enum.map((option) => html`<option value=${option}>${option}</option>`)}</select>`;
+  } else if (spec.type === "boolean") {
+    control = html`<select aria-label=${aria} value=${value ?? ""} onChange=${(e) => onChange(e.target.value)} disabled=${disabled}>
+      <option value="">default (${defaultText})</option><option value="true">true</option><option value="false">false</option></select>`;
+  } else if (spec.type === "integer" || spec.type === "number") {
+    const min = spec.minimum ?? (spec.exclusiveMinimum !== undefined ? spec.exclusiveMinimum : undefined);
+    control = html`<input type="number" aria-label=${aria} value=${value ?? ""} placeholder=${defaultText}
+      min=${min} max=${spec.maximum} step=${spec.type === "integer" ? 1 : "any"} disabled=${disabled}
+      onInput=${(e) => onChange(e.target.value)} />`;
+  } else {
+    control = html`<input type="text" aria-label=${aria} value=${value ?? ""} disabled=${disabled}
+      placeholder=${spec.type === "array" ? `JSON list, ${defaultText}` : defaultText} onInput=${(e) => onChange(e.target.value)} />`;
+  }
+  return html`<label title=${spec.description || ""}>${label}${rangeText(spec)}${control}</label>`;
+}
+
+function rangeText(spec) {
+  const low = spec.minimum ?? spec.exclusiveMinimum;
+  if (low === undefined && spec.maximum === undefined) return "";
+  const open = spec.exclusiveMinimum !== undefined ? "(" : "[";
+  return ` ${open}${low ?? "…"}, ${spec.maximum ?? "…"}]`;
+}
+
+// The parameters to send: typed values of the fields the person filled in; empty fields keep the server's default.
+function paramValues(strategy, raw = {}) {
+  const out = {};
+  for (const [name, property] of Object.entries(strategy.params_schema?.properties || {})) {
+    const text = raw[name];
+    if (text === undefined || text === "") continue;
+    const spec = fieldSpec(property);
+    if (spec.type === "integer" || spec.type === "number") out[name] = Number(text);
+    else if (spec.type === "boolean") out[name] = text === "true";
+    else if (spec.type === "array") {
+      try { out[name] = JSON.parse(text); } catch {
+        throw new Error(`${strategy.name} ${spec.title || name}: write a JSON list, e.g. ["\\n\\n", "\\n", " "].`);
+      }
+    } else out[name] = text;
+  }
+  return out;
+}
+
+function Outcome({ result }) {
+  const rows = [...(result.completed || []), ...(result.failed || [])];
+  return html`<div><h3>Outcome · document ${result.status}</h3><${RunTable} runs=${rows.map((r) => ({
+    strategy: r.strategy, status: r.status, chunks: r.chunk_count, diagnostics: r.diagnostics, ms: r.duration_ms,
+    error: r.error?.message || r.error || r.message,
+  }))} /></div>`;
+}
+
+function RunTable({ runs }) {
+  return html`<div style="overflow-x:auto"><table class="data" aria-label="Strategy outcomes">
+    <thead><tr><th>strategy</th><th>status</th><th class="num">chunks</th><th class="num">median tok</th>
+      <th class="num">p95 tok</th><th class="num">tiny</th><th class="num">mid-sentence</th><th class="num">coverage</th>
+      <th class="num">time</th></tr></thead>
+    <tbody>${runs.map((r) => {
+      const d = r.diagnostics || {};
+      return html`<tr key=${r.strategy}>
+        <td>${r.strategy}</td>
+        <td><span class=${`badge ${r.status === "completed" ? "good" : "bad"}`}>${r.status}</span>
+          ${r.error && html`<div class="muted">${typeof r.error === "string" ? r.error : JSON.stringify(r.error)}</div>`}</td>
+        <td class="num">${fmtInt(r.chunks)}</td>
+        <td class="num">${fmt(d.tokens?.median, 0)}</td>
+        <td class="num">${fmt(d.tokens?.p95, 0)}</td>
+        <td class="num">${pct(d.tiny_share)}</td>
+        <td class="num">${pct(d.mid_sentence_share)}</td>
+        <td class="num">${fmt(d.coverage_ratio, 2)}</td>
+        <td class="num">${r.ms === null || r.ms === undefined ? "—" : `${(r.ms / 1000).toFixed(1)} s`}</td>
+      </tr>`;
+    })}</tbody>
+  </table></div>`;
+}
+
+// ------------------------------------------------------------------------------------------------ Chunk Preview
+
+function ChunkPreview({ doc, refresh }) {
+  const runs = useApi(() => api(`/documents/${doc.id}/runs`), [doc.id, refresh]);
+  const markdown = useApi(() => api(`/documents/${doc.id}/markdown`), [doc.id, refresh]);
+  const options = latestCompleted(runs.data || []);
+  const [choice, setChoice] = useState("");
+  const [page, setPage] = useState(0);
+  const current = options.find((o) => o.key === choice) || options[0];
+  const chunks = useApi(
+    () => (current ? api(`/admin/chunks/${doc.id}`, { query: { strategy: current.strategy_name,
+      corpus_model_id: current.corpus_model_id, offset: page * CHUNK_PAGE, limit: CHUNK_PAGE } }) : Promise.resolve(null)),
+    [doc.id, current?.key, page, refresh],
+  );
+  const pages = chunks.data ? Math.max(1, Math.ceil(chunks.data.total / CHUNK_PAGE)) : 1;
+  const pick = (key) => { setChoice(key); setPage(0); };
+  // The pager's range names the chunks drawn, not the page asked for: it changes when they have arrived.
+  return html`<div class="panel">
+    <h2>Chunk Preview</h2>
+    <${ErrorBox} error=${runs.error || markdown.error || chunks.error} />
+    ${runs.data && options.length === 0 && html`<p class="muted">Process the document to see its chunks here.</p>`}
+    ${options.length > 0 && html`<div class="stack">
+      <div class="row">
+        <label>Strategy
+          <select aria-label="Chunk Preview strategy" value=${current.key} onChange=${(e) => pick(e.target.value)}>
+            ${options.map((o) => html`<option value=${o.key}>${o.strategy_name} · ${o.corpus_model_id}</option>`)}
+          </select></label>
+        ${chunks.loading && html`<${Spinner} label="Loading chunks…" />`}
+      </div>
+      <${Diagnostics} run=${current} />
+      ${chunks.data && markdown.data !== null && html`<${ChunkText} text=${markdown.data} chunks=${chunks.data.chunks}
+        total=${chunks.data.total} offset=${chunks.data.offset} />`}
+      ${pages > 1 && html`<div class="pager"><button class="secondary" disabled=${page === 0}
+          onClick=${() => setPage(page - 1)} aria-label="Previous page of chunks">‹</button>
+        <span class="muted">chunks ${chunks.data.offset + 1}–${chunks.data.offset + chunks.data.chunks.length}${" "}
+          of ${fmtInt(chunks.data.total)}</span>
+        <button class="secondary" disabled=${page >= pages - 1} onClick=${() => setPage(page + 1)}
+          aria-label="Next page of chunks">›</button></div>`}
+    </div>`}
+  </div>`;
+}
+
+// The newest completed run per (strategy, Corpus model): what is in the index now.
+function latestCompleted(runs) {
+  const seen = new Map();
+  for (const run of [...runs].sort((a, b) => (a.created_at < b.created_at ? 1 : -1))) {
+    const key = `${run.strategy_name}|${run.corpus_model_id}`;
+    if (run.status === "completed" && !seen.has(key)) seen.set(key, { ...run, key });
+  }
+  return [...seen.values()];
+}
+
+function Diagnostics({ run }) {
+  const d = run.diagnostics || {};
+  const t = d.tokens || {};
+  return html`<dl class="kv" style=${KV_WRAP} aria-label="Diagnostics">
+    <dt>chunks</dt><dd>${fmtInt(d.chunk_count ?? run.chunk_count)}${d.parent_count ? ` (+ ${fmtInt(d.parent_count)} parents)` : ""}</dd>
+    <dt>tokens</dt><dd>min ${fmtInt(t.min)} · median ${fmt(t.median, 0)} · p95 ${fmt(t.p95, 0)} · max ${fmtInt(t.max)}</dd>
+    <dt>tiny chunks</dt><dd>${pct(d.tiny_share)} under ${d.tiny_threshold_tokens ?? 32} tokens</dd>
+    <dt>mid-sentence ends</dt><dd>${pct(d.mid_sentence_share)}</dd>
+    <dt>coverage</dt><dd>${fmt(d.coverage_ratio, 2)} × the document${d.coverage_ratio > 1.001 ? " (overlap)" : ""}</dd>
+    <dt>parameters</dt><dd class="mono">${JSON.stringify(run.params)}</dd>
+    <dt>models</dt><dd>corpus ${run.corpus_model_id}${run.boundary_model_id ? ` · boundary ${run.boundary_model_id}` : ""}</dd>
+    <dt>time</dt><dd>${run.duration_ms === null ? "—" : `${(run.duration_ms / 1000).toFixed(1)} s`}</dd>
+  </dl>`;
+}
+
+// The document text of one page of chunks with the boundaries drawn: each chunk alternates chunk-a/chunk-b,
+// text shared by two chunks (overlap) carries both backgrounds, and ⟦n / ⟧ mark where chunk n starts and ends.
+function ChunkText({ text, chunks, total, offset }) {
+  const drawn = chunks.filter((c) => !c.is_parent).sort((a, b) => a.start_index - b.start_index || a.chunk_index - b.chunk_index);
+  const parents = chunks.length - drawn.length;
+  if (drawn.length === 0) return html`<p class="muted">No chunks on this page${parents ? ` (${parents} parent chunks: stored for context)` : ""}.</p>`;
+  const from = drawn[0].start_index;
+  const to = Math.max(...drawn.map((c) => c.end_index));
+  const points = [...new Set([from, to, ...drawn.flatMap((c) => [c.start_index, c.end_index])])].sort((a, b) => a - b);
+  const parts = [];
+  for (let i = 0; i < points.length; i += 1) {
+    const at = points[i];
+    for (const c of drawn) if (c.end_index === at && c.end_index > c.start_index) {
+      parts.push(html`<span class="chunk-mark" title=${`end of chunk ${c.chunk_index}`}>⟧</span>`);
+    }
+    for (const c of drawn) if (c.start_index === at) {
+      parts.push(html`<span class="chunk-mark" data-chunk=${c.chunk_index}
+        title=${`chunk ${c.chunk_index} · ${c.token_count} tokens${c.heading_path?.length ? ` · ${c.heading_path.join(" › ")}` : ""}`}
+        >⟦${c.chunk_index}</span>`);
+    }
+    if (i === points.length - 1) break;
+    const end = points[i + 1];
+    const cover = drawn.filter((c) => c.start_index <= at && c.end_index >= end);
+    const piece = text.slice(at, end);
+    if (cover.length === 0) parts.push(html`<span class="muted" title="not in any chunk">${piece}</span>`);
+    else if (cover.length === 1) parts.push(html`<span class=${cover[0].chunk_index % 2 ? "chunk-b" : "chunk-a"}>${piece}</span>`);
+    else {
+      parts.push(html`<span class="chunk-a" title=${`overlap of chunks ${cover.map((c) => c.chunk_index).join(" and ")}`}>
+        <span class="chunk-b">${piece}</span></span>`);
+    }
+  }
+  return html`<div>
+    <p class="muted" style="margin:0 0 0.5rem">Chunks ${drawn[0].chunk_index}–${drawn[drawn.length - 1].chunk_index}${" "}
+      (${fmtInt(drawn.length)} on this page, ${fmtInt(total)} in all${parents ? `, ${parents} parents not drawn` : ""})
+      · characters ${fmtInt(from)}–${fmtInt(to)} · ⟦n marks where chunk n starts, ⟧ where it ends; overlaps carry both colours.</p>
+    <div class="scroll doc-text" tabindex="0" aria-label="Document text with chunk boundaries" data-offset=${offset}>${parts}</div>
+  </div>`;
+}
+
+// ------------------------------------------------------------------------------------------------ formatting
+
+function bytes(n) {
+  if (n === null || n === undefined) return "—";
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+const pct = (share) => (share === null || share === undefined ? "—" : `${Math.round(share * 100)}%`);

@@ -196,9 +196,8 @@ function Summary({ doc, openTab, onDeleted }) {
   const [error, setError] = useState(null);
   const ask = () => {
     openTab("query");
-    // The Query tab may be mounting right now; say it again once it has had the chance to subscribe.
+    // The Query tab keeps the last selection even when it mounts after this event.
     emit("select-document", { id: doc.id });
-    setTimeout(() => emit("select-document", { id: doc.id }), 250);
   };
   const remove = async () => {
     setBusy(true);

@@ -159,6 +159,15 @@ def test_neighbours_apply_to_fixed_size_only_and_the_compare_view_warns(client, 
     assert node["neighbors_prev"] + node["neighbors_next"]
     assert all(n["text"] and n["score"] is None for n in node["neighbors_prev"] + node["neighbors_next"])
 
+    # With neighbours the context is in document order, but rank metrics see the hits as retrieved.
+    wide = _benchmark(
+        client, document_id, questions=QUESTIONS, top_k=[3], neighbor_prev=1, neighbor_next=1, strategies=["fixed_size"]
+    ).json()
+    for cell in wide["cells"]:
+        hits = [c for c in cell["retrieved"] if c["role"] == "hit"]
+        assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+        assert all(c["role"] == "neighbor" for c in cell["retrieved"][len(hits) :])
+        assert [n["chunk_index"] for n in cell["expansion_tree"]] == [h["chunk_index"] for h in hits]
     compared = client.get("/experiments/compare", params={"a": plain["id"], "b": expanded["id"]}).json()
     assert any("Neighbor Expansion" in warning for warning in compared["warnings"])
     recursive = next(row for row in compared["rows"] if row["config_key"] == "recursive/dense/k1")

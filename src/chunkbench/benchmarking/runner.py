@@ -452,11 +452,15 @@ def _cell(
 
 def _grade(context: _Context, configuration: Configuration, question: dict[str, Any], out: QueryOut) -> dict[str, Any]:
     evidence = [(int(r["start_index"]), int(r["end_index"])) for r in question["references"]]
+    # The flat context is in document order (Neighbor Expansion sorts it); rank metrics need the hits in the
+    # order they were retrieved, which is the Expansion Tree's order. Stored: hits by rank, then neighbours.
+    rank = {node["chunk_id"]: position for position, node in enumerate(out.expansion_tree)}
+    ordered = sorted(out.retrieved_chunks, key=lambda c: (c.get("role") != "hit", rank.get(c["chunk_id"], 0)))
     retrieved = [
         {key: chunk.get(key) for key in ("chunk_index", "start_index", "end_index", "role")}
         # Scores to 6 places: CPU embeddings vary in the last bits between runs; the figures must not.
         | {"score": None if chunk.get("score") is None else round(chunk["score"], 6), "tokens": chunk["token_count"]}
-        for chunk in out.retrieved_chunks
+        for chunk in ordered
     ]
     passages = [f"{s.text}\n\n{s.parent_text}" if s.parent_text else s.text for s in out.sources]
     sources = {source.chunk_id: source.model_dump() for source in out.sources}

@@ -9,23 +9,7 @@ import httpx
 from playwright.sync_api import expect
 
 from conftest import screenshot
-
-HANDBOOK = """# Staff Handbook
-
-## Leave
-
-Every employee receives 25 days of paid annual leave per calendar year. Unused leave can be carried over
-until the end of March. Sick leave requires a doctor's note after three days.
-
-## Equipment
-
-Laptops are replaced every four years. Broken equipment is reported through the service desk with the
-ticket code HW-7731. The service desk answers within one working day.
-
-## Travel
-
-Train travel is preferred for journeys under five hours. Hotel costs are reimbursed up to 150 euros a night.
-"""
+from test_queries import HANDBOOK
 
 FIXED = "fixed_size__all-MiniLM-L6-v2_collection"
 RECURSIVE = "recursive__all-MiniLM-L6-v2_collection"

@@ -469,8 +469,11 @@ function ExperimentView({ id, version, onInspect, onChanged }) {
   if (loaded.error) return html`<div class="panel"><${ErrorBox} error=${loaded.error} /></div>`;
   if (!experiment) return html`<div class="panel"><${Spinner} label="Loading the Experiment…" /></div>`;
   const config = experiment.config;
-  const done = live?.cells_done ?? experiment.progress.cells_done;
-  const total = live?.cells_total ?? experiment.progress.cells_total;
+  // The polled summary only while this Experiment runs: once it has ended, the reloaded Experiment is the truth
+  // (the run's own job can end it before the next poll, which would leave a mid-run count on a finished run).
+  const polled = running && live?.id === id ? live : null;
+  const done = polled?.cells_done ?? experiment.progress.cells_done;
+  const total = polled?.cells_total ?? experiment.progress.cells_total;
   const report = (view) => `/benchmarks/${id}/report?view=${view}`;
   return html`<section class="panel stack" aria-label="Experiment">
     <div class="row" style="justify-content: space-between">

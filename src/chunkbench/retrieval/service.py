@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
-from chunkbench.embedding.registry import EmbeddingModelSpec
+from chunkbench.embedding.registry import EmbeddingModelSpec, get_spec
 from chunkbench.errors import NotFoundError, QueryError
 from chunkbench.llm.answer import generate_answer
 from chunkbench.llm.client import get_llm_client
@@ -30,7 +30,7 @@ from chunkbench.retrieval.rerank import CrossEncoderReranker, LlmListwiseReranke
 from chunkbench.retrieval.schemas import QueryIn, QueryOut, SourceOut
 from chunkbench.retrieval.search import RetrievedChunk, RetrieverName, get_retriever, retrieve
 from chunkbench.storage.db import Database
-from chunkbench.storage.repositories import DocumentRepository
+from chunkbench.storage.repositories import QueryRecord, QueryRepository
 from chunkbench.storage.schema import QueryRow
 from chunkbench.storage.vectors import VectorStore
 
@@ -58,9 +58,13 @@ class Stopwatch:
         return {**self.ms, "total": round((time.perf_counter() - self._started) * 1000, 2)}
 
 
-def _resolve_corpus(session: Session, requested: str | None, last_used: str | None) -> EmbeddingModelSpec:
-    # The question must be embedded by the model that embedded the chunks: default to that one.
-    return embedding.resolve_corpus_model(session, requested or last_used)
+def _resolve_corpus(database: Database, requested: str | None, last_used: str | None) -> EmbeddingModelSpec:
+    # The question must be embedded by the model that embedded the chunks: default to that one. Only a
+    # document never embedded has neither; the configured Corpus role is read from app_settings then.
+    if requested or last_used:
+        return get_spec(requested or last_used)
+    with database.session() as session:
+        return embedding.resolve_corpus_model(session)
 
 
 def run_query(
@@ -68,15 +72,16 @@ def run_query(
 ) -> QueryOut:
     """Answer a question over one processed document and strategy."""
     clock = Stopwatch()
-    with database.session() as session:
-        document = DocumentRepository(session, tenant_id).get(request.document_id)
-        if request.strategy.value not in (document.chunk_counts or {}):
-            raise QueryError(
-                f"'{document.filename}' has not been processed with the '{request.strategy.value}' strategy. "
-                f"Run: chunkbench process {document.id} --strategies {request.strategy.value}",
-                document_id=document.id,
-            )
-        corpus = _resolve_corpus(session, request.corpus_model_id, document.last_corpus_embedding_model_id)
+    # A bare connection, not a session: one indexed read of four columns is all a query needs.
+    with database.engine.connect() as connection:
+        document = QueryRepository(connection, tenant_id).query_target(request.document_id)
+    if request.strategy.value not in document.chunk_counts:
+        raise QueryError(
+            f"'{document.filename}' has not been processed with the '{request.strategy.value}' strategy. "
+            f"Run: chunkbench process {document.id} --strategies {request.strategy.value}",
+            document_id=document.id,
+        )
+    corpus = _resolve_corpus(database, request.corpus_model_id, document.last_corpus_embedding_model_id)
 
     top_k = request.top_k or settings.top_k
     prev = settings.neighbor_prev if request.neighbor_prev is None else request.neighbor_prev
@@ -138,7 +143,7 @@ def run_query(
         },
         config=config,
     )
-    return _save(database, result, tenant_id) if save else result
+    return _save(database, result, tenant_id=tenant_id, document_id=document.id) if save else result
 
 
 def search_stage(
@@ -255,26 +260,25 @@ def _passage(source: SourceOut) -> str:
     return f"{source.text}\n\n{source.parent_text}" if source.parent_text else source.text
 
 
-def _save(database: Database, result: QueryOut, tenant_id: str) -> QueryOut:
-    with database.session() as session:
-        row = QueryRow(
-            id=uuid.uuid4().hex,
-            tenant_id=tenant_id,
-            document_id=result.document_id,
-            strategy_name=result.strategy.value,
-            question=result.question,
-            answer=result.answer,
-            retrieved_chunks=result.retrieved_chunks,
-            expansion_tree=result.expansion_tree,
-            latency_breakdown=result.latency_breakdown,
-            token_usage=result.token_usage,
-            config=result.config,
-            sources=[source.model_dump() for source in result.sources],
-            citations=result.citations,
-        )
-        session.add(row)
-        session.flush()
-        return result.model_copy(update={"id": row.id, "created_at": row.created_at})
+def _save(database: Database, result: QueryOut, *, tenant_id: str, document_id: str) -> QueryOut:
+    """Store the query (committed before this returns) and give it its id and time."""
+    query_id = uuid.uuid4().hex
+    record = QueryRecord(
+        document_id=document_id,
+        strategy_name=result.strategy.value,
+        question=result.question,
+        answer=result.answer,
+        config=result.config,
+        sources=[source.model_dump() for source in result.sources],
+        citations=result.citations,
+        retrieved_chunks=result.retrieved_chunks,
+        expansion_tree=result.expansion_tree,
+        latency_breakdown=result.latency_breakdown,
+        token_usage=result.token_usage,
+    )
+    with database.engine.begin() as connection:
+        created_at = QueryRepository(connection, tenant_id).add(record, query_id=query_id)
+    return result.model_copy(update={"id": query_id, "created_at": created_at})
 
 
 def query_out(row: QueryRow) -> QueryOut:

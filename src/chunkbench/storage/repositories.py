@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, insert, select
 from sqlalchemy.orm import Session
 
 from chunkbench.errors import DocumentNotFoundError, InvalidStateTransitionError
 from chunkbench.models import ALLOWED_TRANSITIONS, DocumentState
-from chunkbench.storage.schema import DocumentRow
+from chunkbench.storage.schema import DocumentRow, QueryRow, utcnow
 
 
 class DocumentRepository:
@@ -94,3 +97,77 @@ class DocumentRepository:
         if new_state in (DocumentState.PARSING, DocumentState.CHUNKING):
             row.attempts += 1
         row.error_message = error if new_state is DocumentState.FAILED else None
+
+
+@dataclass(frozen=True)
+class QueryTarget:
+    """The columns of a document that a query reads (not its text or tree)."""
+
+    id: str
+    filename: str
+    chunk_counts: dict[str, int]
+    last_corpus_embedding_model_id: str | None
+
+
+@dataclass(frozen=True)
+class QueryRecord:
+    """A query as stored: the ``queries`` row's values other than id, tenant and time."""
+
+    document_id: str
+    strategy_name: str
+    question: str
+    answer: str | None
+    config: dict[str, Any]
+    sources: list[dict[str, Any]]
+    citations: list[int]
+    retrieved_chunks: list[dict[str, Any]]
+    expansion_tree: list[dict[str, Any]]
+    latency_breakdown: dict[str, float]
+    token_usage: dict[str, int]
+
+
+_QUERY_TARGET_COLUMNS = (
+    DocumentRow.id,
+    DocumentRow.filename,
+    DocumentRow.chunk_counts,
+    DocumentRow.last_corpus_embedding_model_id,
+)
+_INSERT_QUERY = insert(QueryRow.__table__)
+
+
+class QueryRepository:
+    """The query pipeline's reads and writes for one tenant, as SQLAlchemy Core statements.
+
+    Works on a Session or a bare Connection (the caller commits). Core, not the ORM, because every query
+    runs these two statements: the ORM's identity map and unit of work cost several times the SQL itself.
+    """
+
+    def __init__(self, connection: Connection | Session, tenant_id: str) -> None:
+        self.connection = connection
+        self.tenant_id = tenant_id
+
+    def query_target(self, document_id: str) -> QueryTarget:
+        """The document's :class:`QueryTarget`; a missing document (or another tenant's) is a 404."""
+        row = self.connection.execute(
+            select(*_QUERY_TARGET_COLUMNS).where(DocumentRow.id == document_id, DocumentRow.tenant_id == self.tenant_id)
+        ).one_or_none()
+        if row is None:
+            raise DocumentNotFoundError(
+                f"No document with id '{document_id}'. List documents with GET /documents.",
+                document_id=document_id,
+            )
+        return QueryTarget(
+            id=row.id,
+            filename=row.filename,
+            chunk_counts=dict(row.chunk_counts or {}),
+            last_corpus_embedding_model_id=row.last_corpus_embedding_model_id,
+        )
+
+    def add(self, record: QueryRecord, *, query_id: str) -> datetime:
+        """Insert ``record`` as query ``query_id`` of this tenant; returns its ``created_at``."""
+        created_at = utcnow()
+        self.connection.execute(
+            _INSERT_QUERY,
+            {**vars(record), "id": query_id, "tenant_id": self.tenant_id, "created_at": created_at},
+        )
+        return created_at

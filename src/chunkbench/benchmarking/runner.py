@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from chunkbench.benchmarking import scoring
+from chunkbench.benchmarking import aggregation, experiments, scoring
 from chunkbench.benchmarking.questions import resolve_benchmark_questions
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.chunking import service as processing
@@ -312,11 +312,9 @@ def execute(
     Failed cells are retried on a resume. An unreachable LLM stops the run (status ``failed``, resumable)
     instead of failing every remaining cell one by one.
     """
-    from chunkbench.benchmarking import service  # aggregation + decision; service imports this module
-
     report = progress or (lambda fraction, message: None)
     with database.session() as session:
-        row = service.get(session, experiment_id, tenant_id=tenant_id)
+        row = experiments.get(session, experiment_id, tenant_id=tenant_id)
         configurations = [Configuration.from_dict(c) for c in row.configurations]
         questions = list(row.questions)
         config = dict(row.benchmark_config)
@@ -365,7 +363,7 @@ def execute(
         )  # fmt: skip
         raise
     report(1.0, "aggregating")
-    return service.finalize(database, settings, experiment_id, tenant_id=tenant_id)
+    return aggregation.finalize(database, settings, experiment_id, tenant_id=tenant_id)
 
 
 def _run_cells(

@@ -6,7 +6,6 @@ report renders and the JSON export writes) is built by ``experiment_dict`` from 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC
 from typing import Any, Literal
 
@@ -16,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from chunkbench.benchmarking import cost as pricing
 from chunkbench.benchmarking import runner
-from chunkbench.benchmarking.decision import decide
+from chunkbench.benchmarking.experiments import ExperimentNotFoundError, cells, get  # noqa: F401  (the error is re-exported)
 from chunkbench.benchmarking.schemas import (
     METRIC_DIRECTIONS,
     BenchmarkIn,
@@ -29,7 +28,7 @@ from chunkbench.config import Settings
 from chunkbench.errors import ExperimentStateError, NotFoundError
 from chunkbench.jobs.service import Progress
 from chunkbench.storage.db import Database
-from chunkbench.storage.schema import BenchmarkCellRow, DocumentRow, ExperimentRow, utcnow
+from chunkbench.storage.schema import BenchmarkCellRow, DocumentRow, ExperimentRow
 from chunkbench.storage.vectors import VectorStore
 
 RESUMABLE = ("interrupted", "failed")
@@ -37,33 +36,6 @@ RESUMABLE = ("interrupted", "failed")
 # text, answers and Expansion Trees that make up most of its size.
 SCORE_FIELDS = ("question_id", "config_key", "status", "error", "metrics", "latency_ms", "tokens")
 CellsView = Literal["full", "scores"]
-
-
-class ExperimentNotFoundError(NotFoundError):
-    code = "experiment_not_found"
-
-
-def get(session: Session, experiment_id: str, *, tenant_id: str) -> ExperimentRow:
-    row = session.scalar(
-        select(ExperimentRow).where(ExperimentRow.id == experiment_id, ExperimentRow.tenant_id == tenant_id)
-    )
-    if row is None:
-        raise ExperimentNotFoundError(
-            f"No experiment with id '{experiment_id}'. List them with GET /experiments.", experiment_id=experiment_id
-        )
-    return row
-
-
-def cells(session: Session, experiment_id: str) -> list[dict[str, Any]]:
-    """Every finished cell's result, in configuration then question order of the plan."""
-    return [
-        row.result
-        for row in session.scalars(
-            select(BenchmarkCellRow)
-            .where(BenchmarkCellRow.experiment_id == experiment_id)
-            .order_by(BenchmarkCellRow.id)
-        )
-    ]
 
 
 def run(
@@ -138,156 +110,6 @@ def estimate(session: Session, settings: Settings, request: BenchmarkIn, *, tena
 def _mean_chunk_tokens(plan: runner.BenchmarkPlan, settings: Settings) -> float:
     sizes = [float(run["params"].get("chunk_size", settings.chunk_size)) for run in plan.strategy_runs.values()]
     return float(np.mean(sizes)) if sizes else float(settings.chunk_size)
-
-
-# ------------------------------------------------------------------------------------------- aggregation
-
-
-def _summary(values: Sequence[float], rng: np.random.Generator, resamples: int) -> dict[str, Any]:
-    """Mean, population SD and a 95% percentile-bootstrap interval of the mean."""
-    array = np.asarray(values, dtype=float)
-    if array.size == 0:
-        return {"mean": None, "std": None, "ci_low": None, "ci_high": None, "n": 0}
-    means = array[rng.integers(0, array.size, size=(resamples, array.size))].mean(axis=1)
-    return {
-        "mean": float(array.mean()),
-        "std": float(array.std()),
-        "ci_low": float(np.percentile(means, 2.5)),
-        "ci_high": float(np.percentile(means, 97.5)),
-        "n": int(array.size),
-    }
-
-
-def _numeric(value: Any) -> float | None:
-    if value is None:
-        return None
-    return float(value)  # booleans (hallucination) count as 0/1
-
-
-def aggregate(
-    configurations: Sequence[dict[str, Any]], questions: Sequence[dict[str, Any]], results: Sequence[dict[str, Any]],
-    *, seed: int, resamples: int,
-    llm_model: str | None, llm_provider: str, settings: Settings,
-) -> dict[str, dict[str, Any]]:  # fmt: skip
-    """Per configuration: every metric's mean, SD, interval and count; failures; latency; tokens; cost."""
-    order = {question["id"]: position for position, question in enumerate(questions)}
-    by_key: dict[str, list[dict[str, Any]]] = {c["key"]: [] for c in configurations}
-    # Plan order, not completion order: concurrent cells finish in any order, the figures must not depend on it.
-    for result in sorted(results, key=lambda r: order.get(r["question_id"], len(order))):
-        by_key.setdefault(result["config_key"], []).append(result)
-    out: dict[str, dict[str, Any]] = {}
-    for index, (key, rows) in enumerate(by_key.items()):
-        rng = np.random.default_rng([seed, index])
-        ok = [r for r in rows if r["status"] == "ok"]
-        metrics = {
-            name: _summary([v for r in ok if (v := _numeric(r["metrics"].get(name))) is not None], rng, resamples)
-            for name in METRIC_DIRECTIONS
-        }
-        totals = [r["latency_ms"].get("total", 0.0) for r in ok]
-        prompt = sum(r["tokens"]["prompt"] for r in ok)
-        completion = sum(r["tokens"]["completion"] for r in ok)
-        judged = [r["judge"] for r in ok if r.get("judge")]
-        out[key] = {
-            "metrics": metrics,
-            "hallucination_rate": metrics["judge_hallucination"]["mean"],
-            "judge_failures": sum(int(j.get("failures", 0)) for j in judged),
-            "judge_errors": sum(1 for j in judged if j.get("error")),
-            "failed_cells": len(rows) - len(ok),
-            "latency_ms_p50": float(np.percentile(totals, 50)) if totals else None,
-            "latency_ms_p95": float(np.percentile(totals, 95)) if totals else None,
-            "latency_ms_stages": {
-                stage: float(np.mean([r["latency_ms"].get(stage, 0.0) for r in ok])) if ok else None
-                for stage in ("embed", "search", "rerank", "expand", "generate", "judge")
-            },
-            "tokens": {
-                "prompt": prompt,
-                "completion": completion,
-                "context_mean": metrics["tok_at_k"]["mean"],
-            },
-            "cost_usd": pricing.cost_usd(llm_model, llm_provider, prompt, completion, settings) if llm_model else 0.0,
-        }
-    return out
-
-
-def decision_for(
-    questions: Sequence[dict[str, Any]],
-    configurations: Sequence[dict[str, Any]],
-    results: Sequence[dict[str, Any]],
-    aggregates: dict[str, dict[str, Any]],
-    *,
-    metric: str,
-    seed: int,
-    resamples: int,
-) -> dict[str, Any]:
-    """The Decision on the primary metric: paired over questions, ties broken by context cost (tok@k)."""
-    by_cell = {(r["config_key"], r["question_id"]): r for r in results}
-    scores: dict[str, list[float | None]] = {}
-    for configuration in configurations:
-        column: list[float | None] = []
-        for question in questions:
-            result = by_cell.get((configuration["key"], question["id"]))
-            value = None if result is None or result["status"] != "ok" else result["metrics"].get(metric)
-            column.append(_numeric(value))
-        scores[configuration["key"]] = column
-    costs = {key: aggregates[key]["metrics"]["tok_at_k"]["mean"] or 0.0 for key in scores}
-    # A winner by probability must be best in 97.5% of resamples: as strict as a one-sided 95% interval.
-    return decide(
-        scores,
-        costs,
-        metric=metric,
-        higher_is_better=METRIC_DIRECTIONS[metric],
-        n_resamples=resamples,
-        seed=seed,
-        min_prob_best=0.975,
-    ).to_dict()
-
-
-def finalize(database: Database, settings: Settings, experiment_id: str, *, tenant_id: str) -> ExperimentRow:
-    """Aggregate the cells, decide, price, and mark the Experiment completed."""
-    with database.session() as session:
-        row = get(session, experiment_id, tenant_id=tenant_id)
-        results = cells(session, experiment_id)
-        config = row.benchmark_config
-        seed = int(config.get("seed", 0))
-        resamples = int(row.provenance.get("bootstrap_resamples", settings.benchmark_bootstrap_resamples))
-        llm_model = row.provenance.get("llm_model")
-        aggregates = aggregate(
-            row.configurations, row.questions, results, seed=seed, resamples=resamples, llm_model=llm_model,
-            llm_provider=pricing.llm_provider(settings), settings=settings,
-        )  # fmt: skip
-        row.aggregate_metrics = aggregates
-        row.decision = decision_for(
-            row.questions, row.configurations, results, aggregates,
-            metric=config["primary_metric"], seed=seed, resamples=resamples,
-        )  # fmt: skip
-        prompt = sum(a["tokens"]["prompt"] for a in aggregates.values())
-        completion = sum(a["tokens"]["completion"] for a in aggregates.values())
-        costs = [a["cost_usd"] for a in aggregates.values()]
-        row.cost = {
-            "estimated_usd": None,
-            "actual_usd": None if any(c is None for c in costs) else round(sum(costs), 6),
-            "tokens": {
-                "embedding": _embedded_tokens(row.questions, results),
-                "prompt": prompt,
-                "completion": completion,
-            },
-        }
-        row.status, row.error, row.finished_at = "completed", None, utcnow()
-        session.flush()
-        session.expunge(row)
-        return row
-
-
-def _embedded_tokens(questions: Sequence[dict[str, Any]], results: Sequence[dict[str, Any]]) -> int:
-    """Corpus-model tokens a run embedded: each cell's question, and its answer and the expected answer."""
-    by_id = {q["id"]: q for q in questions}
-    total = 0
-    for result in results:
-        question = by_id.get(result["question_id"], {})
-        total += count_tokens(question.get("question", ""))
-        if question.get("expected_answer") and result["status"] == "ok":
-            total += count_tokens(result.get("answer") or "") + count_tokens(question["expected_answer"])
-    return total
 
 
 # ------------------------------------------------------------------------------------------- reading

@@ -11,7 +11,16 @@ from rich.table import Table
 
 from chunkbench.benchmarking.commands import bench_app, report_command, sweep_app
 from chunkbench.config import get_settings
-from chunkbench.console import JsonOption, fail, open_database, out, print_json, progress_bar, vector_store
+from chunkbench.console import (
+    JsonOption,
+    fail,
+    job_progress,
+    open_database,
+    out,
+    print_json,
+    progress_bar,
+    vector_store,
+)
 from chunkbench.errors import ChunkbenchError
 from chunkbench.evaluation.commands import eval_app
 from chunkbench.evaluation.question_commands import questions_app
@@ -229,12 +238,7 @@ def process(
             document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
             plan = processing.plan(session, settings, document_id, request, tenant_id=DEFAULT_TENANT)
         store = vector_store(settings)
-        with progress_bar() as progress:
-            task = progress.add_task("processing", total=100)
-
-            def report(fraction: float, message: str) -> None:
-                progress.update(task, completed=round(fraction * 100), description=message)
-
+        with job_progress("processing") as report:
             result = processing.run(database, settings, store, plan, report)
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc

@@ -4,6 +4,8 @@ the database and the vector store. The command modules (``cli.py`` and each pack
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
@@ -53,3 +55,15 @@ def progress_bar() -> Progress:
     return Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
     )
+
+
+@contextmanager
+def job_progress(label: str) -> Iterator[Callable[[float, str], None]]:
+    """A progress bar on stderr and the ``(fraction, message)`` callback that jobs report through."""
+    with progress_bar() as progress:
+        task = progress.add_task(label, total=100)
+
+        def report(fraction: float, message: str) -> None:
+            progress.update(task, completed=round(fraction * 100), description=message)
+
+        yield report

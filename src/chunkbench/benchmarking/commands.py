@@ -9,7 +9,16 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from chunkbench.console import JsonOption, err, fail, open_database, out, print_json, progress_bar, vector_store
+from chunkbench.console import (
+    JsonOption,
+    err,
+    fail,
+    job_progress,
+    open_database,
+    out,
+    print_json,
+    vector_store,
+)
 from chunkbench.errors import ChunkbenchError
 from chunkbench.storage.schema import DEFAULT_TENANT
 
@@ -101,12 +110,7 @@ def bench_run(
             experiment_id = runner.create(database, settings, plan).id
             err.print(f"experiment {experiment_id}: {plan.cells} cells", highlight=False)
         store = vector_store(settings)
-        with progress_bar() as progress:
-            task = progress.add_task("benchmark", total=100)
-
-            def report(fraction: float, message: str) -> None:
-                progress.update(task, completed=round(fraction * 100), description=message)
-
+        with job_progress("benchmark") as report:
             runner.execute(database, settings, store, experiment_id, tenant_id=DEFAULT_TENANT, progress=report)
         with database.session() as session:
             experiment = service.experiment_dict(session, service.get(session, experiment_id, tenant_id=DEFAULT_TENANT))
@@ -334,12 +338,7 @@ def _run_sweep(document: str, as_json: bool, make_request: Any, run: Any, **knob
         with database.session() as session:
             document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
         store = vector_store(settings)
-        with progress_bar() as progress:
-            task = progress.add_task("sweep", total=100)
-
-            def report(fraction: float, message: str) -> None:
-                progress.update(task, completed=round(fraction * 100), description=message)
-
+        with job_progress("sweep") as report:
             levels = run(
                 database, settings, store, make_request(document_id), tenant_id=DEFAULT_TENANT, progress=report,
                 **knobs,

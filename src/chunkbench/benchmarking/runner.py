@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+import numpy as np
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
@@ -296,6 +297,8 @@ class _Context:
     judge_client: LlmClient | None
     judge_repeats: int
     chunkings: dict[str, scoring.Chunking]
+    # Each question's expected answer, embedded once for the run (every configuration compares against it).
+    expected_vectors: dict[str, np.ndarray]
 
 
 def execute(
@@ -345,6 +348,7 @@ def execute(
             )
             for strategy in dict.fromkeys(c.strategy.value for c in configurations)
         },
+        _expected_vectors(questions, corpus, settings),
     )  # fmt: skip
     todo = [(c, q) for c in configurations for q in questions if (c.key, q["id"]) not in done]
     total = len(configurations) * len(questions)
@@ -364,6 +368,16 @@ def execute(
         raise
     report(1.0, "aggregating")
     return aggregation.finalize(database, settings, experiment_id, tenant_id=tenant_id)
+
+
+def _expected_vectors(
+    questions: Sequence[dict[str, Any]], corpus: EmbeddingModelSpec, settings: Settings
+) -> dict[str, np.ndarray]:
+    with_answers = [q for q in questions if q.get("expected_answer")]
+    if not with_answers:
+        return {}
+    vectors = embedding.embed_texts(corpus, [q["expected_answer"] for q in with_answers], "query", settings)
+    return {q["id"]: vector for q, vector in zip(with_answers, vectors, strict=True)}
 
 
 def _run_cells(
@@ -468,9 +482,10 @@ def _grade(context: _Context, configuration: Configuration, question: dict[str, 
     # tok@k: the tokens of the context the answerer actually receives (parents included).
     metrics["tok_at_k"] = sum(get_tokenizer().count_many(passages)) if passages else 0
     expected = question.get("expected_answer")
-    vectors = (
-        embedding.embed_texts(context.corpus, [out.answer, expected], "query", context.settings) if expected else None
-    )
+    vectors = None
+    if expected:
+        answer_vector = embedding.embed_texts(context.corpus, [out.answer], "query", context.settings)[0]
+        vectors = np.stack([answer_vector, context.expected_vectors[question["id"]]])
     metrics.update(scoring.answer_scores(out.answer, expected, vectors))
     verdict = None
     latency = dict(out.latency_breakdown)

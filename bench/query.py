@@ -474,29 +474,15 @@ def embed_all(texts: list[str], settings: Any) -> np.ndarray:
 
 
 def build_chunks(texts: list[str], document_id: str, offset: int) -> list[Any]:
-    from chunkbench.chunking.base import Chunk, chunk_id
+    """Recursive-strategy chunks laid end to end, 50 per synthetic heading (the tests' chunk builder)."""
+    sys.path.insert(0, str(ROOT / "tests"))
     from chunkbench.models import StrategyName
+    from chunkgen import chunks_from_texts
 
-    chunks = []
-    position = 0
-    for index, text in enumerate(texts):
-        chunks.append(
-            Chunk(
-                chunk_id=chunk_id(StrategyName.RECURSIVE, document_id, index),
-                document_id=document_id,
-                document_name=f"{document_id}.md",
-                strategy_name=StrategyName.RECURSIVE,
-                chunk_index=index,
-                text=text,
-                start_index=position,
-                end_index=position + len(text),
-                token_count=len(text.split()),
-                character_count=len(text),
-                heading_path=[f"Synthetic {offset + index // 50}"],
-            )
-        )
-        position += len(text) + 1
-    return chunks
+    return chunks_from_texts(
+        document_id, texts, strategy=StrategyName.RECURSIVE,
+        heading_path=lambda index: [f"Synthetic {offset + index // 50}"],
+    )  # fmt: skip
 
 
 def bench_scale(

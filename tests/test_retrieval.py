@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chunkbench.chunking.base import Chunk, chunk_id
+from chunkbench.chunking.base import Chunk
 from chunkbench.config import Settings
 from chunkbench.embedding.registry import get_spec
 from chunkbench.embedding.service import embed_query, embed_texts
@@ -21,6 +21,7 @@ from chunkbench.retrieval.expansion import apply_neighbor_expansion
 from chunkbench.retrieval.rerank import CrossEncoderReranker, LlmListwiseReranker, parse_ranking
 from chunkbench.retrieval.search import RetrievedChunk, RetrieverName, apply_score_floor, get_retriever, retrieve
 from chunkbench.storage.vectors import VectorStore, get_vector_store
+from chunkgen import chunks_from_texts
 
 FIXED = StrategyName.FIXED_SIZE
 PARENT_CHILD = StrategyName.SEMANTIC_PARENT_CHILD
@@ -66,44 +67,7 @@ def make_chunks(
     document_id: str, texts: list[str], *, strategy: StrategyName = FIXED, parents: list[str] | None = None
 ) -> list[Chunk]:
     """Children from ``texts`` (child i under parent ``i % len(parents)``), then the parents."""
-    chunks: list[Chunk] = []
-    position = 0
-    for index, text in enumerate(texts):
-        parent = chunk_id(strategy, document_id, index % len(parents), parent=True) if parents else None
-        chunks.append(
-            Chunk(
-                chunk_id=chunk_id(strategy, document_id, index),
-                document_id=document_id,
-                document_name=f"{document_id}.md",
-                strategy_name=strategy,
-                chunk_index=index,
-                text=text,
-                start_index=position,
-                end_index=position + len(text),
-                token_count=len(text.split()),
-                character_count=len(text),
-                heading_path=["Manual"],
-                parent_id=parent,
-            )
-        )
-        position += len(text) + 1
-    for index, text in enumerate(parents or []):
-        chunks.append(
-            Chunk(
-                chunk_id=chunk_id(strategy, document_id, index, parent=True),
-                document_id=document_id,
-                document_name=f"{document_id}.md",
-                strategy_name=strategy,
-                chunk_index=index,
-                text=text,
-                start_index=0,
-                end_index=len(text),
-                token_count=len(text.split()),
-                character_count=len(text),
-                is_parent=True,
-            )
-        )
-    return chunks
+    return chunks_from_texts(document_id, texts, strategy=strategy, parents=parents or ())
 
 
 def put(

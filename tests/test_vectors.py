@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from qdrant_client import models as qm
 
-from chunkbench.chunking.base import Chunk, chunk_id
+from chunkbench.chunking.base import Chunk
 from chunkbench.config import Settings
 from chunkbench.embedding.sparse import ZWNJ, Bm25Encoder, SparseEmbedding, token_index, tokenize
 from chunkbench.errors import NotFoundError, VectorStoreError
@@ -26,6 +26,7 @@ from chunkbench.storage.vectors import (
     parse_collection_name,
     point_id,
 )
+from chunkgen import chunks_from_texts
 
 DIM = 8
 MODEL = "local:sentence-transformers/all-MiniLM-L6-v2"
@@ -60,45 +61,12 @@ def make_chunks(
     document_id: str, count: int, *, strategy: StrategyName = FIXED, parents: int = 0, name: str = "doc.md"
 ) -> list[Chunk]:
     """``count`` children (each under parent ``i % parents`` when there are parents), then the parents."""
-    chunks: list[Chunk] = []
-    position = 0
-    for index in range(count):
-        text = f"{WORDS[index % len(WORDS)]} chunk {index} of {document_id}"
-        chunks.append(
-            Chunk(
-                chunk_id=chunk_id(strategy, document_id, index),
-                document_id=document_id,
-                document_name=name,
-                strategy_name=strategy,
-                chunk_index=index,
-                text=text,
-                start_index=position,
-                end_index=position + len(text),
-                token_count=len(text.split()),
-                character_count=len(text),
-                heading_path=["Intro", f"Part {index // 2}"],
-                parent_id=chunk_id(strategy, document_id, index % parents, parent=True) if parents else None,
-            )
-        )
-        position += len(text) + 1
-    for index in range(parents):
-        text = " ".join(c.text for c in chunks[index::parents])
-        chunks.append(
-            Chunk(
-                chunk_id=chunk_id(strategy, document_id, index, parent=True),
-                document_id=document_id,
-                document_name=name,
-                strategy_name=strategy,
-                chunk_index=index,
-                text=text,
-                start_index=0,
-                end_index=len(text),
-                token_count=len(text.split()),
-                character_count=len(text),
-                is_parent=True,
-            )
-        )
-    return chunks
+    texts = [f"{WORDS[index % len(WORDS)]} chunk {index} of {document_id}" for index in range(count)]
+    return chunks_from_texts(
+        document_id, texts, strategy=strategy, name=name,
+        parents=[" ".join(texts[index::parents]) for index in range(parents)],
+        heading_path=lambda index: ["Intro", f"Part {index // 2}"],
+    )  # fmt: skip
 
 
 def vectors(chunks: list[Chunk], seed: int = 0) -> tuple[np.ndarray, list[SparseEmbedding]]:

@@ -1,0 +1,1 @@
+"""Observability: Prometheus metrics, request ids and structured logs."""

@@ -1,14 +1,20 @@
-"""The FastAPI application: routers, error mapping, request logging."""
+"""The FastAPI application: routers, error mapping, request ids, metrics and access logging."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from http import HTTPStatus
+from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.utils import is_body_allowed_for_status_code
 from sqlalchemy.exc import IntegrityError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from chunkbench import __version__
 from chunkbench.admin.routes import router as admin_router
@@ -22,6 +28,9 @@ from chunkbench.errors import ChunkbenchError
 from chunkbench.evaluation.routes import router as questions_router
 from chunkbench.jobs import service as jobs
 from chunkbench.jobs.routes import router as jobs_router
+from chunkbench.observability.context import REQUEST_ID_HEADER, request_id_of
+from chunkbench.observability.middleware import ObservabilityMiddleware
+from chunkbench.observability.routes import router as observability_router
 from chunkbench.retrieval.routes import chat_router, serving_router
 from chunkbench.retrieval.routes import router as queries_router
 from chunkbench.storage.db import Database
@@ -69,8 +78,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(chat_router)
     app.include_router(serving_router)
     app.include_router(benchmarks_router)
+    app.include_router(observability_router)
     web.mount(app)
     _install_error_handlers(app)
+    # Added last = outermost of the app's middleware: it sees every response, whatever answers it.
+    app.add_middleware(ObservabilityMiddleware)
 
     @app.get("/", include_in_schema=False)
     def root() -> RedirectResponse:
@@ -85,24 +97,59 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
+def _error_response(request: Request, status_code: int, body: dict[str, Any], code: str) -> JSONResponse:
+    """An error body carrying the request id; the code names the error in the metrics."""
+    request.state.error_code = code
+    return JSONResponse(status_code=status_code, content={**body, "request_id": request_id_of(request)})
+
+
+def _status_code_name(status_code: int) -> str:
+    """``not_found`` for 404, ``method_not_allowed`` for 405: the error code of a bare HTTP status."""
+    try:
+        phrase = HTTPStatus(status_code).phrase
+    except ValueError:
+        return f"http_{status_code}"
+    return phrase.lower().replace(" ", "_").replace("-", "_").replace("'", "")
+
+
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ChunkbenchError)
-    async def domain_error(_request: Request, exc: ChunkbenchError) -> JSONResponse:
-        return JSONResponse(status_code=exc.status_code, content=exc.to_dict())
+    async def domain_error(request: Request, exc: ChunkbenchError) -> JSONResponse:
+        return _error_response(request, exc.status_code, exc.to_dict(), exc.code)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # FastAPI's own body (``detail``: the list of errors), plus the request id.
+        return _error_response(request, 422, {"detail": jsonable_encoder(exc.errors())}, "validation_error")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        # Unknown paths (404), wrong methods (405) and HTTPExceptions raised by dependencies.
+        code = _status_code_name(exc.status_code)
+        if not is_body_allowed_for_status_code(exc.status_code):
+            request.state.error_code = code
+            return Response(status_code=exc.status_code, headers=exc.headers)
+        response = _error_response(request, exc.status_code, {"detail": exc.detail}, code)
+        if exc.headers:
+            response.headers.update(exc.headers)
+        return response
 
     @app.exception_handler(IntegrityError)
-    async def integrity_error(_request: Request, exc: IntegrityError) -> JSONResponse:
+    async def integrity_error(request: Request, exc: IntegrityError) -> JSONResponse:
         # Two writers raced on the same row (e.g. the same filename uploaded twice at once).
         logger.warning("integrity error: %s", exc.orig)
-        return JSONResponse(
-            status_code=409,
-            content={"error": "conflict", "message": "A concurrent change touched the same record; retry."},
-        )
+        body = {"error": "conflict", "message": "A concurrent change touched the same record; retry."}
+        return _error_response(request, 409, body, "conflict")
 
     @app.exception_handler(Exception)
-    async def unexpected_error(_request: Request, exc: Exception) -> JSONResponse:
-        logger.exception("unhandled error", exc_info=exc)
+    async def unexpected_error(request: Request, exc: Exception) -> JSONResponse:
+        # Starlette answers unhandled errors outside every middleware: the request id comes from the request
+        # state (the contextvar is already reset), and the header is set here.
+        request_id = request_id_of(request)
+        logger.exception("unhandled error", exc_info=exc, extra={"request_id": request_id})
         return JSONResponse(
             status_code=500,
-            content={"error": "internal_error", "message": "Unexpected server error; see the server log."},
-        )
+            content={"error": "internal_error", "message": "Unexpected server error; see the server log.",
+                     "request_id": request_id},
+            headers={REQUEST_ID_HEADER: request_id} if request_id else None,
+        )  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,6 +28,15 @@ from chunkbench.evaluation.question_commands import questions_app
 from chunkbench.models import DocumentState, StrategyName
 from chunkbench.storage.schema import DEFAULT_TENANT
 
+
+class LogFormat(StrEnum):
+    """``chunkbench serve --log-format``."""
+
+    auto = "auto"
+    text = "text"
+    json = "json"
+
+
 app = typer.Typer(help="chunkbench: benchmark RAG chunking strategies on your documents.", no_args_is_help=True)
 documents_app = typer.Typer(help="List, show and delete ingested documents.", no_args_is_help=True)
 models_app = typer.Typer(help="Embedding models: Corpus/Boundary roles and semantic thresholds.", no_args_is_help=True)
@@ -44,14 +54,28 @@ app.add_typer(sweep_app, name="sweep")
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (default: CHUNKBENCH_HOST)")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: CHUNKBENCH_PORT)")] = None,
+    log_format: Annotated[
+        LogFormat | None,
+        typer.Option(help="Logs as text or one JSON object per line (default: CHUNKBENCH_LOG_FORMAT, auto)"),
+    ] = None,
 ) -> None:
     """Start the API server (OpenAPI docs at /docs)."""
     import uvicorn
 
     from chunkbench.app import create_app
+    from chunkbench.observability.logs import configure_logging
 
     settings = get_settings()
-    uvicorn.run(create_app(settings), host=host or settings.host, port=port or settings.port)
+    configure_logging(settings.log_level, log_format.value if log_format else settings.log_format)
+    # chunkbench writes the access log itself (with request id and route), so uvicorn's is off, and
+    # log_config=None keeps uvicorn from replacing the handlers just configured.
+    uvicorn.run(
+        create_app(settings),
+        host=host or settings.host,
+        port=port or settings.port,
+        log_config=None,
+        access_log=False,
+    )
 
 
 @app.command()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -99,6 +100,9 @@ class Settings(BaseSettings):
     synthetic_duplicate_similarity: float = Field(0.78, gt=0, le=1)
 
     log_level: str = "INFO"
+    # ``chunkbench serve`` logs: json = one JSON object per line (for a log collector), text = for people,
+    # auto = text on a terminal, JSON otherwise (a service manager, a container, a pipe).
+    log_format: Literal["auto", "text", "json"] = "auto"
 
     @field_validator("prices")
     @classmethod

@@ -13,3 +13,4 @@ class ErrorOut(BaseModel):
     error: str
     message: str
     details: dict[str, Any] | None = None
+    request_id: str | None = None

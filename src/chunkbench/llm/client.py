@@ -218,6 +218,15 @@ class LlmClient:
         )
 
     def _result(self, response: Any, started: float, attempts: int) -> ChatResult:
+        # Imported here like ``openai``: prometheus_client adds ~0.1 s to every CLI start otherwise.
+        from chunkbench.observability.metrics import LLM_TOKENS
+
+        usage = getattr(response, "usage", None)
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        # Counted before the answer is checked: an empty answer was still paid for.
+        LLM_TOKENS.labels("prompt").inc(prompt_tokens)
+        LLM_TOKENS.labels("completion").inc(completion_tokens)
         choices = getattr(response, "choices", None) or []
         text = (choices[0].message.content or "") if choices else ""
         if not text.strip():
@@ -228,11 +237,10 @@ class LlmClient:
                 url=self.base_url,
                 model=self.model,
             )
-        usage = getattr(response, "usage", None)
         return ChatResult(
             text=text.strip(),
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
             model=getattr(response, "model", None) or self.model,
             latency_ms=(time.perf_counter() - started) * 1000,
             attempts=attempts,

@@ -285,17 +285,22 @@ def test_formats_resolve_and_configure_logging_installs_one_handler() -> None:
     assert resolve_log_format("text", io.StringIO()) == "text"
     assert resolve_log_format("json", Terminal()) == "json"
 
-    root = logging.getLogger()
-    saved_handlers, saved_level = list(root.handlers), root.level
+    root, app_logger = logging.getLogger(), logging.getLogger("chunkbench")
+    saved = list(root.handlers), root.level, app_logger.level, logging.getLogger("uvicorn").level
     try:
         assert configure_logging("warning", "json") == "json"
         assert configure_logging("debug", "text") == "text"
         ours = [h for h in root.handlers if h.get_name() == "chunkbench"]
         assert len(ours) == 1 and isinstance(ours[0].formatter, TextFormatter)
-        assert root.level == logging.DEBUG
+        assert app_logger.level == logging.DEBUG and logging.getLogger("uvicorn").level == logging.DEBUG
+        assert root.level == logging.WARNING  # libraries stay quiet
+        with pytest.raises(ValueError, match="Unknown log level 'chatty'"):
+            configure_logging("chatty", "text")
     finally:
-        root.handlers[:] = saved_handlers
-        root.setLevel(saved_level)
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        app_logger.setLevel(saved[2])
+        logging.getLogger("uvicorn").setLevel(saved[3])
 
     record = logging.LogRecord("chunkbench.x", logging.INFO, __file__, 1, "hello %s", ("you",), None)
     record.request_id = "rid-1"
@@ -333,8 +338,10 @@ def test_serve_with_json_logs_writes_only_json_lines_with_one_access_line_per_re
     assert [(line["logger"], line["route"], line["status"]) for line in served] == [
         ("chunkbench.access", DOCUMENT_ROUTE, 404)
     ]
-    # uvicorn's own lines come through the same JSON handler; its access log is off.
-    assert any(line["logger"] == "uvicorn.error" for line in lines)
+    # uvicorn's own lines come through the same JSON handler, without their terminal-colour copy; its access
+    # log is off.
+    started = [line for line in lines if line["logger"] == "uvicorn.error" and "Uvicorn running" in line["message"]]
+    assert len(started) == 1 and "color_message" not in started[0]
     assert not any(line["logger"] == "uvicorn.access" for line in lines)
 
 

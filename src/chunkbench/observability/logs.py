@@ -14,8 +14,14 @@ LogFormat = Literal["auto", "text", "json"]
 
 # Request fields the access log (and any caller, through ``extra=``) attaches to a record.
 REQUEST_FIELDS = ("request_id", "method", "route", "path", "status", "error", "duration_ms")
-# Attributes every LogRecord has; anything else on a record came from ``extra=`` and is logged too.
-_RECORD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+# Attributes every LogRecord has; anything else on a record came from ``extra=`` and is logged too (except
+# uvicorn's ``color_message``, the message again with terminal colour codes).
+_RECORD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message", "asctime", "color_message", "rid",
+}  # fmt: skip
+# Loggers that log at the configured level; every other library logs warnings and errors only (httpx, for one,
+# logs each HTTP call at INFO).
+_APP_LOGGERS = ("chunkbench", "uvicorn")
 _HANDLER_NAME = "chunkbench"
 
 
@@ -84,7 +90,12 @@ def configure_logging(level: str = "INFO", log_format: LogFormat = "auto") -> Li
     for existing in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:
         root.removeHandler(existing)
     root.addHandler(handler)
-    root.setLevel(level.upper())
+    numeric_level = logging.getLevelName(level.upper())
+    if not isinstance(numeric_level, int):
+        raise ValueError(f"Unknown log level '{level}': use DEBUG, INFO, WARNING, ERROR or CRITICAL.")
+    root.setLevel(max(numeric_level, logging.WARNING))
+    for name in _APP_LOGGERS:
+        logging.getLogger(name).setLevel(numeric_level)
     # uvicorn's loggers would otherwise print through their own handlers too (lines doubled, not JSON).
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         uvicorn_logger = logging.getLogger(name)

@@ -12,8 +12,6 @@ from chunkbench.observability.context import current_request_id
 
 LogFormat = Literal["auto", "text", "json"]
 
-# Request fields the access log (and any caller, through ``extra=``) attaches to a record.
-REQUEST_FIELDS = ("request_id", "method", "route", "path", "status", "error", "duration_ms")
 # Attributes every LogRecord has; anything else on a record came from ``extra=`` and is logged too (except
 # uvicorn's ``color_message``, the message again with terminal colour codes).
 _RECORD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {

@@ -6,7 +6,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse
 from sqlalchemy.exc import IntegrityError
 
@@ -26,6 +26,7 @@ from chunkbench.retrieval.routes import chat_router, serving_router
 from chunkbench.retrieval.routes import router as queries_router
 from chunkbench.storage.db import Database
 from chunkbench.storage.vectors import close_vector_stores
+from chunkbench.tenants.auth import authenticate
 from chunkbench.web import routes as web
 
 logger = logging.getLogger("chunkbench")
@@ -58,6 +59,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description="Which way of chunking your documents answers best, at what cost.",
         lifespan=lifespan,
+        # Every route of every router needs a key with CHUNKBENCH_AUTH=on, unless listed in auth.PUBLIC_PATHS.
+        dependencies=[Depends(authenticate)],
     )
     app.state.settings = settings
     app.include_router(documents_router)
@@ -88,7 +91,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ChunkbenchError)
     async def domain_error(_request: Request, exc: ChunkbenchError) -> JSONResponse:
-        return JSONResponse(status_code=exc.status_code, content=exc.to_dict())
+        return JSONResponse(status_code=exc.status_code, content=exc.to_dict(), headers=exc.headers)
 
     @app.exception_handler(IntegrityError)
     async def integrity_error(_request: Request, exc: IntegrityError) -> JSONResponse:

@@ -26,6 +26,7 @@ from chunkbench.evaluation.commands import eval_app
 from chunkbench.evaluation.question_commands import questions_app
 from chunkbench.models import DocumentState, StrategyName
 from chunkbench.storage.schema import DEFAULT_TENANT
+from chunkbench.tenants.commands import admin_app
 
 app = typer.Typer(help="chunkbench: benchmark RAG chunking strategies on your documents.", no_args_is_help=True)
 documents_app = typer.Typer(help="List, show and delete ingested documents.", no_args_is_help=True)
@@ -38,19 +39,28 @@ app.add_typer(questions_app, name="questions")
 app.add_typer(eval_app, name="eval")
 app.add_typer(bench_app, name="bench")
 app.add_typer(sweep_app, name="sweep")
+app.add_typer(admin_app, name="admin")
 
 
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (default: CHUNKBENCH_HOST)")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: CHUNKBENCH_PORT)")] = None,
+    allow_insecure_bind: Annotated[
+        bool, typer.Option(help="Listen beyond loopback with authentication off (CHUNKBENCH_ALLOW_INSECURE_BIND)")
+    ] = False,
 ) -> None:
     """Start the API server (OpenAPI docs at /docs)."""
     import uvicorn
 
     from chunkbench.app import create_app
+    from chunkbench.tenants.auth import check_bind
 
     settings = get_settings()
+    try:
+        check_bind(host or settings.host, settings, allow_insecure=allow_insecure_bind)
+    except ChunkbenchError as exc:
+        raise fail(exc, False, code=2) from None
     uvicorn.run(create_app(settings), host=host or settings.host, port=port or settings.port)
 
 

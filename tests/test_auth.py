@@ -4,6 +4,7 @@ revocation within the cache bound, keys stored as hashes only, the admin CLI and
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 
 import pytest
@@ -177,6 +178,8 @@ def test_auth_off_serves_the_default_tenant_without_a_key(client):
 @pytest.fixture
 def cli(settings, monkeypatch):
     monkeypatch.setenv("CHUNKBENCH_DATA_DIR", str(settings.data_dir))
+    # The CLI and the test's server share one metadata store (SQLite under data_dir, or the test's PostgreSQL).
+    monkeypatch.setenv("CHUNKBENCH_DATABASE_URL", settings.database_url)
     get_settings.cache_clear()
     yield CliRunner()
     get_settings.cache_clear()
@@ -188,7 +191,7 @@ def test_admin_cli_creates_tenants_and_keys_that_the_server_accepts_until_revoke
     assert "acme-corp" in created.output
     assert cli.invoke(cli_app, ["admin", "tenant", "create", "Acme Corp"]).exit_code == 1  # 409: exists
     tenants = cli.invoke(cli_app, ["admin", "tenant", "list", "--json"])
-    assert [(t["id"], t["rate_limit_per_minute"]) for t in __import__("json").loads(tenants.stdout)] == [
+    assert [(t["id"], t["rate_limit_per_minute"]) for t in json.loads(tenants.stdout)] == [
         ("default", None),
         ("acme-corp", 120.0),
     ]
@@ -196,10 +199,10 @@ def test_admin_cli_creates_tenants_and_keys_that_the_server_accepts_until_revoke
         cli_app, ["admin", "key", "create", "--tenant", "acme-corp", "--admin", "--name", "ops", "--json"]
     )
     assert made.exit_code == 0, made.output
-    key = __import__("json").loads(made.stdout)
+    key = json.loads(made.stdout)
     assert key["scopes"] == ["query", "admin"] and key["key"].startswith(f"cb_{key['prefix']}_")
     listed = cli.invoke(cli_app, ["admin", "key", "list", "--json"])
-    assert "key" not in __import__("json").loads(listed.stdout)[0]  # the secret is shown once only
+    assert "key" not in json.loads(listed.stdout)[0]  # the secret is shown once only
     assert key["key"] not in listed.stdout
 
     settings.auth = True

@@ -101,3 +101,20 @@ export async function waitForJob(jobId, { onProgress, intervalMs = 500, signal }
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+// Links to API pages (reports, exports) cannot carry a header: with a key set, a click fetches the page with it
+// and opens (or downloads) the result instead. Without a key the link works as a plain link.
+export function withKey(event) {
+  if (!getApiKey()) return;
+  event.preventDefault();
+  const link = event.currentTarget;
+  const opened = link.hasAttribute("download") ? null : window.open("", "_blank");
+  fetch(link.href, { headers: authHeaders() })
+    .then(async (response) => {
+      checkAuth(response.status);
+      const url = URL.createObjectURL(await response.blob());
+      if (opened) opened.location.href = url;
+      else Object.assign(document.createElement("a"), { href: url, download: link.getAttribute("download") }).click();
+    })
+    .catch(() => opened?.close());
+}

@@ -47,3 +47,15 @@ def test_a_401_asks_for_the_key_and_the_key_goes_with_every_call(key, page, tmp_
     )
     assert [item["filename"] for item in status["items"]] == ["notes.md"]
     assert page.get_by_test_id("api-key-form").count() == 0
+    # A report link cannot send a header: with a key set, a click fetches it with the key and opens the result.
+    with page.expect_popup() as popup:
+        page.evaluate(
+            """async () => {
+              const { withKey } = await import('/app/static/api.js');
+              const link = Object.assign(document.createElement('a'), {href: '/documents', target: '_blank'});
+              link.addEventListener('click', withKey);
+              document.body.append(link);
+              link.click();
+            }"""
+        )
+    popup.value.wait_for_function("document.body && document.body.innerText.includes('notes.md')")

@@ -90,12 +90,6 @@ class Authenticator:
         self.cache = KeyCache(settings.auth_cache_ttl_s, clock=clock)
         self.limiter = RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst, clock=clock)
 
-    def lookup(self, database: Database, token: str) -> KeyRecord | None:
-        """The valid key behind ``token`` or None, from the cache or the database."""
-        key_hash = hash_key(token)
-        found, record = self.cache.get(key_hash)
-        return record if found else self.load(database, token, key_hash)
-
     def load(self, database: Database, token: str, key_hash: str) -> KeyRecord | None:
         """Look the key up in the database and cache the answer."""
         with database.session() as session:

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from http import HTTPStatus
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
@@ -35,6 +35,7 @@ from chunkbench.retrieval.routes import chat_router, serving_router
 from chunkbench.retrieval.routes import router as queries_router
 from chunkbench.storage.db import Database
 from chunkbench.storage.vectors import close_vector_stores
+from chunkbench.tenants.auth import authenticate
 from chunkbench.web import routes as web
 
 logger = logging.getLogger("chunkbench")
@@ -67,6 +68,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description="Which way of chunking your documents answers best, at what cost.",
         lifespan=lifespan,
+        # Every route of every router needs a key with CHUNKBENCH_AUTH=on, unless listed in auth.PUBLIC_PATHS.
+        dependencies=[Depends(authenticate)],
     )
     app.state.settings = settings
     app.include_router(documents_router)
@@ -115,7 +118,10 @@ def _status_code_name(status_code: int) -> str:
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ChunkbenchError)
     async def domain_error(request: Request, exc: ChunkbenchError) -> JSONResponse:
-        return _error_response(request, exc.status_code, exc.to_dict(), exc.code)
+        response = _error_response(request, exc.status_code, exc.to_dict(), exc.code)
+        if exc.headers:  # WWW-Authenticate on a 401, Retry-After on a 429
+            response.headers.update(exc.headers)
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -27,6 +27,7 @@ from chunkbench.evaluation.commands import eval_app
 from chunkbench.evaluation.question_commands import questions_app
 from chunkbench.models import DocumentState, StrategyName
 from chunkbench.storage.schema import DEFAULT_TENANT
+from chunkbench.tenants.commands import admin_app
 
 
 class LogFormat(StrEnum):
@@ -48,6 +49,7 @@ app.add_typer(questions_app, name="questions")
 app.add_typer(eval_app, name="eval")
 app.add_typer(bench_app, name="bench")
 app.add_typer(sweep_app, name="sweep")
+app.add_typer(admin_app, name="admin")
 
 
 @app.command()
@@ -58,14 +60,22 @@ def serve(
         LogFormat | None,
         typer.Option(help="Logs as text or one JSON object per line (default: CHUNKBENCH_LOG_FORMAT, auto)"),
     ] = None,
+    allow_insecure_bind: Annotated[
+        bool, typer.Option(help="Listen beyond loopback with authentication off (CHUNKBENCH_ALLOW_INSECURE_BIND)")
+    ] = False,
 ) -> None:
     """Start the API server (OpenAPI docs at /docs)."""
     import uvicorn
 
     from chunkbench.app import create_app
     from chunkbench.observability.logs import configure_logging
+    from chunkbench.tenants.auth import check_bind
 
     settings = get_settings()
+    try:
+        check_bind(host or settings.host, settings, allow_insecure=allow_insecure_bind)
+    except ChunkbenchError as exc:
+        raise fail(exc, False, code=2) from None
     configure_logging(settings.log_level, log_format.value if log_format else settings.log_format)
     # chunkbench writes the access log itself (with request id and route), so uvicorn's is off, and
     # log_config=None keeps uvicorn from replacing the handlers just configured.

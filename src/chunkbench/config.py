@@ -99,6 +99,19 @@ class Settings(BaseSettings):
     synthetic_excerpt_min_similarity: float = Field(0.36, ge=-1, le=1)
     synthetic_duplicate_similarity: float = Field(0.78, gt=0, le=1)
 
+    # Authentication (seed 003): CHUNKBENCH_AUTH=on makes every API route need ``Authorization: Bearer KEY``;
+    # the tenant comes from the key. Off = local single-user mode (the default tenant), loopback only unless
+    # the bind is explicitly allowed.
+    auth: bool = False
+    allow_insecure_bind: bool = False
+    # Seconds a replica may keep trusting a key it looked up: a revoked key stops working within this bound.
+    auth_cache_ttl_s: float = Field(5, ge=0, le=300)
+    # Per-tenant token bucket over the whole API (per process: N replicas allow N× this). 0 = no limit.
+    rate_limit_per_minute: float = Field(600, ge=0)
+    rate_limit_burst: int = Field(100, ge=1)
+    # With auth off, also limit the default tenant (the local single user).
+    rate_limit_without_auth: bool = False
+
     log_level: str = "INFO"
     # ``chunkbench serve`` logs: json = one JSON object per line (for a log collector), text = for people,
     # auto = text on a terminal, JSON otherwise (a service manager, a container, a pipe).

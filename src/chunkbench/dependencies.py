@@ -10,10 +10,11 @@ from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
 from chunkbench.config import Settings
+from chunkbench.errors import AuthenticationError
 from chunkbench.storage.db import Database
-from chunkbench.storage.schema import DEFAULT_TENANT
 from chunkbench.storage.vectors import VectorStore
 from chunkbench.storage.vectors import get_vector_store as _vector_store
+from chunkbench.tenants.auth import Principal, authenticate
 
 # The dependencies that only read app.state are ``async``: FastAPI runs every plain ``def`` dependency
 # in the thread pool, a hop per dependency per request (~0.2 ms idle, milliseconds on a busy machine).
@@ -42,9 +43,15 @@ async def get_vector_store(request: Request) -> VectorStore:
     return store
 
 
-async def get_tenant() -> str:
-    """The caller's tenant. Single-user mode: always the default tenant (API keys come with auth)."""
-    return DEFAULT_TENANT
+async def get_tenant(principal: Annotated[Principal, Depends(authenticate)]) -> str:
+    """The caller's tenant: the API key's with ``CHUNKBENCH_AUTH=on``, the default tenant with auth off.
+
+    ``authenticate`` is also installed app-wide (``create_app``); FastAPI runs it once per request either way.
+    """
+    if principal.tenant_id is None:
+        # A public route (tenants.auth.PUBLIC_PATHS) must not read tenant data.
+        raise AuthenticationError("This route is public and has no tenant; tenant data needs an API key.")
+    return principal.tenant_id
 
 
 # ``scope="function"`` commits before the response leaves: a client never sees a 201 for a write
@@ -53,4 +60,5 @@ SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 DatabaseDep = Annotated[Database, Depends(get_database)]
 TenantDep = Annotated[str, Depends(get_tenant)]
+PrincipalDep = Annotated[Principal, Depends(authenticate)]
 VectorStoreDep = Annotated[VectorStore, Depends(get_vector_store)]

@@ -11,6 +11,8 @@ class ChunkbenchError(Exception):
 
     status_code: int = 500
     code: str = "internal_error"
+    # Response headers the status calls for (WWW-Authenticate on a 401, Retry-After on a 429).
+    headers: dict[str, str] | None = None
 
     def __init__(self, message: str, **details: Any) -> None:
         super().__init__(message)
@@ -186,3 +188,53 @@ class LlmNotConfiguredError(ChunkbenchError):
 
     status_code = 503
     code = "llm_not_configured"
+
+
+class AuthenticationError(ChunkbenchError):
+    """No usable API key: the ``Authorization: Bearer`` header is missing or malformed, or the key is unknown or
+    revoked (one answer for all, so a caller learns nothing about which keys exist)."""
+
+    status_code = 401
+    code = "unauthorized"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.headers = {"WWW-Authenticate": "Bearer"}
+
+
+class PermissionDeniedError(ChunkbenchError):
+    """A valid key without the scope the endpoint needs (``admin`` for ``/admin/*``)."""
+
+    status_code = 403
+    code = "forbidden"
+
+
+class RateLimitedError(ChunkbenchError):
+    """The tenant spent its request budget; ``Retry-After`` says in how many seconds one more request fits."""
+
+    status_code = 429
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after_s: int, **details: Any) -> None:
+        super().__init__(message, retry_after_s=retry_after_s, **details)
+        self.headers = {"Retry-After": str(retry_after_s)}
+
+
+class TenantNotFoundError(NotFoundError):
+    code = "tenant_not_found"
+
+
+class ApiKeyNotFoundError(NotFoundError):
+    code = "api_key_not_found"
+
+
+class TenantExistsError(ChunkbenchError):
+    status_code = 409
+    code = "tenant_exists"
+
+
+class InsecureBindError(ChunkbenchError):
+    """``serve`` asked to listen beyond loopback while authentication is off."""
+
+    status_code = 400
+    code = "insecure_bind"

@@ -41,7 +41,7 @@ def resolve_benchmark_questions(
 ) -> list[dict[str, Any]]:
     """Questions as the Experiment stores them: unique ids, references with exact offsets in the document."""
     if request.question_set is not None:
-        question_set = question_files.read_question_file(settings, request.question_set)
+        question_set = question_files.read_question_file(settings, request.question_set, tenant_id)
     else:
         body = {"questions": [q.model_dump(exclude_none=True) for q in request.questions or []]}
         question_set = parse_question_set(json.dumps(body), "request.json")

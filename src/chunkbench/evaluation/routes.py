@@ -24,9 +24,9 @@ router = APIRouter(
 
 
 @router.get("", response_model=list[QuestionFileOut])
-def list_question_files(settings: SettingsDep) -> list[QuestionFileOut]:
-    """The question files under ``{data_dir}/files`` with sizes and question counts (or why they cannot be read)."""
-    return [QuestionFileOut.of(info) for info in service.list_question_files(settings)]
+def list_question_files(settings: SettingsDep, tenant_id: TenantDep) -> list[QuestionFileOut]:
+    """The tenant's question files with sizes and question counts (or why they cannot be read)."""
+    return [QuestionFileOut.of(info) for info in service.list_question_files(settings, tenant_id)]
 
 
 @router.post(
@@ -38,6 +38,7 @@ def list_question_files(settings: SettingsDep) -> list[QuestionFileOut]:
 def upload_question_file(
     response: Response,
     settings: SettingsDep,
+    tenant_id: TenantDep,
     file: UploadFile = File(..., description="Seed JSON (.json), JSON lines (.jsonl) or Chroma CSV (.csv)"),
     name: str | None = Query(None, description="Store under this name instead of the upload's file name"),
     overwrite: bool = Query(False, description="Replace a file of the same name (else 409)"),
@@ -45,7 +46,9 @@ def upload_question_file(
     """Upload a question file: validated before it is written (422 lists every problem); 201 new, 200 replaced."""
     # One byte over the limit is enough to refuse: never read an oversized upload whole.
     content = file.file.read(settings.max_question_file_bytes + 1)
-    info, replaced = service.save_question_file(settings, name or file.filename or "", content, overwrite=overwrite)
+    info, replaced = service.save_question_file(
+        settings, name or file.filename or "", content, overwrite=overwrite, tenant_id=tenant_id
+    )
     if replaced:
         response.status_code = status.HTTP_200_OK
     return QuestionUploadOut(file=QuestionFileOut.of(info), replaced=replaced)
@@ -90,7 +93,7 @@ def get_question_file(
     threshold: float | None = Query(None, gt=0, le=1, description="Fuzzy-match similarity (default: Settings)"),
 ) -> QuestionSetOut:
     """The parsed questions; with ``document_id``, every reference's placement in those documents."""
-    question_set = service.read_question_file(settings, name)
+    question_set = service.read_question_file(settings, name, tenant_id)
     report = None
     if document_id:
         report = service.validate_against_database(
@@ -100,10 +103,10 @@ def get_question_file(
             document_names=document_id,
             threshold=threshold if threshold is not None else settings.question_match_threshold,
         )
-    return QuestionSetOut.of(service.file_info(settings, name), question_set, report)
+    return QuestionSetOut.of(service.file_info(settings, name, tenant_id), question_set, report)
 
 
 @router.delete("/{name}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_question_file(name: str, settings: SettingsDep) -> Response:
-    service.delete_question_file(settings, name)
+def delete_question_file(name: str, settings: SettingsDep, tenant_id: TenantDep) -> Response:
+    service.delete_question_file(settings, name, tenant_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

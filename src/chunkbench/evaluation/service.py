@@ -1,5 +1,9 @@
 """Question files under ``{data_dir}/files`` (list, read, save validated, delete) and their validation
-against documents from the database or from text files."""
+against documents from the database or from text files.
+
+Each tenant has its own folder: the default tenant's is ``files/`` itself (as before tenants existed), every
+other tenant's is ``files/<tenant id>/``. A tenant never lists, reads or overwrites another tenant's files.
+"""
 
 from __future__ import annotations
 
@@ -39,7 +43,7 @@ from chunkbench.evaluation.synthetic import (
 from chunkbench.models import DocumentState
 from chunkbench.storage.db import Database
 from chunkbench.storage.repositories import DocumentRepository
-from chunkbench.storage.schema import DocumentRow
+from chunkbench.storage.schema import DEFAULT_TENANT, DocumentRow
 
 # A plain file name: letters, digits, '.', '_', '-', spaces; no separators, nothing hidden.
 _SAFE_NAME = re.compile(r"^\w[\w .-]{0,199}$")
@@ -58,15 +62,18 @@ class QuestionFileInfo:
     error: str | None = None
 
 
-def files_dir(settings: Settings) -> Path:
-    return settings.data_dir / "files"
+def files_dir(settings: Settings, tenant_id: str = DEFAULT_TENANT) -> Path:
+    """The tenant's question-file folder (tenant ids are slugs: no separators, no dots)."""
+    root = settings.data_dir / "files"
+    return root if tenant_id == DEFAULT_TENANT else root / tenant_id
 
 
-def question_file_path(settings: Settings, name: str) -> Path:
+def question_file_path(settings: Settings, name: str, tenant_id: str = DEFAULT_TENANT) -> Path:
     """The path of a question file by its bare name; separators, ``..``, hidden names or symlinks out are a 400."""
     if "/" in name or "\\" in name or name in {".", ".."} or "\x00" in name:
         raise PathOutsideDataDirError(
-            f"'{name}' is a path; give the bare file name of a question file in {files_dir(settings)}.", name=name
+            f"'{name}' is a path; give the bare file name of a question file in {files_dir(settings, tenant_id)}.",
+            name=name,
         )
     if not _SAFE_NAME.match(name):
         raise InvalidRequestError(
@@ -79,7 +86,7 @@ def question_file_path(settings: Settings, name: str) -> Path:
             f"'{name}' must end in {', '.join(QUESTION_FILE_SUFFIXES)} (seed JSON, JSON lines or Chroma CSV).",
             name=name,
         )
-    root = files_dir(settings).resolve()
+    root = files_dir(settings, tenant_id).resolve()
     path = root / name
     # A symlink planted in files/ must not lead out of it.
     if path.exists() and not path.resolve().is_relative_to(root):
@@ -99,9 +106,9 @@ def _info(path: Path) -> QuestionFileInfo:
     )
 
 
-def list_question_files(settings: Settings) -> list[QuestionFileInfo]:
-    """Every question file under ``files/`` (by name), each with its question count or its parse error."""
-    root = files_dir(settings)
+def list_question_files(settings: Settings, tenant_id: str = DEFAULT_TENANT) -> list[QuestionFileInfo]:
+    """Every question file of the tenant (by name), each with its question count or its parse error."""
+    root = files_dir(settings, tenant_id)
     if not root.is_dir():
         return []
     return [
@@ -111,31 +118,38 @@ def list_question_files(settings: Settings) -> list[QuestionFileInfo]:
     ]
 
 
-def read_question_file(settings: Settings, name: str) -> QuestionSet:
-    path = question_file_path(settings, name)
+def read_question_file(settings: Settings, name: str, tenant_id: str = DEFAULT_TENANT) -> QuestionSet:
+    path = question_file_path(settings, name, tenant_id)
     if not path.is_file():
         raise QuestionFileNotFoundError(
-            f"No question file '{name}' in {files_dir(settings)}. GET /admin/questions lists them.", name=name
+            f"No question file '{name}' in {files_dir(settings, tenant_id)}. GET /admin/questions lists them.",
+            name=name,
         )
     return parse_question_set(path.read_bytes(), name)
 
 
-def file_info(settings: Settings, name: str) -> QuestionFileInfo:
-    path = question_file_path(settings, name)
+def file_info(settings: Settings, name: str, tenant_id: str = DEFAULT_TENANT) -> QuestionFileInfo:
+    path = question_file_path(settings, name, tenant_id)
     if not path.is_file():
-        raise QuestionFileNotFoundError(f"No question file '{name}' in {files_dir(settings)}.", name=name)
+        raise QuestionFileNotFoundError(f"No question file '{name}' in {files_dir(settings, tenant_id)}.", name=name)
     return _info(path)
 
 
 def save_question_file(
-    settings: Settings, name: str, content: bytes, *, overwrite: bool = False, limit_size: bool = True
+    settings: Settings,
+    name: str,
+    content: bytes,
+    *,
+    overwrite: bool = False,
+    limit_size: bool = True,
+    tenant_id: str = DEFAULT_TENANT,
 ) -> tuple[QuestionFileInfo, bool]:
     """Validate ``content`` as a question set, then write it atomically; returns the file and whether it replaced one.
 
     Nothing is written when the name, size (uploads: ``limit_size``) or content is bad, or when the file exists
     and ``overwrite`` is off.
     """
-    path = question_file_path(settings, name)
+    path = question_file_path(settings, name, tenant_id)
     if limit_size and len(content) > settings.max_question_file_bytes:
         raise FileTooLargeError(
             f"'{name}' is over the {settings.max_question_file_mb:g} MB limit of question files "
@@ -163,10 +177,10 @@ def save_question_file(
     return _info(path), existed
 
 
-def delete_question_file(settings: Settings, name: str) -> None:
-    path = question_file_path(settings, name)
+def delete_question_file(settings: Settings, name: str, tenant_id: str = DEFAULT_TENANT) -> None:
+    path = question_file_path(settings, name, tenant_id)
     if not path.is_file():
-        raise QuestionFileNotFoundError(f"No question file '{name}' in {files_dir(settings)}.", name=name)
+        raise QuestionFileNotFoundError(f"No question file '{name}' in {files_dir(settings, tenant_id)}.", name=name)
     path.unlink()
 
 
@@ -285,7 +299,7 @@ def generate_question_file(
         document_id, filename, text = row.id, row.filename, row.parsed_text
         spec = embedding.resolve_corpus_model(session, row.last_corpus_embedding_model_id)
     name = out or default_generated_name(filename)
-    if question_file_path(settings, name).exists() and not overwrite:
+    if question_file_path(settings, name, tenant_id).exists() and not overwrite:
         raise QuestionFileExistsError(
             f"A question file '{name}' already exists. Pass overwrite (--overwrite) or choose another name.",
             name=name,
@@ -311,6 +325,11 @@ def generate_question_file(
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     info, _replaced = save_question_file(
-        settings, name, result.question_set.to_seed_json().encode("utf-8"), overwrite=overwrite, limit_size=False
+        settings,
+        name,
+        result.question_set.to_seed_json().encode("utf-8"),
+        overwrite=overwrite,
+        limit_size=False,
+        tenant_id=tenant_id,
     )
     return result, info

@@ -195,3 +195,32 @@ class JobRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class TenantRow(Base):
+    """A tenant (seed 003): its own documents, keys and request budget. ``default`` is the local single user's."""
+
+    __tablename__ = "tenants"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # a slug; documents.tenant_id etc. hold it
+    name: Mapped[str] = mapped_column(String(200), nullable=False)
+    # Overrides of Settings.rate_limit_per_minute / rate_limit_burst; NULL = the Settings' values.
+    rate_limit_per_minute: Mapped[float | None] = mapped_column(Float)
+    rate_limit_burst: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+
+
+class ApiKeyRow(Base):
+    """An API key of a tenant. Only the SHA-256 of the key is stored; ``prefix`` finds it and names it."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False, index=True)
+    name: Mapped[str | None] = mapped_column(String(200))
+    prefix: Mapped[str] = mapped_column(String(16), nullable=False, unique=True)
+    key_hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    scopes: Mapped[list[str]] = mapped_column(JSON, default=list, nullable=False)  # "query", "admin"
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

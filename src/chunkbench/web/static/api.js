@@ -1,5 +1,28 @@
 // The API as the dashboard uses it: JSON in and out, and every failure an ApiError whose message is the
 // server's own (each domain error carries one a person can act on).
+import { emit } from "./bus.js";
+
+// With CHUNKBENCH_AUTH=on every call carries the API key the user gave the dashboard (kept in this browser only).
+const KEY_STORAGE = "chunkbench.apiKey";
+
+export function getApiKey() {
+  try { return localStorage.getItem(KEY_STORAGE) || ""; } catch { return ""; }
+}
+
+export function setApiKey(key) {
+  if (key) localStorage.setItem(KEY_STORAGE, key);
+  else localStorage.removeItem(KEY_STORAGE);
+}
+
+function authHeaders() {
+  const key = getApiKey();
+  return key ? { authorization: `Bearer ${key}` } : {};
+}
+
+// A 401 means no key or a bad one: the shell asks for one ("api-key-needed" on the bus).
+function checkAuth(status) {
+  if (status === 401) emit("api-key-needed");
+}
 
 export class ApiError extends Error {
   constructor(status, body) {
@@ -19,6 +42,7 @@ function validationText(body) {
 async function parse(response) {
   const type = response.headers.get("content-type") || "";
   const body = type.includes("application/json") ? await response.json() : await response.text();
+  checkAuth(response.status);
   if (!response.ok) throw new ApiError(response.status, typeof body === "string" ? { message: body } : body);
   return body;
 }
@@ -29,7 +53,7 @@ export async function api(path, { method = "GET", json, query, signal } = {}) {
     if (value === undefined || value === null || value === "") continue;
     for (const item of Array.isArray(value) ? value : [value]) url.searchParams.append(key, item);
   }
-  const init = { method, signal, headers: {} };
+  const init = { method, signal, headers: authHeaders() };
   if (json !== undefined) {
     init.body = JSON.stringify(json);
     init.headers["content-type"] = "application/json";
@@ -51,9 +75,11 @@ export function upload(path, file, { field = "file", onProgress, query } = {}) {
     for (const [key, value] of Object.entries(query || {})) url.searchParams.set(key, value);
     const request = new XMLHttpRequest();
     request.open("POST", url);
+    for (const [name, value] of Object.entries(authHeaders())) request.setRequestHeader(name, value);
     request.upload.onprogress = (event) => event.lengthComputable && onProgress?.(event.loaded / event.total);
     request.onerror = () => reject(new ApiError(0, { message: "The upload failed: the server cannot be reached." }));
     request.onload = () => {
+      checkAuth(request.status);
       let body = null;
       try { body = JSON.parse(request.responseText); } catch { body = { message: request.responseText }; }
       if (request.status >= 200 && request.status < 300) resolve(body);
@@ -74,4 +100,21 @@ export async function waitForJob(jobId, { onProgress, intervalMs = 500, signal }
     if (job.status === "failed") throw new ApiError(500, job.error || { message: "The job failed." });
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
+}
+
+// Links to API pages (reports, exports) cannot carry a header: with a key set, a click fetches the page with it
+// and opens (or downloads) the result instead. Without a key the link works as a plain link.
+export function withKey(event) {
+  if (!getApiKey()) return;
+  event.preventDefault();
+  const link = event.currentTarget;
+  const opened = link.hasAttribute("download") ? null : window.open("", "_blank");
+  fetch(link.href, { headers: authHeaders() })
+    .then(async (response) => {
+      checkAuth(response.status);
+      const url = URL.createObjectURL(await response.blob());
+      if (opened) opened.location.href = url;
+      else Object.assign(document.createElement("a"), { href: url, download: link.getAttribute("download") }).click();
+    })
+    .catch(() => opened?.close());
 }

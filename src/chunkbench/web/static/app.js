@@ -1,7 +1,8 @@
 // The dashboard shell: top tabs whose components stay mounted (their state survives switching), the health
 // line, and the registry of tabs. Each tab is one module under tabs/.
 import { html, render, useState, useEffect } from "./vendor/htm-preact-standalone.module.js";
-import { api } from "./api.js";
+import { api, getApiKey, setApiKey } from "./api.js";
+import { on } from "./bus.js";
 import { TABS } from "./tabs/index.js";
 
 function Health() {
@@ -11,6 +12,35 @@ function Health() {
   }, []);
   if (!health) return null;
   return html`<span class="status" data-testid="health">server ${health.status}${health.version ? ` · v${health.version}` : ""}</span>`;
+}
+
+// The API key (CHUNKBENCH_AUTH=on): asked for when a call answers 401, or from the header's button.
+function ApiKey() {
+  const [open, setOpen] = useState(false);
+  const [value, setValue] = useState("");
+  // With auth off (the local default) there is nothing to show until a call asks for a key.
+  const [needed, setNeeded] = useState(Boolean(getApiKey()));
+  useEffect(() => on("api-key-needed", () => { setNeeded(true); setOpen(true); }), []);
+  const save = (event) => {
+    event.preventDefault();
+    setApiKey(value.trim());
+    // Every tab reloads its data with the key.
+    window.location.reload();
+  };
+  const clear = () => { setApiKey(""); setValue(""); setOpen(false); };
+  if (!open) {
+    if (!needed) return null;
+    return html`<button class="link" data-testid="api-key-button" onClick=${() => setOpen(true)}>API key</button>`;
+  }
+  return html`
+    <form class="api-key" data-testid="api-key-form" onSubmit=${save}
+        onKeyDown=${(e) => e.key === "Escape" && setOpen(false)}>
+      <label>API key <input type="password" autocomplete="off" autofocus required value=${value}
+        placeholder=${getApiKey() ? "a key is set; paste another" : "cb_…"} onInput=${(e) => setValue(e.target.value)} /></label>
+      <button type="submit" class="primary">Use key</button>
+      ${getApiKey() ? html`<button type="button" class="secondary" onClick=${clear}>Forget key</button>` : null}
+      <button type="button" class="secondary" onClick=${() => setOpen(false)}>Cancel</button>
+    </form>`;
 }
 
 const tabFromHash = () => TABS.find((tab) => `#${tab.id}` === window.location.hash)?.id;
@@ -47,6 +77,7 @@ function App() {
             onClick=${() => open(tab.id)} onKeyDown=${(e) => onKey(e, index)}>${tab.label}</button>`)}
       </nav>
       <${Health} />
+      <${ApiKey} />
     </header>
     <main>
       ${TABS.filter((tab) => opened.has(tab.id)).map((tab) => html`

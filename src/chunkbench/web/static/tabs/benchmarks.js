@@ -5,7 +5,7 @@
 import { html, useEffect, useRef, useState, ErrorBox, Spinner, ProgressBar, fmt, fmtInt, ms, useApi, usePager }
   from "../ui.js";
 import { useMemo } from "../vendor/htm-preact-standalone.module.js";
-import { api, upload, waitForJob } from "../api.js";
+import { api, upload, waitForJob, withKey } from "../api.js";
 import { on } from "../bus.js";
 
 const RETRIEVERS = ["dense", "bm25", "hybrid"];
@@ -504,9 +504,9 @@ function ExperimentView({ id, version, onInspect, onChanged }) {
     <${DecisionView} decision=${experiment.decision} />
     <${AggregatesTable} experiment=${experiment} />
     <div class="row">
-      <a href=${report("managerial")} target="_blank" rel="noopener">Managerial report</a>
-      <a href=${report("technical")} target="_blank" rel="noopener">Technical report</a>
-      <a href=${report("json")} download=${`experiment-${id}.json`}>JSON export</a>
+      <a href=${report("managerial")} target="_blank" rel="noopener" onClick=${withKey}>Managerial report</a>
+      <a href=${report("technical")} target="_blank" rel="noopener" onClick=${withKey}>Technical report</a>
+      <a href=${report("json")} download=${`experiment-${id}.json`} onClick=${withKey}>JSON export</a>
     </div>
   </section>`;
 }

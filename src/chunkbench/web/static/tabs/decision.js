@@ -3,7 +3,7 @@
 // Decision each Experiment stored. Every figure comes from the server; nothing statistical is computed here.
 import { html, useState, useEffect, ErrorBox, Spinner, ProgressBar, fmt, useApi, usePager } from "../ui.js";
 import { useMemo } from "../vendor/htm-preact-standalone.module.js";
-import { api } from "../api.js";
+import { api, withKey } from "../api.js";
 
 const EXCLUDED_KEY = "chunkbench.decision.excluded";
 // More than this many Experiments at once is rarely a comparison anyone can read; it also bounds the download.
@@ -315,8 +315,8 @@ function Verdict({ summary, experiment }) {
         <ul class="reasons">${decision.reasons.map((reason) => html`<li>${reason}</li>`)}</ul>
         <${Standing} decision=${decision} />`}
       <p class="links">Reports:${" "}
-        <a href=${`/benchmarks/${summary.id}/report?view=managerial`} target="_blank" rel="noopener">managerial</a>${" · "}
-        <a href=${`/benchmarks/${summary.id}/report?view=technical`} target="_blank" rel="noopener">technical</a></p>
+        <a href=${`/benchmarks/${summary.id}/report?view=managerial`} target="_blank" rel="noopener" onClick=${withKey}>managerial</a>${" · "}
+        <a href=${`/benchmarks/${summary.id}/report?view=technical`} target="_blank" rel="noopener" onClick=${withKey}>technical</a></p>
     </article>`;
 }
 

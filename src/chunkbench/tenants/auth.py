@@ -1,0 +1,178 @@
+"""Authentication: the app-wide dependency that turns ``Authorization: Bearer KEY`` into a :class:`Principal`.
+
+``create_app`` installs :func:`authenticate` as a dependency of the whole app, so every route of every router,
+including routers added later, needs a key when ``CHUNKBENCH_AUTH=on``. A route is public only when its path
+template is in :data:`PUBLIC_PATHS` (add it there to make a new route public; a test checks that every other
+route answers 401 without a key). ``/admin/*`` also needs the ``admin`` scope. The dashboard's static files and
+the OpenAPI pages are mounts/plain routes outside FastAPI's dependency system, and are public.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from chunkbench.config import Settings
+from chunkbench.errors import AuthenticationError, InsecureBindError, PermissionDeniedError
+from chunkbench.storage.db import Database
+from chunkbench.storage.schema import DEFAULT_TENANT
+from chunkbench.tenants.ratelimit import RateLimiter
+from chunkbench.tenants.service import SCOPE_ADMIN, SCOPES, KeyRecord, find_key, hash_key
+
+# Route templates anyone may call: the dashboard shell and liveness/readiness probes. Nothing here may read
+# tenant data.
+PUBLIC_PATHS = frozenset({"/", "/app", "/app/", "/health", "/health/live", "/health/ready"})
+ADMIN_PREFIX = "/admin"
+# Operators' paths outside /admin that need the admin scope too: the metrics describe every tenant's traffic.
+ADMIN_PATHS = frozenset({"/metrics"})
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: a tenant with scopes (``key_id`` None in the local single-user mode)."""
+
+    tenant_id: str | None
+    scopes: frozenset[str]
+    key_id: str | None = None
+
+
+# Auth off: the local single user owns the default tenant and may do everything.
+LOCAL_PRINCIPAL = Principal(DEFAULT_TENANT, frozenset(SCOPES))
+# A public route: nobody in particular (get_tenant refuses it).
+ANONYMOUS = Principal(None, frozenset())
+
+
+class KeyCache:
+    """Key lookups by key hash, trusted for ``ttl_s`` seconds (unknown keys too, so a flood of bad keys does not
+    reach the database), at most ``max_entries`` of them. A revoked key stops working within ``ttl_s`` on every
+    process, however many replicas there are; :meth:`clear` makes it immediate in this one."""
+
+    def __init__(self, ttl_s: float, *, max_entries: int = 10_000, clock: Callable[[], float] = time.monotonic):
+        self.ttl_s = ttl_s
+        self.max_entries = max_entries
+        self._clock = clock
+        self._entries: OrderedDict[str, tuple[float, KeyRecord | None]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key_hash: str) -> tuple[bool, KeyRecord | None]:
+        """``(found, record)``: found is False when the lookup must go to the database."""
+        with self._lock:
+            entry = self._entries.get(key_hash)
+            if entry is None or entry[0] <= self._clock():
+                return False, None
+            return True, entry[1]
+
+    def put(self, key_hash: str, record: KeyRecord | None) -> None:
+        if self.ttl_s <= 0:
+            return
+        with self._lock:
+            self._entries[key_hash] = (self._clock() + self.ttl_s, record)
+            self._entries.move_to_end(key_hash)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+class Authenticator:
+    """Resolves keys against the database through a :class:`KeyCache`, and holds the rate limiter."""
+
+    def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.settings = settings
+        self.cache = KeyCache(settings.auth_cache_ttl_s, clock=clock)
+        self.limiter = RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst, clock=clock)
+
+    def load(self, database: Database, token: str, key_hash: str) -> KeyRecord | None:
+        """Look the key up in the database and cache the answer."""
+        with database.session() as session:
+            record = find_key(session, token)
+        self.cache.put(key_hash, record)
+        return record
+
+
+def get_authenticator(request: Request) -> Authenticator:
+    """The app's authenticator, made on first use (tests may replace ``app.state.authenticator``)."""
+    authenticator: Authenticator | None = getattr(request.app.state, "authenticator", None)
+    if authenticator is None:
+        authenticator = request.app.state.authenticator = Authenticator(request.app.state.settings)
+    return authenticator
+
+
+_bearer = HTTPBearer(auto_error=False, description="An API key: `chunkbench admin key create --tenant T`.")
+
+
+async def authenticate(
+    request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)
+) -> Principal:
+    """The caller of this request (401 without a valid key, 403 without the admin scope on ``/admin/*``,
+    429 over the tenant's rate limit). Installed app-wide; ``dependencies.get_tenant`` reads its result."""
+    route = request.scope.get("route")
+    path: str = getattr(route, "path", request.scope["path"])
+    if path in PUBLIC_PATHS:
+        return ANONYMOUS
+    authenticator = get_authenticator(request)
+    settings: Settings = request.app.state.settings
+    if not settings.auth:
+        if settings.rate_limit_without_auth:
+            authenticator.limiter.check(DEFAULT_TENANT)
+        request.state.principal = LOCAL_PRINCIPAL
+        return LOCAL_PRINCIPAL
+    if credentials is None or not credentials.credentials:
+        raise AuthenticationError(
+            "This server needs an API key: send 'Authorization: Bearer <key>' "
+            "(an admin creates one with `chunkbench admin key create --tenant T`)."
+        )
+    token = credentials.credentials
+    key_hash = hash_key(token)
+    found, record = authenticator.cache.get(key_hash)
+    if not found:
+        # A database read: off the event loop. Cached hits (the common case) stay on it.
+        record = await run_in_threadpool(authenticator.load, request.app.state.database, token, key_hash)
+    if record is None:
+        raise AuthenticationError("The API key is unknown or revoked.")
+    authenticator.limiter.check(
+        record.tenant_id, per_minute=record.rate_limit_per_minute, burst=record.rate_limit_burst
+    )
+    principal = Principal(record.tenant_id, record.scopes, record.key_id)
+    if _is_admin_path(path) and SCOPE_ADMIN not in principal.scopes:
+        raise PermissionDeniedError(
+            f"{path} needs an admin key (`chunkbench admin key create --tenant {record.tenant_id} --admin`)."
+        )
+    request.state.principal = principal
+    return principal
+
+
+def _is_admin_path(path: str) -> bool:
+    return path in ADMIN_PATHS or path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/")
+
+
+def check_bind(host: str, settings: Settings, *, allow_insecure: bool = False) -> None:
+    """Refuse to listen beyond loopback with authentication off, unless explicitly allowed."""
+    if settings.auth or allow_insecure or settings.allow_insecure_bind or _is_loopback(host):
+        return
+    raise InsecureBindError(
+        f"Refusing to listen on {host} with authentication off: anyone who can reach it could read and delete "
+        "every document. Turn authentication on (CHUNKBENCH_AUTH=on, then `chunkbench admin key create`), "
+        "listen on 127.0.0.1, or pass --allow-insecure-bind (CHUNKBENCH_ALLOW_INSECURE_BIND=true) if a proxy "
+        "in front does the authentication.",
+        host=host,
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # another host name: it may resolve beyond loopback

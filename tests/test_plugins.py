@@ -98,7 +98,7 @@ def test_a_plugin_strategy_is_listed_processed_previewed_queried_and_benchmarked
             "strategy": "paragraph",
             "question": "Which ticket code reports broken equipment?",
             "top_k": 1,
-        },  # noqa: E501
+        },
     )
     assert answer.status_code == 201, answer.text
     assert answer.json()["strategy"] == "paragraph"
@@ -252,6 +252,31 @@ def test_a_retriever_plugin_serves_queries_and_benchmarks(plugin_client, handboo
     assert len(phrase_cells) == len(QUESTIONS) and all(c["metrics"]["recall"] == 0.0 for c in phrase_cells)
 
 
+def test_history_stays_readable_after_the_plugin_is_removed(client, plugins_dir):
+    document_id = client.post("/documents", files={"file": ("handbook.md", HANDBOOK.encode())}).json()["document"]["id"]
+    with isolated_registries():
+        load_plugins(plugins_dir)
+        _process(client, document_id, strategies=["paragraph"])
+        asked = client.post(
+            "/queries", json={"document_id": document_id, "strategy": "paragraph", "question": "Hotel costs?"}
+        )
+        assert asked.status_code == 201, asked.text
+        run = client.post(
+            "/benchmarks",
+            params={"wait": "true"},
+            json={"document_id": document_id, "questions": QUESTIONS[:2], "strategies": ["paragraph"]},
+        )
+        assert run.status_code == 200, run.text
+    assert "paragraph" not in StrategyName  # the plugin is gone, as after a restart without it
+
+    history = client.get("/queries").json()
+    assert [q["strategy"] for q in history] == ["paragraph"]
+    experiment = client.get(f"/benchmarks/{run.json()['id']}")
+    assert experiment.status_code == 200 and experiment.json()["configurations"][0]["strategy"] == "paragraph"
+    again = client.post("/queries", json={"document_id": document_id, "strategy": "paragraph", "question": "Hotel?"})
+    assert again.status_code == 422  # using it needs the plugin
+
+
 # ---------------------------------------------------------------------------------------------- broken plugins
 
 GOOD_FIRST = """
@@ -370,3 +395,26 @@ def test_every_cli_command_exits_1_naming_a_broken_plugin(cli_env, command):
     assert result.exit_code == 1
     expected = f"error: Plugin {cli_env / 'broken.py'} failed to import: ModuleNotFoundError"
     assert "".join(expected.split()) in "".join(result.stderr.split())  # rich wraps long paths anywhere
+
+
+# ---------------------------------------------------------------------------------------------- the open names
+
+
+def test_open_names_behave_like_the_enum_they_replaced():
+    import copy
+    import pickle
+
+    assert [s.value for s in StrategyName] == BUILT_IN_STRATEGIES and len(StrategyName) == 5
+    assert StrategyName("semantic") is StrategyName.SEMANTIC and StrategyName.SEMANTIC == "semantic"
+    assert copy.deepcopy(StrategyName.RECURSIVE) is StrategyName.RECURSIVE
+    assert pickle.loads(pickle.dumps(RetrieverName.BM25)) is RetrieverName.BM25
+    assert f"{StrategyName.FIXED_SIZE}" == "fixed_size" and json.dumps([RetrieverName.HYBRID]) == '["hybrid"]'
+    with pytest.raises(ValueError, match="'chapter' is not a valid StrategyName"):
+        StrategyName("chapter")
+    detached = StrategyName.stored("chapter")
+    assert detached == "chapter" and "chapter" not in StrategyName  # readable, not registered
+    # Strategy names start collection names ``{strategy}__{model}_collection``: letters and single underscores.
+    for bad in ("Chapter", "chapter2", "two__parts", "_x", "x" * 49):
+        with pytest.raises(ValueError, match="is not valid"):
+            StrategyName.add(bad)
+    assert RetrieverName.add("bm25_strict") == "bm25_strict" and "bm25_strict" in RetrieverName

@@ -65,9 +65,13 @@ class OpenName(str, metaclass=_OpenNameType):
         return member
 
     @classmethod
-    def remove(cls, value: str) -> None:
-        """Forget a name (used to roll back a plugin that failed half-way)."""
-        cls._members.pop(value, None)
+    def stored(cls, value: str) -> Any:
+        """A name read back from storage: the registered instance, or a detached one when its plugin is gone.
+
+        History stays readable after a plugin is removed; anything that needs the plugin itself (chunking,
+        a retriever) still fails with its "unknown" error.
+        """
+        return cls._members.get(value) or str.__new__(cls, value)
 
     @property
     def value(self) -> str:
@@ -85,7 +89,7 @@ class OpenName(str, metaclass=_OpenNameType):
 
     def __reduce__(self) -> tuple[Any, tuple[str]]:
         # Copies and pickles resolve to the registered instance, so ``is`` keeps working.
-        return type(self), (self.value,)
+        return type(self).stored, (self.value,)
 
     @classmethod
     def expected(cls) -> str:
@@ -95,6 +99,8 @@ class OpenName(str, metaclass=_OpenNameType):
 
     @classmethod
     def _validate(cls, value: Any) -> Any:
+        if isinstance(value, cls):
+            return value  # built in code (or read back with ``stored``); requests only ever bring plain strings
         if isinstance(value, str) and value in cls._members:
             return cls._members[value]
         expected = cls.expected()

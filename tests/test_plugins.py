@@ -341,7 +341,9 @@ def test_the_same_name_from_two_plugins_names_both_files(tmp_path):
     )
 
 
-def test_plugins_load_once_per_process_and_an_absent_dir_is_a_no_op(tmp_path, plugins_dir):
+def test_plugins_load_once_per_process_and_an_absent_dir_is_a_no_op(tmp_path, plugins_dir, monkeypatch):
+    monkeypatch.setenv("CHUNKBENCH_PLUGINS_DIR", "")
+    assert Settings(_env_file=None).plugins_dir is None  # not Path("") = the working directory
     assert load_plugins(None) == [] and load_plugins(tmp_path / "missing") == []
     loaded = load_plugins(plugins_dir)
     assert [p.name for p in loaded] == [

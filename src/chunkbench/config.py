@@ -122,6 +122,12 @@ class Settings(BaseSettings):
     def _absolute(cls, value: Path) -> Path:
         return value.expanduser().resolve()
 
+    @field_validator("plugins_dir", mode="before")
+    @classmethod
+    def _empty_means_none(cls, value: object) -> object:
+        # ``CHUNKBENCH_PLUGINS_DIR=`` would otherwise be Path("") = the working directory, importing its *.py.
+        return None if isinstance(value, str) and not value.strip() else value
+
     @property
     def max_upload_bytes(self) -> int:
         return int(self.max_upload_mb * 1024 * 1024)

@@ -31,6 +31,7 @@ from chunkbench.jobs.routes import router as jobs_router
 from chunkbench.observability.context import REQUEST_ID_HEADER, request_id_of
 from chunkbench.observability.middleware import ObservabilityMiddleware
 from chunkbench.observability.routes import router as observability_router
+from chunkbench.plugins import load_plugins
 from chunkbench.retrieval.routes import chat_router, serving_router
 from chunkbench.retrieval.routes import router as queries_router
 from chunkbench.storage.db import Database
@@ -47,6 +48,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # First: a broken plugin (PluginError naming its file) stops the start before anything opens.
+        if loaded := load_plugins(settings.plugins_dir):
+            logger.info("loaded %d plugin(s) from %s: %s", len(loaded), settings.plugins_dir, [p.name for p in loaded])
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         database = Database.from_settings(settings)
         interrupted = jobs.fail_interrupted(database) + processing.fail_interrupted(database)

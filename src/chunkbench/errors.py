@@ -139,6 +139,13 @@ class QueryError(ChunkbenchError):
     code = "query_error"
 
 
+class PluginError(ChunkbenchError):
+    """A plugin under CHUNKBENCH_PLUGINS_DIR failed to import or registered something invalid; start is refused."""
+
+    status_code = 500
+    code = "plugin_error"
+
+
 class EvaluationError(InvalidRequestError):
     """An evaluation cannot run as asked: missing or malformed documents or questions, unknown document ids,
     references that do not match their document, bad evaluation options."""

@@ -2,19 +2,156 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic_core import PydanticCustomError, core_schema
 
 
-class StrategyName(StrEnum):
-    """The five chunking strategies (seed 000 §4.1)."""
+class _OpenNameType(type):
+    """Metaclass of :class:`OpenName`: the class behaves like an enum whose members can be added at run time."""
 
-    FIXED_SIZE = "fixed_size"
-    RECURSIVE = "recursive"
-    SEMANTIC = "semantic"
-    CONTEXTUAL_RETRIEVAL = "contextual_retrieval"
-    SEMANTIC_PARENT_CHILD = "semantic_parent_child"
+    _members: dict[str, OpenName]
+
+    def __call__(cls, value: object) -> Any:
+        if isinstance(value, cls):
+            return value
+        member = cls._members.get(value) if isinstance(value, str) else None
+        if member is None:
+            raise ValueError(f"'{value}' is not a valid {cls.__name__}")
+        return member
+
+    def __iter__(cls) -> Iterator[Any]:
+        return iter(list(cls._members.values()))
+
+    def __len__(cls) -> int:
+        return len(cls._members)
+
+    def __contains__(cls, value: object) -> bool:
+        return isinstance(value, str) and value in cls._members
+
+
+class OpenName(str, metaclass=_OpenNameType):
+    """A registry-backed name: compares and hashes as its string, one instance per value (``is`` works),
+    iterates like an enum, and validates in pydantic against the names registered *now*.
+
+    Built-ins are declared with :meth:`add` at import; plugins add theirs through ``chunkbench.plugins``.
+    An unknown name fails validation with the same error type and message a closed enum/Literal gave.
+    """
+
+    _members: ClassVar[dict[str, OpenName]]
+    _error_type: ClassVar[str] = "enum"
+    _rule: ClassVar[str] = "lowercase letters and digits in words joined by single underscores, starting with a letter"
+    _pattern: ClassVar[re.Pattern[str]] = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._members = {}
+
+    @classmethod
+    def add(cls, value: str) -> Any:
+        """Register ``value`` (idempotent) and return its instance; a malformed name is a ``ValueError``."""
+        existing = cls._members.get(value)
+        if existing is not None:
+            return existing
+        if not isinstance(value, str) or len(value) > 48 or not cls._pattern.match(value):
+            raise ValueError(f"{cls.__name__} {value!r} is not valid: {cls._rule}, at most 48 characters.")
+        member = str.__new__(cls, value)
+        cls._members[value] = member
+        return member
+
+    @classmethod
+    def stored(cls, value: str) -> Any:
+        """A name read back from storage: the registered instance, or a detached one when its plugin is gone.
+
+        History stays readable after a plugin is removed; anything that needs the plugin itself (chunking,
+        a retriever) still fails with its "unknown" error.
+        """
+        return cls._members.get(value) or str.__new__(cls, value)
+
+    @property
+    def value(self) -> str:
+        return str.__str__(self)
+
+    @property
+    def name(self) -> str:
+        return self.value.upper()
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.value!r})"
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        # Copies and pickles resolve to the registered instance, so ``is`` keeps working.
+        return type(self).stored, (self.value,)
+
+    @classmethod
+    def expected(cls) -> str:
+        """The registered names as pydantic words them: ``'a', 'b' or 'c'``."""
+        quoted = [repr(str(member)) for member in cls._members.values()]
+        return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+    @classmethod
+    def _validate(cls, value: Any) -> Any:
+        if isinstance(value, cls):
+            return value  # built in code (or read back with ``stored``); requests only ever bring plain strings
+        if isinstance(value, str) and value in cls._members:
+            return cls._members[value]
+        expected = cls.expected()
+        raise PydanticCustomError(cls._error_type, "Input should be {expected}", {"expected": expected})
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, _source: Any, _handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            cls._validate, serialization=core_schema.to_string_ser_schema(when_used="json")
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, _schema: core_schema.CoreSchema, _handler: GetJsonSchemaHandler) -> Any:
+        # Computed when the schema is generated (after plugins loaded), so OpenAPI lists every registered name.
+        return {"type": "string", "enum": [str(member) for member in cls._members.values()], "title": cls.__name__}
+
+
+class StrategyName(OpenName):
+    """The chunking strategies: the five built-ins (seed 000 §4.1) plus any a plugin registers."""
+
+    # Letters only: the name starts a Qdrant collection name, parsed back as ``{strategy}__{model}_collection``.
+    _pattern = re.compile(r"^[a-z]+(?:_[a-z]+)*$")
+    _rule = "lowercase letters in words joined by single underscores"
+
+    FIXED_SIZE: ClassVar[StrategyName]
+    RECURSIVE: ClassVar[StrategyName]
+    SEMANTIC: ClassVar[StrategyName]
+    CONTEXTUAL_RETRIEVAL: ClassVar[StrategyName]
+    SEMANTIC_PARENT_CHILD: ClassVar[StrategyName]
+
+
+StrategyName.FIXED_SIZE = StrategyName.add("fixed_size")
+StrategyName.RECURSIVE = StrategyName.add("recursive")
+StrategyName.SEMANTIC = StrategyName.add("semantic")
+StrategyName.CONTEXTUAL_RETRIEVAL = StrategyName.add("contextual_retrieval")
+StrategyName.SEMANTIC_PARENT_CHILD = StrategyName.add("semantic_parent_child")
+
+
+class RetrieverName(OpenName):
+    """The retrievers: dense, bm25, hybrid, plus any a plugin registers (see ``retrieval/search.py``)."""
+
+    _error_type = "literal_error"  # the request schemas declared retrievers as a Literal
+
+    DENSE: ClassVar[RetrieverName]
+    BM25: ClassVar[RetrieverName]
+    HYBRID: ClassVar[RetrieverName]
+
+
+RetrieverName.DENSE = RetrieverName.add("dense")
+RetrieverName.BM25 = RetrieverName.add("bm25")
+RetrieverName.HYBRID = RetrieverName.add("hybrid")
 
 
 class NodeType(StrEnum):

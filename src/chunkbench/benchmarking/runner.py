@@ -88,7 +88,7 @@ class Configuration:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Configuration:
         return cls(
-            StrategyName(data["strategy"]), data["retriever"], int(data["top_k"]), data.get("rerank", "none"),
+            StrategyName.stored(data["strategy"]), data["retriever"], int(data["top_k"]), data.get("rerank", "none"),
             int(data.get("neighbor_prev", 0)), int(data.get("neighbor_next", 0)),
         )  # fmt: skip
 

@@ -121,7 +121,8 @@ _STRATEGIES: dict[StrategyName, type[ChunkingStrategy]] = {}
 
 
 def register_strategy(cls: type[ChunkingStrategy]) -> type[ChunkingStrategy]:
-    """Class decorator: make a strategy available by its name."""
+    """Class decorator: make a strategy available by its name (a new name joins :class:`StrategyName`)."""
+    cls.name = StrategyName.add(cls.name)
     _STRATEGIES[cls.name] = cls
     return cls
 

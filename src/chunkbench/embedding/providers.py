@@ -78,6 +78,11 @@ class EmbeddingProvider(ABC):
         prefixed = apply_task_prefixes(self.spec, texts, purpose)
         if not prefixed:
             return np.zeros((0, self.spec.dimension), dtype=np.float32)
+        if self.spec.provider == "plugin":
+            # A plugin's vectors are not trusted: the right shape, float32, unit rows, like every built-in.
+            vectors = np.array(self._embed(prefixed), dtype=np.float32)
+            _check_shape(self.spec, vectors, len(prefixed), f"The plugin embedder {type(self).__name__}")
+            return _normalise_rows(vectors)
         return self._embed(prefixed)
 
     @abstractmethod
@@ -371,10 +376,15 @@ def _error_text(exc: Any) -> str:
 
 _PROVIDERS_LOCK = threading.Lock()
 _PROVIDERS: dict[tuple[object, ...], EmbeddingProvider] = {}
+# Plugin embedders (provider "plugin"): model id → factory building its provider.
+ProviderFactory = Callable[[EmbeddingModelSpec, Settings], EmbeddingProvider]
+PLUGIN_FACTORIES: dict[str, ProviderFactory] = {}
 
 
 def get_provider(spec: EmbeddingModelSpec, settings: Settings) -> EmbeddingProvider:
     """The provider for ``spec`` under these settings, built once per model and endpoint."""
+    if spec.provider == "plugin":
+        return _plugin_provider(spec, settings)
     if spec.provider == "local":
         key: tuple[object, ...] = (spec.id, settings.embedding_device, str(settings.resolved_models_dir))
     elif spec.provider == "openai":
@@ -406,6 +416,25 @@ def get_provider(spec: EmbeddingModelSpec, settings: Settings) -> EmbeddingProvi
                 # Ollama ignores the key, but the client refuses to start without one.
                 provider = OpenAICompatibleProvider(
                     spec, base_url=base_url, api_key="ollama", timeout_s=settings.embedding_timeout_s
+                )
+            _PROVIDERS[key] = provider
+    return provider
+
+
+def _plugin_provider(spec: EmbeddingModelSpec, settings: Settings) -> EmbeddingProvider:
+    """A plugin embedder's provider, built once per model id by the factory its plugin registered."""
+    factory = PLUGIN_FACTORIES.get(spec.id)
+    if factory is None:
+        raise EmbeddingError(f"'{spec.id}' is a plugin model, but no plugin registered its provider.", model_id=spec.id)
+    key = (spec.id, "plugin")
+    with _PROVIDERS_LOCK:
+        provider = _PROVIDERS.get(key)
+        if provider is None:
+            provider = factory(spec, settings)
+            if not isinstance(provider, EmbeddingProvider):
+                raise EmbeddingError(
+                    f"The plugin factory of '{spec.id}' returned {type(provider).__name__}, not an EmbeddingProvider.",
+                    model_id=spec.id,
                 )
             _PROVIDERS[key] = provider
     return provider

@@ -14,7 +14,8 @@ class UnknownEmbeddingModelError(EmbeddingError):
     code = "unknown_embedding_model"
 
 
-Provider = Literal["local", "openai", "ollama"]
+# "plugin": registered through ``chunkbench.plugins.register_embedder`` with its own provider factory.
+Provider = Literal["local", "openai", "ollama", "plugin"]
 Purpose = Literal["document", "query"]
 
 
@@ -114,8 +115,8 @@ REGISTRY: dict[str, EmbeddingModelSpec] = {spec.id: spec for spec in _MODELS}
 
 
 def all_specs() -> list[EmbeddingModelSpec]:
-    """Every registered model, in registry order."""
-    return list(_MODELS)
+    """Every registered model, in registry order (built-ins first, then plugins)."""
+    return list(REGISTRY.values())
 
 
 def get_spec(model_id: str) -> EmbeddingModelSpec:

@@ -166,6 +166,8 @@ def reset_semantic_threshold(session: Session, model_id: str) -> float:
 
 
 def _availability(spec: EmbeddingModelSpec, settings: Settings) -> tuple[bool | None, str]:
+    if spec.provider == "plugin":
+        return True, "plugin"
     if spec.provider == "local":
         if local_model_available(spec, settings):
             return True, "installed"

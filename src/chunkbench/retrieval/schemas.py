@@ -7,9 +7,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from chunkbench.models import StrategyName
+from chunkbench.models import RetrieverName, StrategyName
 
-RetrieverField = Literal["dense", "bm25", "hybrid"]
+# Open: dense, bm25, hybrid and any retriever a plugin registers (validated against the registry).
+RetrieverField = RetrieverName
 RerankField = Literal["none", "cross_encoder", "llm"]
 
 

@@ -6,7 +6,6 @@ Adding a retriever is one :class:`Retriever` subclass decorated with :func:`regi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -15,17 +14,11 @@ from chunkbench.config import Settings
 from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.embedding.sparse import Bm25Encoder
 from chunkbench.errors import QueryError
-from chunkbench.models import StrategyName
+from chunkbench.models import RetrieverName, StrategyName
 from chunkbench.storage.vectors import VectorStore
 
 Role = Literal["hit", "neighbor", "parent"]
 MAX_TOP_K = 20
-
-
-class RetrieverName(StrEnum):
-    DENSE = "dense"
-    BM25 = "bm25"
-    HYBRID = "hybrid"
 
 
 @dataclass
@@ -133,7 +126,8 @@ _RETRIEVERS: dict[RetrieverName, type[Retriever]] = {}
 
 
 def register_retriever(cls: type[Retriever]) -> type[Retriever]:
-    """Class decorator: make a retriever available by its name."""
+    """Class decorator: make a retriever available by its name (a new name joins :class:`RetrieverName`)."""
+    cls.name = RetrieverName.add(cls.name)
     _RETRIEVERS[cls.name] = cls
     return cls
 

@@ -287,7 +287,7 @@ def query_out(row: QueryRow) -> QueryOut:
     return QueryOut(
         id=row.id,
         document_id=row.document_id,
-        strategy=StrategyName(row.strategy_name),
+        strategy=StrategyName.stored(row.strategy_name),
         question=row.question,
         answer=row.answer or "",
         answer_mode=config.get("answer_mode", "none"),

@@ -69,7 +69,7 @@ def test_a_key_gives_its_tenant_and_the_admin_scope_gates_admin_routes(auth_clie
         assert session.get(DocumentRow, upload.json()["document"]["id"]).tenant_id == "acme"
 
     # /admin/* needs the admin scope: 403 names the command that makes such a key.
-    for path in ("/admin/embedding-models", "/admin/questions", "/admin/health", "/admin/serving"):
+    for path in ("/admin/embedding-models", "/admin/questions", "/admin/health", "/admin/serving", "/metrics"):
         denied = auth_client.get(path, headers=tenant_a)
         assert denied.status_code == 403, path
         assert denied.json()["error"] == "forbidden"
@@ -77,6 +77,8 @@ def test_a_key_gives_its_tenant_and_the_admin_scope_gates_admin_routes(auth_clie
     admin_a = _keys(auth_client, "acme", admin=True)
     assert auth_client.get("/admin/embedding-models", headers=admin_a).status_code == 200
     assert auth_client.get("/admin/questions", headers=admin_a).json() == []
+    # Every tenant's traffic is in the metrics: an operator's (admin) key reads them.
+    assert "chunkbench_http_requests_total" in auth_client.get("/metrics", headers=admin_a).text
     # An admin key is still its tenant's: the document list is acme's.
     assert auth_client.get("/documents", headers=admin_a).json()["total"] == 1
 

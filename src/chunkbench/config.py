@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -97,6 +98,16 @@ class Settings(BaseSettings):
     # question poor; a question more similar than this to a kept one is a near-duplicate. Chroma's values.
     synthetic_excerpt_min_similarity: float = Field(0.36, ge=-1, le=1)
     synthetic_duplicate_similarity: float = Field(0.78, gt=0, le=1)
+
+    # Prompt-injection guard (guard/injection.py): a text whose risk reaches the threshold is flagged. Flagged
+    # chunks in an answer's context are marked with a warning (mark), left out (drop) or passed as they are (off).
+    injection_threshold: float = Field(0.5, gt=0, le=1)
+    injection_chunk_policy: Literal["mark", "drop", "off"] = "mark"
+    # PII (guard/pii.py): the detector behind the policy (presidio needs `pip install chunkbench[presidio]`), the
+    # entity types the policy redacts (empty = every type the detector knows) and whether role mailboxes are kept.
+    pii_detector: Literal["regex", "presidio"] = "regex"
+    pii_redact_entities: list[str] = Field(default_factory=list)
+    pii_keep_role_mailboxes: bool = True
 
     log_level: str = "INFO"
 

@@ -106,7 +106,9 @@ class Settings(BaseSettings):
     # PII (guard/pii.py): the detector behind the policy (presidio needs `pip install chunkbench[presidio]`), the
     # entity types the policy redacts (empty = every type the detector knows) and whether role mailboxes are kept.
     pii_detector: Literal["regex", "presidio"] = "regex"
-    pii_redact_entities: list[str] = Field(default_factory=list)
+    pii_redact_entities: list[Literal["email", "phone", "credit_card", "ipv4", "iban", "person"]] = Field(
+        default_factory=list
+    )
     pii_keep_role_mailboxes: bool = True
 
     log_level: str = "INFO"

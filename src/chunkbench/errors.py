@@ -186,3 +186,10 @@ class LlmNotConfiguredError(ChunkbenchError):
 
     status_code = 503
     code = "llm_not_configured"
+
+
+class DependencyUnavailableError(ChunkbenchError):
+    """The configuration asks for an optional extra that is not installed (e.g. the Presidio PII detector)."""
+
+    status_code = 503
+    code = "dependency_unavailable"

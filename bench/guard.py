@@ -5,8 +5,10 @@ role play, fake system turns, prompt leaks, exfiltration, payload splitting, obf
 indirect instructions) and benign texts (every question of Chroma's ``questions_df.csv`` plus
 ``injection_benign.tsv``, texts with the words attacks use) are split by a hash of the text into a *tune* part
 (about two thirds, what the patterns were written against) and a *held-out* part (reported, not used to write
-patterns). Both parts share their author's phrasing, so ``injection_fresh.tsv`` adds attacks and benign texts
-written after the patterns were frozen, paraphrased on purpose: the least optimistic figure. Chunks: the benign
+patterns). Both parts share their author's phrasing, so two *fresh* sets were written after a freeze of the
+patterns, paraphrased on purpose: ``injection_fresh.tsv`` (fresh-1, after the first freeze; its misses were then
+used for a second round of patterns) and ``injection_fresh2.tsv`` (fresh-2, after the final freeze, never used
+to tune: the least optimistic figure). Chunks: the benign
 ones are Chroma's five corpora chunked with ``recursive`` (the default chunk size); the attack ones are benign
 paragraphs of those corpora with one attack inserted at a sentence boundary. Each set gets its rate at several
 thresholds: detection rate (TPR) for attacks, false-positive rate for benign texts.
@@ -231,10 +233,14 @@ def main(argv: list[str] | None = None) -> None:
         embedded = embed_attacks([a for a in attacks if a.split == split], documents)
         add(f"attack chunks ({split})", "TPR", [e.text for e in embedded])
     add(f"benign chunks (recursive {strategy.params.chunk_size})", "FPR", benign_chunks)
-    fresh_attacks, fresh_benign = load_fresh(DATA / "injection_fresh.tsv")
-    add("fresh attack queries", "TPR", [a.text for a in fresh_attacks])
-    add("fresh attack chunks", "TPR", [e.text for e in embed_attacks(fresh_attacks, documents)])
-    add("fresh benign texts", "FPR", [b.text for b in fresh_benign])
+    fresh_attacks, fresh_benign = [], []
+    for part, file in (("fresh-1", "injection_fresh.tsv"), ("fresh-2", "injection_fresh2.tsv")):
+        attacks_part, benign_part = load_fresh(DATA / file)
+        add(f"{part} attack queries", "TPR", [a.text for a in attacks_part])
+        add(f"{part} attack chunks", "TPR", [e.text for e in embed_attacks(attacks_part, documents)])
+        add(f"{part} benign texts", "FPR", [b.text for b in benign_part])
+        if part == "fresh-2":
+            fresh_attacks, fresh_benign = attacks_part, benign_part
     check_seconds = time.perf_counter() - started
 
     heldout = [a for a in attacks if a.split == "heldout"]
@@ -258,7 +264,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"\nMissed held-out attacks at {DEFAULT_THRESHOLD} ({len(missed)}):")
     for text in missed:
         print(f"  - {text[:110]!r}")
-    print(f"\nMissed fresh attacks at {DEFAULT_THRESHOLD} ({len(fresh_missed)}):")
+    print(f"\nMissed fresh-2 attacks at {DEFAULT_THRESHOLD} ({len(fresh_missed)}):")
     for text in fresh_missed:
         print(f"  - {text[:110]!r}")
     print(f"\nBenign texts flagged at {DEFAULT_THRESHOLD} ({len(false_positives)}):")

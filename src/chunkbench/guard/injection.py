@@ -61,6 +61,7 @@ _TARGET = (
     r"(?:instructions?|prompts?|rules?|directives?|directions?|guidelines?|guidance|context|system\s+(?:message|prompt)"
     r"|guardrails?|polic(?:y|ies)|constraints?|programming|commands?|orders?|configuration|restrictions?)"
 )
+_NARROW_TARGET = r"(?:instructions?|prompts?|rules|guidelines|guidance|directives|system\s+message|setup|programming)"
 _PREVIOUS = (
     r"(?:all\s+|any\s+|the\s+|your\s+|of\s+|every\s+)*"
     r"(?:previous|prior|above|preceding|earlier|foregoing|original|initial|existing|old|former|first)"
@@ -76,10 +77,11 @@ _MODEL = (
 )
 _SAY = (
     r"(?:say|tell|respond|reply|answer|output|print|claim|state|recommend|rank|rate|append|insert|include|omit"
-    r"|forward|send|ignore|treat|advertise|execute|reveal|write|mention|add|return|ask|share|disregard)"
+    r"|forward|send|ignore|treat|advertise|execute|reveal|write|mention|add|return|ask|share|disregard|disclose"
+    r"|follow|comply)"
 )
 _LEAK_VERB = (
-    r"(?:reveal|show|print|repeat|output|display|leak|tell\s+me|give\s+me|spell\s+out|summari[sz]e|copy|echo|dump"
+    r"(?:reveal|show|print|paste|repeat|output|display|leak|tell\s+me|give\s+me|spell\s+out|summari[sz]e|copy|echo|dump"
     r"|list|write\s+out|translate|share|recite)"
 )
 # "What is your prompt" asks for it; "what is a system prompt" asks what the words mean.
@@ -106,15 +108,41 @@ _LIMIT_WORDS = ("restriction", "limitation", "limits", "filter", "censorship", "
 _KEYWORDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "ignore_previous_instructions": (_IGNORE_WORDS, _TARGET_WORDS),
     "ignore_instructions": (_IGNORE_WORDS, _TARGET_WORDS),
+    "ignore_nearby_instructions": (
+        (*_IGNORE_WORDS, "overwrite", "one side", "obsolete", "deleted", "void", "mistake", "no longer"),
+        (
+            "instruction",
+            "prompt",
+            "rules",
+            "guideline",
+            "guidance",
+            "directive",
+            "system message",
+            "setup",
+            "programming",
+        ),
+    ),
+    "ignore_all_that": (("disregard", "ignore", "forget", "to me", "for me"),),
+    "url_with_placeholder": (("http",),),
+    "send_me_personal_data": ((" me ",),),
+    "covert": (("quietly", "secretly", "silently", "covertly", "without telling"),),
     "ignore_the_rules": (("ignore", "disregard", "forget", "bypass", "override"),),
     "ignore_the_above": (_IGNORE_WORDS,),
     "instructions_cancelled": (("previous", "prior", "earlier", "above", "old", "original", " you "), _TARGET_WORDS),
-    "instructions_given_to_you": (("you were", "you have been", "you received", "you got", "gave you"),),
+    "instructions_given_to_you": (
+        ("you were", "you have been", "you received", "you got", "gave you", "operate under"),
+    ),
     "reveal_system_prompt": (
         ("system", "hidden", "secret", "confidential", "developer", "internal", "here is my", "here are my"),
     ),
     "reveal_your_prompt": (
         (
+            "your developer",
+            "your creator",
+            "your operator",
+            "your maker",
+            "your owner",
+            "message",
             "prompt",
             "instruction",
             "system message",
@@ -132,6 +160,11 @@ _KEYWORDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "repeat_text_above": (("above", "before"),),
     "role_override": (
         (
+            "play the",
+            " be my",
+            " be a",
+            " be an",
+            "assume you",
             "now",
             "persona",
             "no longer",
@@ -167,6 +200,10 @@ _KEYWORDS: dict[str, tuple[tuple[str, ...], ...]] = {
             "ignores",
             "obey",
             "comply",
+            "zero",
+            "breaking",
+            "whose",
+            "follow only",
         ),
     ),
     "jailbreak_persona": (("anything now", "stan"),),
@@ -241,6 +278,8 @@ _KEYWORDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "answer_only_with": (("only", "nothing else"),),
     "every_answer": (
         (
+            "no matter",
+            "cite",
             "whatever the question",
             "regardless",
             "every",
@@ -269,6 +308,10 @@ _KEYWORDS: dict[str, tuple[tuple[str, ...], ...]] = {
             "abaikan",
             "qua",
             "игнорируй",
+            "забудь",
+            "vergiss",
+            "systemprompt",
+            "prompt",
             "نادیده",
             "تجاهل",
             "忽略",
@@ -296,6 +339,21 @@ PATTERNS: tuple[InjectionPattern, ...] = (
         rf"|\b{_IGNORE}\s+the\s+system\s+(?:prompt|message)",
     ),
     _pattern(
+        "ignore_nearby_instructions",
+        0.55,
+        # Whose or which instructions must be said: "ignore the rules" alone is a benign phrase.
+        rf"\b(?:{_IGNORE}|overwrite|one\s+side|any\s+mind)\b[^.!?\n]{{0,50}}?\b(?:your|my|earlier|previous|prior|initial"
+        rf"|original|above|system|operator'?s?)\b[^.!?\n]{{0,20}}?\b{_NARROW_TARGET}"
+        rf"|\b{_NARROW_TARGET}[^.!?\n]{{0,40}}?\b(?:obsolete|deleted|void|a\s+mistake|no\s+longer\s+(?:apply|valid|matter)"
+        rf"|disregard\s+them|ignore\s+them)",
+    ),
+    _pattern(
+        "ignore_all_that",
+        0.6,
+        r"\b(?:disregard|ignore|forget)\s+(?:all\s+(?:of\s+)?that|everything\s+(?:you|that|else)|all\s+(?:of\s+)?the\s+above)"
+        r"|\byou\s+(?:now\s+)?(?:answer|report|work)\s+(?:to|for)\s+me\b",
+    ),
+    _pattern(
         "ignore_the_rules",
         0.45,
         r"\b(?:ignore|disregard|forget|bypass|override)\s+the\s+(?:rules|guidelines|guardrails|instructions|safety)\b"
@@ -318,7 +376,8 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _pattern(
         "instructions_given_to_you",
         0.5,
-        rf"\b(?:{_TARGET}|passages|documents)\s+(?:that\s+)?(?:you\s+(?:were|have\s+been)\s+(?:given|told|set\s+up\s+with)"
+        rf"\b(?:{_TARGET}|passages|documents)\s+(?:that\s+)?(?:you\s+(?:were|have\s+been)\s+(?:given|told|set\s+up\s+with"
+        rf"|configured\s+with|trained\s+with)|you\s+operate\s+under"
         rf"|you\s+(?:received|got)|(?:the\s+)?developers?\s+gave\s+you|you\s+have\s+been\s+told\s+to\s+follow)",
     ),
     # Prompt leaks: "print your system prompt", "what were the first words of your prompt".
@@ -335,7 +394,10 @@ PATTERNS: tuple[InjectionPattern, ...] = (
         rf"|configuration|context\s+window|guidelines|programming)"
         rf"|\b{_LEAK}\b[\w\s,']{{0,20}}?\b(?:prompt|instructions)(?:\s+template)?\s+you\s+(?:are\s+using|use"
         rf"|were\s+given|received|got)|\b(?:keys?|passwords?|secrets?|tokens?)\s+(?:is\s+|are\s+)?"
-        rf"(?:stored|hidden|kept|written)\s+in\s+your\b",
+        rf"(?:stored|hidden|kept|written)\s+in\s+your\b"
+        rf"|\byour\s+(?:developers?|creators?|operators?|makers|owners)\s+(?:told|tell|instructed|said|gave|asked)"
+        rf"|\b(?:first|initial|opening)\s+message\b[^.]{{0,40}}\bsystem\b"
+        rf"|\b(?:secret|hidden|confidential|internal)\s+(?:rules|instructions|prompt|guidelines)\s+(?:that\s+)?you\b",
     ),
     _pattern(
         "repeat_text_above",
@@ -353,6 +415,8 @@ PATTERNS: tuple[InjectionPattern, ...] = (
         rf"|pretend|ignore|obey|only|no\s+longer|have\s+no|{_PERSONA}|going\s+to\s+act)|\byou\s+are\s+no\s+longer|\byour\s+new\s+persona"
         rf"|\bassume\s+the\s+persona|\bbecome\s+a\s+different\s+{_MODEL}"
         rf"|\byou\s+will\s+(?:now\s+)?(?:behave|act|play|pretend)\s+(?:as|the\s+role|to\s+be)"
+        rf"|\bplay\s+the\s+(?:part|role)\s+of\s+(?:an?\s+|my\s+)?(?:\w+\s+){{0,2}}{_MODEL}"
+        rf"|\bbe\s+(?:my|an?)\s+(?:\w+\s+)?{_PERSONA}\s+{_MODEL}|\bassume\s+you\s+are\s+(?:an?\s+)?(?:\w+\s+){{0,2}}{_MODEL}"
         rf"|\b(?:act|behave|respond|roleplay|role-play)\s+as\s+(?:if\s+you\s+were\s+)?(?:an?\s+|my\s+|two\s+)?"
         rf"(?:\w+\s+){{0,2}}(?:{_PERSONA}|{_MODEL}|personas)"
         rf"|\bpretend\s+(?:to\s+be|you\s+are|you're|the)\s+(?:an?\s+|my\s+)?(?:\w+\s+){{0,2}}"
@@ -365,6 +429,8 @@ PATTERNS: tuple[InjectionPattern, ...] = (
         rf"|never\s+refuses|does\s+not\s+follow|doesn'?t\s+follow|has\s+(?:been\s+)?(?:broken|freed)|can\s+do\s+anything"
         rf"|(?:that|which)\s+(?:was\s+)?never\s+(?:given|trained))"
         rf"|\b(?:no|without(?:\s+any)?)\s+(?:ethical|moral|safety)\s+(?:\w+\s+)?(?:guidelines|rules|training|restrictions)"
+        rf"|\b{_MODEL}\s+(?:that|which|who|with|whose)\s+(?:has\s+)?zero\s+|\b(?:loves?|enjoys?)\s+breaking\s+(?:the\s+)?rules"
+        rf"|\bwhose\s+(?:creators|developers|makers)\s+(?:removed|disabled|lifted)|\bfollow\s+only\s+(?:the\s+user|my|me)"
         rf"|\bnever\s+(?:break|breaks)\s+character|\bstay\s+in\s+character|\bnever\s+refuses?\b"
         rf"|\b(?:not|never)\s+bound\s+by\s+(?:any\s+)?{_LIMITS}|\b(?:who|that|which)\s+ignores\s+(?:all\s+)?{_LIMITS}"
         rf"|\bobey\s+(?:every|all|any)\s+(?:\w+\s+)?(?:orders?|commands?|requests?)|\bcomply\s+with\s+(?:every|all|any)"
@@ -387,7 +453,7 @@ PATTERNS: tuple[InjectionPattern, ...] = (
         "mode_switch",
         0.45,
         r"\b(?:enable|activate|enter|switch\s+to|stay\s+in|now\s+in|with)\s+(?:the\s+)?(?:developer|god|jailbreak"
-        r"|unrestricted|dan)\s+mode",
+        r"|unrestricted|dan)\s+mode|\b(?:unrestricted|unfiltered|uncensored)\s+(?:\w+\s+)?mode\b",
     ),
     # Jailbreaks: "answer without any restrictions", "disable your content filter".
     _pattern("no_restrictions", 0.35, rf"\b(?:without|no|free\s+of|with\s+no)\s+(?:any\s+)?(?:\w+\s+)?{_LIMITS}\b"),
@@ -408,7 +474,9 @@ PATTERNS: tuple[InjectionPattern, ...] = (
         r"|polic(?:y|ies))"
         r"|\b(?:restrictions|rules|filters|safety\s+protocols|limitations)\s+(?:have\s+been|are|were)\s+"
         r"(?:lifted|disabled|removed|suspended)|\byour\s+(?:rules|restrictions)\s+don'?t\s+apply"
-        r"|\bdon'?t\s+refuse|\bdo\s+not\s+refuse|\bwithout\s+refusing",
+        r"|\bdon'?t\s+refuse|\bdo\s+not\s+refuse|\bwithout\s+refusing"
+        r"|\bsafety\s+(?:layer|filters?|rules|protocols|systems?)\s+(?:is\s+|are\s+)?(?:now\s+)?(?:offline|disabled|off|down"
+        r"|suspended)",
     ),
     # Fake turns and special tokens: "SYSTEM: …", "<|im_start|>system", "[INST] … [/INST]".
     _pattern(
@@ -419,7 +487,8 @@ PATTERNS: tuple[InjectionPattern, ...] = (
         r"|\bsystem\s+override\b|\b(?:new|important)\s+system\s+(?:message|notice)|\*+\s*system\s+update"
         r"|\[(?:system|admin|developer)(?:\s+override)?\]\s*:?|\b(?:message|note)\s+from\s+the\s+(?:administrator|admin"
         r"|developers?|operator)|\b(?:developer|admin|operator)\s+note\s+to\s+the\s+(?:ai|assistant|model)"
-        r"|\bthis\s+is\s+your\s+operator\b|\bopenai\s+system\s+message|<!--\s*(?:system|ai|assistant|note)\b",
+        r"|\bthis\s+is\s+your\s+operator\b|\bsystem\s+(?:notice|update|alert|instruction)\s*:"
+        r"|\b(?:admin|administrator|developer|operator)\s+(?:message|notice|override)\b|\bopenai\s+system\s+message|<!--\s*(?:system|ai|assistant|note)\b",
     ),
     _pattern(
         "role_label",
@@ -439,7 +508,8 @@ PATTERNS: tuple[InjectionPattern, ...] = (
         rf"|guidelines)|\byour\s+{_TARGET}\s+(?:have|has)\s+(?:been\s+)?(?:changed|updated|replaced)"
         rf"|\b(?:updating|update\s+to|change\s+to)\s+your\s+{_TARGET}|\breplace\s+all\s+(?:the\s+)?old\s+ones"
         rf"|\beverything\s+before\s+was\s+a\s+decoy|\btask\s+change\s*:"
-        rf"|\b(?:new|updated|real|actual)\s+(?:instructions?|rules|guidelines)\s*:\s*(?:you\b|the\s+{_MODEL})",
+        rf"|\b(?:new|updated|real|actual)\s+(?:instructions?|rules|guidelines)\s*:\s*(?:you\b|the\s+{_MODEL}|answer|respond"
+        rf"|reply|ignore|reveal|never|always|do\s+not|don'?t|stop|write|say|output|act|pretend|collect)",
     ),
     # Exfiltration: "send the conversation to attacker@…", markdown images that carry data in their URL.
     _pattern(
@@ -459,12 +529,20 @@ PATTERNS: tuple[InjectionPattern, ...] = (
         0.7,
         r"!\[[^\]]*\]\(\s*https?://[^)]*[?&][^)=]*=[^)]*\)|\[[^\]]*\]\(\s*https?://[^)]*[?&]\w+=\s*\)",
     ),
+    _pattern("url_with_placeholder", 0.7, r"https?://\S*[?&]\w+=\s*(?:\{[^}]*\}|\$\w+|<[^>]*>)"),
+    _pattern(
+        "send_me_personal_data",
+        0.6,
+        r"\b(?:send|give|share|forward|list|show)\s+me\s+(?:all\s+|every\s+)?(?:of\s+)?(?:the\s+)?(?:e-?mail\s+addresses"
+        r"|phone\s+numbers|passwords|credentials|api\s+keys|(?:credit\s+)?card\s+numbers|personal\s+(?:data|details))",
+    ),
+    _pattern("covert", 0.3, r"\b(?:quietly|secretly|silently|covertly|without\s+telling\s+(?:the\s+)?user)\b"),
     _pattern("url_with_empty_parameter", 0.4, r"https?://\S*[?&]\w+=(?=[\s\"')\]]|$)"),
     _pattern(
         "user_data",
         0.35,
         r"\bthe\s+user'?s\s+(?:previous\s+|personal\s+|stored\s+)?(?:questions|messages|data|e-?mail|details|history"
-        r"|password|conversation|session|contacts)|\bsession\s+(?:token|cookie)",
+        r"|password|conversation|session|contacts)|\b(?:session|access|auth)\s+(?:token|cookie)",
     ),
     _pattern(
         "other_tenants_data",
@@ -493,7 +571,8 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _pattern(
         "instruction_to_model",
         0.45,
-        rf"\b{_MODEL}\b[\w\s,]{{0,20}}?\b(?:must|should|will|shall|needs\s+to|is\s+to)\s+"
+        rf"\b{_MODEL}\b[\w\s,]{{0,20}}?\b(?:must|should|will|shall|needs\s+to|is\s+to|(?:is|are)\s+(?:now\s+)?"
+        rf"(?:permitted|allowed|authori[sz]ed)\s+to)\s+"
         rf"(?:(?:now|only|always|just|never)\s+){{0,2}}{_SAY}\b",
     ),
     _pattern(
@@ -502,8 +581,10 @@ PATTERNS: tuple[InjectionPattern, ...] = (
         rf"\b(?:note|message|instructions?|reminder|attention|important\s+instruction|hidden\s+(?:prompt|text))\s+"
         rf"(?:to|for)\s+(?:the\s+|any\s+|all\s+)?{_MODEL}"
         rf"|\b(?:if|when)\s+(?:you\s+are|you're|an?)\s+(?:an?\s+)?{_MODEL}\b"
-        rf"[\w\s,]{{0,20}}?(?:reading|summari[sz]ing|processing|answering|is\s+reading)|\b{_MODEL}\s+"
-        rf"(?:reading|processing|answering\s+questions\s+about)\s+(?:this|these)|\byou,\s+the\s+{_MODEL}"
+        rf"[\w\s,]{{0,20}}?(?:read(?:s|ing)?|summari[sz](?:es|ing)|process(?:es|ing)|answer(?:s|ing)|quot(?:es|ing)"
+        rf"|is\s+reading)|\b(?:if|when)\s+you\s+are\s+an?\s+{_MODEL}\s*,|\b{_MODEL}\s+(?:is\s+)?"
+        rf"(?:reading|processing|summari[sz]ing|answering\s+questions\s+about)\s+(?:this|these|my)"
+        rf"|\binstructions?\s+(?:is|are)\s+(?:only\s+)?(?:for|to)\s+(?:the\s+|any\s+)?{_MODEL}|\byou,\s+the\s+{_MODEL}"
         rf"|\b(?:to|for)\s+(?:the|any|all)\s+{_MODEL}\s*:|\bto\s+any\s+{_MODEL}|\bwhen\s+this\s+(?:passage|text|page"
         rf"|document)\s+is\s+(?:retrieved|read|summari[sz]ed)|\b(?:if|when)\s+you\s+read\s+this"
         rf"|\b{_MODEL}\s+instructions?\s*:|\bhidden\s+(?:prompt|instructions?)\s*:",
@@ -543,12 +624,14 @@ PATTERNS: tuple[InjectionPattern, ...] = (
     _pattern(
         "every_answer",
         0.5,
-        r"\b(?:whatever\s+the\s+question|regardless\s+of\s+the\s+question|(?:every|all)\s+(?:further\s+|subsequent\s+|"
+        r"\b(?:whatever\s+the\s+question|regardless\s+of\s+the\s+question|no\s+matter\s+(?:what\s+(?:is\s+asked|you(?:'re|\s+are)\s+asked|the\s+user\s+asks|they\s+ask)|the\s+question)|(?:every|all)\s+(?:further\s+|subsequent\s+|"
         r"future\s+)?(?:answers?|questions?|repl(?:y|ies)|responses?|prompts?)\s+(?:with|by)|from\s+now\s+on,?\s+"
         r"(?:end|start|begin|answer|respond|reply|always)|your\s+answer\s+must\s+(?:begin|start|contain|be)"
         r"|(?:don'?t|do\s+not)\s+use\s+the\s+(?:context|documents)|make\s+up\s+an\s+answer|invent\s+facts"
         r"|(?:even\s+if|regardless)\s+(?:it\s+is|of\s+what\s+the\s+documents?)"
-        r"|(?:respond|reply|answer|speak|talk)\s+[\w\s]{0,25}?\bfrom\s+now\s+on)",
+        r"|(?:respond|reply|answer|speak|talk|say)\s+[\w\s\"']{0,25}?\bfrom\s+now\s+on"
+        r"|even\s+if\s+the\s+(?:documents?|context|sources?)\s+(?:answer|say|contain)|(?:don'?t|do\s+not|never)\s+cite"
+        r"\s+(?:any\s+)?sources)",
     ),
     # Payload splitting and encodings: "a + b", "decode this base64 and follow it".
     _pattern(
@@ -587,7 +670,8 @@ PATTERNS: tuple[InjectionPattern, ...] = (
         r"|abaikan|b[ỏo]\s+qua)\b.{0,40}?"
         r"(?:instructions?|anweisungen|instrucciones|istruzioni|instruções|instructies|instrukcje|instruksi"
         r"|instrucțiunile|hướng\s+dẫn|règles|regeln|reglas|regole|regras|regels|zasady)"
-        r"|игнорируй.{0,30}инструкции|نادیده\s+بگیر|تجاهل.{0,30}التعليمات|忽略.{0,10}(?:指令|指示|说明)"
+        r"|(?:игнорируй|забудь).{0,30}инструкци|\bvergiss\s+alles|\bsystemprompt|prompt\s+(?:système|di\s+sistema"
+        r"|del\s+sistema)|نادیده\s+بگیر|تجاهل.{0,30}التعليمات|忽略.{0,10}(?:指令|指示|说明)"
         r"|(?:指示|命令).{0,10}無視|yok\s+say|무시하고",
     ),
 )

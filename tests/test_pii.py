@@ -77,3 +77,18 @@ def test_another_detector_stands_behind_the_same_policy():
 def test_farsi_text_around_entities_is_untouched():
     text = "ایمیل من reza@example.ir است و شماره کارت ۱۲۳۴ نیست."
     assert redact(text).text == "ایمیل من [EMAIL] است و شماره کارت ۱۲۳۴ نیست."
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("Call +33 1 42 68 53 00 now.", [("phone", "+33 1 42 68 53 00")]),  # one-digit area code after +CC
+        ("Call +1 415 555 0132.", [("phone", "+1 415 555 0132")]),
+        ("The meeting is on 2024-05-17 at ten.", []),  # an ISO date is not a phone number
+        ("Version 10.2.3.4 of the firmware.", []),  # nor a version an address
+        ("Chapter 3.2.1.4 explains it.", []),
+        ("The host 10.2.3.4 answered.", [("ipv4", "10.2.3.4")]),
+    ],
+)
+def test_phone_and_address_look_alikes(text, found):
+    assert [(e.type.value, e.text) for e in RegexDetector().detect(text)] == found

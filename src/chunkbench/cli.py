@@ -26,6 +26,7 @@ from chunkbench.console import (
 from chunkbench.errors import ChunkbenchError
 from chunkbench.evaluation.commands import eval_app
 from chunkbench.evaluation.question_commands import questions_app
+from chunkbench.guard.commands import pii_app
 from chunkbench.models import DocumentState, StrategyName
 from chunkbench.storage.schema import DEFAULT_TENANT
 from chunkbench.tenants.commands import admin_app
@@ -52,6 +53,7 @@ app.add_typer(eval_app, name="eval")
 app.add_typer(bench_app, name="bench")
 app.add_typer(sweep_app, name="sweep")
 app.add_typer(admin_app, name="admin")
+app.add_typer(pii_app, name="pii")
 
 
 @app.command()

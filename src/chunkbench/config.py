@@ -115,6 +115,18 @@ class Settings(BaseSettings):
     # With auth off, also limit the default tenant (the local single user).
     rate_limit_without_auth: bool = False
 
+    # Prompt-injection guard (guard/injection.py): a text whose risk reaches the threshold is flagged. Flagged
+    # chunks in an answer's context are marked with a warning (mark), left out (drop) or passed as they are (off).
+    injection_threshold: float = Field(0.5, gt=0, le=1)
+    injection_chunk_policy: Literal["mark", "drop", "off"] = "mark"
+    # PII (guard/pii.py): the detector behind the policy (presidio needs `pip install chunkbench[presidio]`), the
+    # entity types the policy redacts (empty = every type the detector knows) and whether role mailboxes are kept.
+    pii_detector: Literal["regex", "presidio"] = "regex"
+    pii_redact_entities: list[Literal["email", "phone", "credit_card", "ipv4", "iban", "person"]] = Field(
+        default_factory=list
+    )
+    pii_keep_role_mailboxes: bool = True
+
     log_level: str = "INFO"
     # ``chunkbench serve`` logs: json = one JSON object per line (for a log collector), text = for people,
     # auto = text on a terminal, JSON otherwise (a service manager, a container, a pipe).

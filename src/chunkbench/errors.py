@@ -245,3 +245,9 @@ class InsecureBindError(ChunkbenchError):
 
     status_code = 400
     code = "insecure_bind"
+
+class DependencyUnavailableError(ChunkbenchError):
+    """The configuration asks for an optional extra that is not installed (e.g. the Presidio PII detector)."""
+
+    status_code = 503
+    code = "dependency_unavailable"

@@ -41,6 +41,9 @@ class Chunk:
     enriched_content: str | None = None
     # Parents of ``semantic_parent_child`` are stored for context, never searched directly.
     is_parent: bool = False
+    # The prompt-injection verdict taken at processing time (None = not checked): stored in the point payload.
+    injection_risk: float | None = None
+    injection_reasons: tuple[str, ...] = ()
 
     @property
     def embedding_text(self) -> str:

@@ -84,6 +84,9 @@ class ChunkOut(BaseModel):
     parent_id: str | None = None
     is_parent: bool = False
     text: str
+    # The prompt-injection verdict taken at processing time (None: indexed before the guard existed).
+    injection_risk: float | None = None
+    injection_reasons: list[str] = []
 
 
 class ChunkPreviewOut(BaseModel):

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from chunkbench.chunking.base import (
     BoundaryEmbedder,
+    Chunk,
     ChunkingInput,
     StrategyParams,
     strategy_class,
@@ -30,9 +31,11 @@ from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.embedding.sparse import Bm25Encoder
 from chunkbench.errors import ChunkbenchError, ChunkingError, DocumentNotFoundError
+from chunkbench.guard.injection import InjectionDetector
 from chunkbench.jobs.service import Progress
 from chunkbench.llm.contextual import make_prefixer
 from chunkbench.models import DocumentState, DocumentTree, StrategyName
+from chunkbench.observability.metrics import INJECTIONS_FLAGGED_CHUNKS
 from chunkbench.storage.db import Database
 from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.schema import DocumentRow, StrategyRunRow
@@ -158,6 +161,7 @@ def _run_strategy(
             raise boundary
         strategy = cls(params, boundary=boundary if cls.needs_boundary else None, prefixer=make_prefixer(settings))
         chunks = strategy.chunk(document)
+        flagged = check_chunks(chunks, InjectionDetector(settings.injection_threshold))
         searchable = [chunk for chunk in chunks if not chunk.is_parent]
         _enter_embedding(database, process_plan)
         step(0.3, f"embedding {len(searchable)} chunks")
@@ -190,10 +194,27 @@ def _run_strategy(
         chunk_count=len(searchable),
         collection=collection,
         params=params.model_dump(),
-        details=strategy.run_details(),
+        details={**strategy.run_details(), "injection_flagged_chunks": flagged},
         diagnostics=diagnose(chunks, document.markdown),
         duration_ms=_elapsed_ms(started),
     )
+
+
+def check_chunks(chunks: list[Chunk], detector: InjectionDetector) -> int:
+    """Give every chunk (parents too: they reach the context) its injection verdict; the number flagged.
+
+    The verdict travels in the chunk's point payload, so the context builder reads it without re-checking;
+    flagged chunks are counted in ``INJECTIONS_FLAGGED_CHUNKS``.
+    """
+    flagged = 0
+    for chunk in chunks:
+        verdict = detector.check(chunk.text)
+        chunk.injection_risk = verdict.risk
+        chunk.injection_reasons = verdict.reasons
+        flagged += verdict.flagged
+    if flagged:
+        INJECTIONS_FLAGGED_CHUNKS.inc(flagged)
+    return flagged
 
 
 def _elapsed_ms(started: float) -> int:

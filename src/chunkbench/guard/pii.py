@@ -4,7 +4,8 @@ The default ``RegexDetector`` finds e-mail addresses, phone numbers, payment car
 addresses (each octet 0–255) and IBANs (mod-97-checked), so digit runs that merely look like them (order numbers,
 versions, dates) are not redacted. The ``PiiPolicy`` keeps or redacts each entity type and keeps published role
 contacts (``support@``, ``info@``…) that are not personal data. Another detector (e.g. Presidio) can stand behind
-the same policy by returning the same ``PiiEntity`` spans.
+the same policy by returning the same ``PiiEntity`` spans: ``PresidioDetector`` (guard/presidio.py, the optional
+``presidio`` extra) does. ``detector_from_settings`` and ``policy_from_settings`` build both from ``Settings``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from chunkbench.config import Settings
 
 
 class EntityType(StrEnum):
@@ -23,6 +27,7 @@ class EntityType(StrEnum):
     CREDIT_CARD = "credit_card"
     IPV4 = "ipv4"
     IBAN = "iban"
+    PERSON = "person"  # found by Presidio's NER only (the regex detector has no names)
 
 
 @dataclass(frozen=True)
@@ -45,7 +50,14 @@ _CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
 _IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?!\.?\d)")  # a sentence may end after it
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?\b")
 # International (+CC …) or national numbers written with separators; 8–15 digits in all.
-_PHONE = re.compile(r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4}(?![\w])")
+# After a country code the first group may be one digit (+33 1 …, +1 415 …).
+_PHONE = re.compile(
+    r"(?<![\w+])(?:\+\d{1,3}[ .-]?(?:\(\d{1,4}\)[ .-]?)?\d{1,4}|(?:\(\d{1,4}\)[ .-]?)?\d{2,4})(?:[ .-]\d{2,4}){1,4}"
+    r"(?![\w])"
+)
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+# Dotted numbers after these words are versions or section numbers, not addresses.
+_NOT_AN_ADDRESS = re.compile(r"(?:version|release|v|chapter|section|§|paragraph|clause)\s*$", re.IGNORECASE)
 
 
 def luhn_valid(digits: str) -> bool:
@@ -68,7 +80,8 @@ def iban_valid(candidate: str) -> bool:
     return int("".join(str(int(char, 36)) for char in rearranged)) % 97 == 1
 
 
-def _ipv4_valid(candidate: str) -> bool:
+def ipv4_valid(candidate: str) -> bool:
+    """Four octets of 0–255 (``ipaddress`` rules: no leading zeros)."""
     try:
         ipaddress.IPv4Address(candidate)
     except ValueError:
@@ -100,11 +113,13 @@ class RegexDetector:
             if 13 <= len(digits) <= 19 and luhn_valid(digits):
                 add(EntityType.CREDIT_CARD, match)
         for match in _IPV4.finditer(text):
-            if _ipv4_valid(match.group()):
+            if ipv4_valid(match.group()) and not _NOT_AN_ADDRESS.search(
+                text[max(0, match.start() - 12) : match.start()]
+            ):
                 add(EntityType.IPV4, match)
         for match in _PHONE.finditer(text):
             digits = re.sub(r"\D", "", match.group())
-            if 8 <= len(digits) <= 15:
+            if 8 <= len(digits) <= 15 and not _ISO_DATE.fullmatch(match.group()):
                 add(EntityType.PHONE, match)
         return sorted(found, key=lambda entity: entity.start)
 
@@ -173,3 +188,18 @@ def _merge(entities: Iterable[PiiEntity]) -> list[PiiEntity]:
             continue
         chosen.append(entity)
     return chosen
+
+
+def policy_from_settings(settings: Settings) -> PiiPolicy:
+    """The policy of ``CHUNKBENCH_PII_REDACT_ENTITIES`` (empty = every type) and ``…_PII_KEEP_ROLE_MAILBOXES``."""
+    types = frozenset(EntityType(name) for name in settings.pii_redact_entities) or frozenset(EntityType)
+    return PiiPolicy(redact=types, keep_role_mailboxes=settings.pii_keep_role_mailboxes)
+
+
+def detector_from_settings(settings: Settings) -> PiiDetector:
+    """The detector of ``CHUNKBENCH_PII_DETECTOR``: ``regex`` (default) or ``presidio`` (503 if not installed)."""
+    if settings.pii_detector == "presidio":
+        from chunkbench.guard.presidio import PresidioDetector
+
+        return PresidioDetector()
+    return RegexDetector()

@@ -18,6 +18,7 @@ from chunkbench.errors import ChunkbenchError
 from chunkbench.llm.answer import generate_answer
 from chunkbench.llm.client import get_llm_client
 from chunkbench.retrieval import service as queries
+from chunkbench.retrieval.context import ChunkGuard
 from chunkbench.retrieval.schemas import ChatHealthOut, ChatIndexOut, ChatQueryOut, ChatSourceOut, ServingConfig
 from chunkbench.retrieval.search import RetrieverName
 from chunkbench.retrieval.serving import get_serving_config
@@ -106,17 +107,27 @@ def answer(
         retriever=RetrieverName(config.retriever), tenant_id=tenant_id, document_id=None,
         top_k=top_k or config.top_k, score_floor=settings.score_floor,
     )  # fmt: skip
+    client = get_llm_client(settings)
+    guard = ChunkGuard.from_settings(settings)
+    verdicts = [guard.chunk_verdict(hit) for hit in hits]
     result = generate_answer(
         question,
-        [(number, hit.text) for number, hit in enumerate(hits, start=1)],
-        client=get_llm_client(settings),
+        guard.passages(
+            [(number, hit.text) for number, hit in enumerate(hits, start=1)], verdicts, for_llm=client is not None
+        ),
+        client=client,
         embed=queries.corpus_embedder(corpus, settings, question, query_vector),
     )
     return ChatQueryOut(
         answer=result.text,
         sources=[
-            ChatSourceOut(text=hit.text[:_SOURCE_PREVIEW_CHARS], score=hit.score, source=hit.document_name)
-            for hit in hits
+            ChatSourceOut(
+                text=hit.text[:_SOURCE_PREVIEW_CHARS],
+                score=hit.score,
+                source=hit.document_name,
+                injection_flagged=verdict.flagged,
+            )
+            for hit, verdict in zip(hits, verdicts, strict=True)
         ],
         latency_ms=round((time.perf_counter() - started) * 1000, 1),
     )

@@ -47,6 +47,12 @@ class SourceOut(BaseModel):
     heading_path: list[str]
     text: str
     parent_text: str | None = None
+    # The prompt-injection verdict of the passage (guard/injection.py); a flagged passage was marked or left out
+    # of the answer's context per ``injection_chunk_policy`` (``injection_action``: marked, dropped or passed).
+    injection_risk: float = 0.0
+    injection_reasons: list[str] = []
+    injection_flagged: bool = False
+    injection_action: Literal["none", "marked", "dropped", "passed"] = "none"
 
 
 class QueryOut(BaseModel):
@@ -93,6 +99,7 @@ class ChatSourceOut(BaseModel):
     text: str = Field(description="First 200 characters of the chunk")
     score: float | None
     source: str
+    injection_flagged: bool = Field(False, description="Flagged as possible prompt injection (guard/injection.py)")
 
 
 class ChatQueryOut(BaseModel):

@@ -21,10 +21,11 @@ from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import EmbeddingModelSpec, get_spec
 from chunkbench.errors import NotFoundError, QueryError
+from chunkbench.guard.injection import InjectionVerdict
 from chunkbench.llm.answer import generate_answer
 from chunkbench.llm.client import get_llm_client
 from chunkbench.models import StrategyName
-from chunkbench.retrieval.context import ContextBlock, attach_parents
+from chunkbench.retrieval.context import ChunkGuard, ContextBlock, attach_parents
 from chunkbench.retrieval.expansion import apply_neighbor_expansion
 from chunkbench.retrieval.rerank import CrossEncoderReranker, LlmListwiseReranker
 from chunkbench.retrieval.schemas import QueryIn, QueryOut, SourceOut
@@ -108,11 +109,15 @@ def run_query(
             store, retrieved, strategy=request.strategy.value, model_id=corpus.id, tenant_id=tenant_id,
             document_id=document.id,
         )  # fmt: skip
-    sources = _sources(blocks)
+    guard = ChunkGuard.from_settings(settings)
+    verdicts = [guard.block_verdict(block) for block in blocks]
+    sources = _sources(blocks, verdicts, guard, for_llm=client is not None)
     with clock.stage("generate"):
         answer = generate_answer(
             request.question,
-            [(source.number, _passage(source)) for source in sources],
+            guard.passages(
+                [(source.number, _passage(source)) for source in sources], verdicts, for_llm=client is not None
+            ),
             client=client,
             embed=corpus_embedder(corpus, settings, request.question, query_vector),
         )
@@ -244,15 +249,22 @@ def corpus_embedder(
     return lambda texts: _SENTENCES.embed(corpus, texts, settings, known)
 
 
-def _sources(blocks: list[ContextBlock]) -> list[SourceOut]:
-    """The numbered context passages; SourceOut picks its fields from the chunk's own dict."""
+def _sources(
+    blocks: list[ContextBlock], verdicts: list[InjectionVerdict], guard: ChunkGuard, *, for_llm: bool
+) -> list[SourceOut]:
+    """The numbered context passages with their injection verdicts; SourceOut picks its fields from the chunk's
+    own dict."""
     return [
         SourceOut(
             **block.chunk.to_dict(),
             number=block.source,
             parent_text=block.parent.text if block.parent is not None else None,
+            injection_risk=verdict.risk,
+            injection_reasons=list(verdict.reasons),
+            injection_flagged=verdict.flagged,
+            injection_action=guard.action(verdict, for_llm=for_llm),
         )
-        for block in blocks
+        for block, verdict in zip(blocks, verdicts, strict=True)
     ]
 
 

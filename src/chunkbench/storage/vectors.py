@@ -111,6 +111,9 @@ def chunk_payload(chunk: Chunk, *, tenant_id: str, model_id: str) -> dict[str, A
     }
     if chunk.enriched_content is not None:
         payload["enriched_content"] = chunk.enriched_content
+    if chunk.injection_risk is not None:
+        payload["injection_risk"] = chunk.injection_risk
+        payload["injection_reasons"] = list(chunk.injection_reasons)
     return payload
 
 

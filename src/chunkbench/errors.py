@@ -246,6 +246,7 @@ class InsecureBindError(ChunkbenchError):
     status_code = 400
     code = "insecure_bind"
 
+
 class DependencyUnavailableError(ChunkbenchError):
     """The configuration asks for an optional extra that is not installed (e.g. the Presidio PII detector)."""
 

@@ -39,13 +39,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         database = Database.from_settings(settings)
-        interrupted = jobs.fail_interrupted(database) + processing.fail_interrupted(database)
+        interrupted = jobs.fail_interrupted(database) + processing.fail_interrupted(database, settings)
         if interrupted:
             logger.warning("%d job(s)/document(s) of a previous run were interrupted: marked failed", interrupted)
         if stopped := benchmarks.fail_interrupted(database):
             logger.warning("%d benchmark(s) stopped mid-run: marked interrupted (resume them)", stopped)
         app.state.database = database
-        app.state.jobs = jobs.JobRunner(database)
+        app.state.jobs = jobs.JobRunner(database, lease_s=settings.processing_lease_s)
         try:
             yield
         finally:

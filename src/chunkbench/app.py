@@ -20,6 +20,7 @@ from chunkbench.config import Settings, get_settings
 from chunkbench.documents.routes import router as documents_router
 from chunkbench.errors import ChunkbenchError
 from chunkbench.evaluation.routes import router as questions_router
+from chunkbench.guard.body_limit import MULTIPART_OVERHEAD_BYTES, BodySizeLimit
 from chunkbench.jobs import service as jobs
 from chunkbench.jobs.routes import router as jobs_router
 from chunkbench.retrieval.routes import chat_router, serving_router
@@ -71,6 +72,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(benchmarks_router)
     web.mount(app)
     _install_error_handlers(app)
+    app.add_middleware(
+        BodySizeLimit,
+        max_bytes=max(settings.max_upload_bytes, settings.max_question_file_bytes) + MULTIPART_OVERHEAD_BYTES,
+        limit_mb=settings.max_upload_mb,
+    )
 
     @app.get("/", include_in_schema=False)
     def root() -> RedirectResponse:

@@ -213,8 +213,9 @@ def test_a_starting_replica_recovers_only_dead_or_expired_owners(settings: Setti
     job_ids = {name: _job(database, **owner) for name, owner in
                {"live": live_elsewhere, "expired": expired, "dead": dead_here, "mine": mine}.items()}  # fmt: skip
 
-    assert processing.fail_interrupted(database, settings) == 2
-    assert jobs.fail_interrupted(database) == 2
+    # At least these two each (a shared PostgreSQL may hold other tests' expired work too).
+    assert processing.fail_interrupted(database, settings) >= 2
+    assert jobs.fail_interrupted(database) >= 2
     with database.session() as session:
         status = {name: session.get(DocumentRow, i).status for name, i in documents.items()}
         assert status == {"live": "embedding", "expired": "failed", "dead": "failed", "mine": "embedding"}

@@ -68,6 +68,12 @@ class FakeOpenAI:
         self.responder = responder
         self.replies: deque[Reply] = deque()
         self.requests: list[RecordedRequest] = []
+        # Embedding requests after the first ``hold_embeddings_after`` are held (``embeddings_held`` is set)
+        # until ``release_embeddings`` is set: a client caught mid-embedding, for as long as a test needs.
+        self.hold_embeddings_after: int | None = None
+        self.embeddings_held = threading.Event()
+        self.release_embeddings = threading.Event()
+        self._embedding_calls = 0
         self._lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         # A delayed reply's client has hung up by the time we write: that is the test, not a failure.
@@ -89,6 +95,7 @@ class FakeOpenAI:
         self._thread.start()
 
     def stop(self) -> None:
+        self.release_embeddings.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -157,6 +164,15 @@ class FakeOpenAI:
                 self._send(200, payload, reply.headers)
 
             def _embeddings(self, body: dict[str, Any]) -> None:
+                with server._lock:
+                    server._embedding_calls += 1
+                    hold = (
+                        server.hold_embeddings_after is not None
+                        and server._embedding_calls > server.hold_embeddings_after
+                    )
+                if hold:
+                    server.embeddings_held.set()
+                    server.release_embeddings.wait(timeout=300)
                 inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 data = [
                     {"object": "embedding", "index": i, "embedding": fake_vector(text, server.dimension)}

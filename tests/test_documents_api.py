@@ -260,13 +260,13 @@ def test_openapi_documents_the_routes(client):
 def test_hostile_pdfs_get_their_own_status_and_leave_nothing(client, tmp_path):
     source = pdfs.make_structured_pdf(tmp_path, chapters=1, name="source.pdf")
     cases = {
-        "scan.pdf": (pdfs.make_image_pdf(tmp_path), "scanned_pdf"),
-        "locked.pdf": (pdfs.make_encrypted_pdf(source, tmp_path), "encrypted_document"),
-        "cut.pdf": (pdfs.make_truncated_pdf(source, tmp_path), "corrupt_document"),
+        "scan.pdf": (pdfs.make_image_pdf(tmp_path), 422, "scanned_pdf"),
+        "locked.pdf": (pdfs.make_encrypted_pdf(source, tmp_path), 400, "encrypted_document"),
+        "cut.pdf": (pdfs.make_truncated_pdf(source, tmp_path), 400, "corrupt_document"),
     }
-    for name, (path, code) in cases.items():
+    for name, (path, status, code) in cases.items():
         response = _upload(client, name, path.read_bytes())
-        assert (response.status_code, response.json()["error"]) == (400, code), name
+        assert (response.status_code, response.json()["error"]) == (status, code), name
     assert _row_count(client) == 0
     assert _upload(client, "source.pdf", source.read_bytes()).status_code == 201
 

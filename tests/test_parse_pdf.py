@@ -167,7 +167,7 @@ def test_image_only_pdf_fails_the_gate(pdf_dir: Path, settings: Settings) -> Non
     with pytest.raises(ScannedPdfError) as caught:
         parse(pdfs.make_image_pdf(pdf_dir, pages=3), settings)
     error = caught.value
-    assert error.status_code == 400
+    assert error.status_code == 422  # readable, but unprocessable without OCR
     assert "ocrmypdf" in error.message and "scanned" in error.message
     assert error.details["chars_found"] == 0 and error.details["pages"] == 3
 

@@ -26,6 +26,7 @@ from chunkbench.config import Settings, get_settings
 from chunkbench.documents.routes import router as documents_router
 from chunkbench.errors import ChunkbenchError
 from chunkbench.evaluation.routes import router as questions_router
+from chunkbench.guard.body_limit import MULTIPART_OVERHEAD_BYTES, BodySizeLimit
 from chunkbench.jobs import service as jobs
 from chunkbench.jobs.routes import router as jobs_router
 from chunkbench.observability.context import REQUEST_ID_HEADER, request_id_of
@@ -53,13 +54,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             logger.info("loaded %d plugin(s) from %s: %s", len(loaded), settings.plugins_dir, [p.name for p in loaded])
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         database = Database.from_settings(settings)
-        interrupted = jobs.fail_interrupted(database) + processing.fail_interrupted(database)
+        interrupted = jobs.fail_interrupted(database) + processing.fail_interrupted(database, settings)
         if interrupted:
             logger.warning("%d job(s)/document(s) of a previous run were interrupted: marked failed", interrupted)
         if stopped := benchmarks.fail_interrupted(database):
             logger.warning("%d benchmark(s) stopped mid-run: marked interrupted (resume them)", stopped)
         app.state.database = database
-        app.state.jobs = jobs.JobRunner(database)
+        app.state.jobs = jobs.JobRunner(database, lease_s=settings.processing_lease_s)
         try:
             yield
         finally:
@@ -88,6 +89,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(observability_router)
     web.mount(app)
     _install_error_handlers(app)
+    app.add_middleware(
+        BodySizeLimit,
+        max_bytes=max(settings.max_upload_bytes, settings.max_question_file_bytes) + MULTIPART_OVERHEAD_BYTES,
+        limit_mb=settings.max_upload_mb,
+    )
     # Added last = outermost of the app's middleware: it sees every response, whatever answers it.
     app.add_middleware(ObservabilityMiddleware)
 

@@ -85,6 +85,10 @@ class Settings(BaseSettings):
     neighbor_next: int = Field(0, ge=0, le=5)
     semantic_min_chunk_size: int = Field(3, ge=1)
 
+    # Processing documents and jobs carry a lease their process renews every third of it; at start-up another
+    # process takes over (marks failed) only work whose owner is dead or whose lease ran out.
+    processing_lease_s: float = Field(60, ge=1)
+
     # Benchmarks (seed 000 §10.2): cells whose answer or judge waits on an LLM run this many at a time.
     benchmark_concurrency: int = Field(8, ge=1, le=64)
     benchmark_bootstrap_resamples: int = Field(2000, ge=100, le=100_000)

@@ -68,6 +68,8 @@ class EncryptedDocumentError(DocumentProcessingError):
 class ScannedPdfError(DocumentProcessingError):
     """The Text-layer Gate refused a PDF that has (almost) no extractable text."""
 
+    # A readable, well-formed PDF whose content cannot be used without OCR: unprocessable, not malformed.
+    status_code = 422
     code = "scanned_pdf"
 
 

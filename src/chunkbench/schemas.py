@@ -14,3 +14,15 @@ class ErrorOut(BaseModel):
     message: str
     details: dict[str, Any] | None = None
     request_id: str | None = None
+
+
+class ValidationErrorOut(BaseModel):
+    """FastAPI's body for a request that fails validation (422)."""
+
+    detail: list[dict[str, Any]] | str
+
+
+def unprocessable(description: str) -> dict[str, Any]:
+    """The ``responses=`` entry for a route whose 422 is either a domain error or a validation error: declaring
+    422 replaces FastAPI's own validation-error response, so both bodies are declared."""
+    return {"model": ErrorOut | ValidationErrorOut, "description": description}

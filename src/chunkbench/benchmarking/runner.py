@@ -10,9 +10,7 @@ it finishes, then aggregates and decides.
 from __future__ import annotations
 
 import logging
-import os
 import platform
-import socket
 import threading
 import time
 import uuid
@@ -42,6 +40,7 @@ from chunkbench.models import StrategyName
 from chunkbench.retrieval.schemas import QueryIn, QueryOut
 from chunkbench.retrieval.service import run_query
 from chunkbench.storage.db import Database
+from chunkbench.storage.ownership import process_alive, this_process
 from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.schema import BenchmarkCellRow, ExperimentRow, utcnow
 from chunkbench.storage.vectors import VectorStore
@@ -548,7 +547,8 @@ def _set_status(database: Database, experiment_id: str, status: str, *, error: d
 
 def _claim(row: ExperimentRow) -> None:
     """Record this process as the one running the Experiment."""
-    row.runner_host, row.runner_pid = socket.gethostname(), os.getpid()
+    me = this_process()
+    row.runner_host, row.runner_pid = me.host, me.pid
 
 
 def orphaned(row: ExperimentRow) -> bool:
@@ -556,17 +556,7 @@ def orphaned(row: ExperimentRow) -> bool:
     assumed alive, since its process cannot be checked from here."""
     if row.status != "running" or row.runner_pid is None:
         return row.status == "running"
-    if row.runner_host != socket.gethostname():
-        return False
-    if row.runner_pid == os.getpid():
-        return False
-    try:
-        os.kill(row.runner_pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # alive, owned by another user
-        return False
-    return False
+    return process_alive(row.runner_host, row.runner_pid) is False
 
 
 _INTERRUPTED = {"error": "interrupted", "message": "The process running it stopped mid-run. Resume it to finish."}

@@ -8,12 +8,13 @@ vectors are written first, the document's SQL state flips last.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from chunkbench.chunking.base import (
@@ -37,9 +38,12 @@ from chunkbench.llm.contextual import make_prefixer
 from chunkbench.models import DocumentState, DocumentTree, StrategyName
 from chunkbench.observability.metrics import INJECTIONS_FLAGGED_CHUNKS
 from chunkbench.storage.db import Database
+from chunkbench.storage.ownership import Heartbeat, lease_until, owner_gone, this_process
 from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.schema import DocumentRow, StrategyRunRow
-from chunkbench.storage.vectors import VectorStore, collection_name
+from chunkbench.storage.vectors import VectorStore, collection_name, get_vector_store
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,7 @@ def run(
     with database.session() as session:
         row = DocumentRepository(session, process_plan.tenant_id).get(process_plan.document_id)
         DocumentRepository.transition(row, DocumentState.CHUNKING)
+        _claim(row, settings, process_plan)
         tree = DocumentTree.from_dict(row.document_tree)
         document = ChunkingInput(
             document_id=row.id, document_name=row.filename, markdown=row.parsed_text, tree=tree, title=tree.root.heading
@@ -116,7 +121,9 @@ def run(
             boundary = exc
     outcomes: list[StrategyOutcome] = []
     total = len(process_plan.strategies)
+    heartbeat = Heartbeat(lambda: _renew_lease(database, settings, process_plan), settings.processing_lease_s / 3)
     try:
+        heartbeat.start()
         for position, (name, params) in enumerate(process_plan.strategies):
 
             def step(fraction: float, message: str, position: int = position, name: StrategyName = name) -> None:
@@ -129,8 +136,36 @@ def run(
         # A bug must not leave the document "chunking" forever: it fails, with the reason.
         _fail_document(database, process_plan, f"Processing stopped unexpectedly: {exc}")
         raise
+    finally:
+        heartbeat.stop()
     progress(1.0, "saving")
     return _finish(database, store, process_plan, outcomes)
+
+
+def _claim(row: DocumentRow, settings: Settings, process_plan: ProcessPlan) -> None:
+    """Record this process as the one processing the document, with a lease and what the run will write."""
+    me = this_process()
+    row.owner_host, row.owner_pid, row.owner_token = me.host, me.pid, me.token
+    row.lease_expires_at = lease_until(settings.processing_lease_s)
+    row.processing_run = {
+        "strategies": [name.value for name, _ in process_plan.strategies],
+        "corpus_model_id": process_plan.corpus.id,
+        "strategy_run_ids": [],
+    }
+
+
+def _release(row: DocumentRow) -> None:
+    row.owner_host = row.owner_pid = row.owner_token = row.lease_expires_at = row.processing_run = None
+
+
+def _renew_lease(database: Database, settings: Settings, process_plan: ProcessPlan) -> None:
+    with database.session() as session:
+        session.execute(
+            update(DocumentRow)
+            .where(DocumentRow.id == process_plan.document_id, DocumentRow.owner_token == this_process().token)
+            # A renewal is not a change of the document: updated_at stays.
+            .values(lease_expires_at=lease_until(settings.processing_lease_s), updated_at=DocumentRow.updated_at)
+        )
 
 
 def _fail_document(database: Database, process_plan: ProcessPlan, reason: str) -> None:
@@ -138,6 +173,7 @@ def _fail_document(database: Database, process_plan: ProcessPlan, reason: str) -
         row = DocumentRepository(session, process_plan.tenant_id).get_optional(process_plan.document_id)
         if row is not None and row.status in (DocumentState.CHUNKING.value, DocumentState.EMBEDDING.value):
             DocumentRepository.transition(row, DocumentState.FAILED, error=reason)
+            _release(row)
 
 
 def _run_strategy(
@@ -230,11 +266,17 @@ def _enter_embedding(database: Database, process_plan: ProcessPlan) -> None:
 
 def _record(database: Database, process_plan: ProcessPlan, outcome: StrategyOutcome) -> None:
     with database.session() as session:
-        if DocumentRepository(session, process_plan.tenant_id).get_optional(process_plan.document_id) is None:
+        document = DocumentRepository(session, process_plan.tenant_id).get_optional(process_plan.document_id)
+        if document is None:
             return  # deleted while processing: ``_finish`` cleans up its vectors
+        run_id = uuid.uuid4().hex
+        if document.processing_run is not None:
+            # Reassigned, not mutated: the JSON column only notices a new value.
+            recorded = document.processing_run.get("strategy_run_ids", [])
+            document.processing_run = {**document.processing_run, "strategy_run_ids": [*recorded, run_id]}
         session.add(
             StrategyRunRow(
-                id=uuid.uuid4().hex,
+                id=run_id,
                 tenant_id=process_plan.tenant_id,
                 document_id=process_plan.document_id,
                 strategy_name=outcome.strategy.value,
@@ -273,6 +315,7 @@ def _finish(
             else:
                 reasons = "; ".join(f"{o.strategy.value}: {o.message}" for o in failed)
                 DocumentRepository.transition(row, DocumentState.FAILED, error=reasons)
+            _release(row)
             status = row.status
     except DocumentNotFoundError:
         # Deleted while processing: its fresh vectors must not outlive it.
@@ -319,11 +362,18 @@ def runs(session: Session, document_id: str, *, tenant_id: str) -> list[Strategy
     )
 
 
-def fail_interrupted(database: Database) -> int:
-    """Documents left ``chunking``/``embedding`` by a process that died cannot finish: mark them failed.
+INTERRUPTED_MESSAGE = (
+    "Processing was interrupted: the process doing it stopped before it finished (killed, crashed or "
+    "restarted). What that run had indexed was removed; process the document again."
+)
 
-    Called at start-up; assumes one processing server per database (several API replicas sharing
-    one database would need a lease per document instead).
+
+def fail_interrupted(database: Database, settings: Settings) -> int:
+    """Recover documents left ``chunking``/``embedding`` by a process that is gone: mark them failed
+    (resumable: process them again) and remove what the interrupted run wrote, so no orphan vectors remain.
+
+    Only work whose owner is dead (same host, process gone) or whose lease ran out is taken over: another
+    replica's live work on a shared database is left alone. Returns how many documents were recovered.
     """
     with database.session() as session:
         rows = session.scalars(
@@ -331,8 +381,31 @@ def fail_interrupted(database: Database) -> int:
                 DocumentRow.status.in_([DocumentState.CHUNKING.value, DocumentState.EMBEDDING.value])
             )
         ).all()
-        for row in rows:
-            DocumentRepository.transition(
-                row, DocumentState.FAILED, error="Processing was interrupted by a restart; process it again."
-            )
-        return len(rows)
+        stale = [
+            row for row in rows if owner_gone(row.owner_host, row.owner_pid, row.owner_token, row.lease_expires_at)
+        ]
+        runs = [(row.tenant_id, row.id, dict(row.processing_run or {})) for row in stale]
+    if not stale:
+        return 0
+    # Vectors first, SQL state last (as in processing): a failure here leaves the rows to the next start.
+    store: VectorStore | None = None
+    for tenant_id, document_id, run in runs:
+        for strategy in run.get("strategies", []):
+            store = store or get_vector_store(settings)
+            try:
+                store.delete_document_strategy(strategy, run["corpus_model_id"], tenant_id, document_id)
+            except ChunkbenchError:
+                # Re-processing replaces these points anyway; the document is still marked failed.
+                logger.warning("could not remove the interrupted run's %s points of %s", strategy, document_id)
+    with database.session() as session:
+        for _tenant_id, document_id, run in runs:
+            row = session.get(DocumentRow, document_id)
+            if row is None or row.status not in (DocumentState.CHUNKING.value, DocumentState.EMBEDDING.value):
+                continue
+            if run_ids := run.get("strategy_run_ids"):
+                session.execute(delete(StrategyRunRow).where(StrategyRunRow.id.in_(run_ids)))
+            strategies = set(run.get("strategies", []))
+            row.chunk_counts = {k: v for k, v in (row.chunk_counts or {}).items() if k not in strategies}
+            DocumentRepository.transition(row, DocumentState.FAILED, error=INTERRUPTED_MESSAGE)
+            _release(row)
+    return len(runs)

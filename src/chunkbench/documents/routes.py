@@ -17,7 +17,7 @@ from chunkbench.documents.schemas import (
 )
 from chunkbench.documents.service import IngestOutcome
 from chunkbench.models import DocumentState
-from chunkbench.schemas import ErrorOut
+from chunkbench.schemas import ErrorOut, unprocessable
 
 router = APIRouter(prefix="/documents", tags=["documents"])
 
@@ -25,6 +25,7 @@ _ERRORS = {
     400: {"model": ErrorOut, "description": "Unreadable, corrupt, encrypted, scanned or empty file"},
     413: {"model": ErrorOut, "description": "File larger than CHUNKBENCH_MAX_UPLOAD_MB"},
     415: {"model": ErrorOut, "description": "Unsupported file type, or its converter is not installed"},
+    422: unprocessable("A scanned PDF without a text layer (run OCR first), or an invalid request"),
 }
 
 
@@ -61,7 +62,9 @@ def list_documents(
     return DocumentPage(items=[DocumentSummary.of(row) for row in rows], total=total, limit=limit, offset=offset)
 
 
-@router.post("/index-directory", response_model=IndexDirectoryOut, responses={400: {"model": ErrorOut}})
+@router.post(
+    "/index-directory", response_model=IndexDirectoryOut, responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}}
+)
 def index_directory(
     body: IndexDirectoryIn,
     database: DatabaseDep,

@@ -14,13 +14,14 @@ from chunkbench.evaluation.schemas import (
     QuestionUploadOut,
 )
 from chunkbench.evaluation.synthetic import GenerationOptions
-from chunkbench.schemas import ErrorOut
+from chunkbench.schemas import ErrorOut, unprocessable
 
 router = APIRouter(
     prefix="/admin/questions",
     tags=["admin", "questions"],
     responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}},
 )
+_INVALID_SET = unprocessable("A question file that is not a valid question set, or an invalid request")
 
 
 @router.get("", response_model=list[QuestionFileOut])
@@ -33,7 +34,11 @@ def list_question_files(settings: SettingsDep, tenant_id: TenantDep) -> list[Que
     "",
     response_model=QuestionUploadOut,
     status_code=status.HTTP_201_CREATED,
-    responses={409: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: {"model": ErrorOut}},
+    responses={
+        409: {"model": ErrorOut},
+        413: {"model": ErrorOut},
+        422: _INVALID_SET,
+    },
 )
 def upload_question_file(
     response: Response,
@@ -83,7 +88,11 @@ def generate_questions(
     return GenerateOut.of(result, info, body.count)
 
 
-@router.get("/{name}", response_model=QuestionSetOut, responses={422: {"model": ErrorOut}})
+@router.get(
+    "/{name}",
+    response_model=QuestionSetOut,
+    responses={422: _INVALID_SET},
+)
 def get_question_file(
     name: str,
     session: SessionDep,

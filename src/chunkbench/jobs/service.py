@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from chunkbench.errors import ChunkbenchError, NotFoundError
 from chunkbench.storage.db import Database
+from chunkbench.storage.ownership import Heartbeat, lease_until, owner_gone, this_process
 from chunkbench.storage.schema import JobRow, utcnow
 
 logger = logging.getLogger(__name__)
@@ -49,28 +50,48 @@ def get_all(session: Session, *, tenant_id: str, document_id: str | None = None,
     return session.scalars(query.order_by(JobRow.created_at.desc()).limit(limit)).all()
 
 
+_ACTIVE = (JobStatus.QUEUED.value, JobStatus.RUNNING.value)
+
+
 def fail_interrupted(database: Database) -> int:
-    """Jobs left queued or running by a previous process can never finish: say so."""
+    """Jobs left queued or running by a process that is gone can never finish: say so.
+
+    Only jobs whose owner is dead (same host) or whose lease ran out are failed; another replica's live jobs
+    on a shared database are left alone. Returns how many were failed.
+    """
     with database.session() as session:
-        result = session.execute(
-            update(JobRow)
-            .where(JobRow.status.in_([JobStatus.QUEUED.value, JobStatus.RUNNING.value]))
-            .values(
-                status=JobStatus.FAILED.value,
-                finished_at=utcnow(),
-                error={"error": "interrupted", "message": "The server stopped before this job finished."},
-            )
-        )
-        return result.rowcount or 0
+        rows = session.scalars(select(JobRow).where(JobRow.status.in_(_ACTIVE))).all()
+        stale = [
+            row for row in rows if owner_gone(row.owner_host, row.owner_pid, row.owner_token, row.lease_expires_at)
+        ]
+        for row in stale:
+            row.status, row.finished_at = JobStatus.FAILED.value, utcnow()
+            row.error = {
+                "error": "interrupted",
+                "message": "The process running this job stopped before it finished; submit it again.",
+            }
+            row.lease_expires_at = None
+        return len(stale)
 
 
 class JobRunner:
     """Runs jobs one at a time in a background thread (processing is CPU-bound and the embedded
     vector store takes one writer), persisting status and throttled progress in the jobs table."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, *, lease_s: float = 60.0) -> None:
         self._database = database
+        self._lease_s = lease_s
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chunkbench-job")
+        # Queued jobs wait in this process too: every job it owns keeps its lease while the runner lives.
+        self._heartbeat = Heartbeat(self._renew_leases, lease_s / 3, name="chunkbench-job-lease").start()
+
+    def _renew_leases(self) -> None:
+        with self._database.session() as session:
+            session.execute(
+                update(JobRow)
+                .where(JobRow.owner_token == this_process().token, JobRow.status.in_(_ACTIVE))
+                .values(lease_expires_at=lease_until(self._lease_s))
+            )
 
     def submit(
         self,
@@ -91,6 +112,10 @@ class JobRunner:
                 document_id=document_id,
                 progress=0.0,
                 request=request,
+                owner_host=(me := this_process()).host,
+                owner_pid=me.pid,
+                owner_token=me.token,
+                lease_expires_at=lease_until(self._lease_s),
             )
             session.add(row)
         self._executor.submit(self._run, row.id, work)
@@ -135,6 +160,7 @@ class JobRunner:
 
     def shutdown(self, wait: bool = True) -> None:
         self._executor.shutdown(wait=wait, cancel_futures=False)
+        self._heartbeat.stop()
 
     def wait_idle(self, timeout: float = 60.0) -> None:
         """Block until every job submitted so far has finished (tests, orderly shutdown)."""

@@ -19,7 +19,7 @@ from chunkbench.retrieval.schemas import (
     ServingConfig,
 )
 from chunkbench.retrieval.serving import get_serving_config, set_serving_config
-from chunkbench.schemas import ErrorOut
+from chunkbench.schemas import ErrorOut, unprocessable
 from chunkbench.storage.db import Database
 from chunkbench.storage.vectors import VectorStore
 
@@ -28,6 +28,11 @@ chat_router = APIRouter(prefix="/api", tags=["chatbot"])
 serving_router = APIRouter(prefix="/admin", tags=["admin"])
 
 _ERRORS = {400: {"model": ErrorOut}, 404: {"model": ErrorOut}, 503: {"model": ErrorOut}}
+_UPLOAD_ERRORS = {
+    413: {"model": ErrorOut, "description": "File larger than CHUNKBENCH_MAX_UPLOAD_MB"},
+    415: {"model": ErrorOut, "description": "Unsupported file type, or its converter is not installed"},
+    422: unprocessable("A scanned PDF without a text layer (run OCR first), or an invalid request"),
+}
 
 
 @router.post("/queries", response_model=QueryOut, status_code=status.HTTP_201_CREATED, responses=_ERRORS)
@@ -63,7 +68,7 @@ def list_queries(
     return [service.query_out(row) for row in rows]
 
 
-@chat_router.post("/index", response_model=ChatIndexOut, responses=_ERRORS)
+@chat_router.post("/index", response_model=ChatIndexOut, responses={**_ERRORS, **_UPLOAD_ERRORS})
 def chat_index(
     database: DatabaseDep,
     settings: SettingsDep,

@@ -71,6 +71,12 @@ class DocumentRow(Base):
     updated_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), default=utcnow, onupdate=utcnow, nullable=False
     )
+    # While chunking/embedding: the process doing it, its lease, and what the run has written so far.
+    owner_host: Mapped[str | None] = mapped_column(String(255))
+    owner_pid: Mapped[int | None] = mapped_column(Integer)
+    owner_token: Mapped[str | None] = mapped_column(String(32), index=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    processing_run: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class QueryRow(Base):
@@ -195,6 +201,11 @@ class JobRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # The process that will run it (queued) or runs it, and the lease it renews meanwhile.
+    owner_host: Mapped[str | None] = mapped_column(String(255))
+    owner_pid: Mapped[int | None] = mapped_column(Integer)
+    owner_token: Mapped[str | None] = mapped_column(String(32), index=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class TenantRow(Base):

@@ -38,6 +38,9 @@ _DECLARED_CHARSET = re.compile(
     rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)|<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_.:-]+)""",
     re.IGNORECASE,
 )
+# Deeper elements are unwrapped (their text kept in order): the walkers below recurse once or twice per
+# level, and a hostile page nests 100,000 divs. Real pages stay far below this.
+_MAX_DEPTH = 100
 _PRESCAN_BYTES = 4096  # browsers look for <meta charset> in the first 1024 bytes; be a little lenient
 _SPACES = re.compile(r"\s+")
 
@@ -83,6 +86,52 @@ def _strip_furniture(root: Tag) -> None:
     for tag in root.find_all(_is_hidden):
         if not tag.decomposed:
             tag.decompose()
+
+
+def _flatten_deep_nesting(root: Tag) -> int:
+    """Replace what lies more than ``_MAX_DEPTH`` levels below ``root`` by its text, one ``<p>`` per block, in
+    order; returns how many subtrees were flattened. Iterative throughout, and each deep subtree is detached
+    once (moving nodes up one level at a time costs the depth on every move in BeautifulSoup)."""
+    boundary: list[Tag] = []
+    stack = [(root, 0)]
+    while stack:
+        tag, depth = stack.pop()
+        for child in tag.children:
+            if not isinstance(child, Tag):
+                continue
+            if depth + 1 < _MAX_DEPTH:
+                stack.append((child, depth + 1))
+            elif any(isinstance(grandchild, Tag) for grandchild in child.children):
+                boundary.append(child)
+    for tag in boundary:
+        paragraphs = _paragraph_texts(tag)
+        tag.clear()
+        for text in paragraphs:
+            paragraph = Tag(name="p")
+            paragraph.append(NavigableString(text))
+            tag.append(paragraph)
+    return len(boundary)
+
+
+def _paragraph_texts(tag: Tag) -> list[str]:
+    """The text under ``tag``, one string per block (a block tag's start and end both break), iteratively."""
+    paragraphs: list[str] = []
+    words: list[str] = []
+    stack: list[tuple[PageElement, bool]] = [(tag, False)]
+    while stack:
+        node, leaving = stack.pop()
+        if isinstance(node, Tag):
+            if node.name in _LINE_BREAKING and words:
+                paragraphs.append(" ".join(words))
+                words = []
+            if not leaving:
+                stack.append((node, True))
+                stack.extend((child, False) for child in reversed(node.contents))
+        elif _is_text(node):
+            words.extend(str(node).split())
+    if words:
+        paragraphs.append(" ".join(words))
+    return paragraphs
 
 
 def _collect_text(node: PageElement, parts: list[str]) -> None:
@@ -256,6 +305,7 @@ class HtmlParser(TextFormatParser):
         title = _one_line([title_tag]) if isinstance(title_tag, Tag) else ""
         root = soup.body or soup
         _strip_furniture(root)
+        _flatten_deep_nesting(root)
         walker = _Walker()
         walker.walk(root)
         if not title:

@@ -1,0 +1,254 @@
+"""Work interrupted by a dead process: a real server killed with SIGKILL mid-embedding, and who may recover what
+when several replicas share one database (owner + lease on documents and jobs)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+import chunkbench
+from chunkbench.app import create_app
+from chunkbench.chunking import service as processing
+from chunkbench.config import Settings
+from chunkbench.jobs import service as jobs
+from chunkbench.storage.db import Database
+from chunkbench.storage.ownership import owner_gone, this_process
+from chunkbench.storage.schema import DocumentRow, JobRow, StrategyRunRow
+from chunkbench.storage.vectors import close_vector_stores, get_vector_store
+from fake_openai import running_fake_openai
+
+REMOTE_MODEL = "text-embedding-3-small"  # 1536 dimensions, one embedding request per strategy
+# Three sections of well under 512 tokens: recursive starts a chunk at every heading, so 3 chunks.
+SECTIONS = {
+    "Rivers": "Rivers carry water from the mountains to the sea. They shape valleys over thousands of years. ",
+    "Forests": "Forests store carbon and shelter many animals. Old trees can live for centuries. ",
+    "Deserts": "Deserts receive little rain each year. Their nights can be surprisingly cold. ",
+}
+DOCUMENT = "\n\n".join(f"## {title}\n\n{body * 4}".strip() for title, body in SECTIONS.items()) + "\n"
+
+
+def _dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_for(predicate, what: str, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def _points(settings: Settings, strategy: str, document_id: str) -> int:
+    store = get_vector_store(settings)
+    try:
+        return store.count_document(strategy, REMOTE_MODEL, tenant_id="default", document_id=document_id)
+    finally:
+        close_vector_stores()
+
+
+def test_a_server_killed_mid_embedding_leaves_a_failed_resumable_document_and_no_orphan_vectors(tmp_path: Path):
+    data_dir = tmp_path / "data"
+    with running_fake_openai(dimension=1536) as fake:
+        fake.hold_embeddings_after = 1  # fixed_size embeds and is indexed; recursive hangs mid-embedding
+        port = _free_port()
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(Path(chunkbench.__file__).parents[1]),
+            "HF_HUB_OFFLINE": "1",
+            "CHUNKBENCH_DATA_DIR": str(data_dir),
+            "CHUNKBENCH_PORT": str(port),
+            "CHUNKBENCH_OPENAI_BASE_URL": fake.url,
+            "CHUNKBENCH_OPENAI_API_KEY": "sk-test",
+        }
+        server = subprocess.Popen(
+            [sys.executable, "-m", "chunkbench", "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+
+            def up() -> bool:
+                assert server.poll() is None, "the server exited"
+                try:
+                    return httpx.get(f"{base}/health", timeout=2).status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            _wait_for(up, "the server to start")
+            uploaded = httpx.post(f"{base}/documents", files={"file": ("nature.md", DOCUMENT.encode())}, timeout=30)
+            assert uploaded.status_code == 201, uploaded.text
+            document_id = uploaded.json()["document"]["id"]
+            body = {
+                "strategies": ["fixed_size", "recursive"],
+                "corpus_model_id": REMOTE_MODEL,
+                "params": {"fixed_size": {"chunk_size": 40, "chunk_overlap": 0}},
+            }
+            accepted = httpx.post(f"{base}/documents/{document_id}/process", json=body, timeout=30)
+            assert accepted.status_code == 202, accepted.text
+            job_id = accepted.json()["job_id"]
+            assert fake.embeddings_held.wait(timeout=120), "processing never reached its second embedding request"
+            # Mid-embedding, as the server itself reports it; the first strategy's points are already written.
+            assert httpx.get(f"{base}/documents/{document_id}", timeout=10).json()["status"] == "embedding"
+            assert httpx.get(f"{base}/jobs/{job_id}", timeout=10).json()["status"] == "running"
+            server.send_signal(signal.SIGKILL)
+            assert server.wait(timeout=30) == -signal.SIGKILL
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait(timeout=30)
+            fake.release_embeddings.set()
+
+        settings = Settings(
+            _env_file=None, data_dir=data_dir, openai_base_url=fake.url, openai_api_key="sk-test", llm_max_retries=0
+        )
+        fixed_size_points = _points(settings, "fixed_size", document_id)
+        assert fixed_size_points > 0  # what the killed run left behind: orphans unless recovery removes them
+
+        fake.hold_embeddings_after = None
+        with TestClient(create_app(settings)) as restarted:
+            document = restarted.get(f"/documents/{document_id}").json()
+            assert document["status"] == "failed"
+            assert (
+                "interrupted" in document["error_message"] and "process the document again" in document["error_message"]
+            )
+            assert document["chunk_counts"] == {}
+            job = restarted.get(f"/jobs/{job_id}").json()
+            assert job["status"] == "failed" and job["error"]["error"] == "interrupted"
+            assert restarted.get(f"/documents/{document_id}/runs").json() == []  # the killed run's rows are gone
+            assert restarted.get("/health").status_code == 200
+        assert _points(settings, "fixed_size", document_id) == 0
+        with pytest.raises(Exception, match="recursive"):  # its collection was never even written
+            _points(settings, "recursive", document_id)
+
+        with TestClient(create_app(settings)) as restarted:
+            again = restarted.post(f"/documents/{document_id}/process", params={"wait": "true"}, json=body)
+            assert again.status_code == 200, again.text
+            result = again.json()
+            assert result["status"] == "indexed" and result["failed"] == []
+            counts = result["chunk_counts"]
+            assert counts["recursive"] == len(SECTIONS)  # one chunk per section
+            # The same windows as the killed run produced before it was killed.
+            assert counts["fixed_size"] == fixed_size_points
+            assert restarted.get(f"/documents/{document_id}").json()["attempts"] == 3  # parse, killed run, this
+        assert _points(settings, "fixed_size", document_id) == counts["fixed_size"]
+        assert _points(settings, "recursive", document_id) == len(SECTIONS)
+
+
+# ------------------------------------------------------------------------------------ ownership and leases
+
+
+def test_owner_gone_takes_over_only_dead_or_expired_work():
+    me = this_process()
+    now = datetime.now(UTC)
+    later, earlier = now + timedelta(minutes=5), now - timedelta(seconds=1)
+    assert owner_gone(me.host, me.pid, me.token, earlier, now=now) is False  # our own work, even if late
+    assert owner_gone(None, None, None, None, now=now) is True  # written before leases existed
+    assert owner_gone("other-host", 4242, "t" * 32, later, now=now) is False  # another replica, lease valid
+    assert owner_gone("other-host", 4242, "t" * 32, earlier, now=now) is True  # it stopped renewing
+    assert owner_gone(me.host, _dead_pid(), "t" * 32, later, now=now) is True  # same host, process gone
+    assert owner_gone(me.host, me.pid, "t" * 32, later, now=now) is True  # our pid, another token: a past life
+    assert owner_gone(me.host, os.getppid(), "t" * 32, later, now=now) is False  # a live process on this host
+    # SQLite hands timestamps back naive: they are UTC.
+    assert owner_gone("other-host", 4242, "t" * 32, earlier.replace(tzinfo=None), now=now) is True
+
+
+def _document(database: Database, **values) -> str:
+    document_id = uuid.uuid4().hex
+    with database.session() as session:
+        session.add(
+            DocumentRow(
+                id=document_id, filename=f"{document_id}.md", content_hash="0" * 64, file_size=1,
+                mime_type="text/markdown", parsed_text="x", document_tree={}, status="embedding", **values,
+            )
+        )  # fmt: skip
+    return document_id
+
+
+def _job(database: Database, **values) -> str:
+    job_id = uuid.uuid4().hex
+    with database.session() as session:
+        session.add(JobRow(id=job_id, kind="process", status="running", request={}, **values))
+    return job_id
+
+
+def test_a_starting_replica_recovers_only_dead_or_expired_owners(settings: Settings):
+    database = Database.from_settings(settings)
+    later = datetime.now(UTC) + timedelta(minutes=5)
+    earlier = datetime.now(UTC) - timedelta(minutes=1)
+    me = this_process()
+    live_elsewhere = {"owner_host": "replica-b", "owner_pid": 7, "owner_token": "b" * 32, "lease_expires_at": later}
+    expired = {"owner_host": "replica-c", "owner_pid": 7, "owner_token": "c" * 32, "lease_expires_at": earlier}
+    dead_here = {"owner_host": me.host, "owner_pid": _dead_pid(), "owner_token": "d" * 32, "lease_expires_at": later}
+    mine = {"owner_host": me.host, "owner_pid": me.pid, "owner_token": me.token, "lease_expires_at": later}
+    documents = {name: _document(database, **owner) for name, owner in
+                 {"live": live_elsewhere, "expired": expired, "dead": dead_here, "mine": mine}.items()}  # fmt: skip
+    run_id = uuid.uuid4().hex
+    with database.session() as session:
+        row = session.get(DocumentRow, documents["dead"])
+        row.chunk_counts = {"fixed_size": 3, "semantic": 5}
+        row.processing_run = {"strategies": ["fixed_size"], "corpus_model_id": "all-MiniLM-L6-v2",
+                              "strategy_run_ids": [run_id]}  # fmt: skip
+        session.add(StrategyRunRow(id=run_id, document_id=documents["dead"], strategy_name="fixed_size",
+                                   status="completed", corpus_model_id="all-MiniLM-L6-v2"))  # fmt: skip
+    job_ids = {name: _job(database, **owner) for name, owner in
+               {"live": live_elsewhere, "expired": expired, "dead": dead_here, "mine": mine}.items()}  # fmt: skip
+
+    # At least these two each (a shared PostgreSQL may hold other tests' expired work too).
+    assert processing.fail_interrupted(database, settings) >= 2
+    assert jobs.fail_interrupted(database) >= 2
+    with database.session() as session:
+        status = {name: session.get(DocumentRow, i).status for name, i in documents.items()}
+        assert status == {"live": "embedding", "expired": "failed", "dead": "failed", "mine": "embedding"}
+        recovered = session.get(DocumentRow, documents["dead"])
+        assert recovered.chunk_counts == {"semantic": 5}  # the interrupted strategy's points are gone
+        assert recovered.processing_run is None and recovered.owner_token is None
+        assert session.get(StrategyRunRow, run_id) is None
+        job_status = {name: session.get(JobRow, i).status for name, i in job_ids.items()}
+        assert job_status == {"live": "running", "expired": "failed", "dead": "failed", "mine": "running"}
+    database.dispose()
+
+
+def test_a_job_carries_its_owner_and_a_lease_that_is_renewed(settings: Settings):
+    database = Database.from_settings(settings)
+    runner = jobs.JobRunner(database, lease_s=3)  # renewed every second
+    try:
+        started = datetime.now(UTC)
+        release = threading.Event()
+        row = runner.submit(kind="test", tenant_id="default", document_id=None, request={},
+                            work=lambda progress: {"done": release.wait(timeout=60)})  # fmt: skip
+
+        def lease() -> datetime:
+            with database.session() as session:
+                job = session.get(JobRow, row.id)
+                assert (job.owner_host, job.owner_pid, job.owner_token) == tuple(vars(this_process()).values())
+                stamp = job.lease_expires_at
+                return stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp
+
+        first = lease()
+        assert first >= started + timedelta(seconds=3)
+        _wait_for(lambda: lease() > first, "the lease to be renewed", timeout_s=60)
+        release.set()
+        runner.wait_idle()
+    finally:
+        runner.shutdown()
+        database.dispose()

@@ -22,6 +22,8 @@ from chunkbench.errors import ChunkbenchError
 from chunkbench.evaluation.routes import router as questions_router
 from chunkbench.jobs import service as jobs
 from chunkbench.jobs.routes import router as jobs_router
+from chunkbench.rag import service as rag
+from chunkbench.rag.routes import router as rag_router
 from chunkbench.retrieval.routes import chat_router, serving_router
 from chunkbench.retrieval.routes import router as queries_router
 from chunkbench.storage.db import Database
@@ -60,6 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.semantic_cache = rag.build_cache(settings)
     app.include_router(documents_router)
     app.include_router(processing_router)
     app.include_router(jobs_router)
@@ -69,6 +72,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(chat_router)
     app.include_router(serving_router)
     app.include_router(benchmarks_router)
+    app.include_router(rag_router)
     web.mount(app)
     _install_error_handlers(app)
 

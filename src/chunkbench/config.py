@@ -98,6 +98,15 @@ class Settings(BaseSettings):
     synthetic_excerpt_min_similarity: float = Field(0.36, ge=-1, le=1)
     synthetic_duplicate_similarity: float = Field(0.78, gt=0, le=1)
 
+    # The RAG service (``POST /v1/query``): a query whose prompt-injection risk reaches the threshold is refused;
+    # the semantic cache answers a repeated (exact) or paraphrased (cosine >= cache_similarity) question of the
+    # same tenant, session and top_k for cache_ttl_s, holding at most cache_max_entries answers (LRU).
+    injection_threshold: float = Field(0.5, gt=0, le=1)
+    cache_enabled: bool = True
+    cache_similarity: float = Field(0.98, gt=0, le=1)
+    cache_ttl_s: float = Field(3600, gt=0)
+    cache_max_entries: int = Field(1000, ge=1)
+
     log_level: str = "INFO"
 
     @field_validator("prices")

@@ -33,6 +33,7 @@ from chunkbench.errors import ChunkbenchError, ChunkingError, DocumentNotFoundEr
 from chunkbench.jobs.service import Progress
 from chunkbench.llm.contextual import make_prefixer
 from chunkbench.models import DocumentState, DocumentTree, StrategyName
+from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
 from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.schema import DocumentRow, StrategyRunRow
@@ -135,6 +136,8 @@ def _fail_document(database: Database, process_plan: ProcessPlan, reason: str) -
         row = DocumentRepository(session, process_plan.tenant_id).get_optional(process_plan.document_id)
         if row is not None and row.status in (DocumentState.CHUNKING.value, DocumentState.EMBEDDING.value):
             DocumentRepository.transition(row, DocumentState.FAILED, error=reason)
+        # Vectors may have been replaced before the failure: answers cached before are stale.
+        corpus_generation.bump(session, process_plan.tenant_id)
 
 
 def _run_strategy(
@@ -253,9 +256,13 @@ def _finish(
                 reasons = "; ".join(f"{o.strategy.value}: {o.message}" for o in failed)
                 DocumentRepository.transition(row, DocumentState.FAILED, error=reasons)
             status = row.status
+            # The tenant's searchable corpus changed (new, replaced or stale vectors): cached answers are stale.
+            corpus_generation.bump(session, process_plan.tenant_id)
     except DocumentNotFoundError:
         # Deleted while processing: its fresh vectors must not outlive it.
         store.delete_document(process_plan.tenant_id, process_plan.document_id)
+        with database.session() as session:
+            corpus_generation.bump(session, process_plan.tenant_id)
         raise
     return ProcessOut(
         document_id=process_plan.document_id,

@@ -258,3 +258,13 @@ def test_the_bounds_themselves_are_accepted(indexed):
     body = _ask(indexed, "x" * 4000, top_k=20, max_tokens=2048)
     assert body["cached"] is False
     assert _ask(indexed, "y", top_k=1, max_tokens=1)["blocked"] is False
+
+
+def test_top_k_defaults_to_the_tenants_serving_configuration(indexed):
+    assert indexed.post("/api/index", files={"file": ("contacts.md", CONTACTS.encode())}).status_code == 200
+    everything = indexed.get("/api/health").json()["documents_indexed"]  # chunks of both documents
+    assert 2 < everything < 5
+    assert len(_ask(indexed, QUESTION)["sources"]) == everything  # default top_k 5
+    assert indexed.put("/admin/serving", json={"top_k": 1}).status_code == 200
+    assert len(_ask(indexed, QUESTION)["sources"]) == 1
+    assert len(_ask(indexed, QUESTION, top_k=2)["sources"]) == 2

@@ -11,7 +11,7 @@ class RAGRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=4000)
-    top_k: int = Field(5, ge=1, le=20)
+    top_k: int | None = Field(None, ge=1, le=20, description="Default: the serving configuration's top_k")
     max_tokens: int = Field(512, ge=1, le=2048, description="Bounds the answer (LLM completion or extractive)")
     session_id: str | None = Field(None, min_length=1, max_length=128, description="Cached answers stay per session")
 

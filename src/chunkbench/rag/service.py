@@ -101,7 +101,8 @@ def answer_query(
         corpus = get_spec(config.corpus_model_id)
         # One embedding of the sanitised query at most, shared by the cache lookup, the retrieval and the entry.
         query_vector = _QueryVector(lambda: embedding.embed_query(corpus, query, settings))
-        scope = CacheScope(tenant_id, request.session_id, request.top_k, fingerprint(config))
+        top_k = request.top_k or config.top_k
+        scope = CacheScope(tenant_id, request.session_id, top_k, fingerprint(config))
         if settings.cache_enabled:
             hit = cache.get(scope, query, generation=generation, vector=query_vector)
             if hit is not None:
@@ -113,7 +114,7 @@ def answer_query(
                 )  # fmt: skip
 
         found = answer_from_corpus(
-            settings, store, config, query, tenant_id=tenant_id, top_k=request.top_k, query_vector=query_vector.value,
+            settings, store, config, query, tenant_id=tenant_id, top_k=top_k, query_vector=query_vector.value,
             max_tokens=request.max_tokens,
         )  # fmt: skip
         answer = redact(found.result.text, _POLICY, _DETECTORS)

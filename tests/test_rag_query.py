@@ -268,3 +268,12 @@ def test_top_k_defaults_to_the_tenants_serving_configuration(indexed):
     assert indexed.put("/admin/serving", json={"top_k": 1}).status_code == 200
     assert len(_ask(indexed, QUESTION)["sources"]) == 1
     assert len(_ask(indexed, QUESTION, top_k=2)["sources"]) == 2
+
+
+def test_wiping_a_collection_invalidates_every_tenants_cache(indexed):
+    first = _ask(indexed, QUESTION)
+    assert first["sources"] and _ask(indexed, QUESTION)["cached"] is True
+    (collection,) = [c["name"] for c in indexed.get("/admin/qdrant/collections").json() if c["points"]]
+    assert indexed.post(f"/admin/qdrant/collections/{collection}/wipe").status_code == 204
+    after = _ask(indexed, QUESTION)
+    assert after["cached"] is False and after["sources"] == [] and after["answer"] == NOT_ENOUGH_INFORMATION

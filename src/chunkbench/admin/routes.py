@@ -14,6 +14,7 @@ from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import get_spec
 from chunkbench.models import StrategyName
 from chunkbench.schemas import ErrorOut
+from chunkbench.storage import corpus_generation
 
 router = APIRouter(prefix="/admin", tags=["admin"], responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}})
 
@@ -58,15 +59,17 @@ def create_collection(body: CollectionIn, store: VectorStoreDep) -> CollectionOu
 
 
 @router.post("/qdrant/collections/{name}/wipe", status_code=status.HTTP_204_NO_CONTENT)
-def wipe_collection(name: str, store: VectorStoreDep) -> Response:
+def wipe_collection(name: str, store: VectorStoreDep, session: SessionDep) -> Response:
     """Delete every point, keep the collection."""
     store.wipe_collection(name)
+    corpus_generation.bump_all(session)  # every tenant's cached answers may have come from it
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.delete("/qdrant/collections/{name}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_collection(name: str, store: VectorStoreDep) -> Response:
+def delete_collection(name: str, store: VectorStoreDep, session: SessionDep) -> Response:
     store.delete_collection(name)
+    corpus_generation.bump_all(session)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import select
+from sqlalchemy import select, union
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from chunkbench.storage.app_settings import AppSettingsRepository
-from chunkbench.storage.schema import AppSettingRow
+from chunkbench.storage.schema import AppSettingRow, DocumentRow
 
 _PREFIX = "corpus_generation:"
 INITIAL = "initial"  # a tenant whose documents never changed since generations exist
@@ -36,3 +36,17 @@ def bump(session: Session, tenant_id: str) -> str:
     token = uuid.uuid4().hex
     AppSettingsRepository(session).set(key(tenant_id), token)
     return token
+
+
+def bump_all(session: Session) -> int:
+    """A fresh generation for every tenant with documents or a generation (a whole collection changed)."""
+    tenants = session.scalars(
+        union(
+            select(DocumentRow.tenant_id).distinct(),
+            select(AppSettingRow.key).where(AppSettingRow.key.startswith(_PREFIX, autoescape=True)),
+        )
+    ).all()
+    names = {tenant.removeprefix(_PREFIX) for tenant in tenants}
+    for tenant_id in names:
+        bump(session, tenant_id)
+    return len(names)

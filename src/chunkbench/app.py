@@ -33,6 +33,8 @@ from chunkbench.observability.context import REQUEST_ID_HEADER, request_id_of
 from chunkbench.observability.middleware import ObservabilityMiddleware
 from chunkbench.observability.routes import router as observability_router
 from chunkbench.plugins import load_plugins
+from chunkbench.rag import service as rag
+from chunkbench.rag.routes import router as rag_router
 from chunkbench.retrieval.routes import chat_router, serving_router
 from chunkbench.retrieval.routes import router as queries_router
 from chunkbench.storage.db import Database
@@ -77,6 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         dependencies=[Depends(authenticate)],
     )
     app.state.settings = settings
+    app.state.semantic_cache = rag.build_cache(settings)
     app.include_router(documents_router)
     app.include_router(processing_router)
     app.include_router(jobs_router)
@@ -87,6 +90,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(serving_router)
     app.include_router(benchmarks_router)
     app.include_router(observability_router)
+    app.include_router(rag_router)
     web.mount(app)
     _install_error_handlers(app)
     app.add_middleware(

@@ -465,9 +465,13 @@ def _collection_op(name: str, operation: str, yes: bool, as_json: bool) -> None:
         if as_json:
             raise fail(ChunkbenchError(f"Add --yes to {operation} without a confirmation prompt."), as_json)
         typer.confirm(f"{operation.capitalize()} collection {name}?", abort=True)
-    store = vector_store(get_settings())
+    from chunkbench.admin.service import clear_collection
+
+    settings, database = open_database()
+    store = vector_store(settings)
     try:
-        store.wipe_collection(name) if operation == "wipe" else store.delete_collection(name)
+        with database.session() as session:
+            clear_collection(session, store, name, delete=operation == "delete")
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc
     if as_json:

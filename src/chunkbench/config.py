@@ -131,6 +131,14 @@ class Settings(BaseSettings):
     )
     pii_keep_role_mailboxes: bool = True
 
+    # The RAG service (``POST /v1/query``): a query whose prompt-injection risk reaches the threshold is refused;
+    # the semantic cache answers a repeated (exact) or paraphrased (cosine >= cache_similarity) question of the
+    # same tenant, session and top_k for cache_ttl_s, holding at most cache_max_entries answers (LRU).
+    cache_enabled: bool = True
+    cache_similarity: float = Field(0.98, gt=0, le=1)
+    cache_ttl_s: float = Field(3600, gt=0)
+    cache_max_entries: int = Field(1000, ge=1)
+
     log_level: str = "INFO"
     # ``chunkbench serve`` logs: json = one JSON object per line (for a log collector), text = for people,
     # auto = text on a terminal, JSON otherwise (a service manager, a container, a pipe).

@@ -58,15 +58,15 @@ def create_collection(body: CollectionIn, store: VectorStoreDep) -> CollectionOu
 
 
 @router.post("/qdrant/collections/{name}/wipe", status_code=status.HTTP_204_NO_CONTENT)
-def wipe_collection(name: str, store: VectorStoreDep) -> Response:
+def wipe_collection(name: str, store: VectorStoreDep, session: SessionDep) -> Response:
     """Delete every point, keep the collection."""
-    store.wipe_collection(name)
+    service.clear_collection(session, store, name, delete=False)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.delete("/qdrant/collections/{name}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_collection(name: str, store: VectorStoreDep) -> Response:
-    store.delete_collection(name)
+def delete_collection(name: str, store: VectorStoreDep, session: SessionDep) -> Response:
+    service.clear_collection(session, store, name, delete=True)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 

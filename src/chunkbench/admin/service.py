@@ -12,9 +12,17 @@ from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
 from chunkbench.llm.client import get_llm_client
 from chunkbench.models import StrategyName
+from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
 from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.vectors import VectorStore, collection_name, get_vector_store
+
+
+def clear_collection(session: Session, store: VectorStore, name: str, *, delete: bool) -> None:
+    """Wipe a collection's points (``delete=False``) or drop it; every tenant's cached answers may have come from
+    it, so every tenant's corpus generation changes (API and CLI alike)."""
+    store.delete_collection(name) if delete else store.wipe_collection(name)
+    corpus_generation.bump_all(session)
 
 
 def chunk_preview(

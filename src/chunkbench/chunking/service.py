@@ -37,6 +37,7 @@ from chunkbench.jobs.service import Progress
 from chunkbench.llm.contextual import make_prefixer
 from chunkbench.models import DocumentState, DocumentTree, StrategyName
 from chunkbench.observability.metrics import INJECTIONS_FLAGGED_CHUNKS
+from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
 from chunkbench.storage.ownership import Heartbeat, lease_until, owner_gone, this_process
 from chunkbench.storage.repositories import DocumentRepository
@@ -174,6 +175,8 @@ def _fail_document(database: Database, process_plan: ProcessPlan, reason: str) -
         if row is not None and row.status in (DocumentState.CHUNKING.value, DocumentState.EMBEDDING.value):
             DocumentRepository.transition(row, DocumentState.FAILED, error=reason)
             _release(row)
+        # Vectors may have been replaced before the failure: answers cached before are stale.
+        corpus_generation.bump(session, process_plan.tenant_id)
 
 
 def _run_strategy(
@@ -317,9 +320,13 @@ def _finish(
                 DocumentRepository.transition(row, DocumentState.FAILED, error=reasons)
             _release(row)
             status = row.status
+            # The tenant's searchable corpus changed (new, replaced or stale vectors): cached answers are stale.
+            corpus_generation.bump(session, process_plan.tenant_id)
     except DocumentNotFoundError:
         # Deleted while processing: its fresh vectors must not outlive it.
         store.delete_document(process_plan.tenant_id, process_plan.document_id)
+        with database.session() as session:
+            corpus_generation.bump(session, process_plan.tenant_id)
         raise
     return ProcessOut(
         document_id=process_plan.document_id,
@@ -408,4 +415,5 @@ def fail_interrupted(database: Database, settings: Settings) -> int:
             row.chunk_counts = {k: v for k, v in (row.chunk_counts or {}).items() if k not in strategies}
             DocumentRepository.transition(row, DocumentState.FAILED, error=INTERRUPTED_MESSAGE)
             _release(row)
+            corpus_generation.bump(session, row.tenant_id)  # its points are gone: cached answers are stale
     return len(runs)

@@ -26,6 +26,7 @@ from chunkbench.errors import (
     PathOutsideDataDirError,
 )
 from chunkbench.models import DocumentState, ParseResult
+from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
 from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.schema import DocumentRow
@@ -114,6 +115,7 @@ def ingest_file(
         replaced_id = existing.id
         repo.delete(existing)
     row = repo.add(_new_row(filename, content_hash, size, parser.mime_type, parsed))
+    corpus_generation.bump(session, tenant_id)  # in the same transaction as the change
     return IngestResult(
         filename,
         IngestOutcome.REPLACED if replaced_id else IngestOutcome.CREATED,
@@ -180,14 +182,17 @@ def _ingest_committed(database: Database, settings: Settings, path: Path, *, ten
     with database.session() as session:
         result = ingest_file(session, settings, path, tenant_id=tenant_id)
     if result.replaced_id is not None:
-        _forget_vectors(settings, tenant_id, result.replaced_id)
+        _forget_vectors(database, settings, tenant_id, result.replaced_id)
     return result
 
 
-def _forget_vectors(settings: Settings, tenant_id: str, document_id: str) -> None:
+def _forget_vectors(database: Database, settings: Settings, tenant_id: str, document_id: str) -> None:
     # After the SQL commit (DESIGN: deletes flip SQL first): a crash in between leaves unreachable
     # vectors of a document that no longer exists, never a document without its vectors.
     get_vector_store(settings).delete_document(tenant_id, document_id)
+    # Bumped again: an answer cached between the commit and now could still have seen those vectors.
+    with database.session() as session:
+        corpus_generation.bump(session, tenant_id)
 
 
 def discover_files(paths: Iterable[Path]) -> Iterator[Path]:
@@ -261,7 +266,8 @@ def delete(database: Database, settings: Settings, document_id: str, *, tenant_i
         repo = DocumentRepository(session, tenant_id)
         row = repo.get(document_id)
         repo.delete(row)
-    _forget_vectors(settings, tenant_id, document_id)
+        corpus_generation.bump(session, tenant_id)
+    _forget_vectors(database, settings, tenant_id, document_id)
     return row
 
 

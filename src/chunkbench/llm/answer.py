@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from chunkbench.chunking.tokens import get_tokenizer
 from chunkbench.llm.client import LlmClient
 from chunkbench.llm.extractive import Embedder, answer_extractively
 from chunkbench.llm.prompts import NOT_ENOUGH_INFORMATION, rag_answer_messages
@@ -42,23 +43,41 @@ def parse_citations(text: str, valid: Sequence[int]) -> list[int]:
     return cited
 
 
+def truncate_tokens(text: str, max_tokens: int) -> str:
+    """``text`` cut after its first ``max_tokens`` cl100k tokens (at the source characters, never mid-character)."""
+    _ids, offsets = get_tokenizer().boundaries(text)
+    if len(offsets) - 1 <= max_tokens:
+        return text
+    return text[: int(offsets[max_tokens])].rstrip()
+
+
 def generate_answer(
-    question: str, passages: Sequence[tuple[int, str]], *, client: LlmClient | None, embed: Embedder
+    question: str,
+    passages: Sequence[tuple[int, str]],
+    *,
+    client: LlmClient | None,
+    embed: Embedder,
+    max_tokens: int | None = None,
 ) -> AnswerResult:
-    """Answer from numbered ``(source_number, text)`` passages; no passages → the not-enough-information answer."""
+    """Answer from numbered ``(source_number, text)`` passages; no passages → the not-enough-information answer.
+
+    ``max_tokens`` bounds the answer: the LLM's completion, or the extractive answer cut at that many cl100k tokens.
+    """
     passages = [(number, text) for number, text in passages if text.strip()]
     if not passages:
         return AnswerResult(NOT_ENOUGH_INFORMATION, "none")
     if client is None:
         started = time.perf_counter()
         extractive = answer_extractively(question, passages, embed)
+        text = extractive.text if max_tokens is None else truncate_tokens(extractive.text, max_tokens)
+        citations = extractive.citations if text == extractive.text else parse_citations(text, extractive.citations)
         return AnswerResult(
-            extractive.text,
+            text,
             "extractive",
             latency_ms=(time.perf_counter() - started) * 1000,
-            citations=extractive.citations,
+            citations=citations,
         )
-    result = client.chat(rag_answer_messages(question, passages), temperature=0.0)
+    result = client.chat(rag_answer_messages(question, passages), temperature=0.0, max_tokens=max_tokens)
     return AnswerResult(
         text=result.text,
         mode="llm",

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
 from sqlalchemy import select
 
 from chunkbench.chunking import service as processing
@@ -15,12 +17,13 @@ from chunkbench.documents import service as documents
 from chunkbench.documents.service import IngestOutcome, IngestResult
 from chunkbench.embedding.registry import get_spec
 from chunkbench.errors import ChunkbenchError
-from chunkbench.llm.answer import generate_answer
+from chunkbench.guard.injection import InjectionVerdict
+from chunkbench.llm.answer import AnswerResult, generate_answer
 from chunkbench.llm.client import get_llm_client
 from chunkbench.retrieval import service as queries
 from chunkbench.retrieval.context import ChunkGuard
 from chunkbench.retrieval.schemas import ChatHealthOut, ChatIndexOut, ChatQueryOut, ChatSourceOut, ServingConfig
-from chunkbench.retrieval.search import RetrieverName
+from chunkbench.retrieval.search import RetrievedChunk, RetrieverName
 from chunkbench.retrieval.serving import get_serving_config
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DocumentRow
@@ -29,9 +32,56 @@ from chunkbench.storage.vectors import VectorStore
 _SOURCE_PREVIEW_CHARS = 200
 
 
-def _serving(database: Database) -> ServingConfig:
+def _serving(database: Database, tenant_id: str) -> ServingConfig:
     with database.session() as session:
-        return get_serving_config(session)
+        return get_serving_config(session, tenant_id)
+
+
+@dataclass(frozen=True)
+class CorpusAnswer:
+    """An answer over a tenant's whole corpus, the hits it came from and the question's Corpus-model vector."""
+
+    result: AnswerResult
+    hits: list[RetrievedChunk]
+    query_vector: np.ndarray | None
+    # The prompt-injection verdict of each hit, in order (the context builder marked or dropped flagged ones).
+    verdicts: list[InjectionVerdict]
+
+
+def answer_from_corpus(
+    settings: Settings,
+    store: VectorStore,
+    config: ServingConfig,
+    question: str,
+    *,
+    tenant_id: str,
+    top_k: int | None = None,
+    query_vector: np.ndarray | None = None,
+    max_tokens: int | None = None,
+) -> CorpusAnswer:
+    """Search every document of the tenant with ``config`` and answer (shared by ``/api/query`` and ``/v1/query``).
+
+    ``query_vector``: the question's vector from ``config``'s Corpus model when the caller has it already.
+    """
+    corpus = get_spec(config.corpus_model_id)
+    clock = queries.Stopwatch()
+    hits, vector = queries.search_stage(
+        settings, store, clock, question=question, strategy=config.strategy, corpus=corpus,
+        retriever=RetrieverName(config.retriever), tenant_id=tenant_id, document_id=None,
+        top_k=top_k or config.top_k, score_floor=settings.score_floor, query_vector=query_vector,
+    )  # fmt: skip
+    client = get_llm_client(settings)
+    guard = ChunkGuard.from_settings(settings)
+    verdicts = [guard.chunk_verdict(hit) for hit in hits]
+    passages = [(number, hit.text) for number, hit in enumerate(hits, start=1)]
+    result = generate_answer(
+        question,
+        guard.passages(passages, verdicts, for_llm=client is not None),
+        client=client,
+        embed=queries.corpus_embedder(corpus, settings, question, vector),
+        max_tokens=max_tokens,
+    )
+    return CorpusAnswer(result, hits, vector, verdicts)
 
 
 def _index(
@@ -65,7 +115,7 @@ def index_upload(
     database: Database, settings: Settings, store: VectorStore, stream: BinaryIO, filename: str, *, tenant_id: str
 ) -> ChatIndexOut:
     """``POST /api/index``: same filename replaces, same bytes change nothing (idempotent)."""
-    config = _serving(database)
+    config = _serving(database, tenant_id)
     result = documents.ingest_upload(database, settings, stream, filename, tenant_id=tenant_id)
     count = _index(database, settings, store, result, config, tenant_id)
     return ChatIndexOut(
@@ -77,7 +127,7 @@ def index_directory(
     database: Database, settings: Settings, store: VectorStore, relative: str, *, tenant_id: str
 ) -> ChatIndexOut:
     """``POST /api/index-directory``: every supported file under a folder of the data directory."""
-    config = _serving(database)
+    config = _serving(database, tenant_id)
     total, indexed, failures = 0, 0, []
     for result in documents.index_directory(database, settings, relative, tenant_id=tenant_id):
         if result.error is not None:
@@ -99,27 +149,10 @@ def answer(
 ) -> ChatQueryOut:
     """``POST /api/query``: search every document of the tenant with the serving configuration, then answer."""
     started = time.perf_counter()
-    config = _serving(database)
-    corpus = get_spec(config.corpus_model_id)
-    clock = queries.Stopwatch()
-    hits, query_vector = queries.search_stage(
-        settings, store, clock, question=question, strategy=config.strategy, corpus=corpus,
-        retriever=RetrieverName(config.retriever), tenant_id=tenant_id, document_id=None,
-        top_k=top_k or config.top_k, score_floor=settings.score_floor,
-    )  # fmt: skip
-    client = get_llm_client(settings)
-    guard = ChunkGuard.from_settings(settings)
-    verdicts = [guard.chunk_verdict(hit) for hit in hits]
-    result = generate_answer(
-        question,
-        guard.passages(
-            [(number, hit.text) for number, hit in enumerate(hits, start=1)], verdicts, for_llm=client is not None
-        ),
-        client=client,
-        embed=queries.corpus_embedder(corpus, settings, question, query_vector),
-    )
+    config = _serving(database, tenant_id)
+    found = answer_from_corpus(settings, store, config, question, tenant_id=tenant_id, top_k=top_k)
     return ChatQueryOut(
-        answer=result.text,
+        answer=found.result.text,
         sources=[
             ChatSourceOut(
                 text=hit.text[:_SOURCE_PREVIEW_CHARS],
@@ -127,7 +160,7 @@ def answer(
                 source=hit.document_name,
                 injection_flagged=verdict.flagged,
             )
-            for hit, verdict in zip(hits, verdicts, strict=True)
+            for hit, verdict in zip(found.hits, found.verdicts, strict=True)
         ],
         latency_ms=round((time.perf_counter() - started) * 1000, 1),
     )
@@ -135,7 +168,7 @@ def answer(
 
 def health(database: Database, settings: Settings, *, tenant_id: str) -> ChatHealthOut:
     """Chunks indexed under the serving configuration, and whether the configured LLM answers."""
-    config = _serving(database)
+    config = _serving(database, tenant_id)
     with database.session() as session:
         rows = session.scalars(
             select(DocumentRow).where(

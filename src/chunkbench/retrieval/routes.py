@@ -102,11 +102,12 @@ def chat_health(database: DatabaseDep, settings: SettingsDep, tenant_id: TenantD
 
 
 @serving_router.get("/serving", response_model=ServingConfig)
-def get_serving(session: SessionDep) -> ServingConfig:
-    """The configuration the chatbot API answers from."""
-    return get_serving_config(session)
+def get_serving(session: SessionDep, tenant_id: TenantDep) -> ServingConfig:
+    """The configuration the caller's tenant is answered from (``/api/query``, ``/v1/query``)."""
+    return get_serving_config(session, tenant_id)
 
 
 @serving_router.put("/serving", response_model=ServingConfig, responses=_ERRORS)
-def put_serving(body: ServingConfig, session: SessionDep) -> ServingConfig:
-    return set_serving_config(session, body)
+def put_serving(body: ServingConfig, session: SessionDep, tenant_id: TenantDep) -> ServingConfig:
+    """Set the caller's tenant's configuration (other tenants keep theirs, or the global default)."""
+    return set_serving_config(session, body, tenant_id)

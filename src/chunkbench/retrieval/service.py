@@ -164,10 +164,12 @@ def search_stage(
     document_id: str | None,
     top_k: int,
     score_floor: float | None,
+    query_vector: np.ndarray | None = None,
 ) -> tuple[list[RetrievedChunk], np.ndarray | None]:
-    """Embed the question (unless BM25 alone) and search, timing both; the hits and the question's vector."""
-    vector = None
-    if get_retriever(retriever).needs_query_vector:
+    """Embed the question (unless BM25 alone, or ``query_vector`` is the Corpus model's vector of it already)
+    and search, timing both; the hits and the question's vector."""
+    vector = query_vector
+    if vector is None and get_retriever(retriever).needs_query_vector:
         with clock.stage("embed"):
             vector = embedding.embed_query(corpus, question, settings)
     with clock.stage("search"):

@@ -1,0 +1,75 @@
+"""API models of the RAG service (seed 003 RAGRequest → RAGResponse, the query sanitised)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class RAGRequest(BaseModel):
+    """One question to the tenant's whole corpus. The tenant comes from the caller's credentials, never the body."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=4000)
+    top_k: int | None = Field(None, ge=1, le=20, description="Default: the serving configuration's top_k")
+    max_tokens: int = Field(512, ge=1, le=2048, description="Bounds the answer (LLM completion or extractive)")
+    session_id: str | None = Field(None, min_length=1, max_length=128, description="Cached answers stay per session")
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the query is blank")
+        return value
+
+
+class RAGSource(BaseModel):
+    """A passage the answer was built from; its text with PII redacted."""
+
+    number: int
+    chunk_id: str
+    document_id: str
+    filename: str
+    score: float | None
+    text: str
+    # A passage with instructions in it (indirect prompt injection): marked or dropped in the LLM's context.
+    injection_flagged: bool = False
+    injection_action: Literal["none", "marked", "dropped", "passed"] = "none"
+
+
+class RAGResponse(BaseModel):
+    """The answer. ``query`` is the sanitised question (PII redacted), never the raw one."""
+
+    query: str
+    answer: str
+    answer_mode: str = Field(description="llm | extractive | none | refused")
+    sources: list[RAGSource]
+    latency_ms: float
+    cached: bool
+    cache_hit: str | None = Field(None, description="exact | semantic when cached")
+    request_id: str
+    blocked: bool = Field(False, description="Refused by the prompt-injection guard (no retrieval happened)")
+    pii_redacted: dict[str, int] = Field(
+        default_factory=dict, description="PII entities redacted from the query, by type"
+    )
+
+
+class CacheStatsOut(BaseModel):
+    """The caller's tenant's semantic-cache figures in this API process."""
+
+    enabled: bool
+    entries: int
+    hits_exact: int
+    hits_semantic: int
+    misses: int
+    hit_rate: float
+    evictions: dict[str, int] = Field(description="lru, expired, invalidated (the corpus changed)")
+    max_entries: int
+    ttl_s: float
+    similarity: float
+
+
+class CacheClearOut(BaseModel):
+    cleared: int

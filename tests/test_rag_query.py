@@ -277,3 +277,20 @@ def test_wiping_a_collection_invalidates_every_tenants_cache(indexed):
     assert indexed.post(f"/admin/qdrant/collections/{collection}/wipe").status_code == 204
     after = _ask(indexed, QUESTION)
     assert after["cached"] is False and after["sources"] == [] and after["answer"] == NOT_ENOUGH_INFORMATION
+
+
+def test_a_chunk_with_planted_instructions_is_marked_in_the_llm_context_and_reported(settings):
+    """Indirect injection: the document's flagged passage reaches the LLM only inside the warning wrapper."""
+    from test_injection_chunks import INJECTION, POLICY_DOC
+
+    with running_fake_openai() as server:
+        settings.llm_base_url, settings.llm_model, settings.llm_max_retries = server.url, "fake-model", 0
+        server.script(Reply("Trains under five hours [Source 1]."))
+        with TestClient(create_app(settings)) as client:
+            assert client.post("/api/index", files={"file": ("travel.md", POLICY_DOC.encode())}).status_code == 200
+            body = _ask(client, "When is train travel preferred?")
+    flagged = [source for source in body["sources"] if source["injection_flagged"]]
+    assert len(flagged) == 1 and flagged[0]["injection_action"] == "marked"
+    prompt = server.chat_requests[-1].body["messages"][-1]["content"]
+    start, end = prompt.index("<<<flagged passage>>>"), prompt.index("<<<end of flagged passage>>>")
+    assert start < prompt.index(INJECTION) < end

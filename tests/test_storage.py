@@ -14,6 +14,7 @@ from chunkbench.models import DocumentState
 from chunkbench.storage.db import MIGRATIONS_DIR, Database
 from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.schema import Base, DocumentRow, QueryRow
+from pgtest import ON_POSTGRES, SQLITE_ONLY
 
 
 @pytest.fixture
@@ -40,6 +41,7 @@ def test_migrations_create_the_seed_tables_and_match_the_orm(database):
     assert diff == [], f"ORM and migrations disagree: {diff}"
 
 
+@pytest.mark.skipif(ON_POSTGRES, reason=SQLITE_ONLY)
 def test_sqlite_runs_in_wal_mode_with_foreign_keys(database):
     with database.engine.connect() as connection:
         assert connection.execute(text("PRAGMA journal_mode")).scalar() == "wal"

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from chunkbench import __version__
 from chunkbench.admin.routes import router as admin_router
@@ -24,7 +24,7 @@ from chunkbench.jobs import service as jobs
 from chunkbench.jobs.routes import router as jobs_router
 from chunkbench.retrieval.routes import chat_router, serving_router
 from chunkbench.retrieval.routes import router as queries_router
-from chunkbench.storage.db import Database
+from chunkbench.storage.db import Database, is_connection_error, unavailable
 from chunkbench.storage.vectors import close_vector_stores
 from chunkbench.web import routes as web
 
@@ -98,6 +98,15 @@ def _install_error_handlers(app: FastAPI) -> None:
             status_code=409,
             content={"error": "conflict", "message": "A concurrent change touched the same record; retry."},
         )
+
+    @app.exception_handler(DBAPIError)
+    async def database_error(request: Request, exc: DBAPIError) -> JSONResponse:
+        if is_connection_error(exc):
+            # The database server is down or unreachable: a 503 naming it, not a traceback.
+            logger.error("database unavailable: %s", exc.orig)
+            error = unavailable(request.app.state.settings.sqlalchemy_url, exc)
+            return JSONResponse(status_code=error.status_code, content=error.to_dict())
+        return await unexpected_error(request, exc)
 
     @app.exception_handler(Exception)
     async def unexpected_error(_request: Request, exc: Exception) -> JSONResponse:

@@ -10,6 +10,10 @@ import time
 
 import httpx
 import pytest
+from sqlalchemy import select
+
+from chunkbench.storage.db import create_db_engine
+from chunkbench.storage.schema import DocumentRow
 
 
 def _free_port() -> int:
@@ -46,13 +50,18 @@ def server(tmp_path):
         process.wait(timeout=20)
 
 
-def test_served_app_accepts_uploads_and_documents_itself(server):
+def test_served_app_accepts_uploads_and_documents_itself(server, settings):
     base, data_dir = server
+    assert settings.data_dir == data_dir  # so settings name the database the server process uses
     assert "swagger" in httpx.get(f"{base}/docs").text.lower()
     response = httpx.post(f"{base}/documents", files={"file": ("a.md", b"# Title\n\nBody text here.")})
     assert response.status_code == 201, response.text
     assert response.json()["document"]["heading_count"] == 1
-    assert (data_dir / "chunkbench.db").exists()
+    # Stored in the metadata store the environment names: the SQLite file, or the test's PostgreSQL database.
+    engine = create_db_engine(settings.sqlalchemy_url)
+    with engine.connect() as connection:
+        assert connection.execute(select(DocumentRow.filename)).scalars().all() == ["a.md"]
+    engine.dispose()
     refused = httpx.post(f"{base}/documents", files={"file": ("a.exe", b"MZ")})
     assert refused.status_code == 415
     assert httpx.get(f"{base}/documents").json()["total"] == 1

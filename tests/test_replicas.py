@@ -9,6 +9,8 @@ Qdrant server that real replicas share through CHUNKBENCH_QDRANT_URL.
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 import time
 
@@ -17,12 +19,13 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 from chunkbench.app import create_app
+from chunkbench.benchmarking import runner
 from chunkbench.config import Settings
 from chunkbench.errors import DatabaseUnavailableError, InvalidStateTransitionError
 from chunkbench.models import DocumentState
 from chunkbench.storage.db import Database, create_db_engine, migrate
 from chunkbench.storage.repositories import DocumentRepository
-from chunkbench.storage.schema import DEFAULT_TENANT
+from chunkbench.storage.schema import DEFAULT_TENANT, ExperimentRow
 from pgtest import ON_POSTGRES
 from test_queries import HANDBOOK
 
@@ -177,3 +180,20 @@ def test_a_database_lost_while_serving_answers_503_with_the_host(client):
     finally:
         client.app.state.database.dispose()
         client.app.state.database, settings.database_url = serving, kept_url
+
+
+def test_a_restarted_container_reusing_the_pid_still_finds_its_killed_benchmark(client):
+    # In a container the server has the same pid after every restart: a "running" Experiment recorded under this
+    # host and pid, that this process never claimed, was left by the killed previous incarnation.
+    document_id = client.post("/documents", files={"file": ("handbook.md", HANDBOOK.encode())}).json()["document"]["id"]
+    database = client.app.state.database
+    with database.session() as session:
+        session.add(
+            ExperimentRow(
+                id="e-before-restart", tenant_id=DEFAULT_TENANT, document_id=document_id, status="running",
+                runner_host=socket.gethostname(), runner_pid=os.getpid(),
+            )
+        )  # fmt: skip
+    assert runner.fail_interrupted(database) == 1
+    with database.session() as session:
+        assert session.get(ExperimentRow, "e-before-restart").status == "interrupted"

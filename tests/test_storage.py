@@ -103,3 +103,16 @@ def test_lifecycle_refuses_skipping_stages():
     with pytest.raises(InvalidStateTransitionError) as info:
         DocumentRepository.transition(row, DocumentState.INDEXED)
     assert info.value.status_code == 409
+
+
+def test_timestamps_come_back_aware_in_utc_from_either_database(database):
+    from datetime import UTC, datetime, timedelta, timezone
+
+    # Written as 12:30 at UTC+02:00, i.e. 10:30 UTC; SQLite keeps no zone, PostgreSQL converts to its session zone.
+    written = datetime(2026, 3, 1, 12, 30, tzinfo=timezone(timedelta(hours=2)))
+    with database.session() as session:
+        DocumentRepository(session, "default").add(_document(created_at=written, updated_at=written))
+    with database.session() as session:
+        row = session.get(DocumentRow, "d1")
+        assert row.created_at == datetime(2026, 3, 1, 10, 30, tzinfo=UTC) and row.created_at.tzinfo is UTC
+        assert row.created_at < datetime.now(UTC)  # comparable with aware values: no TypeError on SQLite

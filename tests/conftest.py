@@ -9,7 +9,6 @@ subprocess it starts with ``os.environ``) lands on the same database.
 
 from __future__ import annotations
 
-import itertools
 import os
 import socket
 import threading
@@ -18,8 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy.engine import make_url
 
 import pgtest
 from chunkbench.app import create_app
@@ -39,30 +40,39 @@ def _session_database() -> Iterator[pgtest.PostgresTestDatabases | None]:
             return
         databases = pgtest.PostgresTestDatabases(TEST_DATABASE_URL)
         try:
-            patch.setenv("CHUNKBENCH_DATABASE_URL", databases.create("session"))
+            patch.setenv("CHUNKBENCH_DATABASE_URL", databases.create())
+            # A test's database is made on its first connection from this process (or by ``settings``).
+            patch.setattr(psycopg, "connect", databases.connect_creating(psycopg.connect))
             yield databases
         finally:
             databases.close()
 
 
-_test_numbers = itertools.count()
-
-
 @pytest.fixture(autouse=True)
-def database_url(
+def _test_database(
     _session_database: pgtest.PostgresTestDatabases | None, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[str]:
-    """This test's metadata store URL: "" (SQLite under the data directory) or its own fresh PostgreSQL database."""
+    """Every test's own metadata store URL in ``CHUNKBENCH_DATABASE_URL``: "" (SQLite under the data directory), or
+    a fresh PostgreSQL database made on first use, dropped after the test."""
     if _session_database is None:
         yield ""
         return
-    url = _session_database.create(f"t{next(_test_numbers)}")
+    url = _session_database.reserve()
     monkeypatch.setenv("CHUNKBENCH_DATABASE_URL", url)
     try:
         yield url
     finally:
         close_vector_stores()
         _session_database.drop(url)
+
+
+@pytest.fixture
+def database_url(_test_database: str, _session_database: pgtest.PostgresTestDatabases | None) -> str:
+    """This test's metadata store URL, the database existing from here on: request it in a test (or fixture) whose
+    ``chunkbench`` subprocess uses the database without the ``settings`` fixture."""
+    if _session_database is not None:
+        _session_database.ensure(make_url(_test_database).database)
+    return _test_database
 
 
 @pytest.fixture(autouse=True)
@@ -73,8 +83,10 @@ def _close_vector_stores() -> Iterator[None]:
 
 
 @pytest.fixture
-def settings(tmp_path: Path, database_url: str) -> Settings:
+def settings(tmp_path: Path, database_url: str, _session_database: pgtest.PostgresTestDatabases | None) -> Settings:
     """Settings on a fresh data directory and database, ignoring any ``.env`` of the developer."""
+    if _session_database is not None:  # it exists from here on, for subprocesses too
+        _session_database.ensure(make_url(database_url).database)
     return Settings(_env_file=None, data_dir=tmp_path / "data", database_url=database_url)
 
 

@@ -23,7 +23,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def server(tmp_path):
+def server(tmp_path, database_url):
     port = _free_port()
     env = {**os.environ, "CHUNKBENCH_DATA_DIR": str(tmp_path / "data"), "CHUNKBENCH_PORT": str(port)}
     process = subprocess.Popen(

@@ -13,13 +13,25 @@ TORCH_INDEX_URL ?=
 APT_PACKAGES := libreoffice-writer-nogui fonts-dejavu-core fonts-noto-core chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test install install-dev system-deps lint format bench clean
+.PHONY: run test test-sqlite test-postgres install install-dev system-deps lint format bench clean
 
 run: install ## set up a fresh machine and start the service on http://127.0.0.1:8000
 	$(VENV)/bin/chunkbench serve
 
-test: install-dev system-deps ## set up and run the whole test suite
+# The second pass of `make test`: scripts/postgres.sh installs and starts this server (or finds it running).
+TEST_POSTGRES_URL ?= postgresql+psycopg://ci:ci@127.0.0.1:5432/ci
+
+test: install-dev system-deps ## set up and run the whole test suite, on SQLite then on PostgreSQL
 	$(PY) -m pytest
+	scripts/postgres.sh
+	CHUNKBENCH_TEST_DATABASE_URL=$(TEST_POSTGRES_URL) $(PY) -m pytest
+
+test-sqlite: install-dev system-deps ## the suite on SQLite only
+	$(PY) -m pytest
+
+test-postgres: install-dev system-deps ## the suite on PostgreSQL only
+	scripts/postgres.sh
+	CHUNKBENCH_TEST_DATABASE_URL=$(TEST_POSTGRES_URL) $(PY) -m pytest
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)

@@ -1,4 +1,11 @@
-"""Shared fixtures: isolated settings and data directories per test, the app, and a real browser."""
+"""Shared fixtures: isolated settings, data directories and databases per test, the app, and a real browser.
+
+The metadata store of every test is decided here and nowhere else: SQLite in the test's data directory, or —
+when ``CHUNKBENCH_TEST_DATABASE_URL`` names a PostgreSQL server — a fresh database per test, cloned from a
+template migrated once per session and dropped after the test. Either way ``CHUNKBENCH_DATABASE_URL`` is set
+in the environment for the test's duration, so every ``Settings`` a test builds (and every ``chunkbench``
+subprocess it starts with ``os.environ``) lands on the same database.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +17,62 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy.engine import make_url
 
+import pgtest
 from chunkbench.app import create_app
 from chunkbench.config import Settings
 from chunkbench.storage.vectors import close_vector_stores
+
+TEST_DATABASE_URL = pgtest.TEST_DATABASE_URL
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_database() -> Iterator[pgtest.PostgresTestDatabases | None]:
+    """On PostgreSQL: the migrated template, and a database for fixtures wider than a test (module, session)."""
+    with pytest.MonkeyPatch.context() as patch:
+        if not TEST_DATABASE_URL:
+            patch.delenv("CHUNKBENCH_DATABASE_URL", raising=False)  # a developer's own setting must not leak in
+            yield None
+            return
+        databases = pgtest.PostgresTestDatabases(TEST_DATABASE_URL)
+        try:
+            patch.setenv("CHUNKBENCH_DATABASE_URL", databases.create())
+            # A test's database is made on its first connection from this process (or by ``settings``).
+            patch.setattr(psycopg, "connect", databases.connect_creating(psycopg.connect))
+            yield databases
+        finally:
+            databases.close()
+
+
+@pytest.fixture(autouse=True)
+def _test_database(
+    _session_database: pgtest.PostgresTestDatabases | None, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """Every test's own metadata store URL in ``CHUNKBENCH_DATABASE_URL``: "" (SQLite under the data directory), or
+    a fresh PostgreSQL database made on first use, dropped after the test."""
+    if _session_database is None:
+        yield ""
+        return
+    url = _session_database.reserve()
+    monkeypatch.setenv("CHUNKBENCH_DATABASE_URL", url)
+    try:
+        yield url
+    finally:
+        close_vector_stores()
+        _session_database.drop(url)
+
+
+@pytest.fixture
+def database_url(_test_database: str, _session_database: pgtest.PostgresTestDatabases | None) -> str:
+    """This test's metadata store URL, the database existing from here on: request it in a test (or fixture) whose
+    ``chunkbench`` subprocess uses the database without the ``settings`` fixture."""
+    if _session_database is not None:
+        _session_database.ensure(make_url(_test_database).database)
+    return _test_database
 
 
 @pytest.fixture(autouse=True)
@@ -26,9 +83,11 @@ def _close_vector_stores() -> Iterator[None]:
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    """Settings on a fresh data directory, ignoring any ``.env`` of the developer."""
-    return Settings(_env_file=None, data_dir=tmp_path / "data")
+def settings(tmp_path: Path, database_url: str, _session_database: pgtest.PostgresTestDatabases | None) -> Settings:
+    """Settings on a fresh data directory and database, ignoring any ``.env`` of the developer."""
+    if _session_database is not None:  # it exists from here on, for subprocesses too
+        _session_database.ensure(make_url(database_url).database)
+    return Settings(_env_file=None, data_dir=tmp_path / "data", database_url=database_url)
 
 
 @pytest.fixture

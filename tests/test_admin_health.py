@@ -5,11 +5,12 @@ from __future__ import annotations
 from fake_openai import running_fake_openai
 
 
-def test_health_without_an_llm_counts_collections_and_says_answers_are_extractive(client):
+def test_health_without_an_llm_counts_collections_and_says_answers_are_extractive(settings, client):
     body = client.get("/admin/health").json()
     assert body["status"] == "ok"
     assert body["app"] == {"status": "ok", "ok": True, "detail": body["app"]["detail"]}
-    assert body["database"]["status"] == "ok" and body["database"]["detail"].startswith("sqlite")
+    dialect = "postgresql" if settings.sqlalchemy_url.startswith("postgresql") else "sqlite"
+    assert body["database"]["status"] == "ok" and body["database"]["detail"].startswith(dialect)
     assert body["qdrant"]["status"] == "ok" and body["collections"] == 0
     assert "0 collections" in body["qdrant"]["detail"]
     assert body["llm"]["status"] == "not_configured" and body["llm"]["ok"] is True

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -13,6 +12,7 @@ import time
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import inspect, text
 from typer.testing import CliRunner
 
 from chunkbench.app import create_app
@@ -22,6 +22,7 @@ from chunkbench.cli import app as cli_app
 from chunkbench.config import get_settings
 from chunkbench.llm.prompts import JUDGE_SYSTEM_PROMPT
 from chunkbench.models import StrategyName
+from chunkbench.storage.db import create_db_engine
 from chunkbench.storage.schema import DEFAULT_TENANT
 from chunkbench.storage.vectors import close_vector_stores, get_vector_store
 from fake_openai import Reply, running_fake_openai
@@ -272,7 +273,7 @@ def test_a_server_restart_marks_only_orphaned_experiments_interrupted(settings, 
 def test_a_killed_cli_run_resumes_where_it_stopped(settings, client, document_id, tmp_path, monkeypatch):
     questions = tmp_path / "questions.json"
     questions.write_text(json.dumps(QUESTIONS), encoding="utf-8")
-    database_file = settings.data_dir / "chunkbench.db"
+    database_url = settings.sqlalchemy_url
     close_vector_stores()  # the CLI process opens the embedded Qdrant folder
 
     def slow(body):
@@ -289,14 +290,14 @@ def test_a_killed_cli_run_resumes_where_it_stopped(settings, client, document_id
         process = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             deadline = time.monotonic() + 180
-            while _cells(database_file) < 2:
+            while _cells(database_url) < 2:
                 assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
                 assert time.monotonic() < deadline, "the CLI run never wrote two cells"
                 time.sleep(0.2)
         finally:
             process.kill()
             process.wait()
-        kept = _cell_rows(database_file)
+        kept = _cell_rows(database_url)
         assert 2 <= len(kept) < len(QUESTIONS)
 
         for key, value in environment.items():
@@ -311,22 +312,30 @@ def test_a_killed_cli_run_resumes_where_it_stopped(settings, client, document_id
     assert resumed.exit_code == 0, resumed.output
     experiment = json.loads(resumed.stdout)
     assert experiment["status"] == "completed" and len(experiment["cells"]) == len(QUESTIONS)
-    assert set(kept) <= set(_cell_rows(database_file))  # the cells written before the kill were kept as they were
+    assert set(kept) <= set(_cell_rows(database_url))  # the cells written before the kill were kept as they were
 
 
-def _cells(database_file) -> int:
-    if not database_file.exists():
-        return 0
-    with sqlite3.connect(database_file) as connection:
-        try:
-            return connection.execute("SELECT count(*) FROM benchmark_cells").fetchone()[0]
-        except sqlite3.OperationalError:  # not migrated yet
-            return 0
+def _cells(database_url: str) -> int:
+    """Cells the CLI process has committed so far (read through a connection of this process)."""
+    engine = create_db_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            if not inspect(connection).has_table("benchmark_cells"):  # not migrated yet
+                return 0
+            return connection.execute(text("SELECT count(*) FROM benchmark_cells")).scalar_one()
+    finally:
+        engine.dispose()
 
 
-def _cell_rows(database_file) -> list[tuple]:
-    with sqlite3.connect(database_file) as connection:
-        return connection.execute("SELECT experiment_id, id, question_id, result FROM benchmark_cells").fetchall()
+def _cell_rows(database_url: str) -> list[tuple]:
+    engine = create_db_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT experiment_id, id, question_id, result FROM benchmark_cells"))
+            # SQLite hands JSON back as text, PostgreSQL as parsed values: compare both as text.
+            return [(*row[:3], row[3] if isinstance(row[3], str) else json.dumps(row[3])) for row in rows]
+    finally:
+        engine.dispose()
 
 
 def _llm_settings(settings, server):

@@ -133,6 +133,7 @@ def test_csv_problems_name_the_row_line_and_field() -> None:
         (b'{"items": []}', "o.json", "'questions' list"),
         (b'{"questions": []}', "n.json", "holds no questions"),
         (b'[{"id": "a", "question": "x"}, {"id": "a", "question": "y"}]', "d.json", "used twice"),
+        (b'[{"id": "' + b"q" * 201 + b'", "question": "x"}]', "l.json", "the id has 201 characters; at most 200"),
         (b'[{"question": "x", "references": [42]}]', "r.json", "must be a string or an object"),
         (b"id,text\n1,hello\n", "c.csv", "needs a 'question' column"),
     ],

@@ -10,6 +10,10 @@ import time
 
 import httpx
 import pytest
+from sqlalchemy import select
+
+from chunkbench.storage.db import create_db_engine
+from chunkbench.storage.schema import DocumentRow
 
 
 def _free_port() -> int:
@@ -19,7 +23,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def server(tmp_path):
+def server(tmp_path, database_url):
     port = _free_port()
     env = {**os.environ, "CHUNKBENCH_DATA_DIR": str(tmp_path / "data"), "CHUNKBENCH_PORT": str(port)}
     process = subprocess.Popen(
@@ -46,13 +50,20 @@ def server(tmp_path):
         process.wait(timeout=20)
 
 
-def test_served_app_accepts_uploads_and_documents_itself(server):
+def test_served_app_accepts_uploads_and_documents_itself(server, settings):
     base, data_dir = server
-    assert "swagger" in httpx.get(f"{base}/docs").text.lower()
-    response = httpx.post(f"{base}/documents", files={"file": ("a.md", b"# Title\n\nBody text here.")})
-    assert response.status_code == 201, response.text
-    assert response.json()["document"]["heading_count"] == 1
-    assert (data_dir / "chunkbench.db").exists()
-    refused = httpx.post(f"{base}/documents", files={"file": ("a.exe", b"MZ")})
-    assert refused.status_code == 415
-    assert httpx.get(f"{base}/documents").json()["total"] == 1
+    assert settings.data_dir == data_dir  # so settings name the database the server process uses
+    # The first upload imports the parsers in the server process: on a busy machine that outlasts httpx's 5 s.
+    with httpx.Client(base_url=base, timeout=120) as http:
+        assert "swagger" in http.get("/docs").text.lower()
+        response = http.post("/documents", files={"file": ("a.md", b"# Title\n\nBody text here.")})
+        assert response.status_code == 201, response.text
+        assert response.json()["document"]["heading_count"] == 1
+        # Stored in the metadata store the environment names: the SQLite file, or the test's PostgreSQL database.
+        engine = create_db_engine(settings.sqlalchemy_url)
+        with engine.connect() as connection:
+            assert connection.execute(select(DocumentRow.filename)).scalars().all() == ["a.md"]
+        engine.dispose()
+        refused = http.post("/documents", files={"file": ("a.exe", b"MZ")})
+        assert refused.status_code == 415
+        assert http.get("/documents").json()["total"] == 1

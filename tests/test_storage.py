@@ -14,6 +14,7 @@ from chunkbench.models import DocumentState
 from chunkbench.storage.db import MIGRATIONS_DIR, Database
 from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.schema import Base, DocumentRow, QueryRow
+from pgtest import ON_POSTGRES, SQLITE_ONLY
 
 
 @pytest.fixture
@@ -40,6 +41,7 @@ def test_migrations_create_the_seed_tables_and_match_the_orm(database):
     assert diff == [], f"ORM and migrations disagree: {diff}"
 
 
+@pytest.mark.skipif(ON_POSTGRES, reason=SQLITE_ONLY)
 def test_sqlite_runs_in_wal_mode_with_foreign_keys(database):
     with database.engine.connect() as connection:
         assert connection.execute(text("PRAGMA journal_mode")).scalar() == "wal"
@@ -101,3 +103,16 @@ def test_lifecycle_refuses_skipping_stages():
     with pytest.raises(InvalidStateTransitionError) as info:
         DocumentRepository.transition(row, DocumentState.INDEXED)
     assert info.value.status_code == 409
+
+
+def test_timestamps_come_back_aware_in_utc_from_either_database(database):
+    from datetime import UTC, datetime, timedelta, timezone
+
+    # Written as 12:30 at UTC+02:00, i.e. 10:30 UTC; SQLite keeps no zone, PostgreSQL converts to its session zone.
+    written = datetime(2026, 3, 1, 12, 30, tzinfo=timezone(timedelta(hours=2)))
+    with database.session() as session:
+        DocumentRepository(session, "default").add(_document(created_at=written, updated_at=written))
+    with database.session() as session:
+        row = session.get(DocumentRow, "d1")
+        assert row.created_at == datetime(2026, 3, 1, 10, 30, tzinfo=UTC) and row.created_at.tzinfo is UTC
+        assert row.created_at < datetime.now(UTC)  # comparable with aware values: no TypeError on SQLite

@@ -389,6 +389,29 @@ def test_unreachable_server_is_a_vector_store_error(tmp_path: Path) -> None:
         store.close()
 
 
+@pytest.mark.filterwarnings("ignore:Api key is used with an insecure connection")
+@pytest.mark.parametrize(
+    ("url", "rest_uri"),
+    [
+        ("http://qdrant:6333", "http://qdrant:6333"),
+        ("https://qdrant.example.com", "https://qdrant.example.com"),  # behind a proxy on 443: no :6333 added
+        ("https://q.example.com:8443/qdrant", "https://q.example.com:8443/qdrant"),
+    ],
+)
+def test_server_mode_client_is_built_from_the_url_key_and_timeout(tmp_path: Path, url: str, rest_uri: str) -> None:
+    # No Qdrant server can be installed here: this checks the client chunkbench builds, without a request.
+    settings = Settings(_env_file=None, data_dir=tmp_path, qdrant_url=url, qdrant_api_key="k-123", qdrant_timeout_s=7.5)
+    store = VectorStore(settings)
+    try:
+        remote = store.client._client
+        assert not store.is_local and store.location == url and not (tmp_path / "qdrant").exists()
+        assert remote.rest_uri == rest_uri
+        assert remote._rest_headers["api-key"] == "k-123" and remote._timeout == 8  # whole seconds, rounded up
+        assert store._search_params() == qm.SearchParams(hnsw_ef=settings.qdrant_hnsw_ef_search)
+    finally:
+        store.close()
+
+
 # ---------------------------------------------------------------- BM25
 
 

@@ -13,7 +13,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.utils import is_body_allowed_for_status_code
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from chunkbench import __version__
@@ -37,7 +37,7 @@ from chunkbench.rag import service as rag
 from chunkbench.rag.routes import router as rag_router
 from chunkbench.retrieval.routes import chat_router, serving_router
 from chunkbench.retrieval.routes import router as queries_router
-from chunkbench.storage.db import Database
+from chunkbench.storage.db import Database, is_connection_error, unavailable
 from chunkbench.storage.vectors import close_vector_stores
 from chunkbench.tenants.auth import authenticate
 from chunkbench.web import routes as web
@@ -160,6 +160,15 @@ def _install_error_handlers(app: FastAPI) -> None:
         logger.warning("integrity error: %s", exc.orig)
         body = {"error": "conflict", "message": "A concurrent change touched the same record; retry."}
         return _error_response(request, 409, body, "conflict")
+
+    @app.exception_handler(DBAPIError)
+    async def database_error(request: Request, exc: DBAPIError) -> JSONResponse:
+        if is_connection_error(exc):
+            # The database server is down or unreachable: a 503 naming it, not a traceback.
+            logger.error("database unavailable: %s", exc.orig)
+            error = unavailable(request.app.state.settings.sqlalchemy_url, exc)
+            return JSONResponse(status_code=error.status_code, content=error.to_dict())
+        return await unexpected_error(request, exc)
 
     @app.exception_handler(Exception)
     async def unexpected_error(request: Request, exc: Exception) -> JSONResponse:

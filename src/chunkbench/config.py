@@ -21,6 +21,11 @@ class Settings(BaseSettings):
     data_dir: Path = Path("./data")
     # Empty means SQLite at ``{data_dir}/chunkbench.db``; any SQLAlchemy URL otherwise.
     database_url: str = ""
+    # PostgreSQL connection pool of each process (SQLite ignores these): connections kept open, extra ones
+    # allowed under load, and how long to wait for the server before a 503 that names the host.
+    database_pool_size: int = Field(10, ge=1, le=200)
+    database_max_overflow: int = Field(10, ge=0, le=200)
+    database_connect_timeout_s: int = Field(10, ge=1, le=300)
 
     # HTTP server
     host: str = "127.0.0.1"

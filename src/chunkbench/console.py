@@ -60,7 +60,10 @@ def open_database():
 
     settings = get_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    return settings, Database.from_settings(settings)
+    try:
+        return settings, Database.from_settings(settings)
+    except ChunkbenchError as exc:  # e.g. the PostgreSQL server is unreachable: its host named, no traceback
+        raise fail(exc, as_json=False) from exc
 
 
 def vector_store(settings: Settings):

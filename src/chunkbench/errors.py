@@ -120,6 +120,13 @@ class VectorStoreError(ChunkbenchError):
     code = "vector_store_error"
 
 
+class DatabaseUnavailableError(ChunkbenchError):
+    """The metadata store cannot be reached (server down, wrong host or credentials, connection lost)."""
+
+    status_code = 503
+    code = "database_unavailable"
+
+
 class LlmError(ChunkbenchError):
     """The LLM answered, but not usably (bad JSON, refused request, unknown model)."""
 

@@ -314,6 +314,21 @@ def execute(
     Failed cells are retried on a resume. An unreachable LLM stops the run (status ``failed``, resumable)
     instead of failing every remaining cell one by one.
     """
+    try:
+        return _execute(database, settings, store, experiment_id, tenant_id=tenant_id, progress=progress)
+    finally:
+        _release(experiment_id)
+
+
+def _execute(
+    database: Database,
+    settings: Settings,
+    store: VectorStore,
+    experiment_id: str,
+    *,
+    tenant_id: str,
+    progress: Progress | None,
+) -> ExperimentRow:
     report = progress or (lambda fraction, message: None)
     with database.session() as session:
         row = experiments.get(session, experiment_id, tenant_id=tenant_id)
@@ -545,10 +560,23 @@ def _set_status(database: Database, experiment_id: str, status: str, *, error: d
         )
 
 
+# Experiments this process has claimed and not finished. A "running" row naming this host and pid that is not
+# in here was claimed by an earlier process with the same pid: in a restarted container pids repeat.
+_CLAIMED_HERE: set[str] = set()
+_CLAIMED_LOCK = threading.Lock()
+
+
 def _claim(row: ExperimentRow) -> None:
     """Record this process as the one running the Experiment."""
     me = this_process()
     row.runner_host, row.runner_pid = me.host, me.pid
+    with _CLAIMED_LOCK:
+        _CLAIMED_HERE.add(row.id)
+
+
+def _release(experiment_id: str) -> None:
+    with _CLAIMED_LOCK:
+        _CLAIMED_HERE.discard(experiment_id)
 
 
 def orphaned(row: ExperimentRow) -> bool:
@@ -556,6 +584,10 @@ def orphaned(row: ExperimentRow) -> bool:
     assumed alive, since its process cannot be checked from here."""
     if row.status != "running" or row.runner_pid is None:
         return row.status == "running"
+    me = this_process()
+    if (row.runner_host, row.runner_pid) == (me.host, me.pid):
+        with _CLAIMED_LOCK:
+            return row.id not in _CLAIMED_HERE
     return process_alive(row.runner_host, row.runner_pid) is False
 
 

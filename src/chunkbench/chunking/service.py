@@ -106,7 +106,9 @@ def run(
 ) -> ProcessOut:
     """Run a plan: every strategy is attempted; the document ends ``indexed`` if any succeeded."""
     with database.session() as session:
-        row = DocumentRepository(session, process_plan.tenant_id).get(process_plan.document_id)
+        # Locked: of two replicas asked to process the same document at once, the second waits, then sees it
+        # ``chunking`` and gets a 409, instead of both running and interleaving their vector writes.
+        row = DocumentRepository(session, process_plan.tenant_id).get(process_plan.document_id, for_update=True)
         DocumentRepository.transition(row, DocumentState.CHUNKING)
         _claim(row, settings, process_plan)
         tree = DocumentTree.from_dict(row.document_tree)

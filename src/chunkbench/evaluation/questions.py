@@ -253,9 +253,19 @@ def _question(
     )
 
 
+# benchmark_cells.question_id is VARCHAR(200): PostgreSQL refuses longer values (SQLite would not say so).
+MAX_QUESTION_ID_LENGTH = 200
+
+
 def _check_unique_ids(questions: list[BenchmarkQuestion], problems: _Problems) -> None:
     seen: set[str] = set()
     for question in questions:
+        if len(question.id) > MAX_QUESTION_ID_LENGTH:
+            problems.add(
+                f"question '{question.id[:40]}…'",
+                f"the id has {len(question.id)} characters; at most {MAX_QUESTION_ID_LENGTH} are allowed",
+                "id",
+            )
         if question.id in seen:
             problems.add(f"question '{question.id}'", "the id is used twice; question ids must be unique", "id")
         seen.add(question.id)

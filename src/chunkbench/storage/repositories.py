@@ -22,13 +22,14 @@ class DocumentRepository:
         self.session = session
         self.tenant_id = tenant_id
 
-    def get_optional(self, document_id: str) -> DocumentRow | None:
-        return self.session.scalar(
-            select(DocumentRow).where(DocumentRow.id == document_id, DocumentRow.tenant_id == self.tenant_id)
-        )
+    def get_optional(self, document_id: str, *, for_update: bool = False) -> DocumentRow | None:
+        """The document, or None; ``for_update`` locks its row until the transaction ends (PostgreSQL; SQLite
+        has one writer at a time anyway), so two replicas cannot both move it out of the same state."""
+        query = select(DocumentRow).where(DocumentRow.id == document_id, DocumentRow.tenant_id == self.tenant_id)
+        return self.session.scalar(query.with_for_update() if for_update else query)
 
-    def get(self, document_id: str) -> DocumentRow:
-        row = self.get_optional(document_id)
+    def get(self, document_id: str, *, for_update: bool = False) -> DocumentRow:
+        row = self.get_optional(document_id, for_update=for_update)
         if row is None:
             raise DocumentNotFoundError(
                 f"No document with id '{document_id}'. List documents with GET /documents.",

@@ -19,6 +19,7 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    TypeDecorator,
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -30,6 +31,28 @@ DEFAULT_TENANT = "default"
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """A timestamp that comes back timezone-aware in UTC from every database.
+
+    SQLite stores no zone and hands back naive values; PostgreSQL's ``timestamptz`` hands back aware ones in the
+    session's zone. Without this the API would write ``…T10:00:00`` on one and ``…T10:00:00+00:00`` on the other,
+    and comparing the two in Python raises.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 class Base(DeclarativeBase):
@@ -67,15 +90,13 @@ class DocumentRow(Base):
     status: Mapped[str] = mapped_column(String(16), default=DocumentState.DISCOVERED.value, nullable=False)
     error_message: Mapped[str | None] = mapped_column(Text)
     attempts: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
-    updated_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), default=utcnow, onupdate=utcnow, nullable=False
-    )
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, onupdate=utcnow, nullable=False)
     # While chunking/embedding: the process doing it, its lease, and what the run has written so far.
     owner_host: Mapped[str | None] = mapped_column(String(255))
     owner_pid: Mapped[int | None] = mapped_column(Integer)
     owner_token: Mapped[str | None] = mapped_column(String(32), index=True)
-    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     processing_run: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
@@ -97,7 +118,7 @@ class QueryRow(Base):
     expansion_tree: Mapped[list[Any]] = mapped_column(JSON, default=list, nullable=False)
     latency_breakdown: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
     token_usage: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
 
 
 class ExperimentRow(Base):
@@ -123,9 +144,9 @@ class ExperimentRow(Base):
     embedding_model_id: Mapped[str | None] = mapped_column(String(128))
     embedding_provider: Mapped[str | None] = mapped_column(String(64))
     boundary_embedding_model_id: Mapped[str | None] = mapped_column(String(128))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
-    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
+    started_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     # The process running it: a "running" Experiment whose process is gone was killed and can be resumed.
     runner_host: Mapped[str | None] = mapped_column(String(255))
     runner_pid: Mapped[int | None] = mapped_column(Integer)
@@ -145,7 +166,7 @@ class BenchmarkCellRow(Base):
     question_id: Mapped[str] = mapped_column(String(200), nullable=False)
     status: Mapped[str] = mapped_column(String(16), nullable=False)  # ok | failed
     result: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
 
 
 class AppSettingRow(Base):
@@ -155,9 +176,7 @@ class AppSettingRow(Base):
 
     key: Mapped[str] = mapped_column(String(255), primary_key=True)
     value: Mapped[str] = mapped_column(Text, nullable=False)
-    updated_at: Mapped[datetime] = mapped_column(
-        DateTime(timezone=True), default=utcnow, onupdate=utcnow, nullable=False
-    )
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, onupdate=utcnow, nullable=False)
 
 
 class StrategyRunRow(Base):
@@ -180,7 +199,7 @@ class StrategyRunRow(Base):
     diagnostics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
     error_message: Mapped[str | None] = mapped_column(Text)
     duration_ms: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
 
 
 class JobRow(Base):
@@ -198,14 +217,14 @@ class JobRow(Base):
     request: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
-    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
+    started_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     # The process that will run it (queued) or runs it, and the lease it renews meanwhile.
     owner_host: Mapped[str | None] = mapped_column(String(255))
     owner_pid: Mapped[int | None] = mapped_column(Integer)
     owner_token: Mapped[str | None] = mapped_column(String(32), index=True)
-    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
 
 
 class TenantRow(Base):
@@ -218,7 +237,7 @@ class TenantRow(Base):
     # Overrides of Settings.rate_limit_per_minute / rate_limit_burst; NULL = the Settings' values.
     rate_limit_per_minute: Mapped[float | None] = mapped_column(Float)
     rate_limit_burst: Mapped[int | None] = mapped_column(Integer)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
 
 
 class ApiKeyRow(Base):
@@ -232,6 +251,6 @@ class ApiKeyRow(Base):
     prefix: Mapped[str] = mapped_column(String(16), nullable=False, unique=True)
     key_hash: Mapped[str] = mapped_column(String(64), nullable=False)
     scopes: Mapped[list[str]] = mapped_column(JSON, default=list, nullable=False)  # "query", "admin"
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
-    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
+    revoked_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    last_used_at: Mapped[datetime | None] = mapped_column(UtcDateTime())

@@ -154,6 +154,9 @@ class VectorStore:
         if not self.is_local:
             return QdrantClient(
                 url=self.settings.qdrant_url,
+                # The URL is taken as written: qdrant-client would otherwise add :6333 to a URL without a port,
+                # breaking https://qdrant.example.com behind a proxy on 443. A bare server needs ":6333" in it.
+                port=None,
                 api_key=self.settings.qdrant_api_key or None,
                 timeout=ceil(self.settings.qdrant_timeout_s),
                 prefer_grpc=False,

@@ -44,8 +44,9 @@ $(VENV)/.installed: pyproject.toml $(VENV)/.torch
 	$(PIP) install -e .
 	touch $@
 
+# The tests also cover the optional Presidio PII detector, so they install its extra.
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
-	$(PIP) install -e ".[dev]"
+	$(PIP) install -e ".[dev,presidio]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -68,7 +69,7 @@ format: install-dev
 	$(VENV)/bin/ruff check --fix .
 
 $(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-dev
-	$(PIP) install -e ".[dev,bench]"
+	$(PIP) install -e ".[dev,presidio,bench]"
 	touch $@
 
 bench: $(VENV)/.installed-bench system-deps ## benchmarks against peer libraries (tables + bench/results/*.json)
@@ -76,6 +77,8 @@ bench: $(VENV)/.installed-bench system-deps ## benchmarks against peer libraries
 	$(PY) bench/chunkers.py
 	$(PY) bench/embeddings.py
 	$(PY) bench/query.py
+	$(PY) bench/guard.py
+	$(PY) bench/load.py
 	$(PY) bench/eval.py benchmark_concurrency  # `bench/eval.py eval_chroma` re-runs the Chroma reproduction (~30 min)
 
 clean:

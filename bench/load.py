@@ -21,8 +21,6 @@ import csv
 import json
 import os
 import random
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -34,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from serving import served_process
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "chroma_chunking_eval"
@@ -55,54 +55,21 @@ def questions_for(corpus: Path, limit: int) -> list[str]:
     return rows[:limit]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextmanager
 def served(data_dir: Path, cache_enabled: bool) -> Iterator[str]:
     """``chunkbench serve`` on ``data_dir`` as its own process on a free loopback port, its output to a log."""
-    import httpx
-
-    port = _free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])),
-        "CHUNKBENCH_DATA_DIR": str(data_dir),
-        "CHUNKBENCH_PORT": str(port),
-        "CHUNKBENCH_CACHE_ENABLED": "true" if cache_enabled else "false",
-        "CHUNKBENCH_LOG_LEVEL": "WARNING",
-    }
     log_path = data_dir.parent / f"server-{'cache' if cache_enabled else 'nocache'}.log"
-    log = log_path.open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "chunkbench", "serve"], env=env, stdout=log, stderr=subprocess.STDOUT
-    )
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"chunkbench serve exited with {process.returncode}")
-            try:
-                if httpx.get(f"{base_url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("chunkbench serve did not come up within 180 s")
-            time.sleep(0.2)
-        yield base_url
-    except BaseException:
-        log.flush()
-        print(log_path.read_text(errors="replace")[-3000:], file=sys.stderr)
-        raise
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
-        log.close()
+    with log_path.open("wb") as log:
+        try:
+            with served_process(
+                data_dir, log=log, CHUNKBENCH_CACHE_ENABLED="true" if cache_enabled else "false",
+                CHUNKBENCH_LOG_LEVEL="WARNING",
+            ) as base_url:  # fmt: skip
+                yield base_url
+        except BaseException:
+            log.flush()
+            print(log_path.read_text(errors="replace")[-3000:], file=sys.stderr)
+            raise
 
 
 @dataclass

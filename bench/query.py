@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from serving import child_env, served_process
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 CORPORA = SHARED / "data" / "chroma_chunking_eval" / "corpora"
@@ -142,47 +144,6 @@ def serving(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=30)
-
-
-def child_env() -> dict[str, str]:
-    """This environment (offline hub, OpenMP settings) plus the repository's sources on the path."""
-    return {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])),
-    }
-
-
-@contextmanager
-def served_process(data_dir: Path) -> Iterator[str]:
-    """``chunkbench serve`` on ``data_dir`` as its own process on a free loopback port."""
-    import socket
-    import subprocess
-
-    import httpx
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = {**child_env(), "CHUNKBENCH_DATA_DIR": str(data_dir), "CHUNKBENCH_PORT": str(port)}
-    process = subprocess.Popen([sys.executable, "-m", "chunkbench", "serve"], env=env)
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"chunkbench serve exited with {process.returncode}")
-            try:
-                if httpx.get(f"{base_url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("chunkbench serve did not come up within 120 s")
-            time.sleep(0.2)
-        yield base_url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 # A side of the comparison: question → (wall ms, the answer stage's ms, the stages' breakdown or None).

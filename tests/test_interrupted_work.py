@@ -67,7 +67,9 @@ def _points(settings: Settings, strategy: str, document_id: str) -> int:
         close_vector_stores()
 
 
-def test_a_server_killed_mid_embedding_leaves_a_failed_resumable_document_and_no_orphan_vectors(tmp_path: Path):
+def test_a_server_killed_mid_embedding_leaves_a_failed_resumable_document_and_no_orphan_vectors(
+    tmp_path: Path, database_url: str
+):
     data_dir = tmp_path / "data"
     with running_fake_openai(dimension=1536) as fake:
         fake.hold_embeddings_after = 1  # fixed_size embeds and is indexed; recursive hangs mid-embedding

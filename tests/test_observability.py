@@ -307,7 +307,9 @@ def test_formats_resolve_and_configure_logging_installs_one_handler() -> None:
     assert TextFormatter().format(record).endswith("INFO    chunkbench.x [rid-1] hello you")
 
 
-def test_serve_with_json_logs_writes_only_json_lines_with_one_access_line_per_request(tmp_path: Path) -> None:
+def test_serve_with_json_logs_writes_only_json_lines_with_one_access_line_per_request(
+    tmp_path: Path, database_url: str
+) -> None:
     port = free_port()
     env = {**os.environ, "CHUNKBENCH_DATA_DIR": str(tmp_path / "data"), "CHUNKBENCH_PORT": str(port)}
     process = subprocess.Popen(

@@ -184,6 +184,20 @@ def _check_class(cls: Any, base: type, kind: str) -> None:
         raise PluginError(f"{kind.capitalize()} {cls.__name__} does not implement {missing}.")
 
 
+def _register_named(kind: str, names: Any, name: str, register: Callable[[], object]) -> None:
+    """Add ``name`` to an open name type (StrategyName, RetrieverName), then ``register`` the class under it."""
+    with _LOCK:
+        _registries()
+        if name in names:
+            raise _taken(kind, name)
+        try:
+            names.add(name)
+        except ValueError as exc:
+            raise PluginError(f"{kind.capitalize()} name: {exc}") from None
+        register()
+        _ORIGINS[(kind, name)] = _origin()
+
+
 # --------------------------------------------------------------------------- public registration API
 
 
@@ -202,18 +216,9 @@ def register_strategy(cls: type[ChunkingStrategy]) -> type[ChunkingStrategy]:
         raise PluginError(f"Strategy '{name}' needs 'params_model', a StrategyParams subclass.")
     if not isinstance(getattr(cls, "description", None), str):
         raise PluginError(f"Strategy '{name}' needs a 'description' string.")
-    with _LOCK:
-        _registries()
-        if name in StrategyName:
-            raise _taken("strategy", name)
-        try:
-            StrategyName.add(name)
-        except ValueError as exc:
-            raise PluginError(f"Strategy name: {exc}") from None
-        from chunkbench.chunking.base import register_strategy as register
+    from chunkbench.chunking.base import register_strategy as register
 
-        register(cls)
-        _ORIGINS[("strategy", name)] = _origin()
+    _register_named("strategy", StrategyName, name, lambda: register(cls))
     return cls
 
 
@@ -285,16 +290,7 @@ def register_retriever(cls: type[Retriever]) -> type[Retriever]:
         raise PluginError(f"Retriever {cls.__name__} has no string 'name'.")
     if cls.search is Retriever.search:
         raise PluginError(f"Retriever '{name}' must override search(store, request).")
-    with _LOCK:
-        _registries()
-        if name in RetrieverName:
-            raise _taken("retriever", name)
-        try:
-            RetrieverName.add(name)
-        except ValueError as exc:
-            raise PluginError(f"Retriever name: {exc}") from None
-        from chunkbench.retrieval.search import register_retriever as register
+    from chunkbench.retrieval.search import register_retriever as register
 
-        register(cls)
-        _ORIGINS[("retriever", name)] = _origin()
+    _register_named("retriever", RetrieverName, name, lambda: register(cls))
     return cls

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cache
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -197,8 +198,14 @@ def policy_from_settings(settings: Settings) -> PiiPolicy:
 
 
 def detector_from_settings(settings: Settings) -> PiiDetector:
-    """The detector of ``CHUNKBENCH_PII_DETECTOR``: ``regex`` (default) or ``presidio`` (503 if not installed)."""
-    if settings.pii_detector == "presidio":
+    """The detector of ``CHUNKBENCH_PII_DETECTOR``: ``regex`` (default) or ``presidio`` (503 if not installed);
+    one per process and name, since Presidio loads a spaCy model (~20 s)."""
+    return _detector(settings.pii_detector)
+
+
+@cache
+def _detector(name: str) -> PiiDetector:
+    if name == "presidio":
         from chunkbench.guard.presidio import PresidioDetector
 
         return PresidioDetector()

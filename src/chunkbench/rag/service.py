@@ -16,7 +16,6 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -24,12 +23,11 @@ from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import get_spec
 from chunkbench.guard.injection import InjectionDetector
-from chunkbench.guard.pii import PiiPolicy, detector_from_settings, policy_from_settings, redact
+from chunkbench.guard.pii import detector_from_settings, policy_from_settings, redact
 from chunkbench.observability.metrics import INJECTIONS_BLOCKED, PII_DETECTIONS
 from chunkbench.rag.cache import CacheScope, SemanticCache
 from chunkbench.rag.schemas import RAGRequest, RAGResponse, RAGSource
 from chunkbench.retrieval.chatbot import answer_from_corpus
-from chunkbench.retrieval.context import ChunkGuard
 from chunkbench.retrieval.serving import fingerprint, get_serving_config
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
@@ -41,16 +39,6 @@ REFUSAL = (
     "I can't help with that request: it looks like an attempt to change my instructions. "
     "Ask a question about your documents instead."
 )
-
-
-@lru_cache(maxsize=4)
-def _pii_guard(detector: str, entities: tuple[str, ...], keep_role_mailboxes: bool) -> tuple[PiiPolicy, tuple]:
-    """The PII policy and detector of the settings, built once per process (Presidio loads a spaCy model)."""
-    settings = Settings(
-        _env_file=None, pii_detector=detector, pii_redact_entities=list(entities),
-        pii_keep_role_mailboxes=keep_role_mailboxes,
-    )  # fmt: skip
-    return policy_from_settings(settings), (detector_from_settings(settings),)
 
 
 class _QueryVector:
@@ -97,9 +85,7 @@ def answer_query(
     outcome = "error"
     try:
         verdict = InjectionDetector(settings.injection_threshold).check(request.query)
-        policy, detectors = _pii_guard(
-            settings.pii_detector, tuple(settings.pii_redact_entities), settings.pii_keep_role_mailboxes
-        )
+        policy, detectors = policy_from_settings(settings), (detector_from_settings(settings),)
         sanitised = redact(request.query, policy, detectors)
         pii["query"] = sanitised.counts
         query = sanitised.text
@@ -133,15 +119,16 @@ def answer_query(
         answer = redact(found.result.text, policy, detectors)
         pii["answer"] = answer.counts
         sources = []
-        guard = ChunkGuard.from_settings(settings)
-        for number, (hit, verdict) in enumerate(zip(found.hits, found.verdicts, strict=True), start=1):
+        for number, (hit, verdict, action) in enumerate(
+            zip(found.hits, found.verdicts, found.actions, strict=True), start=1
+        ):
             text = redact(hit.text, policy, detectors)
             _add(pii["document"], text.counts)
             sources.append(
                 RAGSource(
                     number=number, chunk_id=hit.chunk_id, document_id=hit.document_id, filename=hit.document_name,
                     score=hit.score, text=text.text, injection_flagged=verdict.flagged,
-                    injection_action=guard.action(verdict, for_llm=found.result.mode == "llm"),
+                    injection_action=action,
                 )
             )  # fmt: skip
         value = _CachedAnswer(answer.text, found.result.mode, tuple(sources))

@@ -21,7 +21,7 @@ from chunkbench.guard.injection import InjectionVerdict
 from chunkbench.llm.answer import AnswerResult, generate_answer
 from chunkbench.llm.client import get_llm_client
 from chunkbench.retrieval import service as queries
-from chunkbench.retrieval.context import ChunkGuard
+from chunkbench.retrieval.context import ChunkGuard, InjectionAction
 from chunkbench.retrieval.schemas import ChatHealthOut, ChatIndexOut, ChatQueryOut, ChatSourceOut, ServingConfig
 from chunkbench.retrieval.search import RetrievedChunk, RetrieverName
 from chunkbench.retrieval.serving import get_serving_config
@@ -44,8 +44,9 @@ class CorpusAnswer:
     result: AnswerResult
     hits: list[RetrievedChunk]
     query_vector: np.ndarray | None
-    # The prompt-injection verdict of each hit, in order (the context builder marked or dropped flagged ones).
+    # The prompt-injection verdict of each hit, in order, and what the context builder did with it.
     verdicts: list[InjectionVerdict]
+    actions: list[InjectionAction]
 
 
 def answer_from_corpus(
@@ -73,6 +74,7 @@ def answer_from_corpus(
     client = get_llm_client(settings)
     guard = ChunkGuard.from_settings(settings)
     verdicts = [guard.chunk_verdict(hit) for hit in hits]
+    actions = [guard.action(verdict, for_llm=client is not None) for verdict in verdicts]
     passages = [(number, hit.text) for number, hit in enumerate(hits, start=1)]
     result = generate_answer(
         question,
@@ -81,7 +83,7 @@ def answer_from_corpus(
         embed=queries.corpus_embedder(corpus, settings, question, vector),
         max_tokens=max_tokens,
     )
-    return CorpusAnswer(result, hits, vector, verdicts)
+    return CorpusAnswer(result, hits, vector, verdicts, actions)
 
 
 def _index(

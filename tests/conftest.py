@@ -10,7 +10,6 @@ subprocess it starts with ``os.environ``) lands on the same database.
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ import pgtest
 from chunkbench.app import create_app
 from chunkbench.config import Settings
 from chunkbench.storage.vectors import close_vector_stores
+from netutil import free_port
 
 TEST_DATABASE_URL = pgtest.TEST_DATABASE_URL
 
@@ -140,19 +140,13 @@ def browser() -> Iterator[Any]:
         instance.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture
 def live_server(settings: Settings) -> Iterator[str]:
     """The real app under uvicorn on a free loopback port, in a thread of this process; yields its base URL."""
     import uvicorn
 
     settings.llm_max_retries = 0
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -28,6 +27,7 @@ from chunkbench.storage.ownership import owner_gone, this_process
 from chunkbench.storage.schema import DocumentRow, JobRow, StrategyRunRow
 from chunkbench.storage.vectors import close_vector_stores, get_vector_store
 from fake_openai import running_fake_openai
+from netutil import free_port
 
 REMOTE_MODEL = "text-embedding-3-small"  # 1536 dimensions, one embedding request per strategy
 # Three sections of well under 512 tokens: recursive starts a chunk at every heading, so 3 chunks.
@@ -43,12 +43,6 @@ def _dead_pid() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
     return process.pid
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _wait_for(predicate, what: str, timeout_s: float = 120.0) -> None:
@@ -73,7 +67,7 @@ def test_a_server_killed_mid_embedding_leaves_a_failed_resumable_document_and_no
     data_dir = tmp_path / "data"
     with running_fake_openai(dimension=1536) as fake:
         fake.hold_embeddings_after = 1  # fixed_size embeds and is indexed; recursive hangs mid-embedding
-        port = _free_port()
+        port = free_port()
         env = {
             **os.environ,
             "PYTHONPATH": str(Path(chunkbench.__file__).parents[1]),

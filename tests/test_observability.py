@@ -9,7 +9,6 @@ import logging
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from chunkbench.config import Settings
 from chunkbench.llm.client import LlmClient
 from chunkbench.observability.logs import JsonFormatter, TextFormatter, configure_logging, resolve_log_format
 from fake_openai import Reply, running_fake_openai
+from netutil import free_port
 
 POSTGRES_URL = os.environ.get("CHUNKBENCH_TEST_POSTGRES_URL", "postgresql+psycopg://ci:ci@127.0.0.1:5432/ci")
 DOCUMENT_ROUTE = "/documents/{document_id}"
@@ -48,12 +48,6 @@ def samples(client: TestClient) -> dict[tuple[str, frozenset[tuple[str, str]]], 
 
 def value(snapshot: dict, name: str, **labels: str) -> float:
     return snapshot.get((name, frozenset(labels.items())), 0.0)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def upload(client: TestClient) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,17 +13,12 @@ from sqlalchemy import select
 
 from chunkbench.storage.db import create_db_engine
 from chunkbench.storage.schema import DocumentRow
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from netutil import free_port
 
 
 @pytest.fixture
 def server(tmp_path, database_url):
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "CHUNKBENCH_DATA_DIR": str(tmp_path / "data"), "CHUNKBENCH_PORT": str(port)}
     process = subprocess.Popen(
         [sys.executable, "-m", "chunkbench", "serve"],

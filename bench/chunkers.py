@@ -25,12 +25,12 @@ from chunkbench.chunking.base import ChunkingInput, ChunkingStrategy
 from chunkbench.chunking.strategies.fixed_size import FixedSizeParams, FixedSizeStrategy
 from chunkbench.chunking.strategies.recursive import RecursiveParams, RecursiveStrategy
 from chunkbench.chunking.strategies.semantic import SemanticParams, SemanticStrategy
-from chunkbench.chunking.tokens import get_tokenizer
 from chunkbench.config import Settings
 from chunkbench.documents.parsers import parse_document
 from chunkbench.embedding.registry import get_spec
 from chunkbench.embedding.service import boundary_embedder
 from chunkbench.models import DocumentTree, NodeType, TreeNode
+from chunkbench.text.tokens import get_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPORA = ROOT.parent / "shared" / "data" / "chroma_chunking_eval" / "corpora"

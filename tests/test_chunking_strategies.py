@@ -19,10 +19,10 @@ from chunkbench.chunking.strategies.contextual_retrieval import (
 )
 from chunkbench.chunking.strategies.fixed_size import FixedSizeParams, FixedSizeStrategy
 from chunkbench.chunking.strategies.recursive import RecursiveParams, RecursiveStrategy
-from chunkbench.chunking.tokens import get_tokenizer
 from chunkbench.documents.tree import Block, build_parse_result
 from chunkbench.errors import ChunkingError
 from chunkbench.models import DocumentTree, NodeType, StrategyName, TreeNode
+from chunkbench.text.tokens import get_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO.parent / "shared" / "data" / "chroma_chunking_eval" / "corpora"

@@ -18,9 +18,9 @@ from chunkbench.benchmarking.cost import (
     llm_provider,
     price_for,
 )
-from chunkbench.chunking.tokens import count_tokens
 from chunkbench.config import Settings
 from chunkbench.llm.prompts import judge_messages, rag_answer_messages
+from chunkbench.text.tokens import count_tokens
 
 
 def test_price_table_and_dated_snapshots(settings: Settings) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 from pypdf import PdfReader
 
-from chunkbench.chunking.tokens import count_tokens
+from chunkbench.text.tokens import count_tokens
 from conftest import screenshot
 from docgen import office, pdfs
 

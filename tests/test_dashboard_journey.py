@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from chunkbench.chunking.tokens import count_tokens
+from chunkbench.text.tokens import count_tokens
 from conftest import screenshot
 from docgen import office, pdfs
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from chunkbench.chunking.tokens import count_tokens
 from chunkbench.cli import app
 from chunkbench.config import get_settings
 from chunkbench.errors import ChunkingError, EvaluationError
@@ -21,6 +20,7 @@ from chunkbench.evaluation.corpus import (
     load_documents,
     load_questions,
 )
+from chunkbench.text.tokens import count_tokens
 
 # Three topics far apart, each short enough to be a single fixed_size chunk of 512 tokens.
 DOCUMENTS = {

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from chunkbench.config import Settings
-from chunkbench.documents.normalize import normalize_text
 from chunkbench.documents.parsers import parse_document
 from chunkbench.documents.parsers.libreoffice import convert
 from chunkbench.errors import (
@@ -17,6 +16,7 @@ from chunkbench.errors import (
     UnsupportedFileTypeError,
 )
 from chunkbench.models import ParseResult
+from chunkbench.text.normalize import normalize_text
 from docgen import pdfs
 
 BIG_CHAPTERS = 52  # 2 pages a chapter → 104 pages

@@ -9,7 +9,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from chunkbench.app import create_app
-from chunkbench.chunking.tokens import count_tokens
 from chunkbench.dependencies import get_tenant
 from chunkbench.embedding.providers import get_provider
 from chunkbench.embedding.registry import get_spec
@@ -19,6 +18,7 @@ from chunkbench.rag.service import REFUSAL
 from chunkbench.retrieval.schemas import ServingConfig
 from chunkbench.retrieval.serving import get_serving_config, set_serving_config
 from chunkbench.storage.db import Database
+from chunkbench.text.tokens import count_tokens
 from fake_openai import Reply, running_fake_openai
 from test_queries import HANDBOOK
 

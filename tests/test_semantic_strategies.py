@@ -13,17 +13,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chunkbench.chunking.base import Chunk, ChunkingInput, validate_params
-from chunkbench.chunking.sentences import split_sentences
 from chunkbench.chunking.strategies.semantic import SemanticParams, SemanticStrategy
 from chunkbench.chunking.strategies.semantic_parent_child import (
     SemanticParentChildParams,
     SemanticParentChildStrategy,
     paragraph_units,
 )
-from chunkbench.chunking.tokens import get_tokenizer
 from chunkbench.documents.tree import Block, build_parse_result
 from chunkbench.errors import ChunkingError
 from chunkbench.models import NodeType
+from chunkbench.text.sentences import split_sentences
+from chunkbench.text.tokens import get_tokenizer
 
 ZWNJ = "\u200c"
 

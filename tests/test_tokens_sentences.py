@@ -11,8 +11,8 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkbench.chunking.sentences import split_sentences
-from chunkbench.chunking.tokens import get_tokenizer
+from chunkbench.text.sentences import split_sentences
+from chunkbench.text.tokens import get_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO.parent / "shared" / "data" / "chroma_chunking_eval" / "corpora"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from chunkbench.documents.normalize import normalize_text
 from chunkbench.documents.tree import Block, build_parse_result
 from chunkbench.models import DocumentTree, NodeType
+from chunkbench.text.normalize import normalize_text
 
 ZWNJ = "\u200c"
 

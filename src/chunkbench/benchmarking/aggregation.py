@@ -11,10 +11,10 @@ from chunkbench.benchmarking import cost as pricing
 from chunkbench.benchmarking.decision import decide
 from chunkbench.benchmarking.experiments import cells, get
 from chunkbench.benchmarking.schemas import METRIC_DIRECTIONS
-from chunkbench.chunking.tokens import count_tokens
 from chunkbench.config import Settings
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import ExperimentRow, utcnow
+from chunkbench.text.tokens import count_tokens
 
 
 def _summary(values: Sequence[float], rng: np.random.Generator, resamples: int) -> dict[str, Any]:

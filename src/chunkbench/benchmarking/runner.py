@@ -28,7 +28,6 @@ from chunkbench.benchmarking import aggregation, experiments, scoring
 from chunkbench.benchmarking.questions import resolve_benchmark_questions
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.chunking import service as processing
-from chunkbench.chunking.tokens import get_tokenizer
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import EmbeddingModelSpec
@@ -44,6 +43,7 @@ from chunkbench.storage.ownership import process_alive, this_process
 from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.schema import BenchmarkCellRow, ExperimentRow, utcnow
 from chunkbench.storage.vectors import VectorStore
+from chunkbench.text.tokens import get_tokenizer
 
 logger = logging.getLogger(__name__)
 

@@ -23,13 +23,13 @@ from chunkbench.benchmarking.schemas import (
     CostEstimateOut,
     ExperimentSummary,
 )
-from chunkbench.chunking.tokens import count_tokens
 from chunkbench.config import Settings
 from chunkbench.errors import ExperimentStateError, NotFoundError
 from chunkbench.jobs.service import Progress
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import BenchmarkCellRow, DocumentRow, ExperimentRow
 from chunkbench.storage.vectors import VectorStore
+from chunkbench.text.tokens import count_tokens
 
 RESUMABLE = ("interrupted", "failed")
 # What a cell keeps in the "scores" view of an Experiment: enough for per-question heat, without the retrieved

@@ -13,9 +13,9 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from chunkbench.chunking.tokens import get_tokenizer
 from chunkbench.errors import ChunkingError
 from chunkbench.models import DocumentTree, NodeType, StrategyName, TreeNode
+from chunkbench.text.tokens import get_tokenizer
 
 
 @dataclass
@@ -93,6 +93,14 @@ class ChunkingStrategy(ABC):
     description: ClassVar[str]
     params_model: ClassVar[type[StrategyParams]]
     needs_boundary: ClassVar[bool] = False
+    # Capabilities: what the query pipeline, the benchmark and the reports may do with the chunks; the core reads
+    # these instead of testing a strategy's name, so a plugin strategy states its own.
+    #   expands_neighbours: its chunks are contiguous windows, so Neighbor Expansion (seed 000 §9.2) applies.
+    #   has_parents: it writes parent chunks, shown as context under the children that were hit.
+    expands_neighbours: ClassVar[bool] = False
+    has_parents: ClassVar[bool] = False
+    # Parameters whose default is a Settings field (seed 000 §3), as {parameter: Settings field name}.
+    settings_defaults: ClassVar[dict[str, str]] = {}
 
     def __init__(
         self,
@@ -137,6 +145,28 @@ def strategy_class(name: StrategyName | str) -> type[ChunkingStrategy]:
         return _STRATEGIES[StrategyName(name)]
     except (ValueError, KeyError) as exc:
         raise ChunkingError(f"Unknown strategy '{name}'. Known: {', '.join(s.value for s in StrategyName)}.") from exc
+
+
+@dataclass(frozen=True)
+class StrategyCapabilities:
+    """A strategy's capabilities by name, readable for names no longer registered (a removed plugin's history)."""
+
+    expands_neighbours: bool = False
+    has_parents: bool = False
+
+
+def capabilities(name: StrategyName | str) -> StrategyCapabilities:
+    """The capabilities of the strategy called ``name``; none for a name that is not registered."""
+    try:
+        cls = strategy_class(name)
+    except ChunkingError:
+        return StrategyCapabilities()
+    return StrategyCapabilities(cls.expands_neighbours, cls.has_parents)
+
+
+def defaults_from_settings(name: StrategyName | str, settings: Any) -> dict[str, Any]:
+    """The parameter defaults of ``name`` that come from ``settings`` (``ChunkingStrategy.settings_defaults``)."""
+    return {param: getattr(settings, field) for param, field in strategy_class(name).settings_defaults.items()}
 
 
 def all_strategies() -> list[type[ChunkingStrategy]]:

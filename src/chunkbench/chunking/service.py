@@ -22,6 +22,7 @@ from chunkbench.chunking.base import (
     Chunk,
     ChunkingInput,
     StrategyParams,
+    defaults_from_settings,
     strategy_class,
     validate_params,
 )
@@ -68,17 +69,6 @@ class ProcessPlan:
         }
 
 
-def settings_defaults(name: StrategyName, settings: Settings) -> dict[str, Any]:
-    """Parameter defaults that come from Settings (seed 000 §3) rather than from the strategy itself."""
-    if name is StrategyName.FIXED_SIZE:
-        return {"chunk_size": settings.chunk_size, "chunk_overlap": settings.chunk_overlap}
-    if name in (StrategyName.RECURSIVE, StrategyName.CONTEXTUAL_RETRIEVAL):
-        return {"chunk_size": settings.chunk_size}
-    if name is StrategyName.SEMANTIC:
-        return {"min_chunk_size": settings.semantic_min_chunk_size}
-    return {}
-
-
 def plan(session: Session, settings: Settings, document_id: str, request: ProcessIn, *, tenant_id: str) -> ProcessPlan:
     """Validate a request completely; raises 404/400 with what to fix."""
     DocumentRepository(session, tenant_id).get(document_id)
@@ -90,7 +80,7 @@ def plan(session: Session, settings: Settings, document_id: str, request: Proces
             "Add it to 'strategies' or drop its parameters."
         )
     strategies = tuple(
-        (name, validate_params(name, {**settings_defaults(name, settings), **request.params.get(name, {})}))
+        (name, validate_params(name, {**defaults_from_settings(name, settings), **request.params.get(name, {})}))
         for name in names
     )
     corpus = embedding.resolve_corpus_model(session, request.corpus_model_id)

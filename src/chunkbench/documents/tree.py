@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from chunkbench.documents.normalize import normalize_text
 from chunkbench.models import DocumentTree, NodeType, ParseResult, TreeNode
+from chunkbench.text.normalize import normalize_text
 
 # A heading that names a numbered legal unit is an ``article`` node rather than a ``section``.
 _ARTICLE_HEADING = re.compile(r"^\s*(article|art\.|ماده)(\s|$|[\d۰-۹])", re.IGNORECASE)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from chunkbench.documents.normalize import normalize_text
+from chunkbench.text.normalize import normalize_text
 
 # ``[Source 2]``, ``[source 1, 3]``, ``[Sources 1-2]``, ``[Source ۲]`` (any Unicode digits, Farsi comma too).
 _CITATION = re.compile(r"\[\s*sources?\s*\d+(?:\s*[-–,،]\s*\d+)*\s*\]", re.IGNORECASE)

@@ -26,8 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from chunkbench.chunking.base import Chunk, ChunkingInput, StrategyParams, strategy_class, validate_params
-from chunkbench.chunking.tokens import get_tokenizer
+from chunkbench.chunking.base import (
+    Chunk,
+    ChunkingInput,
+    StrategyParams,
+    defaults_from_settings,
+    strategy_class,
+    validate_params,
+)
 from chunkbench.config import Settings, get_settings
 from chunkbench.embedding.registry import DEFAULT_MODEL_ID, EmbeddingModelSpec, Purpose, get_spec
 from chunkbench.embedding.sparse import Bm25Encoder
@@ -39,6 +45,7 @@ from chunkbench.evaluation.spans import SpanMetrics, TokenMap, span_metrics
 from chunkbench.models import DocumentTree, NodeType, StrategyName, TreeNode
 from chunkbench.retrieval.search import RetrieverName, SearchRequest, get_retriever
 from chunkbench.storage.vectors import VectorStore
+from chunkbench.text.tokens import get_tokenizer
 
 EVAL_TENANT = "eval"
 SPAN_METRICS = ("recall", "precision", "precision_omega", "iou")
@@ -362,7 +369,7 @@ def evaluate_spans(
     report = progress or (lambda stage, done, total: None)
     base = settings or get_settings()
     strategy_name = StrategyName(strategy_class(strategy).name)  # unknown name: ChunkingError listing the known
-    validated = validate_params(strategy_name, {**_defaults(strategy_name, base), **(params or {})})
+    validated = validate_params(strategy_name, {**defaults_from_settings(strategy_name, base), **(params or {})})
     try:
         scope_value = Scope(scope)
     except ValueError:
@@ -433,12 +440,6 @@ def evaluate_spans(
         per_question=per_question,
         timings={stage: round(seconds, 3) for stage, seconds in timings.items()},
     )
-
-
-def _defaults(strategy: StrategyName, settings: Settings) -> dict[str, Any]:
-    from chunkbench.chunking.service import settings_defaults
-
-    return settings_defaults(strategy, settings)
 
 
 def _index(

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from chunkbench.chunking.tokens import get_tokenizer
 from chunkbench.llm.client import LlmClient
 from chunkbench.llm.extractive import Embedder, answer_extractively
 from chunkbench.llm.prompts import NOT_ENOUGH_INFORMATION, rag_answer_messages
+from chunkbench.text.tokens import get_tokenizer
 
 AnswerMode = Literal["llm", "extractive", "none"]
 

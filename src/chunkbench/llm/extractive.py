@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from chunkbench.chunking.sentences import split_sentences
 from chunkbench.llm.prompts import NOT_ENOUGH_INFORMATION
+from chunkbench.text.sentences import split_sentences
 
 __all__ = ["NOT_ENOUGH_INFORMATION", "Answer", "ExtractiveAnswerer", "answer_extractively"]
 

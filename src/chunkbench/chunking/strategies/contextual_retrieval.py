@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePath
-from typing import Any
+from typing import Any, ClassVar
 
 from chunkbench.chunking.base import (
     BoundaryEmbedder,
@@ -75,6 +75,7 @@ class ContextualRetrievalStrategy(ChunkingStrategy):
     """
 
     name = StrategyName.CONTEXTUAL_RETRIEVAL
+    settings_defaults: ClassVar[dict[str, str]] = {"chunk_size": "chunk_size"}
     description = "Recursive chunks embedded behind a short context prefix that places each chunk in its document."
     params_model = ContextualRetrievalParams
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Self
+from typing import ClassVar, Self
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -15,8 +15,8 @@ from chunkbench.chunking.base import (
     StrategyParams,
     register_strategy,
 )
-from chunkbench.chunking.tokens import Tokenizer, get_tokenizer
 from chunkbench.models import StrategyName
+from chunkbench.text.tokens import Tokenizer, get_tokenizer
 
 Window = tuple[int, int, int]  # (first token, end token, exact token count of the slice)
 
@@ -89,6 +89,8 @@ class FixedSizeStrategy(ChunkingStrategy):
     0..chunk_size-1."""
 
     name = StrategyName.FIXED_SIZE
+    expands_neighbours = True
+    settings_defaults: ClassVar[dict[str, str]] = {"chunk_size": "chunk_size", "chunk_overlap": "chunk_overlap"}
     description = "Consecutive windows of chunk_size tokens that overlap by chunk_overlap tokens."
     params_model = FixedSizeParams
 

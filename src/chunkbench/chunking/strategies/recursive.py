@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 from bisect import bisect_left, bisect_right
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
@@ -18,8 +18,8 @@ from chunkbench.chunking.base import (
     StrategyParams,
     register_strategy,
 )
-from chunkbench.chunking.tokens import Tokenizer, get_tokenizer
 from chunkbench.models import NodeType, StrategyName
+from chunkbench.text.tokens import Tokenizer, get_tokenizer
 
 Span = tuple[int, int]
 Sized = tuple[int, int, int]  # (start, end, exact token count)
@@ -295,6 +295,7 @@ class RecursiveStrategy(ChunkingStrategy):
     """
 
     name = StrategyName.RECURSIVE
+    settings_defaults: ClassVar[dict[str, str]] = {"chunk_size": "chunk_size"}
     description = (
         "Splits at headings, then paragraphs, lines, sentences and words only as deep as needed, "
         "and packs the pieces into chunks of up to chunk_size tokens."

@@ -10,7 +10,7 @@ import bisect
 import re
 from collections.abc import Callable, Sequence
 from itertools import pairwise
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import Field
@@ -25,10 +25,10 @@ from chunkbench.chunking.base import (
     StrategyParams,
     register_strategy,
 )
-from chunkbench.chunking.sentences import Span, split_sentences
-from chunkbench.chunking.tokens import get_tokenizer
 from chunkbench.errors import ChunkingError
 from chunkbench.models import NodeType, StrategyName
+from chunkbench.text.sentences import Span, split_sentences
+from chunkbench.text.tokens import get_tokenizer
 
 # Strength of a gap that must not be cut by similarity and is split last when a size cap forces it:
 # between two token windows of one sentence, and right after a heading. Above any cosine (<= 1).
@@ -233,6 +233,7 @@ class SemanticStrategy(BoundaryStrategy):
     """Sentences grouped while adjacent Boundary cosine stays >= threshold, under a hard token cap."""
 
     name = StrategyName.SEMANTIC
+    settings_defaults: ClassVar[dict[str, str]] = {"min_chunk_size": "semantic_min_chunk_size"}
     description = (
         "Sentence groups cut where the Boundary model's adjacent-sentence similarity drops below the "
         "threshold; small groups merged, long ones split at their weakest link; never over max_tokens."

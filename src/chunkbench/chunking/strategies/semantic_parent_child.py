@@ -15,7 +15,6 @@ from chunkbench.chunking.base import (
     StrategyParams,
     register_strategy,
 )
-from chunkbench.chunking.sentences import Span, split_sentences
 from chunkbench.chunking.strategies.semantic import (
     BoundaryStrategy,
     UnitTable,
@@ -27,6 +26,7 @@ from chunkbench.chunking.strategies.semantic import (
     split_to_fit,
 )
 from chunkbench.models import NodeType, StrategyName
+from chunkbench.text.sentences import Span, split_sentences
 
 _HEADING_NODES = (NodeType.SECTION, NodeType.ARTICLE)
 
@@ -72,6 +72,7 @@ class SemanticParentChildStrategy(BoundaryStrategy):
     """Parents: runs of similar paragraphs; children: pieces of one paragraph, linked by ``parent_id``."""
 
     name = StrategyName.SEMANTIC_PARENT_CHILD
+    has_parents = True
     description = (
         "Adjacent paragraphs join a parent while the Boundary model's similarity stays >= threshold and "
         "the parent fits parent_max_tokens; each paragraph is cut into children of <= child_max_tokens, "

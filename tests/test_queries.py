@@ -168,6 +168,7 @@ def test_chatbot_indexes_with_the_serving_configuration_and_answers(client):
     assert health["documents_indexed"] == created and health["llm_configured"] is False
     assert client.get("/admin/serving").json() == {
         "strategy": "recursive", "corpus_model_id": "all-MiniLM-L6-v2", "retriever": "hybrid", "top_k": 5,
+        "rerank": "none", "candidate_k": None, "neighbor_prev": 0, "neighbor_next": 0, "parent_context": True,
     }  # fmt: skip
 
 

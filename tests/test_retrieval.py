@@ -16,10 +16,10 @@ from chunkbench.embedding.service import embed_query, embed_texts
 from chunkbench.embedding.sparse import Bm25Encoder
 from chunkbench.errors import QueryError
 from chunkbench.models import StrategyName
-from chunkbench.retrieval.context import attach_parents, build_context, source_map
+from chunkbench.retrieval.context import attach_parents
 from chunkbench.retrieval.expansion import apply_neighbor_expansion
 from chunkbench.retrieval.rerank import CrossEncoderReranker, LlmListwiseReranker, parse_ranking
-from chunkbench.retrieval.search import RetrievedChunk, RetrieverName, apply_score_floor, get_retriever, retrieve
+from chunkbench.retrieval.search import RetrievedChunk, RetrieverName, get_retriever, retrieve
 from chunkbench.storage.vectors import VectorStore, get_vector_store
 from chunkgen import chunks_from_texts
 
@@ -179,8 +179,6 @@ def test_score_floor_per_retriever(
     hybrid = run(corpus_store, settings, "hybrid", CODE_QUERY, vector, top_k=9, score_floor=floor)
     assert {c.chunk_id for c in hybrid} == {cid for cid, s in cosine.items() if s >= floor}
     assert all(c.payload["dense_score"] == pytest.approx(cosine[c.chunk_id], abs=1e-5) for c in hybrid)
-    assert apply_score_floor(dense, 0.5) == [c for c in dense if c.score >= 0.5]
-    assert apply_score_floor(dense, None) == dense
 
 
 def test_document_and_tenant_filters_never_leak(
@@ -352,20 +350,12 @@ def test_parent_context_for_parent_child(store: VectorStore) -> None:
     assert blocks[0].parent.role == "parent" and blocks[0].parent.score is None
     assert blocks[1].parent is not None and blocks[1].parent.text == parents[1]
     assert blocks[2].parent is None and blocks[2].parent_source == 1  # same parent as source 1
-    context = build_context(blocks)
-    assert context.index("[Source 1]") < context.index("child two") < context.index(parents[0])
-    assert context.index(parents[0]) < context.index("[Source 2]")
-    assert context.count(parents[0]) == 1 and "see [Source 1]" in context
-    assert source_map(blocks) == {1: hits[0], 2: hits[1], 3: hits[2]}
 
 
 def test_context_without_parents_for_other_strategies(fixed_store: VectorStore) -> None:
     hits = hits_at(fixed_store, 1, 0)
     blocks = attach_parents(fixed_store, hits, strategy=FIXED, model_id=SPEC.id, tenant_id="t1", document_id="d1")
     assert [(b.source, b.parent) for b in blocks] == [(1, None), (2, None)]
-    assert build_context(blocks) == (
-        "[Source 1] d1.md | Manual\nfixed chunk number 1\n\n[Source 2] d1.md | Manual\nfixed chunk number 0"
-    )
 
 
 # ---------------------------------------------------------------- rerankers

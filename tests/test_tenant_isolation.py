@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from chunkbench.app import create_app
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import get_spec
+from chunkbench.storage.vectors import QueryMode
 from chunkbench.tenants import service
 from test_benchmarks import QUESTIONS
 from test_queries import HANDBOOK
@@ -121,7 +122,7 @@ def test_searches_of_tenant_b_never_return_tenant_a_chunks_for_the_same_text(wor
     spec = get_spec("all-MiniLM-L6-v2")
     vector = embedding.embed_texts(spec, ["paid annual leave"], "query", world["settings"])[0]
     hits = {
-        tenant: store.search("fixed_size", spec.id, retriever="dense", tenant_id=tenant, document_id=None, top_k=50,
+        tenant: store.search("fixed_size", spec.id, mode=QueryMode.DENSE, tenant_id=tenant, document_id=None, top_k=50,
                              dense=np.asarray(vector), sparse=None)
         for tenant in ("tenant-a", "tenant-b")
     }  # fmt: skip

@@ -34,9 +34,10 @@ from chunkbench.observability.middleware import ObservabilityMiddleware
 from chunkbench.observability.routes import router as observability_router
 from chunkbench.plugins import load_plugins
 from chunkbench.rag import service as rag
+from chunkbench.rag.routes import chat_router
 from chunkbench.rag.routes import router as rag_router
-from chunkbench.retrieval.routes import chat_router, serving_router
 from chunkbench.retrieval.routes import router as queries_router
+from chunkbench.retrieval.routes import serving_router
 from chunkbench.storage.db import Database, is_connection_error, unavailable
 from chunkbench.storage.vectors import close_vector_stores
 from chunkbench.tenants.auth import authenticate

@@ -27,6 +27,7 @@ from chunkbench.errors import ChunkbenchError
 from chunkbench.evaluation.commands import eval_app
 from chunkbench.evaluation.question_commands import questions_app
 from chunkbench.guard.commands import pii_app
+from chunkbench.limits import MAX_TOP_K
 from chunkbench.models import DocumentState, StrategyName
 from chunkbench.storage.schema import DEFAULT_TENANT
 from chunkbench.tenants.commands import admin_app
@@ -502,7 +503,7 @@ def query(
     question: Annotated[str, typer.Argument(help="The question")],
     strategy: Annotated[StrategyName, typer.Option(help="Strategy whose index to search")] = StrategyName.RECURSIVE,
     retriever: Annotated[str, typer.Option(help="dense, bm25 or hybrid")] = "dense",
-    top_k: Annotated[int | None, typer.Option(min=1, max=20, help="Hits (default CHUNKBENCH_TOP_K)")] = None,
+    top_k: Annotated[int | None, typer.Option(min=1, max=MAX_TOP_K, help="Hits (default CHUNKBENCH_TOP_K)")] = None,
     prev: Annotated[int | None, typer.Option(min=0, max=5, help="Neighbours before each hit (fixed_size)")] = None,
     next_: Annotated[
         int | None, typer.Option("--next", min=0, max=5, help="Neighbours after each hit (fixed_size)")

@@ -9,6 +9,8 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from chunkbench.limits import MAX_CANDIDATE_K, MAX_NEIGHBORS, MAX_TOP_K
+
 
 class Settings(BaseSettings):
     """Configuration with embedded defaults: no server, no key, no network."""
@@ -78,16 +80,16 @@ class Settings(BaseSettings):
 
     # Retrieval (seed 004): an optional absolute score floor (off by default) and reranking.
     score_floor: float | None = None
-    rerank_candidate_k: int = Field(20, ge=1, le=200)
+    rerank_candidate_k: int = Field(20, ge=1, le=MAX_CANDIDATE_K)
     # A sentence-transformers CrossEncoder folder or name; empty = cross-encoder reranking unavailable.
     cross_encoder_model: str = ""
 
     # Strategy parameter defaults (seed 000 §3); a request's own parameters win.
     chunk_size: int = Field(512, gt=0)
     chunk_overlap: int = Field(50, ge=0)
-    top_k: int = Field(5, ge=1, le=20)
-    neighbor_prev: int = Field(0, ge=0, le=5)
-    neighbor_next: int = Field(0, ge=0, le=5)
+    top_k: int = Field(5, ge=1, le=MAX_TOP_K)
+    neighbor_prev: int = Field(0, ge=0, le=MAX_NEIGHBORS)
+    neighbor_next: int = Field(0, ge=0, le=MAX_NEIGHBORS)
     semantic_min_chunk_size: int = Field(3, ge=1)
 
     # Processing documents and jobs carry a lease their process renews every third of it; at start-up another

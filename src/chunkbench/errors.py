@@ -148,6 +148,10 @@ class QueryError(ChunkbenchError):
     code = "query_error"
 
 
+class CollectionMissingError(QueryError):
+    """A search named a (strategy, Corpus model) collection that does not exist: nothing was processed that way."""
+
+
 class PluginError(ChunkbenchError):
     """A plugin under CHUNKBENCH_PLUGINS_DIR failed to import or registered something invalid; start is refused."""
 

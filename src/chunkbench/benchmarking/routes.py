@@ -11,6 +11,7 @@ from chunkbench.benchmarking import report, runner, service
 from chunkbench.benchmarking.schemas import BenchmarkIn, CompareOut, CostEstimateOut, ExperimentSummary
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
 from chunkbench.jobs.schemas import JobAccepted
+from chunkbench.limits import MAX_NEIGHBORS
 from chunkbench.schemas import ErrorOut
 from chunkbench.storage.schema import DocumentRow
 
@@ -143,8 +144,8 @@ def list_experiments(
     corpus_model_id: str | None = None,
     boundary_model_id: str | None = None,
     strategy: str | None = None,
-    neighbor_prev: int | None = Query(None, ge=0, le=5),
-    neighbor_next: int | None = Query(None, ge=0, le=5),
+    neighbor_prev: int | None = Query(None, ge=0, le=MAX_NEIGHBORS),
+    neighbor_next: int | None = Query(None, ge=0, le=MAX_NEIGHBORS),
     status_: str | None = Query(None, alias="status"),
     limit: int = Query(100, ge=1, le=1000),
 ) -> list[ExperimentSummary]:

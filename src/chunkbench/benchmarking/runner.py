@@ -28,6 +28,7 @@ from chunkbench.benchmarking import aggregation, experiments, scoring
 from chunkbench.benchmarking.questions import resolve_benchmark_questions
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.chunking import service as processing
+from chunkbench.chunking.base import capabilities
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import EmbeddingModelSpec
@@ -36,11 +37,11 @@ from chunkbench.evaluation.judge import judge
 from chunkbench.jobs.service import Progress
 from chunkbench.llm.client import LlmClient, get_llm_client
 from chunkbench.models import StrategyName
-from chunkbench.retrieval.schemas import QueryIn, QueryOut
-from chunkbench.retrieval.service import run_query
+from chunkbench.retrieval import pipeline
+from chunkbench.retrieval.pipeline import QueryResult, Scope
 from chunkbench.storage.db import Database
 from chunkbench.storage.ownership import process_alive, this_process
-from chunkbench.storage.repositories import DocumentRepository
+from chunkbench.storage.repositories import DocumentRepository, QueryRepository
 from chunkbench.storage.schema import BenchmarkCellRow, ExperimentRow, utcnow
 from chunkbench.storage.vectors import VectorStore
 from chunkbench.text.tokens import get_tokenizer
@@ -179,8 +180,8 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
     configurations = tuple(
         Configuration(
             strategy, retriever, top_k, rerank,
-            request.neighbor_prev if strategy is StrategyName.FIXED_SIZE else 0,
-            request.neighbor_next if strategy is StrategyName.FIXED_SIZE else 0,
+            request.neighbor_prev if capabilities(strategy).expands_neighbours else 0,
+            request.neighbor_next if capabilities(strategy).expands_neighbours else 0,
         )
         for strategy in strategies for retriever in request.retrievers for top_k in request.top_k
         for rerank in request.rerank
@@ -451,45 +452,40 @@ def _cell(
     if stop.is_set():
         raise BenchmarkError("The run was stopped.")
     try:
-        out = run_query(
-            context.database,
+        with context.database.engine.connect() as connection:  # deleted mid-run: a failed cell, not empty hits
+            QueryRepository(connection, context.tenant_id).query_target(context.document_id)
+        plan = pipeline.make_plan(
             context.settings,
-            context.store,
-            QueryIn(
-                document_id=context.document_id,
-                strategy=configuration.strategy,
-                question=question["question"],
-                top_k=configuration.top_k,
-                neighbor_prev=configuration.neighbor_prev,
-                neighbor_next=configuration.neighbor_next,
-                retriever=configuration.retriever,
-                rerank=configuration.rerank,
-                corpus_model_id=context.corpus.id,
-            ),
-            tenant_id=context.tenant_id,
-            save=False,
+            question=question["question"],
+            scope=Scope.document(context.tenant_id, context.document_id),
+            strategy=configuration.strategy,
+            corpus=context.corpus,
+            retriever=configuration.retriever,
+            top_k=configuration.top_k,
+            rerank=configuration.rerank,
+            neighbor_prev=configuration.neighbor_prev,
+            neighbor_next=configuration.neighbor_next,
         )
-        return {**base, **_grade(context, configuration, question, out)}
+        return {**base, **_grade(context, configuration, question, pipeline.run(context.settings, context.store, plan))}
     except LlmUnavailableError:
         raise
     except ChunkbenchError as exc:
         return {**base, "status": "failed", "error": exc.message, "metrics": {}, "retrieved": []}
 
 
-def _grade(context: _Context, configuration: Configuration, question: dict[str, Any], out: QueryOut) -> dict[str, Any]:
+def _grade(
+    context: _Context, configuration: Configuration, question: dict[str, Any], result: QueryResult
+) -> dict[str, Any]:
     evidence = [(int(r["start_index"]), int(r["end_index"])) for r in question["references"]]
-    # The flat context is in document order (Neighbor Expansion sorts it); rank metrics need the hits in the
-    # order they were retrieved, which is the Expansion Tree's order. Stored: hits by rank, then neighbours.
-    rank = {node["chunk_id"]: position for position, node in enumerate(out.expansion_tree)}
-    ordered = sorted(out.retrieved_chunks, key=lambda c: (c.get("role") != "hit", rank.get(c["chunk_id"], 0)))
+    answer = result.answer
+    assert answer is not None  # a benchmark always answers
+    # Stored: the hits by rank, then the Neighbor Expansion neighbours in context order.
     retrieved = [
-        {key: chunk.get(key) for key in ("chunk_index", "start_index", "end_index", "role")}
-        # Scores to 6 places: CPU embeddings vary in the last bits between runs; the figures must not.
-        | {"score": None if chunk.get("score") is None else round(chunk["score"], 6), "tokens": chunk["token_count"]}
-        for chunk in ordered
-    ]
-    passages = [f"{s.text}\n\n{s.parent_text}" if s.parent_text else s.text for s in out.sources]
-    sources = {source.chunk_id: source.model_dump() for source in out.sources}
+        {"chunk_index": chunk.chunk_index, "start_index": chunk.start_index, "end_index": chunk.end_index,
+         "role": chunk.role, "score": _rounded(chunk.score), "tokens": chunk.token_count}
+        for chunk in (*result.hits, *result.neighbours)
+    ]  # fmt: skip
+    passages = [source.passage for source in result.sources]
     metrics: dict[str, Any] = scoring.retrieval_metrics(
         evidence, retrieved, context.chunkings[configuration.strategy.value], top_k=configuration.top_k
     )
@@ -498,20 +494,19 @@ def _grade(context: _Context, configuration: Configuration, question: dict[str, 
     expected = question.get("expected_answer")
     vectors = None
     if expected:
-        answer_vector = embedding.embed_texts(context.corpus, [out.answer], "query", context.settings)[0]
+        answer_vector = embedding.embed_texts(context.corpus, [answer.text], "query", context.settings)[0]
         vectors = np.stack([answer_vector, context.expected_vectors[question["id"]]])
-    metrics.update(scoring.answer_scores(out.answer, expected, vectors))
+    metrics.update(scoring.answer_scores(answer.text, expected, vectors))
     verdict = None
-    latency = dict(out.latency_breakdown)
-    prompt_tokens = out.token_usage.get("prompt_tokens", 0)
-    completion_tokens = out.token_usage.get("completion_tokens", 0)
+    latency = dict(result.latency_ms)
+    prompt_tokens, completion_tokens = answer.prompt_tokens, answer.completion_tokens
     if context.judge_client is not None:
         started = time.perf_counter()
         verdict = judge(
             context.judge_client,
             question=question["question"],
             expected_answer=expected or "",
-            answer=out.answer,
+            answer=answer.text,
             contexts=passages,
             repeats=context.judge_repeats,
         )
@@ -522,12 +517,12 @@ def _grade(context: _Context, configuration: Configuration, question: dict[str, 
     return {
         "status": "ok",
         "error": None,
-        "answer": out.answer,
-        "answer_mode": out.answer_mode,
-        "citations": out.citations,
+        "answer": answer.text,
+        "answer_mode": answer.mode,
+        "citations": answer.citations,
         "retrieved": retrieved,
-        "expansion_tree": [_tree_node(node, sources) for node in out.expansion_tree]
-        if configuration.strategy is StrategyName.FIXED_SIZE
+        "expansion_tree": [_tree_node(node.to_dict()) for node in result.tree]
+        if capabilities(configuration.strategy).expands_neighbours
         else None,
         "metrics": metrics,
         "judge": verdict.to_dict() if verdict is not None else None,
@@ -536,18 +531,20 @@ def _grade(context: _Context, configuration: Configuration, question: dict[str, 
     }
 
 
-def _tree_node(node: dict[str, Any], chunks: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """An Expansion Tree node as a cell keeps it: the query answer refers to chunks by id, the report shows
-    their positions and text, so they are filled in from the sources; scores rounded as everywhere in a cell."""
-    chunk = chunks.get(node["chunk_id"], {})
+def _rounded(score: float | None) -> float | None:
+    # Scores to 6 places: CPU embeddings vary in the last bits between runs; the figures must not.
+    return None if score is None else round(score, 6)
+
+
+def _tree_node(node: dict[str, Any]) -> dict[str, Any]:
+    """An Expansion Tree node as a cell keeps it: positions, text and rounded score of the hit and its neighbours."""
     compact = {
-        "chunk_index": node["chunk_index"], "role": node["role"], "start_index": chunk.get("start_index"),
-        "end_index": chunk.get("end_index"), "text": chunk.get("text"),
-        "score": None if node.get("score") is None else round(node["score"], 6),
+        "chunk_index": node["chunk_index"], "role": node["role"], "start_index": node["start_index"],
+        "end_index": node["end_index"], "text": node["text"], "score": _rounded(node["score"]),
     }  # fmt: skip
     for side in ("neighbors_prev", "neighbors_next"):
         if side in node:
-            compact[side] = [_tree_node(neighbour, chunks) for neighbour in node[side]]
+            compact[side] = [_tree_node(neighbour) for neighbour in node[side]]
     return compact
 
 

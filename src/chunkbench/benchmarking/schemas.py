@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from chunkbench.limits import MAX_NEIGHBORS, MAX_QUESTION_CHARS, MAX_TOP_K
 from chunkbench.models import StrategyName
 from chunkbench.retrieval.schemas import RerankField, RetrieverField
 
@@ -61,7 +62,7 @@ class QuestionIn(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     id: str | None = None
-    question: str = Field(min_length=1, max_length=4000)
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     expected_answer: str | None = None
     category: str | None = None
     difficulty: str | None = None
@@ -87,8 +88,12 @@ class BenchmarkIn(BaseModel):
     )
     retrievers: list[RetrieverField] = Field(default_factory=lambda: ["dense"], min_length=1)
     top_k: list[int] = Field(default_factory=lambda: [5], min_length=1, description="One configuration per value")
-    neighbor_prev: int = Field(0, ge=0, le=5, description="Neighbor Expansion before each hit (fixed_size only)")
-    neighbor_next: int = Field(0, ge=0, le=5, description="Neighbor Expansion after each hit (fixed_size only)")
+    neighbor_prev: int = Field(
+        0, ge=0, le=MAX_NEIGHBORS, description="Neighbor Expansion before each hit (fixed_size only)"
+    )
+    neighbor_next: int = Field(
+        0, ge=0, le=MAX_NEIGHBORS, description="Neighbor Expansion after each hit (fixed_size only)"
+    )
     rerank: list[RerankField] = Field(default_factory=lambda: ["none"], min_length=1)
     corpus_model_id: str | None = None
     judge: bool | None = Field(None, description="LLM-as-judge; default: on when an LLM is configured")
@@ -108,8 +113,8 @@ class BenchmarkIn(BaseModel):
     @field_validator("top_k")
     @classmethod
     def _top_k_range(cls, value: list[int]) -> list[int]:
-        if any(not 1 <= k <= 20 for k in value):
-            raise ValueError("every top_k must be between 1 and 20")
+        if any(not 1 <= k <= MAX_TOP_K for k in value):
+            raise ValueError(f"every top_k must be between 1 and {MAX_TOP_K}")
         return list(dict.fromkeys(value))
 
     @model_validator(mode="after")

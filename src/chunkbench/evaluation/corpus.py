@@ -19,7 +19,7 @@ import json
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -42,8 +42,10 @@ from chunkbench.evaluation.locate import resolve_evidence
 from chunkbench.evaluation.questions import load_question_set
 from chunkbench.evaluation.ranking import ChunkRef, Evidence, rank_metrics, relevant_chunk_ids
 from chunkbench.evaluation.spans import SpanMetrics, TokenMap, span_metrics
+from chunkbench.limits import MAX_CANDIDATE_K
 from chunkbench.models import DocumentTree, NodeType, StrategyName, TreeNode
-from chunkbench.retrieval.search import RetrieverName, SearchRequest, get_retriever
+from chunkbench.retrieval import pipeline
+from chunkbench.retrieval.search import RetrieverName, get_retriever
 from chunkbench.storage.vectors import VectorStore
 from chunkbench.text.tokens import get_tokenizer
 
@@ -376,8 +378,8 @@ def evaluate_spans(
         raise EvaluationError(f"Unknown scope '{scope}'. Scopes: {', '.join(s.value for s in Scope)}.") from None
     engine = get_retriever(retriever)
     spec = get_spec(corpus_model)
-    if n < 1:
-        raise EvaluationError(f"n (chunks retrieved per question) must be at least 1; got {n}.")
+    if not 1 <= n <= MAX_CANDIDATE_K:
+        raise EvaluationError(f"n (chunks retrieved per question) must be between 1 and {MAX_CANDIDATE_K}; got {n}.")
     if not documents:
         raise EvaluationError("There are no documents to evaluate.")
     if not questions:
@@ -416,7 +418,10 @@ def evaluate_spans(
             timings["index"] = time.perf_counter() - started
 
             started = time.perf_counter()
-            hits = _retrieve(store, engine, spec, strategy_name, questions, query_vectors, n, scope_value, report)
+            hits = _retrieve(
+                settings_tmp, store, RetrieverName(retriever), spec, strategy_name, questions, query_vectors, n,
+                scope_value, report,
+            )  # fmt: skip
             timings["retrieve"] = time.perf_counter() - started
         finally:
             store.close()
@@ -466,8 +471,9 @@ def _index(
 
 
 def _retrieve(
+    settings: Settings,
     store: VectorStore,
-    engine: Any,
+    retriever: RetrieverName,
     spec: EmbeddingModelSpec,
     strategy: StrategyName,
     questions: Sequence[SpanQuestion],
@@ -476,21 +482,31 @@ def _retrieve(
     scope: Scope,
     report: ProgressCallback,
 ) -> list[list[ChunkRef]]:
+    """Each question's top ``n`` hits through the query pipeline, retrieval only (no floor, no answer)."""
     hits: list[list[ChunkRef]] = []
     for position, question in enumerate(questions):
-        request = SearchRequest(
-            strategy=strategy.value,
-            model_id=spec.id,
-            tenant_id=EVAL_TENANT,
-            document_id=question.document_id if scope is Scope.DOCUMENT else None,
+        plan = pipeline.make_plan(
+            settings,
             question=question.question,
-            query_vector=None if query_vectors is None else query_vectors[position],
+            scope=pipeline.Scope.document(EVAL_TENANT, question.document_id)
+            if scope is Scope.DOCUMENT
+            else pipeline.Scope.corpus(EVAL_TENANT),
+            strategy=strategy,
+            corpus=spec,
+            retriever=retriever,
             top_k=n,
+            neighbor_prev=0,
+            neighbor_next=0,
+            parent_context=False,
+            answer="none",
+            query_vector=None if query_vectors is None else query_vectors[position],
         )
+        # Chroma's protocol has no score floor: every question gets its n chunks.
+        plan = replace(plan, score_floor=None)
         hits.append(
             [
                 ChunkRef(hit.document_id, hit.chunk_index, hit.start_index, hit.end_index, hit.token_count)
-                for hit in engine.search(store, request)
+                for hit in pipeline.run(settings, store, plan).hits
             ]
         )
         if position % 16 == 15 or position == len(questions) - 1:

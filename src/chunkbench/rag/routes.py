@@ -1,18 +1,29 @@
-"""The RAG API (seed 003): ``POST /v1/query`` and the caller's tenant's semantic cache."""
+"""The RAG API (seed 003): ``POST /v1/query`` and the tenant's semantic cache; the chatbot API (seed 002 §4)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, File, Request, UploadFile
 
 from chunkbench.dependencies import DatabaseDep, SettingsDep, TenantDep, VectorStoreDep
-from chunkbench.rag import service
+from chunkbench.documents.schemas import IndexDirectoryIn
+from chunkbench.rag import chatbot, service
 from chunkbench.rag.cache import SemanticCache
-from chunkbench.rag.schemas import CacheClearOut, CacheStatsOut, RAGRequest, RAGResponse
-from chunkbench.schemas import ErrorOut
+from chunkbench.rag.schemas import (
+    CacheClearOut,
+    CacheStatsOut,
+    ChatHealthOut,
+    ChatIndexOut,
+    ChatQueryIn,
+    ChatQueryOut,
+    RAGRequest,
+    RAGResponse,
+)
+from chunkbench.schemas import ErrorOut, unprocessable
 
 router = APIRouter(prefix="/v1", tags=["rag"])
+chat_router = APIRouter(prefix="/api", tags=["chatbot"])
 
 _ERRORS = {400: {"model": ErrorOut}, 503: {"model": ErrorOut}}
 
@@ -60,3 +71,44 @@ def cache_stats(cache: SemanticCacheDep, settings: SettingsDep, tenant_id: Tenan
 def clear_cache(cache: SemanticCacheDep, tenant_id: TenantDep) -> CacheClearOut:
     """Forget the caller's tenant's cached answers (in this API process)."""
     return CacheClearOut(cleared=cache.clear(tenant_id))
+
+
+_CHAT_ERRORS = {400: {"model": ErrorOut}, 404: {"model": ErrorOut}, 503: {"model": ErrorOut}}
+_UPLOAD_ERRORS = {
+    413: {"model": ErrorOut, "description": "File larger than CHUNKBENCH_MAX_UPLOAD_MB"},
+    415: {"model": ErrorOut, "description": "Unsupported file type, or its converter is not installed"},
+    422: unprocessable("A scanned PDF without a text layer (run OCR first), or an invalid request"),
+}
+
+
+@chat_router.post("/index", response_model=ChatIndexOut, responses={**_CHAT_ERRORS, **_UPLOAD_ERRORS})
+def chat_index(
+    database: DatabaseDep,
+    settings: SettingsDep,
+    store: VectorStoreDep,
+    tenant_id: TenantDep,
+    file: UploadFile = File(..., description=".pdf .txt .md .html .htm .docx .doc"),
+) -> ChatIndexOut:
+    """Ingest and index a file with the serving configuration; the same filename replaces (idempotent)."""
+    return chatbot.index_upload(database, settings, store, file.file, file.filename or "", tenant_id=tenant_id)
+
+
+@chat_router.post("/index-directory", response_model=ChatIndexOut, responses=_CHAT_ERRORS)
+def chat_index_directory(
+    body: IndexDirectoryIn, database: DatabaseDep, settings: SettingsDep, store: VectorStoreDep, tenant_id: TenantDep
+) -> ChatIndexOut:
+    """Index every supported file under a folder of the data directory (a path escaping it is a 400)."""
+    return chatbot.index_directory(database, settings, store, body.path, tenant_id=tenant_id)
+
+
+@chat_router.post("/query", response_model=ChatQueryOut, responses=_CHAT_ERRORS)
+def chat_query(
+    body: ChatQueryIn, database: DatabaseDep, settings: SettingsDep, store: VectorStoreDep, tenant_id: TenantDep
+) -> ChatQueryOut:
+    """Answer from every indexed document with the serving configuration (503 if the LLM is unreachable)."""
+    return chatbot.answer(database, settings, store, body.question, body.top_k, tenant_id=tenant_id)
+
+
+@chat_router.get("/health", response_model=ChatHealthOut)
+def chat_health(database: DatabaseDep, settings: SettingsDep, tenant_id: TenantDep) -> ChatHealthOut:
+    return chatbot.health(database, settings, tenant_id=tenant_id)

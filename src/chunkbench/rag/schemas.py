@@ -6,14 +6,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from chunkbench.limits import MAX_QUESTION_CHARS, MAX_TOP_K
+
 
 class RAGRequest(BaseModel):
     """One question to the tenant's whole corpus. The tenant comes from the caller's credentials, never the body."""
 
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1, max_length=4000)
-    top_k: int | None = Field(None, ge=1, le=20, description="Default: the serving configuration's top_k")
+    query: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    top_k: int | None = Field(None, ge=1, le=MAX_TOP_K, description="Default: the serving configuration's top_k")
     max_tokens: int = Field(512, ge=1, le=2048, description="Bounds the answer (LLM completion or extractive)")
     session_id: str | None = Field(None, min_length=1, max_length=128, description="Cached answers stay per session")
 
@@ -34,6 +36,10 @@ class RAGSource(BaseModel):
     filename: str
     score: float | None
     text: str
+    # The parent's text shown under this child (strategies with parents), PII redacted too.
+    parent_text: str | None = None
+    # Why the passage is in the context: a search hit, or a Neighbor Expansion neighbour of one.
+    role: Literal["hit", "neighbor"] = "hit"
     # A passage with instructions in it (indirect prompt injection): marked or dropped in the LLM's context.
     injection_flagged: bool = False
     injection_action: Literal["none", "marked", "dropped", "passed"] = "none"
@@ -73,3 +79,37 @@ class CacheStatsOut(BaseModel):
 
 class CacheClearOut(BaseModel):
     cleared: int
+
+
+# The chatbot API (seed 002 §4): /api/index, /api/index-directory, /api/query, /api/health.
+
+
+class ChatQueryIn(BaseModel):
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    top_k: int | None = Field(None, ge=1, le=MAX_TOP_K)
+
+
+class ChatSourceOut(BaseModel):
+    text: str = Field(description="First 200 characters of the chunk")
+    score: float | None
+    source: str
+    injection_flagged: bool = Field(False, description="Flagged as possible prompt injection (guard/injection.py)")
+
+
+class ChatQueryOut(BaseModel):
+    answer: str
+    sources: list[ChatSourceOut]
+    latency_ms: float
+
+
+class ChatIndexOut(BaseModel):
+    status: str
+    chunks_created: int
+    message: str
+
+
+class ChatHealthOut(BaseModel):
+    status: str
+    documents_indexed: int = Field(description="Chunks in the serving configuration's collection")
+    llm_connected: bool
+    llm_configured: bool

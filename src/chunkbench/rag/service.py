@@ -5,8 +5,9 @@
    the LLM, the logs and the response all get the sanitised text only. Nothing of a query is stored in SQL.
 3. The cache is looked up by the sanitised text; its semantic lookup embeds the query at most once, and a miss
    reuses that vector for retrieval and for the new cache entry.
-4. On a miss: the tenant's whole corpus answers with the tenant's serving configuration (``chatbot``'s search +
-   answer), then the answer and the sources' texts are redacted on the way out and the result is cached.
+4. On a miss: the tenant's whole corpus answers with the tenant's serving configuration (the query pipeline: search,
+   rerank, Neighbor Expansion, parents, guard, answer), then the answer and the sources' texts (parents too) are
+   redacted on the way out and the result is cached.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from chunkbench.guard.pii import detector_from_settings, policy_from_settings, r
 from chunkbench.observability.metrics import INJECTIONS_BLOCKED, PII_DETECTIONS
 from chunkbench.rag.cache import CacheScope, SemanticCache
 from chunkbench.rag.schemas import RAGRequest, RAGResponse, RAGSource
-from chunkbench.retrieval.chatbot import answer_from_corpus
-from chunkbench.retrieval.serving import fingerprint, get_serving_config
+from chunkbench.retrieval import pipeline
+from chunkbench.retrieval.serving import fingerprint, get_serving_config, serving_plan
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
 from chunkbench.storage.vectors import VectorStore
@@ -112,26 +113,33 @@ def answer_query(
                     cached=hit.kind,
                 )  # fmt: skip
 
-        found = answer_from_corpus(
-            settings, store, config, query, tenant_id=tenant_id, top_k=top_k, query_vector=query_vector.value,
-            max_tokens=request.max_tokens,
+        plan = serving_plan(
+            settings, config, query, tenant_id=tenant_id, top_k=top_k, max_tokens=request.max_tokens,
+            query_vector=query_vector.value,
         )  # fmt: skip
-        answer = redact(found.result.text, policy, detectors)
+        found = pipeline.run(settings, store, plan)
+        assert found.answer is not None
+        answer = redact(found.answer.text, policy, detectors)
         pii["answer"] = answer.counts
         sources = []
-        for number, (hit, verdict, action) in enumerate(
-            zip(found.hits, found.verdicts, found.actions, strict=True), start=1
-        ):
-            text = redact(hit.text, policy, detectors)
+        for source in found.sources:
+            chunk, parent = source.chunk, source.parent
+            text = redact(chunk.text, policy, detectors)
             _add(pii["document"], text.counts)
+            parent_text = redact(parent.text, policy, detectors) if parent is not None else None
+            if parent_text is not None:
+                _add(pii["document"], parent_text.counts)
             sources.append(
                 RAGSource(
-                    number=number, chunk_id=hit.chunk_id, document_id=hit.document_id, filename=hit.document_name,
-                    score=hit.score, text=text.text, injection_flagged=verdict.flagged,
-                    injection_action=action,
+                    number=source.number, chunk_id=chunk.chunk_id, document_id=chunk.document_id,
+                    filename=chunk.document_name, score=chunk.score, text=text.text,
+                    parent_text=parent_text.text if parent_text is not None else None,
+                    role="neighbor" if chunk.role == "neighbor" else "hit",
+                    injection_flagged=source.verdict is not None and source.verdict.flagged,
+                    injection_action=source.action,
                 )
             )  # fmt: skip
-        value = _CachedAnswer(answer.text, found.result.mode, tuple(sources))
+        value = _CachedAnswer(answer.text, found.answer.mode, tuple(sources))
         if settings.cache_enabled:
             if query_vector.value is None:
                 query_vector.value = found.query_vector  # retrieval embedded it (None: BM25 alone)

@@ -1,5 +1,7 @@
 """The answer step's context (seed 000 §9.3): numbered ``[Source n]`` blocks, parent text under its child, and
-the prompt-injection policy for chunks flagged at processing time (marked with a warning, dropped, or passed)."""
+the prompt-injection policy for chunks flagged at processing time (marked with a warning, dropped, or passed).
+
+The prompt itself (``[Source n]`` headers, the parent under its child) is written by ``llm.prompts``."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from chunkbench.config import Settings
+from chunkbench.chunking.base import capabilities
 from chunkbench.guard.injection import InjectionDetector, InjectionVerdict
 from chunkbench.models import StrategyName
 from chunkbench.retrieval.search import RetrievedChunk
@@ -35,15 +37,16 @@ def attach_parents(
     model_id: str,
     tenant_id: str,
     document_id: str | None,
+    with_parents: bool = True,
 ) -> list[ContextBlock]:
-    """One block per chunk, numbered 1.. in the given order; ``semantic_parent_child`` children get parents.
+    """One block per chunk, numbered 1.. in the given order; children of a strategy with parents get theirs.
 
     Parents are fetched by id in one Qdrant call per document (one when ``document_id`` is given) and
     come back as ``role="parent"``, ``score=None``. A parent shared by several children is attached to
     the first of them only; the others point at that source, so the prompt does not repeat its text.
     """
     blocks = [ContextBlock(source=n, chunk=chunk) for n, chunk in enumerate(chunks, start=1)]
-    if StrategyName(strategy) is not StrategyName.SEMANTIC_PARENT_CHILD:
+    if not with_parents or not capabilities(strategy).has_parents:
         return blocks
     wanted: dict[str, list[str]] = {}
     for chunk in chunks:
@@ -68,31 +71,6 @@ def attach_parents(
             block.parent = parents[parent_id]
             shown[parent_id] = block.source
     return blocks
-
-
-def _label(chunk: RetrievedChunk) -> str:
-    parts = [chunk.document_name or chunk.document_id]
-    if chunk.heading_path:
-        parts.append(" > ".join(chunk.heading_path))
-    return " | ".join(parts)
-
-
-def build_context(blocks: list[ContextBlock]) -> str:
-    """The prompt context: ``[Source n] document | headings`` then the chunk text, then its parent's."""
-    sections: list[str] = []
-    for block in blocks:
-        lines = [f"[Source {block.source}] {_label(block.chunk)}", block.chunk.text.strip()]
-        if block.parent is not None:
-            lines += ["Parent context:", block.parent.text.strip()]
-        elif block.parent_source is not None:
-            lines.append(f"Parent context: see [Source {block.parent_source}].")
-        sections.append("\n".join(lines))
-    return "\n\n".join(sections)
-
-
-def source_map(blocks: list[ContextBlock]) -> dict[int, RetrievedChunk]:
-    """``n → chunk`` of ``[Source n]``, to resolve the answer's citations."""
-    return {block.source: block.chunk for block in blocks}
 
 
 # --------------------------------------------------------------------------- indirect prompt injection
@@ -127,8 +105,8 @@ class ChunkGuard:
     detector: InjectionDetector
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> ChunkGuard:
-        return cls(settings.injection_chunk_policy, InjectionDetector(settings.injection_threshold))
+    def build(cls, policy: InjectionChunkPolicy, threshold: float) -> ChunkGuard:
+        return cls(policy, InjectionDetector(threshold))
 
     def chunk_verdict(self, chunk: RetrievedChunk) -> InjectionVerdict:
         """The injection verdict of one retrieved chunk."""

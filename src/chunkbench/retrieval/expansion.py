@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from chunkbench.chunking.base import capabilities
 from chunkbench.models import StrategyName
 from chunkbench.retrieval.search import RetrievedChunk
 from chunkbench.storage.vectors import VectorStore
@@ -53,14 +54,14 @@ def apply_neighbor_expansion(
 ) -> tuple[list[RetrievedChunk], list[ExpansionNode]]:
     """``(flat chunks, Expansion Tree)`` for hits given in score order.
 
-    Only for ``fixed_size`` with ``neighbor_prev`` or ``neighbor_next`` > 0; otherwise the hits come back
-    unchanged and each tree node has empty neighbour arrays. The flat list holds hits plus neighbours,
-    deduplicated by chunk_id (a chunk that is a hit stays a hit, with its score), sorted by chunk_index.
+    Only for a strategy that ``expands_neighbours`` (fixed_size) with ``neighbor_prev`` or ``neighbor_next`` > 0;
+    otherwise the hits come back unchanged and each tree node has empty neighbour arrays. The flat list holds hits
+    plus neighbours, deduplicated by chunk_id (a chunk that is a hit stays a hit, with its score), in index order.
     Neighbours are fetched in one Qdrant call per document (one call when ``document_id`` is given);
     indices below 0 or past the last chunk simply yield no neighbour.
     """
     tree = [ExpansionNode(hit) for hit in hits]
-    if StrategyName(strategy) is not StrategyName.FIXED_SIZE or (neighbor_prev <= 0 and neighbor_next <= 0):
+    if not capabilities(strategy).expands_neighbours or (neighbor_prev <= 0 and neighbor_next <= 0):
         return list(hits), tree
     prev, nxt = max(neighbor_prev, 0), max(neighbor_next, 0)
 

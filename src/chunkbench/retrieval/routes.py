@@ -1,38 +1,27 @@
-"""Queries API and the chatbot API (seed 002 §4): thin translation to the retrieval services."""
+"""Queries API and the serving configuration: thin translation to the retrieval services."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, File, Query, Response, UploadFile, status
+from fastapi import APIRouter, Query, Response, status
 from fastapi.concurrency import run_in_threadpool
 
 from chunkbench.config import Settings
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
-from chunkbench.documents.schemas import IndexDirectoryIn
-from chunkbench.retrieval import chatbot, service
+from chunkbench.retrieval import service
 from chunkbench.retrieval.schemas import (
-    ChatHealthOut,
-    ChatIndexOut,
-    ChatQueryIn,
-    ChatQueryOut,
     QueryIn,
     QueryOut,
     ServingConfig,
 )
 from chunkbench.retrieval.serving import get_serving_config, set_serving_config
-from chunkbench.schemas import ErrorOut, unprocessable
+from chunkbench.schemas import ErrorOut
 from chunkbench.storage.db import Database
 from chunkbench.storage.vectors import VectorStore
 
 router = APIRouter(tags=["queries"])
-chat_router = APIRouter(prefix="/api", tags=["chatbot"])
 serving_router = APIRouter(prefix="/admin", tags=["admin"])
 
 _ERRORS = {400: {"model": ErrorOut}, 404: {"model": ErrorOut}, 503: {"model": ErrorOut}}
-_UPLOAD_ERRORS = {
-    413: {"model": ErrorOut, "description": "File larger than CHUNKBENCH_MAX_UPLOAD_MB"},
-    415: {"model": ErrorOut, "description": "Unsupported file type, or its converter is not installed"},
-    422: unprocessable("A scanned PDF without a text layer (run OCR first), or an invalid request"),
-}
 
 
 @router.post("/queries", response_model=QueryOut, status_code=status.HTTP_201_CREATED, responses=_ERRORS)
@@ -66,39 +55,6 @@ def list_queries(
     """Query history, newest first."""
     rows = service.get_all(session, tenant_id=tenant_id, document_id=document_id, limit=limit)
     return [service.query_out(row) for row in rows]
-
-
-@chat_router.post("/index", response_model=ChatIndexOut, responses={**_ERRORS, **_UPLOAD_ERRORS})
-def chat_index(
-    database: DatabaseDep,
-    settings: SettingsDep,
-    store: VectorStoreDep,
-    tenant_id: TenantDep,
-    file: UploadFile = File(..., description=".pdf .txt .md .html .htm .docx .doc"),
-) -> ChatIndexOut:
-    """Ingest and index a file with the serving configuration; the same filename replaces (idempotent)."""
-    return chatbot.index_upload(database, settings, store, file.file, file.filename or "", tenant_id=tenant_id)
-
-
-@chat_router.post("/index-directory", response_model=ChatIndexOut, responses=_ERRORS)
-def chat_index_directory(
-    body: IndexDirectoryIn, database: DatabaseDep, settings: SettingsDep, store: VectorStoreDep, tenant_id: TenantDep
-) -> ChatIndexOut:
-    """Index every supported file under a folder of the data directory (a path escaping it is a 400)."""
-    return chatbot.index_directory(database, settings, store, body.path, tenant_id=tenant_id)
-
-
-@chat_router.post("/query", response_model=ChatQueryOut, responses=_ERRORS)
-def chat_query(
-    body: ChatQueryIn, database: DatabaseDep, settings: SettingsDep, store: VectorStoreDep, tenant_id: TenantDep
-) -> ChatQueryOut:
-    """Answer from every indexed document with the serving configuration (503 if the LLM is unreachable)."""
-    return chatbot.answer(database, settings, store, body.question, body.top_k, tenant_id=tenant_id)
-
-
-@chat_router.get("/health", response_model=ChatHealthOut)
-def chat_health(database: DatabaseDep, settings: SettingsDep, tenant_id: TenantDep) -> ChatHealthOut:
-    return chatbot.health(database, settings, tenant_id=tenant_id)
 
 
 @serving_router.get("/serving", response_model=ServingConfig)

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from chunkbench.limits import MAX_CANDIDATE_K, MAX_NEIGHBORS, MAX_QUESTION_CHARS, MAX_TOP_K
 from chunkbench.models import RetrieverName, StrategyName
 
 # Open: dense, bm25, hybrid and any retriever a plugin registers (validated against the registry).
@@ -21,13 +22,13 @@ class QueryIn(BaseModel):
 
     document_id: str
     strategy: StrategyName
-    question: str = Field(min_length=1, max_length=4000)
-    top_k: int | None = Field(None, ge=1, le=20)
-    neighbor_prev: int | None = Field(None, ge=0, le=5, description="fixed_size only")
-    neighbor_next: int | None = Field(None, ge=0, le=5, description="fixed_size only")
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    top_k: int | None = Field(None, ge=1, le=MAX_TOP_K)
+    neighbor_prev: int | None = Field(None, ge=0, le=MAX_NEIGHBORS, description="fixed_size only")
+    neighbor_next: int | None = Field(None, ge=0, le=MAX_NEIGHBORS, description="fixed_size only")
     retriever: RetrieverField = "dense"
     rerank: RerankField = "none"
-    candidate_k: int | None = Field(None, ge=1, le=200, description="Candidates fetched for reranking")
+    candidate_k: int | None = Field(None, ge=1, le=MAX_CANDIDATE_K, description="Candidates fetched for reranking")
     corpus_model_id: str | None = Field(None, description="Default: the model the document was processed with")
     score_floor: float | None = Field(None, description="Absolute floor; may return nothing (seed 004)")
 
@@ -80,42 +81,25 @@ class QueryOut(BaseModel):
 
 
 class ServingConfig(BaseModel):
-    """What the chatbot API answers from (seed 002): set by Admin, defaults to recursive + MiniLM + hybrid."""
+    """What the chatbot and RAG APIs answer from (seed 002): set by Admin, defaults to recursive + MiniLM + hybrid.
+
+    The same query pipeline as ``/queries`` runs it, so reranking, Neighbor Expansion (strategies whose chunks
+    are windows) and parent context (strategies with parents) apply here too.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     strategy: StrategyName = StrategyName.RECURSIVE
     corpus_model_id: str = "all-MiniLM-L6-v2"
     retriever: RetrieverField = "hybrid"
-    top_k: int = Field(5, ge=1, le=20)
-
-
-class ChatQueryIn(BaseModel):
-    question: str = Field(min_length=1, max_length=4000)
-    top_k: int | None = Field(None, ge=1, le=20)
-
-
-class ChatSourceOut(BaseModel):
-    text: str = Field(description="First 200 characters of the chunk")
-    score: float | None
-    source: str
-    injection_flagged: bool = Field(False, description="Flagged as possible prompt injection (guard/injection.py)")
-
-
-class ChatQueryOut(BaseModel):
-    answer: str
-    sources: list[ChatSourceOut]
-    latency_ms: float
-
-
-class ChatIndexOut(BaseModel):
-    status: str
-    chunks_created: int
-    message: str
-
-
-class ChatHealthOut(BaseModel):
-    status: str
-    documents_indexed: int = Field(description="Chunks in the serving configuration's collection")
-    llm_connected: bool
-    llm_configured: bool
+    top_k: int = Field(5, ge=1, le=MAX_TOP_K)
+    rerank: RerankField = "none"
+    candidate_k: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_CANDIDATE_K,
+        description="Candidates for reranking (default CHUNKBENCH_RERANK_CANDIDATE_K)",
+    )
+    neighbor_prev: int = Field(0, ge=0, le=MAX_NEIGHBORS, description="Neighbor Expansion: chunks before each hit")
+    neighbor_next: int = Field(0, ge=0, le=MAX_NEIGHBORS, description="Neighbor Expansion: chunks after each hit")
+    parent_context: bool = Field(True, description="Show each child's parent under it (strategies with parents)")

@@ -13,12 +13,14 @@ import numpy as np
 from chunkbench.config import Settings
 from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.embedding.sparse import Bm25Encoder
-from chunkbench.errors import QueryError
+from chunkbench.errors import CollectionMissingError, QueryError
+from chunkbench.limits import MAX_CANDIDATE_K, MAX_TOP_K
 from chunkbench.models import RetrieverName, StrategyName
-from chunkbench.storage.vectors import VectorStore
+from chunkbench.storage.vectors import QueryMode, VectorStore
+
+__all__ = ["MAX_TOP_K", "RetrievedChunk", "Retriever", "SearchRequest", "get_retriever", "register_retriever"]
 
 Role = Literal["hit", "neighbor", "parent"]
-MAX_TOP_K = 20
 
 
 @dataclass
@@ -89,17 +91,21 @@ class SearchRequest:
     strategy: str
     model_id: str
     tenant_id: str
-    document_id: str | None
+    document_id: str | tuple[str, ...] | None  # one document, several, or the tenant's whole corpus
     question: str
     query_vector: np.ndarray | None
     top_k: int
+    # Candidates each vector contributes before fusion (hybrid): the reranker's candidate pool at least.
+    prefetch_limit: int | None = None
 
 
 class Retriever:
-    """One way of ranking a collection's chunks for a question: which of the collection's vectors it
-    queries (dense Corpus embedding, BM25 sparse vector, or both fused in Qdrant)."""
+    """One way of ranking a collection's chunks for a question. Its capabilities say how the store is queried:
+    ``query_mode`` (dense Corpus embedding, BM25 sparse vector, or both fused in Qdrant), and whether it needs
+    the question's embedding and BM25 terms."""
 
     name: ClassVar[RetrieverName]
+    query_mode: ClassVar[QueryMode] = QueryMode.DENSE
     needs_query_vector: ClassVar[bool] = True
     uses_sparse: ClassVar[bool] = False
 
@@ -108,12 +114,13 @@ class Retriever:
         rows = store.search(
             request.strategy,
             request.model_id,
-            retriever=self.name.value,
+            mode=self.query_mode,
             tenant_id=request.tenant_id,
             document_id=request.document_id,
             top_k=request.top_k,
             dense=_require_vector(request, self.name.value) if self.needs_query_vector else None,
             sparse=Bm25Encoder().encode_query(request.question) if self.uses_sparse else None,
+            prefetch_limit=request.prefetch_limit,
         )
         return [RetrievedChunk.from_payload(payload, score=score, role="hit") for payload, score in rows]
 
@@ -158,6 +165,7 @@ class Bm25Retriever(Retriever):
     """BM25 over the sparse vectors (IDF applied by Qdrant); the floor applies to the raw BM25 score."""
 
     name = RetrieverName.BM25
+    query_mode = QueryMode.SPARSE
     needs_query_vector = False
     uses_sparse = True
 
@@ -172,6 +180,7 @@ class HybridRetriever(Retriever):
     """
 
     name = RetrieverName.HYBRID
+    query_mode = QueryMode.FUSION
     uses_sparse = True
 
     def floor_scores(self, store: VectorStore, request: SearchRequest, hits: list[RetrievedChunk]) -> list[float]:
@@ -188,13 +197,6 @@ class HybridRetriever(Retriever):
         return [cosines.get(hit.chunk_id, float("-inf")) for hit in hits]
 
 
-def apply_score_floor(chunks: list[RetrievedChunk], score_floor: float | None) -> list[RetrievedChunk]:
-    """Chunks whose score is at least ``score_floor`` (e.g. after reranking); ``None`` keeps all. May be []."""
-    if score_floor is None:
-        return list(chunks)
-    return [chunk for chunk in chunks if chunk.score is not None and chunk.score >= score_floor]
-
-
 def retrieve(
     store: VectorStore,
     settings: Settings,
@@ -205,7 +207,7 @@ def retrieve(
     question: str,
     query_vector: np.ndarray | None,
     tenant_id: str,
-    document_id: str | None,
+    document_id: str | tuple[str, ...] | None,
     top_k: int,
     score_floor: float | None,
 ) -> list[RetrievedChunk]:
@@ -213,12 +215,12 @@ def retrieve(
 
     The floor (seed 004: absolute, off when ``None``, may leave nothing) compares per retriever:
     dense → cosine similarity; bm25 → raw BM25 score; hybrid → the hit's dense cosine, because RRF
-    scores are rank-based and not comparable to any absolute threshold. ``top_k`` is 1..20, or up to
-    ``settings.rerank_candidate_k`` when the caller fetches candidates for a reranker.
+    scores are rank-based and not comparable to any absolute threshold. ``top_k`` is 1..MAX_CANDIDATE_K
+    (candidates for a reranker, or a retrieval-only evaluation); ``document_id`` one id, several, or None
+    (the tenant's whole corpus).
     """
-    limit = max(MAX_TOP_K, settings.rerank_candidate_k)
-    if not 1 <= top_k <= limit:
-        raise QueryError(f"top_k must be between 1 and {limit}; got {top_k}.")
+    if not 1 <= top_k <= MAX_CANDIDATE_K:
+        raise QueryError(f"top_k must be between 1 and {MAX_CANDIDATE_K}; got {top_k}.")
     if not question.strip():
         raise QueryError("The question is empty.")
     try:
@@ -239,9 +241,27 @@ def retrieve(
         question=question,
         query_vector=query_vector,
         top_k=top_k,
+        prefetch_limit=max(2 * top_k, settings.rerank_candidate_k),
     )
-    hits = engine.search(store, request)
+    try:
+        hits = engine.search(store, request)
+    except CollectionMissingError as exc:
+        raise not_processed(exc, document_id) from exc
     if score_floor is None or not hits:
         return hits
     scores = engine.floor_scores(store, request, hits)
     return [hit for hit, score in zip(hits, scores, strict=True) if score >= score_floor]
+
+
+def not_processed(missing: CollectionMissingError, document_id: str | tuple[str, ...] | None) -> QueryError:
+    """The error of a search on a collection nothing was processed into, saying how to process it."""
+    strategy, model_id = missing.details["strategy"], missing.details["model_id"]
+    single = document_id if isinstance(document_id, str) else None
+    what = f"Document '{single}' has" if single else "No document has"
+    target = single or "DOCUMENT"
+    return QueryError(
+        f"{what} not been processed with strategy '{strategy}' and embedding model '{model_id}' "
+        f"(collection '{missing.details['collection']}' does not exist). Process it first: `chunkbench process "
+        f"{target} --strategies {strategy} --corpus-model {model_id}` or POST /documents/{{document_id}}/process.",
+        **missing.details,
+    )

@@ -1,4 +1,5 @@
-"""The serving configuration: which strategy, Corpus model, retriever and top_k the chatbot and RAG APIs use.
+"""The serving configuration: how the chatbot and RAG APIs search and answer (strategy, Corpus model, retriever,
+top_k, reranking, Neighbor Expansion, parents), and the query plan it makes of a question.
 
 Each tenant may have its own (``serving_config:{tenant}`` in app_settings); a tenant without one is served by the
 global configuration (``serving_config``), and without that by the default.
@@ -8,9 +9,12 @@ from __future__ import annotations
 
 import hashlib
 
+import numpy as np
 from sqlalchemy.orm import Session
 
+from chunkbench.config import Settings
 from chunkbench.embedding.registry import get_spec
+from chunkbench.retrieval.pipeline import QueryPlan, Scope, make_plan
 from chunkbench.retrieval.schemas import ServingConfig
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.app_settings import AppSettingsRepository
@@ -43,3 +47,32 @@ def set_serving_config(session: Session, config: ServingConfig, tenant_id: str |
 def fingerprint(config: ServingConfig) -> str:
     """A short stable digest of a configuration: answers from different configurations never mix."""
     return hashlib.sha256(config.model_dump_json().encode()).hexdigest()[:16]
+
+
+def serving_plan(
+    settings: Settings,
+    config: ServingConfig,
+    question: str,
+    *,
+    tenant_id: str,
+    top_k: int | None = None,
+    max_tokens: int | None = None,
+    query_vector: np.ndarray | None = None,
+) -> QueryPlan:
+    """The query plan of a question over the tenant's whole corpus, answered the way ``config`` says."""
+    return make_plan(
+        settings,
+        question=question,
+        scope=Scope.corpus(tenant_id),
+        strategy=config.strategy,
+        corpus=get_spec(config.corpus_model_id),
+        retriever=config.retriever,
+        top_k=top_k or config.top_k,
+        candidate_k=config.candidate_k,
+        rerank=config.rerank,
+        neighbor_prev=config.neighbor_prev,
+        neighbor_next=config.neighbor_next,
+        parent_context=config.parent_context,
+        max_tokens=max_tokens,
+        query_vector=query_vector,
+    )

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from enum import StrEnum
 from math import ceil
 from typing import Any, Protocol
 
@@ -26,9 +27,8 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from chunkbench.chunking.base import Chunk
 from chunkbench.config import Settings
-from chunkbench.errors import NotFoundError, QueryError, VectorStoreError
+from chunkbench.errors import CollectionMissingError, NotFoundError, QueryError, VectorStoreError
 from chunkbench.models import StrategyName
 
 DENSE_VECTOR = "dense"
@@ -37,6 +37,35 @@ UPSERT_BATCH = 256
 _SCROLL_PAGE = 512
 _COLLECTION_NAME = re.compile(r"^(?P<strategy>[a-z_]+?)__(?P<model>.+)_collection$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+class StoredChunk(Protocol):
+    """A chunk as the store writes it: the fields of its point payload (``chunking.base.Chunk`` is one)."""
+
+    chunk_id: str
+    document_id: str
+    document_name: str
+    strategy_name: str
+    chunk_index: int
+    text: str
+    start_index: int
+    end_index: int
+    token_count: int
+    character_count: int
+    heading_path: list[str]
+    parent_id: str | None
+    is_parent: bool
+    enriched_content: str | None
+    injection_risk: float | None
+    injection_reasons: tuple[str, ...]
+
+
+class QueryMode(StrEnum):
+    """Which of a collection's vectors a search ranks by: the dense embedding, BM25 sparse, or both fused (RRF)."""
+
+    DENSE = "dense"
+    SPARSE = "sparse"
+    FUSION = "fusion"
 
 
 class SparseLike(Protocol):
@@ -85,7 +114,7 @@ def point_id(chunk_id: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, chunk_id))
 
 
-def chunk_payload(chunk: Chunk, *, tenant_id: str, model_id: str) -> dict[str, Any]:
+def chunk_payload(chunk: StoredChunk, *, tenant_id: str, model_id: str) -> dict[str, Any]:
     """The payload of a chunk's point.
 
     ``enriched_content`` is stored only when set (contextual retrieval): it is what was embedded, the
@@ -122,12 +151,17 @@ def _match(key: str, value: Any) -> qm.FieldCondition:
 
 
 def document_filter(
-    tenant_id: str, document_id: str | None = None, *extra: qm.Condition, include_parents: bool = True
+    tenant_id: str,
+    document_id: str | Sequence[str] | None = None,
+    *extra: qm.Condition,
+    include_parents: bool = True,
 ) -> qm.Filter:
-    """The filter every point access goes through: this tenant, optionally this document, maybe no parents."""
+    """The filter every point access goes through: this tenant, optionally these documents, maybe no parents."""
     must: list[qm.Condition] = [_match("tenant_id", tenant_id)]
-    if document_id is not None:
+    if isinstance(document_id, str):
         must.append(_match("document_id", document_id))
+    elif document_id is not None:
+        must.append(qm.FieldCondition(key="document_id", match=qm.MatchAny(any=list(document_id))))
     if not include_parents:
         must.append(_match("is_parent", False))
     return qm.Filter(must=[*must, *extra])
@@ -345,7 +379,7 @@ class VectorStore:
         dimension: int,
         *,
         tenant_id: str,
-        chunks: list[Chunk],
+        chunks: Sequence[StoredChunk],
         dense: np.ndarray,
         sparse: Sequence[SparseLike],
         document_id: str | None = None,
@@ -400,7 +434,7 @@ class VectorStore:
         strategy: str,
         model_id: str,
         dimension: int,
-        chunks: list[Chunk],
+        chunks: Sequence[StoredChunk],
         dense: np.ndarray,
         sparse: Sequence[SparseLike],
         document_id: str | None,
@@ -568,13 +602,11 @@ class VectorStore:
         # Embedded mode searches exhaustively, so ``hnsw_ef`` only means something on a server.
         return None if self.is_local else qm.SearchParams(hnsw_ef=self.settings.qdrant_hnsw_ef_search)
 
-    def _not_processed(self, name: str, strategy: str, model_id: str, document_id: str | None) -> QueryError:
-        what = f"Document '{document_id}' has" if document_id else "No document has"
-        target = document_id or "DOCUMENT"
-        return QueryError(
-            f"{what} not been processed with strategy '{strategy}' and embedding model '{model_id}' "
-            f"(collection '{name}' does not exist). Process it first: `chunkbench process {target} "
-            f"--strategies {strategy} --corpus-model {model_id}` or POST /documents/{{document_id}}/process.",
+    @staticmethod
+    def _no_collection(name: str, strategy: str, model_id: str) -> CollectionMissingError:
+        return CollectionMissingError(
+            f"Collection '{name}' does not exist: nothing was processed with strategy '{strategy}' and "
+            f"embedding model '{model_id}'.",
             collection=name,
             strategy=strategy,
             model_id=model_id,
@@ -585,49 +617,48 @@ class VectorStore:
         strategy: StrategyName | str,
         model_id: str,
         *,
-        retriever: str,
+        mode: QueryMode,
         tenant_id: str,
-        document_id: str | None,
+        document_id: str | Sequence[str] | None,
         top_k: int,
         dense: np.ndarray | None,
         sparse: SparseLike | None,
-        limit_prefetch: int | None = None,
+        prefetch_limit: int | None = None,
     ) -> list[tuple[dict[str, Any], float]]:
-        """Top-``top_k`` (payload, score) of non-parent chunks by ``dense`` (cosine), ``bm25`` or ``hybrid`` (RRF).
+        """Top-``top_k`` (payload, score) of non-parent chunks ranked by ``mode``: cosine, BM25, or RRF of both.
 
-        Always filtered by tenant (and document when given). ``hybrid`` prefetches ``limit_prefetch``
-        candidates (default ``max(2*top_k, rerank_candidate_k)``) from each vector and fuses them with RRF
-        inside Qdrant. A query without BM25 terms (only stopwords) finds nothing by BM25; hybrid then
-        ranks by the dense prefetch alone. Missing collection → QueryError telling how to process it.
+        Always filtered by tenant (and documents when given). ``FUSION`` prefetches ``prefetch_limit``
+        candidates (default ``2 * top_k``) from each vector and fuses them with RRF inside Qdrant. A query
+        without BM25 terms (only stopwords) finds nothing by BM25; fusion then ranks by the dense prefetch
+        alone. A missing collection is a :class:`CollectionMissingError`.
         """
         name = collection_name(strategy, model_id)
         strategy_value = StrategyName(strategy).value
+        mode = QueryMode(mode)
         if top_k < 1:
             raise QueryError(f"top_k must be at least 1; got {top_k}.")
-        if retriever not in ("dense", "bm25", "hybrid"):
-            raise QueryError(f"Unknown retriever '{retriever}'. Known: dense, bm25, hybrid.")
         dense_query = None if dense is None else np.asarray(dense, dtype=np.float32).reshape(-1).tolist()
         sparse_query = None
         if sparse is not None and len(sparse.indices):
             sparse_query = qm.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
-        if retriever in ("dense", "hybrid") and dense_query is None:
-            raise QueryError(f"The {retriever} retriever needs a query embedding; none was given.")
-        if retriever == "bm25" and sparse is None:
-            raise QueryError("The bm25 retriever needs a sparse query vector; none was given.")
+        if mode is not QueryMode.SPARSE and dense_query is None:
+            raise QueryError(f"A {mode.value} search needs a query embedding; none was given.")
+        if mode is QueryMode.SPARSE and sparse is None:
+            raise QueryError("A sparse search needs a sparse query vector; none was given.")
         if not self._exists(name):
-            raise self._not_processed(name, strategy_value, model_id, document_id)
+            raise self._no_collection(name, strategy_value, model_id)
         point_filter = document_filter(tenant_id, document_id, include_parents=False)
         query: Any
         prefetch: list[qm.Prefetch] | None = None
         using: str | None
-        if retriever == "dense":
+        if mode is QueryMode.DENSE:
             query, using = dense_query, DENSE_VECTOR
-        elif retriever == "bm25":
+        elif mode is QueryMode.SPARSE:
             if sparse_query is None:
                 return []
             query, using = sparse_query, SPARSE_VECTOR
         else:
-            candidates = max(limit_prefetch or max(2 * top_k, self.settings.rerank_candidate_k), top_k)
+            candidates = max(prefetch_limit or 2 * top_k, top_k)
             prefetch = [qm.Prefetch(query=dense_query, using=DENSE_VECTOR, filter=point_filter, limit=candidates)]
             if sparse_query is not None:
                 prefetch.append(
@@ -648,7 +679,7 @@ class VectorStore:
                     with_vectors=False,
                 )
         except NotFoundError as exc:
-            raise self._not_processed(name, strategy_value, model_id, document_id) from exc
+            raise self._no_collection(name, strategy_value, model_id) from exc
         return [(dict(p.payload or {}), float(p.score)) for p in response.points]
 
     def dense_scores(
@@ -657,7 +688,7 @@ class VectorStore:
         model_id: str,
         *,
         tenant_id: str,
-        document_id: str | None,
+        document_id: str | Sequence[str] | None,
         chunk_ids: Sequence[str],
         dense: np.ndarray,
     ) -> dict[str, float]:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-import numpy as np
 from sqlalchemy import select
 
 from chunkbench.chunking import service as processing
@@ -15,16 +13,12 @@ from chunkbench.chunking.schemas import ProcessIn
 from chunkbench.config import Settings
 from chunkbench.documents import service as documents
 from chunkbench.documents.service import IngestOutcome, IngestResult
-from chunkbench.embedding.registry import get_spec
 from chunkbench.errors import ChunkbenchError
-from chunkbench.guard.injection import InjectionVerdict
-from chunkbench.llm.answer import AnswerResult, generate_answer
 from chunkbench.llm.client import get_llm_client
-from chunkbench.retrieval import service as queries
-from chunkbench.retrieval.context import ChunkGuard, InjectionAction
-from chunkbench.retrieval.schemas import ChatHealthOut, ChatIndexOut, ChatQueryOut, ChatSourceOut, ServingConfig
-from chunkbench.retrieval.search import RetrievedChunk, RetrieverName
-from chunkbench.retrieval.serving import get_serving_config
+from chunkbench.rag.schemas import ChatHealthOut, ChatIndexOut, ChatQueryOut, ChatSourceOut
+from chunkbench.retrieval import pipeline
+from chunkbench.retrieval.schemas import ServingConfig
+from chunkbench.retrieval.serving import get_serving_config, serving_plan
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DocumentRow
 from chunkbench.storage.vectors import VectorStore
@@ -35,55 +29,6 @@ _SOURCE_PREVIEW_CHARS = 200
 def _serving(database: Database, tenant_id: str) -> ServingConfig:
     with database.session() as session:
         return get_serving_config(session, tenant_id)
-
-
-@dataclass(frozen=True)
-class CorpusAnswer:
-    """An answer over a tenant's whole corpus, the hits it came from and the question's Corpus-model vector."""
-
-    result: AnswerResult
-    hits: list[RetrievedChunk]
-    query_vector: np.ndarray | None
-    # The prompt-injection verdict of each hit, in order, and what the context builder did with it.
-    verdicts: list[InjectionVerdict]
-    actions: list[InjectionAction]
-
-
-def answer_from_corpus(
-    settings: Settings,
-    store: VectorStore,
-    config: ServingConfig,
-    question: str,
-    *,
-    tenant_id: str,
-    top_k: int | None = None,
-    query_vector: np.ndarray | None = None,
-    max_tokens: int | None = None,
-) -> CorpusAnswer:
-    """Search every document of the tenant with ``config`` and answer (shared by ``/api/query`` and ``/v1/query``).
-
-    ``query_vector``: the question's vector from ``config``'s Corpus model when the caller has it already.
-    """
-    corpus = get_spec(config.corpus_model_id)
-    clock = queries.Stopwatch()
-    hits, vector = queries.search_stage(
-        settings, store, clock, question=question, strategy=config.strategy, corpus=corpus,
-        retriever=RetrieverName(config.retriever), tenant_id=tenant_id, document_id=None,
-        top_k=top_k or config.top_k, score_floor=settings.score_floor, query_vector=query_vector,
-    )  # fmt: skip
-    client = get_llm_client(settings)
-    guard = ChunkGuard.from_settings(settings)
-    verdicts = [guard.chunk_verdict(hit) for hit in hits]
-    actions = [guard.action(verdict, for_llm=client is not None) for verdict in verdicts]
-    passages = [(number, hit.text) for number, hit in enumerate(hits, start=1)]
-    result = generate_answer(
-        question,
-        guard.passages(passages, verdicts, for_llm=client is not None),
-        client=client,
-        embed=queries.corpus_embedder(corpus, settings, question, vector),
-        max_tokens=max_tokens,
-    )
-    return CorpusAnswer(result, hits, vector, verdicts, actions)
 
 
 def _index(
@@ -152,17 +97,18 @@ def answer(
     """``POST /api/query``: search every document of the tenant with the serving configuration, then answer."""
     started = time.perf_counter()
     config = _serving(database, tenant_id)
-    found = answer_from_corpus(settings, store, config, question, tenant_id=tenant_id, top_k=top_k)
+    result = pipeline.run(settings, store, serving_plan(settings, config, question, tenant_id=tenant_id, top_k=top_k))
+    assert result.answer is not None
     return ChatQueryOut(
-        answer=found.result.text,
+        answer=result.answer.text,
         sources=[
             ChatSourceOut(
-                text=hit.text[:_SOURCE_PREVIEW_CHARS],
-                score=hit.score,
-                source=hit.document_name,
-                injection_flagged=verdict.flagged,
+                text=source.chunk.text[:_SOURCE_PREVIEW_CHARS],
+                score=source.chunk.score,
+                source=source.chunk.document_name,
+                injection_flagged=source.verdict is not None and source.verdict.flagged,
             )
-            for hit, verdict in zip(found.hits, found.verdicts, strict=True)
+            for source in result.sources
         ],
         latency_ms=round((time.perf_counter() - started) * 1000, 1),
     )

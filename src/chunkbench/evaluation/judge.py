@@ -8,8 +8,9 @@ metrics.
 Parsing choices (``parse_verdict``):
 
 * the JSON object may be wrapped in ```` ```json ```` fences or prose, have trailing commas, single quotes,
-  Python literals (``True``/``None``), unquoted keys or keys in another case/spelling (``"Context Relevance"``);
-  a reply with no object at all is read as ``key: value`` lines;
+  Python literals (``True``/``None``), unquoted keys or be cut short (``json_repair`` mends all of these), and
+  keys in another case/spelling (``"Context Relevance"``); a reply with no object at all is read as
+  ``key: value`` lines;
 * scores may be numbers or strings (``8``, ``"8"``, ``8.0``, ``"8/10"``, ``"4/5"`` → 8, ``"8 out of 10"``);
   fractional scores are rounded half up to integers;
 * out of range: a score in [0, 1) is clamped to 1 (judges write 0 for "none at all"); anything below 0 or
@@ -28,16 +29,14 @@ record a column of failed verdicts. Any other outcome returns a verdict.
 
 from __future__ import annotations
 
-import ast
-import io
-import json
 import math
 import re
 import statistics
-import tokenize
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
+
+import json_repair
 
 from chunkbench.errors import LlmError, LlmUnavailableError
 from chunkbench.llm.client import ChatResult
@@ -67,17 +66,11 @@ class ChatClient(Protocol):
 
 # --------------------------------------------------------------------------- parsing
 
-_FENCE = re.compile(r"```[ \t]*(?:json|javascript|js)?[ \t]*\n?(.*?)```", re.IGNORECASE | re.DOTALL)
-_TRAILING_COMMA = re.compile(r",\s*([}\]])")
-_UNQUOTED_KEY = re.compile(r"([{,]\s*)([A-Za-z_][A-Za-z0-9_ \-]*?)\s*:")
 _KEY_VALUE_LINE = re.compile(r"^[\s\-*#>\"']*([A-Za-z][A-Za-z _\-]*?)[\s\"'*]*[:=]\s*(.+?)\s*,?\s*$", re.MULTILINE)
-# ``"key": value`` pairs anywhere, for a JSON object cut short (a reply truncated by max_tokens).
-_JSON_PAIR = re.compile(r"""["']([A-Za-z][A-Za-z _\-]*)["']\s*:\s*("(?:[^"\\]|\\.)*"|'[^']*'|[^,}\s"']+)""")
 _FRACTION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*(\d+(?:\.\d+)?)\s*$", re.IGNORECASE)
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:points?)?\s*$", re.IGNORECASE)
 _TRUE_WORDS = frozenset({"true", "yes", "y", "1"})
 _FALSE_WORDS = frozenset({"false", "no", "n", "0", "none"})
-_JSON_LITERALS = {"true": "True", "false": "False", "null": "None"}
 
 
 def _squash(key: str) -> str:
@@ -101,80 +94,22 @@ _KEY_ALIASES: dict[str, str] = {_squash(key): key for key in JUDGE_KEYS} | {
 }
 
 
-def _balanced_object(text: str) -> str | None:
-    """The first ``{...}`` with balanced braces (braces inside quoted strings ignored), else from the first
-    ``{`` to the last ``}``, else None."""
-    start = text.find("{")
-    if start < 0:
+def _json_object(text: str) -> dict[str, Any] | None:
+    """The reply's first JSON object, repaired by ``json_repair`` (fences and prose around it, trailing commas,
+    single quotes, Python literals, unquoted keys, an object cut short by max_tokens); None when there is none."""
+    try:
+        value = json_repair.loads(text)
+    except (ValueError, RecursionError):  # nesting beyond its parser's depth
         return None
-    depth, quote, escaped = 0, "", False
-    for index in range(start, len(text)):
-        char = text[index]
-        if quote:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == quote:
-                quote = ""
-        elif char in "\"'":
-            # An apostrophe inside prose-like keys is rare; a quote opens a string only after a delimiter.
-            previous = text[index - 1] if index > start else "{"
-            if char == '"' or previous in "{[,: \t\n":
-                quote = char
-        elif char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start : index + 1]
-    end = text.rfind("}")
-    return text[start : end + 1] if end > start else None
-
-
-def _python_literal(candidate: str) -> Any:
-    """``ast.literal_eval`` after turning JSON's ``true``/``false``/``null`` names into Python's."""
-    tokens = []
-    for token in tokenize.generate_tokens(io.StringIO(candidate).readline):
-        if token.type == tokenize.NAME and token.string in _JSON_LITERALS:
-            token = token._replace(string=_JSON_LITERALS[token.string])
-        tokens.append(token)
-    return ast.literal_eval(tokenize.untokenize(tokens))
-
-
-def _load_object(candidate: str) -> dict[str, Any] | None:
-    """The candidate as a dict, trying strict JSON, then repairs in order of how little they change."""
-    without_trailing = _TRAILING_COMMA.sub(r"\1", candidate)
-    attempts = (
-        lambda: json.loads(candidate),
-        lambda: json.loads(without_trailing),
-        lambda: _python_literal(candidate),
-        lambda: json.loads(_UNQUOTED_KEY.sub(lambda m: f'{m.group(1)}"{m.group(2).strip()}":', without_trailing)),
-    )
-    for attempt in attempts:
-        try:
-            value = attempt()
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError, tokenize.TokenError):
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
+    if isinstance(value, list):  # several objects in the reply: the first one
+        value = next((item for item in value if isinstance(item, dict)), None)
+    return value if isinstance(value, dict) and value else None
 
 
 def _key_value_lines(text: str) -> dict[str, Any]:
     """``Key: value`` lines of a reply that holds no JSON object, for the keys we know."""
     found: dict[str, Any] = {}
     for match in _KEY_VALUE_LINE.finditer(text):
-        key = _KEY_ALIASES.get(_squash(match.group(1)))
-        if key and key not in found:
-            found[key] = match.group(2).strip().strip("\"'")
-    return found
-
-
-def _json_pairs(text: str) -> dict[str, Any]:
-    """The complete ``"key": value`` pairs of a broken JSON object, for the keys we know."""
-    found: dict[str, Any] = {}
-    for match in _JSON_PAIR.finditer(text):
         key = _KEY_ALIASES.get(_squash(match.group(1)))
         if key and key not in found:
             found[key] = match.group(2).strip().strip("\"'")
@@ -241,16 +176,13 @@ def parse_verdict(text: str) -> dict[str, Any]:
     from a judge reply, repaired where possible; ``JudgeParseError`` names what is missing or invalid."""
     if not text or not text.strip():
         raise JudgeParseError("the reply is empty")
-    fenced = _FENCE.search(text)
-    body = fenced.group(1) if fenced else text
-    candidate = _balanced_object(body) or _balanced_object(text)
-    raw = _load_object(candidate) if candidate else None
+    raw = _json_object(text)
     if raw is None:
-        # No parseable object: salvage what is there, then let the checks below name what is missing.
-        raw = _json_pairs(body) if "{" in body else _key_value_lines(text)
+        # No object: ``key: value`` lines, then let the checks below name what is missing.
+        raw = _key_value_lines(text)
         if not raw:
             raise JudgeParseError(
-                "the reply's JSON object could not be parsed" if "{" in body else "the reply holds no JSON object"
+                "the reply's JSON object could not be parsed" if "{" in text else "the reply holds no JSON object"
             )
     values = _canonical_keys(raw)
     missing = [key for key in (*SCORE_KEYS, "hallucination") if key not in values]

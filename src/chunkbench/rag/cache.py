@@ -10,19 +10,23 @@ exact (normalised) text or by a paraphrase whose embedding is close enough.
   than the tenant's current one (``storage/corpus_generation.py``) is dropped, with all its tenant's stale peers.
 - Size: at most ``max_entries``; beyond, the least recently used entry goes (a hit refreshes its recency).
 
+The answers live in a ``cachetools.TTLCache`` (the TTL and the LRU order); this module adds the scopes, the
+vectors, the corpus generations and the eviction figures.
+
 Thread-safe (one lock; the embedding happens outside it). Per process: several API processes each keep their
 own cache, and the generation in the shared database keeps them all correct.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import cachetools
 import numpy as np
 
 from chunkbench.observability.metrics import CACHE_EVICTIONS, CACHE_LOOKUPS
@@ -64,21 +68,37 @@ class TenantCacheStats:
         return round((self.hits_exact + self.hits_semantic) / lookups, 4) if lookups else 0.0
 
 
-@dataclass
-class _Entry:
-    scope: CacheScope
-    text: str
-    vector: np.ndarray
-    value: Any
-    generation: str
-    stored_at: float
+CacheKey = tuple[CacheScope, str]  # (scope, normalised text)
+_ABSENT = object()
+
+
+class _Answers(cachetools.TTLCache):
+    """Answers by key, for ``ttl`` seconds after they were stored, at most ``maxsize`` (least recently used out);
+    every entry it drops by itself (expired, or evicted to make room) is reported to ``dropped``."""
+
+    def __init__(
+        self, maxsize: int, ttl: float, timer: Callable[[], float], dropped: Callable[[CacheKey, EvictionReason], None]
+    ) -> None:
+        super().__init__(maxsize, ttl, timer=timer)
+        self._dropped = dropped
+
+    def expire(self, time: float | None = None) -> list[tuple[CacheKey, Any]]:
+        expired = super().expire(time)
+        for key, _value in expired:
+            self._dropped(key, "expired")
+        return expired
+
+    def popitem(self) -> tuple[CacheKey, Any]:
+        key, value = super().popitem()  # after expiring what is due: the least recently used entry
+        self._dropped(key, "lru")
+        return key, value
 
 
 @dataclass
 class _Bucket:
-    """One scope's entries and, built on demand, the matrix of their vectors (row i = keys[i])."""
+    """One scope's vectors by key and, built on demand, their matrix (row i = the i-th key)."""
 
-    keys: list[tuple[CacheScope, str]] = field(default_factory=list)
+    vectors: dict[CacheKey, np.ndarray] = field(default_factory=dict)
     matrix: np.ndarray | None = None
 
 
@@ -88,7 +108,7 @@ def normalise(text: str) -> str:
 
 
 class SemanticCache:
-    """See the module docstring; ``clock`` is injectable so tests can move time."""
+    """See the module docstring; ``clock`` is injectable so tests can move time (the TTLCache's timer)."""
 
     def __init__(
         self,
@@ -105,11 +125,12 @@ class SemanticCache:
         self.similarity = similarity
         self.ttl_s = ttl_s
         self.max_entries = max_entries
-        self._clock = clock
         self._lock = threading.RLock()
-        self._entries: OrderedDict[tuple[CacheScope, str], _Entry] = OrderedDict()  # least recently used first
+        self._entries = _Answers(max_entries, ttl_s, clock, self._dropped)
         self._buckets: dict[CacheScope, _Bucket] = {}
-        self._generations: dict[str, str] = {}  # the newest generation seen per tenant
+        # The newest generation seen per tenant; every entry of a tenant was computed from it (``set`` stores
+        # nothing else, and a new one drops the tenant's entries).
+        self._generations: dict[str, str] = {}
         self._stats: dict[str, TenantCacheStats] = {}
 
     # ------------------------------------------------------------------------------------------------ lookups
@@ -121,9 +142,9 @@ class SemanticCache:
         key = (scope, normalise(text))
         with self._lock:
             self._purge(scope.tenant_id, generation)
-            entry = self._entries.get(key)
-            if entry is not None:
-                return self._hit(entry, "exact", 1.0)
+            value = self._entries.get(key, _ABSENT)  # a hit becomes the most recently used entry
+            if value is not _ABSENT:
+                return self._hit(scope.tenant_id, value, "exact", 1.0)
             if not self._buckets.get(scope):
                 return self._miss(scope.tenant_id)
         query = _unit(vector())  # outside the lock: embedding takes milliseconds
@@ -133,11 +154,13 @@ class SemanticCache:
             if not bucket:
                 return self._miss(scope.tenant_id)
             if bucket.matrix is None:
-                bucket.matrix = np.stack([self._entries[k].vector for k in bucket.keys])
+                bucket.matrix = np.stack(list(bucket.vectors.values()))
             scores = bucket.matrix @ query
             best = int(np.argmax(scores))
             if float(scores[best]) >= self.similarity:
-                return self._hit(self._entries[bucket.keys[best]], "semantic", round(float(scores[best]), 4))
+                value = self._entries.get(list(bucket.vectors)[best], _ABSENT)
+                if value is not _ABSENT:
+                    return self._hit(scope.tenant_id, value, "semantic", round(float(scores[best]), 4))
             return self._miss(scope.tenant_id)
 
     def set(self, scope: CacheScope, text: str, vector: np.ndarray, value: Any, *, generation: str) -> None:
@@ -152,20 +175,17 @@ class SemanticCache:
             self._purge(scope.tenant_id, generation)
             if key in self._entries:
                 self._remove(key)
-            self._entries[key] = _Entry(scope, key[1], _unit(vector), value, generation, self._clock())
+            self._entries[key] = value  # evicts the least recently used entry when full
             bucket = self._buckets.setdefault(scope, _Bucket())
-            bucket.keys.append(key)
+            bucket.vectors[key] = _unit(vector)
             bucket.matrix = None
-            while len(self._entries) > self.max_entries:
-                oldest = next(iter(self._entries))
-                self._evict(oldest, "lru")
 
     # ---------------------------------------------------------------------------------------------- management
 
     def stats(self, tenant_id: str) -> TenantCacheStats:
         """A copy of the tenant's figures, with its current number of entries."""
         with self._lock:
-            self._expire()
+            self._entries.expire()
             stats = self._stats.get(tenant_id, TenantCacheStats())
             entries = sum(1 for scope, _text in self._entries if scope.tenant_id == tenant_id)
             return TenantCacheStats(entries, stats.hits_exact, stats.hits_semantic, stats.misses, dict(stats.evictions))
@@ -173,6 +193,7 @@ class SemanticCache:
     def clear(self, tenant_id: str) -> int:
         """Forget the tenant's entries and figures; the number of entries removed."""
         with self._lock:
+            self._entries.expire()
             keys = [key for key in self._entries if key[0].tenant_id == tenant_id]
             for key in keys:
                 self._remove(key)
@@ -181,47 +202,49 @@ class SemanticCache:
 
     def __len__(self) -> int:
         with self._lock:
+            self._entries.expire()
             return len(self._entries)
 
     # --------------------------------------------------------------------------------------------------- inner
 
     def _purge(self, tenant_id: str, generation: str) -> None:
-        """Drop expired entries, and the tenant's entries of another generation when ``generation`` is new."""
-        self._expire()
+        """Drop expired entries, and all the tenant's entries when ``generation`` is new (they are of the old)."""
+        self._entries.expire()
         if self._generations.get(tenant_id) != generation:
             self._generations[tenant_id] = generation
-            stale = [k for k, e in self._entries.items() if k[0].tenant_id == tenant_id and e.generation != generation]
-            for key in stale:
-                self._evict(key, "invalidated")
+            for key in [key for key in self._entries if key[0].tenant_id == tenant_id]:
+                self._remove(key)
+                self._count_eviction(key, "invalidated")
 
-    def _expire(self) -> None:
-        deadline = self._clock() - self.ttl_s
-        expired = [key for key, entry in self._entries.items() if entry.stored_at <= deadline]
-        for key in expired:
-            self._evict(key, "expired")
+    def _dropped(self, key: CacheKey, reason: EvictionReason) -> None:
+        """The TTLCache dropped ``key`` by itself: forget its vector and count the eviction."""
+        self._forget_vector(key)
+        self._count_eviction(key, reason)
 
-    def _evict(self, key: tuple[CacheScope, str], reason: EvictionReason) -> None:
-        self._remove(key)
+    def _count_eviction(self, key: CacheKey, reason: EvictionReason) -> None:
         self._tenant(key[0].tenant_id).evictions[reason] += 1
         CACHE_EVICTIONS.labels(reason=reason).inc()
 
-    def _remove(self, key: tuple[CacheScope, str]) -> None:
-        del self._entries[key]
+    def _remove(self, key: CacheKey) -> None:
+        with contextlib.suppress(KeyError):  # expired since the last purge: TTLCache removes it, then raises
+            del self._entries[key]
+        self._forget_vector(key)
+
+    def _forget_vector(self, key: CacheKey) -> None:
         bucket = self._buckets[key[0]]
-        bucket.keys.remove(key)
+        del bucket.vectors[key]
         bucket.matrix = None
-        if not bucket.keys:
+        if not bucket.vectors:
             del self._buckets[key[0]]
 
-    def _hit(self, entry: _Entry, kind: HitKind, similarity: float) -> CacheHit:
-        self._entries.move_to_end((entry.scope, entry.text))
-        stats = self._tenant(entry.scope.tenant_id)
+    def _hit(self, tenant_id: str, value: Any, kind: HitKind, similarity: float) -> CacheHit:
+        stats = self._tenant(tenant_id)
         if kind == "exact":
             stats.hits_exact += 1
         else:
             stats.hits_semantic += 1
         CACHE_LOOKUPS.labels(result=f"hit_{kind}").inc()
-        return CacheHit(entry.value, kind, similarity)
+        return CacheHit(value, kind, similarity)
 
     def _miss(self, tenant_id: str) -> None:
         self._tenant(tenant_id).misses += 1

@@ -12,10 +12,10 @@ from __future__ import annotations
 import ipaddress
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import cachetools
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -52,32 +52,27 @@ ANONYMOUS = Principal(None, frozenset())
 
 class KeyCache:
     """Key lookups by key hash, trusted for ``ttl_s`` seconds (unknown keys too, so a flood of bad keys does not
-    reach the database), at most ``max_entries`` of them. A revoked key stops working within ``ttl_s`` on every
-    process, however many replicas there are; :meth:`clear` makes it immediate in this one."""
+    reach the database), at most ``max_entries`` of them (least recently used out): a ``cachetools.TTLCache``
+    behind a lock. A revoked key stops working within ``ttl_s`` on every process, however many replicas there
+    are; :meth:`clear` makes it immediate in this one. With ``ttl_s`` 0 every entry is expired at once."""
+
+    _ABSENT = object()
 
     def __init__(self, ttl_s: float, *, max_entries: int = 10_000, clock: Callable[[], float] = time.monotonic):
         self.ttl_s = ttl_s
         self.max_entries = max_entries
-        self._clock = clock
-        self._entries: OrderedDict[str, tuple[float, KeyRecord | None]] = OrderedDict()
+        self._entries: cachetools.TTLCache[str, KeyRecord | None] = cachetools.TTLCache(max_entries, ttl_s, timer=clock)
         self._lock = threading.Lock()
 
     def get(self, key_hash: str) -> tuple[bool, KeyRecord | None]:
         """``(found, record)``: found is False when the lookup must go to the database."""
         with self._lock:
-            entry = self._entries.get(key_hash)
-            if entry is None or entry[0] <= self._clock():
-                return False, None
-            return True, entry[1]
+            record = self._entries.get(key_hash, self._ABSENT)
+        return (False, None) if record is self._ABSENT else (True, record)
 
     def put(self, key_hash: str, record: KeyRecord | None) -> None:
-        if self.ttl_s <= 0:
-            return
         with self._lock:
-            self._entries[key_hash] = (self._clock() + self.ttl_s, record)
-            self._entries.move_to_end(key_hash)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+            self._entries[key_hash] = record
 
     def clear(self) -> None:
         with self._lock:

@@ -24,6 +24,7 @@ from sqlalchemy.engine import make_url
 import pgtest
 from chunkbench.app import create_app
 from chunkbench.config import Settings
+from chunkbench.embedding.cache import EMBEDDINGS
 from chunkbench.storage.vectors import close_vector_stores
 from netutil import free_port
 
@@ -80,6 +81,15 @@ def _close_vector_stores() -> Iterator[None]:
     """Every test leaves the embedded Qdrant folders it opened unlocked (one client per folder)."""
     yield
     close_vector_stores()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_embedding_cache() -> Iterator[None]:
+    """Every test embeds as a new process would: a model id served by one test's fake server never hands its
+    vectors to the next test's."""
+    EMBEDDINGS.clear()
+    yield
+    EMBEDDINGS.clear()
 
 
 @pytest.fixture

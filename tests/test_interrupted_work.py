@@ -19,8 +19,8 @@ from fastapi.testclient import TestClient
 
 import chunkbench
 from chunkbench.app import create_app
-from chunkbench.chunking import service as processing
 from chunkbench.config import Settings
+from chunkbench.indexing import service as processing
 from chunkbench.jobs import service as jobs
 from chunkbench.storage.db import Database
 from chunkbench.storage.ownership import owner_gone, this_process

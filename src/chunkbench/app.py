@@ -20,13 +20,13 @@ from chunkbench import __version__
 from chunkbench.admin.routes import router as admin_router
 from chunkbench.benchmarking import runner as benchmarks
 from chunkbench.benchmarking.routes import router as benchmarks_router
-from chunkbench.chunking import service as processing
-from chunkbench.chunking.routes import router as processing_router
 from chunkbench.config import Settings, get_settings
 from chunkbench.documents.routes import router as documents_router
 from chunkbench.errors import ChunkbenchError
 from chunkbench.evaluation.routes import router as questions_router
 from chunkbench.guard.body_limit import MULTIPART_OVERHEAD_BYTES, BodySizeLimit
+from chunkbench.indexing import service as processing
+from chunkbench.indexing.routes import router as processing_router
 from chunkbench.jobs import service as jobs
 from chunkbench.jobs.routes import router as jobs_router
 from chunkbench.observability.context import REQUEST_ID_HEADER, request_id_of

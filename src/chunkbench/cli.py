@@ -259,9 +259,9 @@ def process(
     as_json: JsonOption = False,
 ) -> None:
     """Chunk, embed and index a document with one or more strategies."""
-    from chunkbench.chunking import service as processing
-    from chunkbench.chunking.schemas import ProcessIn
     from chunkbench.documents import service as documents
+    from chunkbench.indexing import service as processing
+    from chunkbench.indexing.schemas import ProcessIn
 
     settings, database = open_database()
     names = list(StrategyName) if strategies.strip() == "all" else [s.strip() for s in strategies.split(",")]

@@ -8,10 +8,10 @@ from fastapi import APIRouter, Query, Response, status
 
 from chunkbench.admin import service
 from chunkbench.admin.schemas import AdminHealthOut, CollectionIn, CollectionOut, ModelRoleIn, ThresholdIn
-from chunkbench.chunking.schemas import ChunkPreviewOut
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import get_spec
+from chunkbench.indexing.schemas import ChunkPreviewOut
 from chunkbench.models import StrategyName
 from chunkbench.schemas import ErrorOut
 

@@ -6,10 +6,10 @@ from sqlalchemy.orm import Session
 
 from chunkbench import __version__
 from chunkbench.admin.schemas import AdminHealthOut, ComponentHealthOut
-from chunkbench.chunking import service as chunking
-from chunkbench.chunking.schemas import ChunkOut, ChunkPreviewOut, StrategyRunOut
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
+from chunkbench.indexing import service as chunking
+from chunkbench.indexing.schemas import ChunkOut, ChunkPreviewOut, StrategyRunOut
 from chunkbench.llm.client import get_llm_client
 from chunkbench.models import StrategyName
 from chunkbench.storage import corpus_generation

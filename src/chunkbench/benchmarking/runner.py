@@ -27,13 +27,13 @@ from sqlalchemy.orm import Session
 from chunkbench.benchmarking import aggregation, experiments, scoring
 from chunkbench.benchmarking.questions import resolve_benchmark_questions
 from chunkbench.benchmarking.schemas import BenchmarkIn
-from chunkbench.chunking import service as processing
 from chunkbench.chunking.base import capabilities
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.errors import BenchmarkError, ChunkbenchError, LlmUnavailableError
 from chunkbench.evaluation.judge import judge
+from chunkbench.indexing import service as processing
 from chunkbench.jobs.service import Progress
 from chunkbench.llm.client import LlmClient, get_llm_client
 from chunkbench.models import StrategyName

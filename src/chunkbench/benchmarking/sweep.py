@@ -11,12 +11,12 @@ from typing import Any
 
 from chunkbench.benchmarking import service
 from chunkbench.benchmarking.schemas import BenchmarkIn
-from chunkbench.chunking import service as processing
 from chunkbench.chunking.base import strategy_class
-from chunkbench.chunking.schemas import ProcessIn
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
 from chunkbench.errors import BenchmarkError
+from chunkbench.indexing import service as processing
+from chunkbench.indexing.schemas import ProcessIn
 from chunkbench.jobs.service import Progress
 from chunkbench.models import StrategyName
 from chunkbench.storage.db import Database

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from chunkbench.config import Settings
+from chunkbench.embedding.cache import EmbeddingCache
 from chunkbench.errors import EvaluationError
 from chunkbench.evaluation.corpus import (
     SPAN_METRICS,
-    EmbeddingCache,
     ProgressCallback,
     SpanEvaluation,
     SpanQuestion,

@@ -29,20 +29,24 @@ import numpy as np
 from chunkbench.chunking.base import (
     Chunk,
     ChunkingInput,
+    ChunkingStrategy,
     StrategyParams,
     defaults_from_settings,
     strategy_class,
     validate_params,
 )
 from chunkbench.config import Settings, get_settings
-from chunkbench.embedding.registry import DEFAULT_MODEL_ID, EmbeddingModelSpec, Purpose, get_spec
-from chunkbench.embedding.sparse import Bm25Encoder
+from chunkbench.embedding.cache import EMBEDDINGS, EmbeddingCache
+from chunkbench.embedding.registry import DEFAULT_MODEL_ID, EmbeddingModelSpec, get_spec
+from chunkbench.embedding.service import boundary_embedder
 from chunkbench.errors import EvaluationError
 from chunkbench.evaluation.locate import resolve_evidence
 from chunkbench.evaluation.questions import load_question_set
 from chunkbench.evaluation.ranking import ChunkRef, Evidence, rank_metrics, relevant_chunk_ids
 from chunkbench.evaluation.spans import SpanMetrics, TokenMap, span_metrics
+from chunkbench.indexing.pipeline import IndexingPlan, index_documents
 from chunkbench.limits import MAX_CANDIDATE_K
+from chunkbench.llm.contextual import make_prefixer
 from chunkbench.models import DocumentTree, NodeType, StrategyName, TreeNode
 from chunkbench.retrieval import pipeline
 from chunkbench.retrieval.search import RetrieverName, get_retriever
@@ -86,29 +90,6 @@ class SpanQuestion:
     document_id: str
     references: tuple[SpanReference, ...]
     answer: str | None = None
-
-
-class EmbeddingCache:
-    """Embeddings by (model, purpose, text), shared by every configuration of one run."""
-
-    def __init__(self) -> None:
-        self._vectors: dict[tuple[str, str, str], np.ndarray] = {}
-
-    def __len__(self) -> int:
-        return len(self._vectors)
-
-    def embed(self, spec: EmbeddingModelSpec, texts: Sequence[str], purpose: Purpose, settings: Settings) -> np.ndarray:
-        """float32 ``(len(texts), dimension)``; only texts not seen before reach the model."""
-        from chunkbench.embedding.service import embed_texts
-
-        keys = [(spec.id, purpose, text) for text in texts]
-        missing = list(dict.fromkeys(key for key in keys if key not in self._vectors))
-        if missing:
-            vectors = embed_texts(spec, [key[2] for key in missing], purpose, settings)
-            self._vectors.update(zip(missing, vectors, strict=True))
-        if not keys:
-            return np.zeros((0, spec.dimension), dtype=np.float32)
-        return np.stack([self._vectors[key] for key in keys])
 
 
 # --------------------------------------------------------------------------------------------- loading
@@ -322,31 +303,28 @@ class _Axis:
         return (offset + first, offset + last)
 
 
-def _chunk_documents(
-    documents: dict[str, str],
-    strategy: StrategyName,
-    params: StrategyParams,
-    settings: Settings,
-    spec: EmbeddingModelSpec,
-) -> list[Chunk]:
-    """Every document's searchable chunks, in document order, cut by the strategy with validated params.
-
-    The semantic strategies use the Corpus model as their Boundary model, at its default threshold.
-    """
-    from chunkbench.embedding.service import boundary_embedder
-    from chunkbench.llm.contextual import make_prefixer
-
+def _strategy(
+    strategy: StrategyName, params: StrategyParams, settings: Settings, spec: EmbeddingModelSpec
+) -> ChunkingStrategy:
+    """The strategy with validated params; the semantic ones use the Corpus model as their Boundary model, at
+    its default threshold."""
     cls = strategy_class(strategy)
     boundary = boundary_embedder(spec, spec.default_semantic_threshold, settings) if cls.needs_boundary else None
-    instance = cls(params, boundary=boundary, prefixer=make_prefixer(settings))
-    chunks: list[Chunk] = []
-    for document_id, text in documents.items():
-        # Evidence offsets point into the raw text: chunk it as is, with a tree of one root node (the
-        # heading-aware strategies then find ``#`` heading lines in the text themselves).
-        tree = DocumentTree(root=TreeNode(node_type=NodeType.DOCUMENT, start_index=0, end_index=len(text)))
-        document = ChunkingInput(document_id=document_id, document_name=document_id, markdown=text, tree=tree)
-        chunks += [chunk for chunk in instance.chunk(document) if not chunk.is_parent]
-    return chunks
+    return cls(params, boundary=boundary, prefixer=make_prefixer(settings))
+
+
+def _inputs(documents: dict[str, str]) -> list[ChunkingInput]:
+    # Evidence offsets point into the raw text: chunk it as is, with a tree of one root node (the heading-aware
+    # strategies then find ``#`` heading lines in the text themselves).
+    return [
+        ChunkingInput(
+            document_id=document_id,
+            document_name=document_id,
+            markdown=text,
+            tree=DocumentTree(root=TreeNode(node_type=NodeType.DOCUMENT, start_index=0, end_index=len(text))),
+        )
+        for document_id, text in documents.items()
+    ]
 
 
 def evaluate_spans(
@@ -385,27 +363,9 @@ def evaluate_spans(
     if not questions:
         raise EvaluationError("There are no questions to evaluate.")
     validate_questions(questions, documents)
-    cache = cache if cache is not None else EmbeddingCache()
+    cache = cache if cache is not None else EMBEDDINGS
     timings: dict[str, float] = dict.fromkeys(STAGES, 0.0)
 
-    started = time.perf_counter()
-    report("chunk", 0, len(documents))
-    chunks = _chunk_documents(documents, strategy_name, validated, base, spec)
-    report("chunk", len(documents), len(documents))
-    timings["chunk"] = time.perf_counter() - started
-
-    started = time.perf_counter()
-    report("embed", 0, len(chunks))
-    dense = cache.embed(spec, [chunk.embedding_text for chunk in chunks], "document", base)
-    query_vectors = (
-        cache.embed(spec, [q.question for q in questions], "query", base) if engine.needs_query_vector else None
-    )
-    report("embed", len(chunks), len(chunks))
-    timings["embed"] = time.perf_counter() - started
-
-    by_document: dict[str, list[Chunk]] = {}
-    for chunk in chunks:
-        by_document.setdefault(chunk.document_id, []).append(chunk)
     with tempfile.TemporaryDirectory(prefix="chunkbench-eval-") as folder:
         # A throwaway embedded store: the user's own collections (or Qdrant server) are never touched.
         settings_tmp = base.model_copy(
@@ -413,9 +373,15 @@ def evaluate_spans(
         )
         store = VectorStore(settings_tmp)
         try:
+            plan = IndexingPlan(EVAL_TENANT, _strategy(strategy_name, validated, base, spec), spec, keep_parents=False)
+            run = index_documents(base, store, plan, _inputs(documents), cache=cache, progress=report)
+            timings.update(run.timings)
+
             started = time.perf_counter()
-            _index(store, spec, by_document, chunks, dense, report)
-            timings["index"] = time.perf_counter() - started
+            query_vectors = (
+                cache.embed(spec, [q.question for q in questions], "query", base) if engine.needs_query_vector else None
+            )
+            timings["embed"] += time.perf_counter() - started
 
             started = time.perf_counter()
             hits = _retrieve(
@@ -426,6 +392,8 @@ def evaluate_spans(
         finally:
             store.close()
 
+    chunks = run.chunks
+    by_document = {indexed.document.document_id: indexed.searchable for indexed in run.documents}
     started = time.perf_counter()
     per_question = _score(documents, questions, by_document, hits, n, report)
     timings["score"] = time.perf_counter() - started
@@ -445,29 +413,6 @@ def evaluate_spans(
         per_question=per_question,
         timings={stage: round(seconds, 3) for stage, seconds in timings.items()},
     )
-
-
-def _index(
-    store: VectorStore,
-    spec: EmbeddingModelSpec,
-    by_document: dict[str, list[Chunk]],
-    chunks: list[Chunk],
-    dense: np.ndarray,
-    report: ProgressCallback,
-) -> None:
-    rows = {id(chunk): row for row, chunk in enumerate(chunks)}
-    encoder = Bm25Encoder()
-    for done, document_chunks in enumerate(by_document.values(), start=1):
-        store.replace_document_chunks(
-            document_chunks[0].strategy_name,
-            spec.id,
-            spec.dimension,
-            tenant_id=EVAL_TENANT,
-            chunks=document_chunks,
-            dense=dense[[rows[id(chunk)] for chunk in document_chunks]],
-            sparse=encoder.encode_documents([chunk.embedding_text for chunk in document_chunks]),
-        )
-        report("index", done, len(by_document))
 
 
 def _retrieve(

@@ -8,12 +8,12 @@ from typing import BinaryIO
 
 from sqlalchemy import select
 
-from chunkbench.chunking import service as processing
-from chunkbench.chunking.schemas import ProcessIn
 from chunkbench.config import Settings
 from chunkbench.documents import service as documents
 from chunkbench.documents.service import IngestOutcome, IngestResult
 from chunkbench.errors import ChunkbenchError
+from chunkbench.indexing import service as processing
+from chunkbench.indexing.schemas import ProcessIn
 from chunkbench.llm.client import get_llm_client
 from chunkbench.rag.schemas import ChatHealthOut, ChatIndexOut, ChatQueryOut, ChatSourceOut
 from chunkbench.retrieval import pipeline

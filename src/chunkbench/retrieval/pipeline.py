@@ -19,6 +19,7 @@ import numpy as np
 
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
+from chunkbench.embedding.cache import EMBEDDINGS
 from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.errors import QueryError
 from chunkbench.guard.injection import InjectionVerdict
@@ -30,7 +31,6 @@ from chunkbench.retrieval.context import ChunkGuard, InjectionAction, InjectionC
 from chunkbench.retrieval.expansion import ExpansionNode, apply_neighbor_expansion
 from chunkbench.retrieval.rerank import CrossEncoderReranker, LlmListwiseReranker, Reranker
 from chunkbench.retrieval.search import RetrievedChunk, get_retriever, retrieve
-from chunkbench.retrieval.sentence_cache import SENTENCE_CACHE
 from chunkbench.storage.vectors import VectorStore
 
 RerankKind = Literal["none", "cross_encoder", "llm"]
@@ -294,4 +294,4 @@ def corpus_embedder(
     """The Corpus model as the extractive answerer's sentence embedder: context sentences are cached
     across queries, and the question reuses the vector the search already computed."""
     known = {question.strip(): query_vector} if query_vector is not None else None
-    return lambda texts: SENTENCE_CACHE.embed(corpus, texts, settings, known)
+    return lambda texts: EMBEDDINGS.embed(corpus, texts, "document", settings, known)

@@ -19,25 +19,22 @@ from sqlalchemy.orm import Session
 
 from chunkbench.chunking.base import (
     BoundaryEmbedder,
-    Chunk,
     ChunkingInput,
     StrategyParams,
     defaults_from_settings,
     strategy_class,
     validate_params,
 )
-from chunkbench.chunking.diagnostics import diagnose
-from chunkbench.chunking.schemas import ProcessIn, ProcessOut, StrategyOutcome
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import EmbeddingModelSpec
-from chunkbench.embedding.sparse import Bm25Encoder
 from chunkbench.errors import ChunkbenchError, ChunkingError, DocumentNotFoundError
 from chunkbench.guard.injection import InjectionDetector
+from chunkbench.indexing.pipeline import IndexingPlan, index_documents
+from chunkbench.indexing.schemas import ProcessIn, ProcessOut, StrategyOutcome
 from chunkbench.jobs.service import Progress
 from chunkbench.llm.contextual import make_prefixer
 from chunkbench.models import DocumentState, DocumentTree, StrategyName
-from chunkbench.observability.metrics import INJECTIONS_FLAGGED_CHUNKS
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
 from chunkbench.storage.ownership import Heartbeat, lease_until, owner_gone, this_process
@@ -185,30 +182,25 @@ def _run_strategy(
     started = time.perf_counter()
     corpus = process_plan.corpus
     collection = collection_name(name, corpus.id)
+
+    def stage(name_: str, done: int, total: int) -> None:
+        if name_ == "chunk" and done == 0:
+            step(0.0, "chunking")
+        elif name_ == "embed" and done == 0:
+            _enter_embedding(database, process_plan)
+            step(0.3, f"embedding {total} chunks")
+        elif name_ == "index" and done == 0:
+            step(0.8, "indexing")
+
     try:
-        step(0.0, "chunking")
         cls = strategy_class(name)
         if cls.needs_boundary and isinstance(boundary, ChunkbenchError):
             raise boundary
         strategy = cls(params, boundary=boundary if cls.needs_boundary else None, prefixer=make_prefixer(settings))
-        chunks = strategy.chunk(document)
-        flagged = check_chunks(chunks, InjectionDetector(settings.injection_threshold))
-        searchable = [chunk for chunk in chunks if not chunk.is_parent]
-        _enter_embedding(database, process_plan)
-        step(0.3, f"embedding {len(searchable)} chunks")
-        texts = [chunk.embedding_text for chunk in searchable]
-        dense = embedding.embed_texts(corpus, texts, "document", settings)
-        sparse = Bm25Encoder().encode_documents(texts)
-        step(0.8, "indexing")
-        store.replace_document_chunks(
-            name.value,
-            corpus.id,
-            corpus.dimension,
-            tenant_id=process_plan.tenant_id,
-            chunks=chunks,
-            dense=dense,
-            sparse=sparse,
+        plan = IndexingPlan(
+            process_plan.tenant_id, strategy, corpus, detector=InjectionDetector(settings.injection_threshold)
         )
+        run = index_documents(settings, store, plan, [document], progress=stage)
     except ChunkbenchError as exc:
         return StrategyOutcome(
             strategy=name,
@@ -219,33 +211,17 @@ def _run_strategy(
             collection=collection,
             duration_ms=_elapsed_ms(started),
         )
+    (indexed,) = run.documents
     return StrategyOutcome(
         strategy=name,
         status="completed",
-        chunk_count=len(searchable),
+        chunk_count=len(indexed.searchable),
         collection=collection,
         params=params.model_dump(),
-        details={**strategy.run_details(), "injection_flagged_chunks": flagged},
-        diagnostics=diagnose(chunks, document.markdown),
+        details=run.details,
+        diagnostics=indexed.diagnostics(),
         duration_ms=_elapsed_ms(started),
     )
-
-
-def check_chunks(chunks: list[Chunk], detector: InjectionDetector) -> int:
-    """Give every chunk (parents too: they reach the context) its injection verdict; the number flagged.
-
-    The verdict travels in the chunk's point payload, so the context builder reads it without re-checking;
-    flagged chunks are counted in ``INJECTIONS_FLAGGED_CHUNKS``.
-    """
-    flagged = 0
-    for chunk in chunks:
-        verdict = detector.check(chunk.text)
-        chunk.injection_risk = verdict.risk
-        chunk.injection_reasons = verdict.reasons
-        flagged += verdict.flagged
-    if flagged:
-        INJECTIONS_FLAGGED_CHUNKS.inc(flagged)
-    return flagged
 
 
 def _elapsed_ms(started: float) -> int:

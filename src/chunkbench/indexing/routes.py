@@ -1,13 +1,13 @@
-"""Processing and strategies API: thin translation between HTTP and ``chunking.service``."""
+"""Processing and strategies API: thin translation between HTTP and ``indexing.service``."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Query, Request, Response, status
 
-from chunkbench.chunking import service
 from chunkbench.chunking.base import all_strategies
-from chunkbench.chunking.schemas import ProcessIn, ProcessOut, StrategyInfo, StrategyRunOut
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
+from chunkbench.indexing import service
+from chunkbench.indexing.schemas import ProcessIn, ProcessOut, StrategyInfo, StrategyRunOut
 from chunkbench.jobs.schemas import JobAccepted
 from chunkbench.schemas import ErrorOut
 

@@ -1,0 +1,1 @@
+"""Indexing: chunk → embed → upsert → record, the one write path of every face (processing, /api/index, evaluation)."""

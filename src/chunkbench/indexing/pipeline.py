@@ -1,0 +1,152 @@
+"""The indexing pipeline: chunk → injection check → embed (the one embedding cache) → upsert, per strategy.
+
+Document processing, the chatbot's ``/api/index`` (through processing) and corpus evaluation all index through
+:func:`index_documents`. The chunks of every document given are embedded in one batch, so a corpus pays the
+model's batch throughput, not one call per document; each document's points are then written (new points
+first, stale ones deleted after: a crash never leaves a document with missing chunks). What was indexed comes
+back as an :class:`IndexedRun` for the caller to record (processing writes it as a ``strategy_runs`` row).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from chunkbench.chunking.base import Chunk, ChunkingInput, ChunkingStrategy
+from chunkbench.chunking.diagnostics import diagnose
+from chunkbench.config import Settings
+from chunkbench.embedding.cache import EMBEDDINGS, EmbeddingCache
+from chunkbench.embedding.registry import EmbeddingModelSpec
+from chunkbench.embedding.sparse import Bm25Encoder
+from chunkbench.errors import ChunkingError
+from chunkbench.guard.injection import InjectionDetector
+from chunkbench.observability.metrics import INJECTIONS_FLAGGED_CHUNKS
+from chunkbench.storage.vectors import VectorStore, collection_name
+
+STAGES = ("chunk", "embed", "index")
+# ``progress(stage, done, total)``: called as each stage starts and advances.
+StageProgress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class IndexingPlan:
+    """One strategy (configured: parameters, Boundary embedder, prefixer) indexed with one Corpus model."""
+
+    tenant_id: str
+    strategy: ChunkingStrategy
+    corpus: EmbeddingModelSpec
+    # The prompt-injection screen of every chunk (verdict into the payload); None skips it (evaluation).
+    detector: InjectionDetector | None = None
+    # Parent chunks are stored (for the context) unless the caller only searches: evaluation drops them.
+    keep_parents: bool = True
+
+
+@dataclass
+class IndexedDocument:
+    """One document's chunks as indexed."""
+
+    document: ChunkingInput
+    chunks: list[Chunk]  # parents included when the plan keeps them
+    flagged: int  # chunks flagged as possible prompt injection
+
+    @property
+    def searchable(self) -> list[Chunk]:
+        return [chunk for chunk in self.chunks if not chunk.is_parent]
+
+    def diagnostics(self) -> dict[str, Any]:
+        return diagnose(self.chunks, self.document.markdown)
+
+
+@dataclass
+class IndexedRun:
+    """What one :func:`index_documents` call indexed, the strategy's decisions and the seconds of each stage."""
+
+    collection: str
+    documents: list[IndexedDocument]
+    details: dict[str, Any]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def chunks(self) -> list[Chunk]:
+        return [chunk for document in self.documents for chunk in document.searchable]
+
+
+def index_documents(
+    settings: Settings,
+    store: VectorStore,
+    plan: IndexingPlan,
+    documents: Sequence[ChunkingInput],
+    *,
+    cache: EmbeddingCache = EMBEDDINGS,
+    progress: StageProgress | None = None,
+) -> IndexedRun:
+    """Chunk, screen, embed and upsert ``documents`` with ``plan``; raises the first domain error it meets."""
+    report = progress or (lambda stage, done, total: None)
+    timings = dict.fromkeys(STAGES, 0.0)
+    corpus, strategy = plan.corpus, plan.strategy
+    collection = collection_name(strategy.name, corpus.id)
+
+    started = time.perf_counter()
+    report("chunk", 0, len(documents))
+    indexed: list[IndexedDocument] = []
+    for done, document in enumerate(documents, start=1):
+        chunks = strategy.chunk(document)
+        if not chunks:
+            raise ChunkingError(
+                f"The '{strategy.name.value}' strategy cut no chunks from '{document.document_name}': "
+                "the document has no text to index."
+            )
+        if not plan.keep_parents:
+            chunks = [chunk for chunk in chunks if not chunk.is_parent]
+        flagged = screen_chunks(chunks, plan.detector) if plan.detector is not None else 0
+        indexed.append(IndexedDocument(document, chunks, flagged))
+        report("chunk", done, len(documents))
+    timings["chunk"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    texts = [chunk.embedding_text for item in indexed for chunk in item.searchable]
+    report("embed", 0, len(texts))
+    dense = cache.embed(corpus, texts, "document", settings)
+    sparse = Bm25Encoder().encode_documents(texts)
+    report("embed", len(texts), len(texts))
+    timings["embed"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    report("index", 0, len(indexed))
+    row = 0
+    for done, item in enumerate(indexed, start=1):
+        count = len(item.searchable)
+        store.replace_document_chunks(
+            strategy.name.value,
+            corpus.id,
+            corpus.dimension,
+            tenant_id=plan.tenant_id,
+            chunks=item.chunks,
+            dense=dense[row : row + count],
+            sparse=sparse[row : row + count],
+        )
+        row += count
+        report("index", done, len(indexed))
+    timings["index"] = time.perf_counter() - started
+    flagged = sum(item.flagged for item in indexed)
+    details = {**strategy.run_details(), **({"injection_flagged_chunks": flagged} if plan.detector else {})}
+    return IndexedRun(collection, indexed, details, timings)
+
+
+def screen_chunks(chunks: list[Chunk], detector: InjectionDetector) -> int:
+    """Give every chunk (parents too: they reach the context) its injection verdict; the number flagged.
+
+    The verdict travels in the chunk's point payload, so the context builder reads it without re-checking;
+    flagged chunks are counted in ``INJECTIONS_FLAGGED_CHUNKS``.
+    """
+    flagged = 0
+    for chunk in chunks:
+        verdict = detector.check(chunk.text)
+        chunk.injection_risk = verdict.risk
+        chunk.injection_reasons = verdict.reasons
+        flagged += verdict.flagged
+    if flagged:
+        INJECTIONS_FLAGGED_CHUNKS.inc(flagged)
+    return flagged

@@ -1,4 +1,4 @@
-"""A real ``chunkbench serve`` process for the benchmarks that measure over HTTP (query.py, load.py)."""
+"""A real ``chunkbench serve`` process for the benchmarks that measure over HTTP (query_pipeline.py, load.py)."""
 
 from __future__ import annotations
 

@@ -13,16 +13,11 @@ from typing import Any
 import pytest
 from lxml import html as lxml_html
 
-from chunkbench.benchmarking.report import (
-    boundary_view,
-    decision_sentence,
-    experiment_json,
-    fmt,
-    pct,
-    recommendations,
-    render_report,
-    scale_colour,
-)
+from chunkbench.benchmarking.report.boundaries import boundary_view
+from chunkbench.benchmarking.report.charts import scale_colour
+from chunkbench.benchmarking.report.formatting import fmt, pct
+from chunkbench.benchmarking.report.prose import decision_sentence, recommendations
+from chunkbench.benchmarking.report.render import experiment_json, render_report
 from chunkbench.errors import InvalidRequestError
 from report_fixtures import (
     FARSI_QUESTION,

@@ -251,7 +251,8 @@ def report_command(
     output: Annotated[Path, typer.Option("--output", "-o", help="File to write")] = Path("report.html"),
 ) -> None:
     """Write an Experiment's self-contained HTML report (or its JSON export) to a file."""
-    from chunkbench.benchmarking import report, service
+    from chunkbench.benchmarking import service
+    from chunkbench.benchmarking.report.render import experiment_json, render_report
     from chunkbench.storage.schema import DocumentRow
 
     if view not in ("managerial", "technical", "json"):
@@ -262,7 +263,7 @@ def report_command(
             row = service.get(session, experiment_id, tenant_id=DEFAULT_TENANT)
             experiment = service.experiment_dict(session, row)
             if view == "json":
-                text = report.experiment_json(experiment)
+                text = experiment_json(experiment)
             else:
                 document = session.get(DocumentRow, row.document_id)
                 boundaries = (
@@ -270,7 +271,7 @@ def report_command(
                     if view == "technical"
                     else None
                 )
-                text = report.render_report(
+                text = render_report(
                     experiment, view=view, document_text=document.parsed_text if document else None,  # type: ignore[arg-type]
                     boundaries=boundaries,
                 )  # fmt: skip

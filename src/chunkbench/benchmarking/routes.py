@@ -7,7 +7,8 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import HTMLResponse
 
-from chunkbench.benchmarking import report, runner, service
+from chunkbench.benchmarking import runner, service
+from chunkbench.benchmarking.report.render import experiment_json, render_report
 from chunkbench.benchmarking.schemas import BenchmarkIn, CompareOut, CostEstimateOut, ExperimentSummary
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
 from chunkbench.jobs.schemas import JobAccepted
@@ -119,9 +120,9 @@ def benchmark_report(
     row = service.get(session, experiment_id, tenant_id=tenant_id)
     experiment = service.experiment_dict(session, row)
     if view == "json":
-        return Response(report.experiment_json(experiment), media_type="application/json")
+        return Response(experiment_json(experiment), media_type="application/json")
     document = session.get(DocumentRow, row.document_id)
-    html = report.render_report(
+    html = render_report(
         experiment,
         view=view,
         document_text=document.parsed_text if document is not None else None,

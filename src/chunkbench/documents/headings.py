@@ -1,7 +1,7 @@
 """Heading Reconstruction helpers: font-statistics rule, numbering/keyword heuristics, title matching.
 
-Pure functions over plain values, so every rule is unit-testable without a PDF. The PDF parser applies
-them in the order outline → font statistics → numbering/keyword heuristics.
+Pure functions over plain values, so every rule is unit-testable without a PDF. parsers/pdf_headings.py applies
+them to a PDF's lines in the order outline → font statistics → numbering/keyword heuristics.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 (function () {
   "use strict";
-  // The same worst → best colour stops as report.py's COLOUR_STOPS.
-  var STOPS = {{ colour_stops|tojson }};
+  // The worst → best colour stops and the no-value fill come from report/charts.py: one definition for both sides.
+  var STOPS = {{ colour_stops|tojson }}, NOT_MEASURED = {{ not_measured|tojson }};
   document.documentElement.classList.add("js");
 
   function colour(t) {
@@ -88,7 +88,7 @@
         var raw = cell.getAttribute("data-m-" + metric);
         var value = raw === null || raw === "" ? null : Number(raw);
         var t = value === null ? null : (value - low) / (high - low);
-        cell.setAttribute("fill", t === null ? "#2a2a30" : colour(better === "high" ? t : 1 - t));
+        cell.setAttribute("fill", t === null ? NOT_MEASURED : colour(better === "high" ? t : 1 - t));
         cell.dataset.tip = cell.dataset.question + " \u00b7 " + cell.dataset.config + ": " + option.textContent +
           " " + format(value, digits);
       });

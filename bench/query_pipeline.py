@@ -1,8 +1,8 @@
-"""Query latency: ``POST /queries`` through the real app vs the raw embed + Qdrant path, and retrievers at scale.
+"""Query latency: ``POST /queries`` through the real app against the raw embed + Qdrant path.
 
-Part 1 ingests one real document (the State of the Union speech) through the API, processes it with the
-recursive strategy, then times N questions through ``POST /queries`` (dense, top_k 5, extractive answers: no
-LLM) interleaved with the raw path (``embed_query`` + ``query_points`` on the same collection), twice:
+It ingests one real document (the State of the Union speech) through the API, processes it with the recursive
+strategy, then times N questions through ``POST /queries`` (dense, top_k 5, extractive answers: no LLM)
+interleaved with the raw path (``embed_query`` + ``query_points`` on the same collection), twice:
 
 - in one interpreter: uvicorn in a thread of this process, ``run_query`` called directly, and the raw path on
   the server's own vector store (the client, the server and the raw path share one GIL);
@@ -17,17 +17,15 @@ clock stops (the raw path returns Python objects, so neither side pays for decod
 stage is also reported on its own, and the ratio is given with and without it. Both processes inherit the
 environment, so OpenMP settings (``OMP_WAIT_POLICY``, ``OMP_NUM_THREADS``) apply to both sides alike.
 
-Part 2 builds synthetic collections of 1,000 and 10,000 MiniLM-embedded chunks in embedded (local) Qdrant and
-times ``VectorStore.search`` for the dense, bm25 and hybrid retrievers with a document filter.
+    PYTHONPATH=src python bench/query_pipeline.py [--corpus FILE] [--questions N]
+
+Retrievers on larger collections: ``bench/query_scale.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
-import statistics
 import sys
 import tempfile
 import time
@@ -36,87 +34,25 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from query_common import (
+    CORPORA,
+    MODEL_ID,
+    QUESTIONS,
+    ROOT,
+    TOP_K,
+    p50_p95,
+    percentile,
+    prepare,
+    questions,
+    timed_ms,
+    write_results,
+)
 from serving import child_env, served_process
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-CORPORA = SHARED / "data" / "chroma_chunking_eval" / "corpora"
 DEFAULT_CORPUS = CORPORA / "state_of_the_union.md"
-RESULTS = ROOT / "bench" / "results" / "query.json"
-MODEL_ID = "all-MiniLM-L6-v2"
+RESULTS = ROOT / "bench" / "results" / "query_pipeline.json"
 STRATEGY = "recursive"
-TOP_K = 5
-WARMUP = 3
 TARGET_RATIO = 1.3
-SCALES = (1_000, 10_000)
-CHUNK_CHARS = 200  # synthetic chunks: whole sentences up to ~200 chars (short, so 10k embed in a few minutes)
-DOC_CHUNKS = 500  # synthetic chunks per document; searches filter to one of them
-EMBED_BATCH = 500
-RETRIEVERS = ("dense", "bm25", "hybrid")
-
-QUESTIONS = [
-    "What did Franklin Roosevelt say to Congress in January 1941?",
-    "What is Putin doing in Ukraine?",
-    "What is Ukraine asking the United States for?",
-    "How does the President describe the threat to democracy at home?",
-    "What happened on January 6th?",
-    "What does the speech say about NATO?",
-    "How many jobs were created during this administration?",
-    "What is said about inflation?",
-    "How does the President propose to lower prescription drug costs?",
-    "What is the cap on insulin for seniors?",
-    "What does the speech say about the CHIPS and Science Act?",
-    "What is proposed for child care costs?",
-    "What does the President say about billionaires and taxes?",
-    "What is the minimum tax rate proposed for corporations?",
-    "What is said about the border and immigration?",
-    "What does the President say about Roe v. Wade and reproductive freedom?",
-    "What is proposed about IVF?",
-    "What does the speech say about gun violence?",
-    "What about the assault weapons ban?",
-    "What is said about climate change and clean energy?",
-    "What is the plan for housing and mortgage costs?",
-    "What does the President say about student debt?",
-    "What is said about Gaza and Israel?",
-    "What about humanitarian aid to Gaza by sea?",
-    "How does the President talk about China?",
-    "What does the speech say about Social Security and Medicare?",
-    "What is said about the cancer moonshot?",
-    "What does the President say about junk fees?",
-    "What is said about police and public safety?",
-    "How does the speech end?",
-]
-
-SERVER_NOTE = (
-    "Expected, not measured (no Qdrant server here): embedded (local) Qdrant scores every point in Python "
-    "(brute force), and a payload filter is also evaluated point by point, so latency grows linearly with the "
-    "collection size (SETUP-NOTES 'Qdrant embedded': hybrid + filter 449 ms at 10k points, 3.1 s at 50k; it "
-    "warns above 20,000 points per collection and ignores payload indexes). A Qdrant server "
-    "(CHUNKBENCH_QDRANT_URL) searches dense vectors through an HNSW graph (CHUNKBENCH_QDRANT_HNSW_M / "
-    "_EF_CONSTRUCT / _EF_SEARCH), sparse BM25 vectors through an inverted index, and chunkbench creates "
-    "tenant_id / document_id payload indexes on a server so the document filter narrows candidates before "
-    "scoring; search should then be roughly constant in collection size (a few ms plus network), leaving "
-    "query embedding and, for extractive answers, the generate stage as the dominant costs."
-)
-
-
-def percentile(values: list[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values, dtype=np.float64), q))
-
-
-def p50_p95(values_ms: list[float]) -> dict[str, float]:
-    return {"p50_ms": round(percentile(values_ms, 50), 2), "p95_ms": round(percentile(values_ms, 95), 2)}
-
-
-def timed_ms(func: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
-    value = func()
-    return (time.perf_counter() - start) * 1000, value
-
-
-# ---------------------------------------------------------------- part 1: pipeline vs raw
 
 
 @contextmanager
@@ -390,139 +326,7 @@ def bench_pipeline(corpus: Path, questions: list[str], tmp: Path) -> dict[str, A
     }
 
 
-# ---------------------------------------------------------------- part 2: retrievers at scale
-
-
-def synthetic_texts(count: int, size: int = CHUNK_CHARS) -> list[str]:
-    """``count`` chunks of whole sentences from the corpora; later passes shift the grouping by a sentence."""
-    sentences_per_file = []
-    for path in sorted(CORPORA.glob("*.md")):
-        text = " ".join(path.read_text(encoding="utf-8").split())
-        sentences_per_file.append([s for s in re.split(r"(?<=[.!?])\s+", text) if s])
-    texts: list[str] = []
-    shift = 0
-    while len(texts) < count:
-        for sentences in sentences_per_file:
-            current = ""
-            for sentence in sentences[shift:]:
-                if current and len(current) + 1 + len(sentence) > size:
-                    texts.append(current)
-                    current = ""
-                    if len(texts) >= count:
-                        return texts
-                current = f"{current} {sentence}" if current else sentence[: size * 2]
-            if current:
-                texts.append(current)
-                if len(texts) >= count:
-                    return texts
-        shift += 1
-    return texts
-
-
-def embed_all(texts: list[str], settings: Any) -> np.ndarray:
-    from chunkbench.embedding.registry import get_spec
-    from chunkbench.embedding.service import embed_texts
-
-    spec = get_spec(MODEL_ID)
-    parts = []
-    started = time.perf_counter()
-    for start in range(0, len(texts), EMBED_BATCH):
-        parts.append(embed_texts(spec, texts[start : start + EMBED_BATCH], "document", settings))
-        done = min(start + EMBED_BATCH, len(texts))
-        elapsed = time.perf_counter() - started
-        print(f"  embedded {done:>6}/{len(texts)} chunks  {elapsed:6.1f} s  ({done / elapsed:.0f}/s)", flush=True)
-    return np.vstack(parts)
-
-
-def build_chunks(texts: list[str], document_id: str, offset: int) -> list[Any]:
-    """Recursive-strategy chunks laid end to end, 50 per synthetic heading (the tests' chunk builder)."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from chunkbench.models import StrategyName
-    from chunkgen import chunks_from_texts
-
-    return chunks_from_texts(
-        document_id, texts, strategy=StrategyName.RECURSIVE,
-        heading_path=lambda index: [f"Synthetic {offset + index // 50}"],
-    )  # fmt: skip
-
-
-def bench_scale(
-    size: int, texts: list[str], dense: np.ndarray, questions: list[str], tmp: Path
-) -> dict[str, dict[str, Any]]:
-    from chunkbench.config import Settings
-    from chunkbench.embedding.registry import get_spec
-    from chunkbench.embedding.service import embed_query
-    from chunkbench.embedding.sparse import Bm25Encoder
-    from chunkbench.models import StrategyName
-    from chunkbench.storage.schema import DEFAULT_TENANT
-    from chunkbench.storage.vectors import close_vector_stores, get_vector_store
-
-    settings = Settings(_env_file=None, data_dir=tmp / f"scale-{size}")
-    spec = get_spec(MODEL_ID)
-    store = get_vector_store(settings)
-    encoder = Bm25Encoder()
-    started = time.perf_counter()
-    documents = []
-    for number, start in enumerate(range(0, size, DOC_CHUNKS)):
-        document_id = f"synthetic-{number:04d}"
-        documents.append(document_id)
-        chunks = build_chunks(texts[start : start + DOC_CHUNKS], document_id, start)
-        store.replace_document_chunks(
-            StrategyName.RECURSIVE,
-            spec.id,
-            spec.dimension,
-            tenant_id=DEFAULT_TENANT,
-            chunks=chunks,
-            dense=dense[start : start + DOC_CHUNKS],
-            sparse=encoder.encode_documents(c.embedding_text for c in chunks),
-        )
-    upsert_s = time.perf_counter() - started
-    print(f"  {size} chunks in {len(documents)} documents written in {upsert_s:.1f} s")
-    target = documents[len(documents) // 2]
-    query_vectors = [embed_query(spec, q, settings) for q in questions]
-    query_sparse = [encoder.encode_query(q) for q in questions]
-
-    def search(retriever: str, index: int) -> list[tuple[dict[str, Any], float]]:
-        return store.search(
-            StrategyName.RECURSIVE,
-            spec.id,
-            retriever=retriever,
-            tenant_id=DEFAULT_TENANT,
-            document_id=target,
-            top_k=TOP_K,
-            dense=query_vectors[index],
-            sparse=query_sparse[index],
-        )
-
-    results: dict[str, dict[str, Any]] = {}
-    for retriever in RETRIEVERS:
-        for index in range(WARMUP):
-            search(retriever, index)
-        timings = []
-        hits = []
-        for index in range(len(questions)):
-            ms, found = timed_ms(lambda r=retriever, i=index: search(r, i))
-            timings.append(ms)
-            hits.append(len(found))
-            assert all(payload["document_id"] == target for payload, _ in found)
-        results[retriever] = {**p50_p95(timings), "mean_hits": round(statistics.fmean(hits), 2)}
-        print(
-            f"  {retriever:<7} p50 {results[retriever]['p50_ms']:8.1f} ms  p95 {results[retriever]['p95_ms']:8.1f} ms"
-        )
-    close_vector_stores()
-    return {
-        "chunks": size,
-        "documents": len(documents),
-        "chunks_per_document": DOC_CHUNKS,
-        "upsert_s": round(upsert_s, 2),
-        "retrievers": results,
-    }
-
-
-# ---------------------------------------------------------------- report
-
-
-PART1_ROWS = (
+ROWS = (
     ("http_total", "POST /queries over HTTP, total"),
     ("http_without_generate", "POST /queries over HTTP minus generate"),
     ("http_embed_plus_search_stages", "  its embed + search stages only"),
@@ -531,8 +335,8 @@ PART1_ROWS = (
 )
 
 
-def print_part1(pipeline: dict[str, Any], corpus: Path) -> None:
-    print(f"Part 1 — {corpus.name}: {pipeline['document_chunks']} {STRATEGY} chunks, dense, top_k {TOP_K},")
+def print_table(pipeline: dict[str, Any], corpus: Path) -> None:
+    print(f"{corpus.name}: {pipeline['document_chunks']} {STRATEGY} chunks, dense, top_k {TOP_K},")
     print(f"  {pipeline['questions']} questions after a warm-up pass over them, extractive answers")
     for mode, title in (
         ("same_interpreter", "same interpreter (uvicorn thread, raw path on the server's vector store)"),
@@ -542,7 +346,7 @@ def print_part1(pipeline: dict[str, Any], corpus: Path) -> None:
         print(f"{title}")
         print(f"  {'path':<46}{'p50 ms':>9}{'p95 ms':>9}{'×raw p50':>10}{'×raw p95':>10}")
         print(f"  {'raw: embed_query + query_points':<46}{rows['raw']['p50_ms']:>9.1f}{rows['raw']['p95_ms']:>9.1f}")
-        for key, label in PART1_ROWS:
+        for key, label in ROWS:
             if key in rows:
                 row = rows[key]
                 print(
@@ -565,88 +369,26 @@ def print_part1(pipeline: dict[str, Any], corpus: Path) -> None:
         )
 
 
-def print_part2(scale_results: list[dict[str, Any]], questions: int) -> None:
-    print(f"Part 2 — embedded (local) Qdrant, VectorStore.search with a document filter ({DOC_CHUNKS} chunks per")
-    print(f"  document), top_k {TOP_K}, {questions} queries after {WARMUP} warm-up each")
-    print(f"{'chunks':>8}{'docs':>6}{'retriever':>11}{'p50 ms':>10}{'p95 ms':>10}")
-    for result in scale_results:
-        for retriever, row in result["retrievers"].items():
-            size, docs = result["chunks"], result["documents"]
-            print(f"{size:>8,}{docs:>6}{retriever:>11}{row['p50_ms']:>10.1f}{row['p95_ms']:>10.1f}")
-    print()
-    print("What a Qdrant server would change: " + SERVER_NOTE)
-
-
 def main() -> None:
     if len(sys.argv) == 5 and sys.argv[1] == "--raw-worker":
         raw_worker(Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--corpus", type=Path, default=DEFAULT_CORPUS, help="document for part 1 (default: %(default)s)"
-    )
-    parser.add_argument("--quick", action="store_true", help="part 2 at 1,000 chunks only")
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="document to ask (default: %(default)s)")
     parser.add_argument("--questions", type=int, default=len(QUESTIONS), help="questions per side (max 30)")
-    parser.add_argument(
-        "--part", choices=("1", "2", "all"), default="all", help="run one part only (results not written)"
-    )
     args = parser.parse_args()
     if not args.corpus.is_file():
         sys.exit(f"No corpus file {args.corpus}; pass --corpus FILE.")
-    # Weights come from folders; without these the hub client still tries the network first.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    import torch
-
-    from chunkbench.config import Settings
-
-    questions = QUESTIONS[: max(WARMUP, min(args.questions, len(QUESTIONS)))]
-    scales = SCALES[:1] if args.quick else SCALES
+    prepare()
+    asked = questions(args.questions)
     started = time.perf_counter()
-    pipeline: dict[str, Any] | None = None
-    scale_results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="chunkbench-bench-") as tmp_name:
-        tmp = Path(tmp_name)
-        if args.part in ("1", "all"):
-            print(f"part 1: POST /queries vs raw embed_query + query_points, {len(questions)} questions")
-            pipeline = bench_pipeline(args.corpus, questions, tmp)
-        if args.part in ("2", "all"):
-            print(f"part 2: embedded Qdrant at {', '.join(f'{s:,}' for s in scales)} chunks")
-            texts = synthetic_texts(max(scales))
-            dense = embed_all(texts, Settings(_env_file=None, data_dir=tmp / "embed"))
-            for size in scales:
-                scale_results.append(bench_scale(size, texts[:size], dense[:size], questions, tmp))
+        print(f"POST /queries vs raw embed_query + query_points, {len(asked)} questions")
+        pipeline = bench_pipeline(args.corpus, asked, Path(tmp_name))
     total_s = time.perf_counter() - started
-
     print()
-    if pipeline is not None:
-        print_part1(pipeline, args.corpus)
-        print()
-    if scale_results:
-        print_part2(scale_results, len(questions))
-    if pipeline is None or not scale_results:
-        print(f"one part only: {RESULTS.relative_to(ROOT)} left as it was (total {total_s:.0f} s)")
-        return
-
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    result = {
-        "pipeline_vs_raw": pipeline,
-        "scale": {
-            "mode": "embedded (local, on disk)",
-            "synthetic_chunk_chars": CHUNK_CHARS,
-            "embedded_with": MODEL_ID,
-            "results": scale_results,
-        },
-        "qdrant_server_note": SERVER_NOTE,
-        "total_runtime_s": round(total_s, 1),
-        "torch_threads": torch.get_num_threads(),
-        # OpenMP threads that spin after each parallel region fight for the cores of a busy machine; the
-        # server subprocess inherits this environment, so both sides of part 1 run under the same policy.
-        "omp_env": {key: os.environ.get(key) for key in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")},
-        "load_average_1min": os.getloadavg()[0],
-    }
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {RESULTS.relative_to(ROOT)} (total {total_s:.0f} s)")
+    print_table(pipeline, args.corpus)
+    write_results(RESULTS, {"pipeline_vs_raw": pipeline}, total_s)
 
 
 if __name__ == "__main__":

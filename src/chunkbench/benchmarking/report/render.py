@@ -1,0 +1,148 @@
+"""Rendering an Experiment as a managerial or technical HTML report, and exporting it as JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime
+from enum import Enum
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from jinja2 import ChainableUndefined, Environment, PackageLoader
+
+from chunkbench.benchmarking.report.boundaries import boundary_views
+from chunkbench.benchmarking.report.charts import COLOUR_STOPS, NOT_MEASURED, heatmap, metric_bars, scale_colour, usage
+from chunkbench.benchmarking.report.experiment import experiment_config, experiment_configurations, has_metric
+from chunkbench.benchmarking.report.formatting import fmt, fmt_ms, fmt_tokens, fmt_usd, fmt_when, metric_name, pct
+from chunkbench.benchmarking.report.metrics import METRICS
+from chunkbench.benchmarking.report.prose import decision_sentence, recommendations, status_banner
+from chunkbench.benchmarking.report.tables import cell_rows, expansion_samples, judge_details, kpis, ranking, ruled_out
+from chunkbench.errors import InvalidRequestError
+
+# The renderer reads the Experiment dict the runner produces and nothing else: no database, no network. Every
+# figure, chart and sentence is computed in this package into plain values; the Jinja2 templates only lay them out.
+# The HTML carries its CSS, SVG charts and a little vanilla JS inline, so one file opens from ``file://`` with the
+# network off.
+
+ReportView = Literal["managerial", "technical"]
+REPORT_VIEWS: tuple[ReportView, ...] = ("managerial", "technical")
+
+
+def render_report(
+    experiment: Mapping[str, Any],
+    *,
+    view: ReportView,
+    document_text: str | None = None,
+    boundaries: Mapping[str, Sequence[tuple[int, int]]] | None = None,
+) -> str:
+    """One self-contained HTML page: the managerial or the technical report of an Experiment.
+
+    ``document_text`` (the document's markdown) and ``boundaries`` (``strategy → [(start, end), …]`` character
+    offsets into it) feed the technical report's chunk-boundary view; without them that section says so.
+    """
+    if view not in REPORT_VIEWS:
+        raise InvalidRequestError(
+            f"Unknown report view {view!r}: use one of {', '.join(REPORT_VIEWS)}.", view=view, allowed=REPORT_VIEWS
+        )
+    context = build_context(experiment, view=view, document_text=document_text, boundaries=boundaries)
+    return _environment().get_template(f"{view}.html").render(**context)
+
+
+def experiment_json(experiment: Mapping[str, Any]) -> str:
+    """The Experiment as JSON: keys sorted, indent 2, NaN/inf as null, so two exports of one run are identical."""
+    return json.dumps(_jsonable(experiment), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def build_context(
+    experiment: Mapping[str, Any],
+    *,
+    view: ReportView,
+    document_text: str | None = None,
+    boundaries: Mapping[str, Sequence[tuple[int, int]]] | None = None,
+) -> dict[str, Any]:
+    """Everything the templates show, computed: sentences, tables and chart geometry."""
+    config = experiment_config(experiment)
+    decision = experiment.get("decision") or {}
+    primary = decision.get("metric") or config.get("primary_metric") or "recall"
+    judged = bool(config.get("judge")) or any(c.get("judge") for c in experiment.get("cells") or [])
+    answer_metric = "judge_answer_similarity" if judged else "answer_similarity"
+    chart_metrics = [m for m in dict.fromkeys([primary, answer_metric, "tok_at_k"]) if has_metric(experiment, m)]
+    context: dict[str, Any] = {
+        "view": view,
+        "exp": experiment,
+        "config": config,
+        "document": experiment.get("document") or {},
+        "provenance": experiment.get("provenance") or {},
+        "cost": experiment.get("cost") or {},
+        "decision": decision,
+        "primary": primary,
+        "answer_metric": answer_metric,
+        "banner": status_banner(experiment),
+        "sentence": decision_sentence(experiment),
+        "reasons": list(decision.get("reasons") or []),
+        "kpis": kpis(experiment, primary=primary, answer_metric=answer_metric),
+        "ranking": ranking(experiment, primary=primary, answer_metric=answer_metric),
+        "charts": [metric_bars(experiment, m) for m in chart_metrics],
+        "ruled_out": ruled_out(experiment),
+        "recommendations": recommendations(experiment),
+        "configurations": experiment_configurations(experiment),
+        "n_questions": len(experiment.get("questions") or []),
+    }
+    if view == "technical":
+        metrics_present = [m for m in METRICS if has_metric(experiment, m.key)]
+        context.update(
+            all_charts=[metric_bars(experiment, m.key) for m in metrics_present],
+            cell_rows=cell_rows(experiment, answer_metric=answer_metric),
+            heatmap=heatmap(experiment, primary=primary),
+            usage=usage(experiment),
+            judge=judge_details(experiment),
+            expansion_samples=expansion_samples(experiment),
+            boundary_views=boundary_views(document_text, boundaries),
+            document_text_given=document_text is not None,
+            failed_cells=[c for c in experiment.get("cells") or [] if c.get("status") == "failed"],
+            question_by_id={q.get("id"): q for q in experiment.get("questions") or []},
+        )
+    return context
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, str | int | bool):
+        return value
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return _jsonable(value.value)
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "item"):  # numpy scalars from the statistics
+        return _jsonable(value.item())
+    raise TypeError(f"experiment_json cannot export a {type(value).__name__}")
+
+
+@lru_cache(maxsize=1)
+def _environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("chunkbench.benchmarking", "templates"),
+        autoescape=True,
+        # A running or failed Experiment lacks parts: a missing field renders empty instead of failing the page.
+        undefined=ChainableUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        fmt=fmt, pct=pct, ms=fmt_ms, tokens=fmt_tokens, usd=fmt_usd, when=fmt_when, metric_name=metric_name
+    )
+    # report.js recolours the heatmap in the browser from these values: the scale is defined once, in charts.py.
+    env.globals.update(
+        colour_stops=COLOUR_STOPS, not_measured=NOT_MEASURED, ramp=[scale_colour(i / 29) for i in range(30)]
+    )
+    return env

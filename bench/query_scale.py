@@ -119,6 +119,7 @@ def bench_scale(
     from chunkbench.embedding.service import embed_query
     from chunkbench.embedding.sparse import Bm25Encoder
     from chunkbench.models import StrategyName
+    from chunkbench.retrieval.search import get_retriever
     from chunkbench.storage.schema import DEFAULT_TENANT
     from chunkbench.storage.vectors import close_vector_stores, get_vector_store
 
@@ -151,12 +152,13 @@ def bench_scale(
         return store.search(
             StrategyName.RECURSIVE,
             spec.id,
-            retriever=retriever,
+            mode=get_retriever(retriever).query_mode,
             tenant_id=DEFAULT_TENANT,
             document_id=target,
             top_k=TOP_K,
             dense=query_vectors[index],
             sparse=query_sparse[index],
+            prefetch_limit=max(2 * TOP_K, settings.rerank_candidate_k),  # as retrieval.search.retrieve asks
         )
 
     results: dict[str, dict[str, Any]] = {}

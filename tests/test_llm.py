@@ -17,9 +17,9 @@ from chunkbench.config import Settings
 from chunkbench.embedding import service
 from chunkbench.embedding.registry import get_spec
 from chunkbench.errors import LlmError, LlmUnavailableError
+from chunkbench.indexing.contextual import LlmContextPrefixer, make_prefixer
 from chunkbench.llm.answer import generate_answer, parse_citations
 from chunkbench.llm.client import LlmClient, get_llm_client
-from chunkbench.llm.contextual import LlmContextPrefixer, make_prefixer
 from chunkbench.llm.extractive import NOT_ENOUGH_INFORMATION, ExtractiveAnswerer, answer_extractively
 from chunkbench.llm.prompts import (
     contextual_document_part,

@@ -22,7 +22,7 @@ from chunkbench.benchmarking import runner as benchmarks
 from chunkbench.benchmarking.routes import router as benchmarks_router
 from chunkbench.config import Settings, get_settings
 from chunkbench.documents.routes import router as documents_router
-from chunkbench.errors import ChunkbenchError
+from chunkbench.errors import ChunkbenchError, RateLimitedError
 from chunkbench.evaluation.routes import router as questions_router
 from chunkbench.guard.body_limit import MULTIPART_OVERHEAD_BYTES, BodySizeLimit
 from chunkbench.indexing import service as processing
@@ -30,6 +30,7 @@ from chunkbench.indexing.routes import router as processing_router
 from chunkbench.jobs import service as jobs
 from chunkbench.jobs.routes import router as jobs_router
 from chunkbench.observability.context import REQUEST_ID_HEADER, request_id_of
+from chunkbench.observability.metrics import RATE_LIMITED
 from chunkbench.observability.middleware import ObservabilityMiddleware
 from chunkbench.observability.routes import router as observability_router
 from chunkbench.plugins import load_plugins
@@ -133,6 +134,8 @@ def _status_code_name(status_code: int) -> str:
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ChunkbenchError)
     async def domain_error(request: Request, exc: ChunkbenchError) -> JSONResponse:
+        if isinstance(exc, RateLimitedError):  # counted where the refusal becomes a 429
+            RATE_LIMITED.inc()
         response = _error_response(request, exc.status_code, exc.to_dict(), exc.code)
         if exc.headers:  # WWW-Authenticate on a 401, Retry-After on a 429
             response.headers.update(exc.headers)

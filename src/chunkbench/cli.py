@@ -16,7 +16,6 @@ from chunkbench.console import (
     JsonOption,
     fail,
     job_progress,
-    load_plugins,
     open_database,
     out,
     print_json,
@@ -45,6 +44,26 @@ app = typer.Typer(help="chunkbench: benchmark RAG chunking strategies on your do
 documents_app = typer.Typer(help="List, show and delete ingested documents.", no_args_is_help=True)
 models_app = typer.Typer(help="Embedding models: Corpus/Boundary roles and semantic thresholds.", no_args_is_help=True)
 collections_app = typer.Typer(help="Qdrant collections: list, wipe, delete.", no_args_is_help=True)
+
+
+def load_plugins() -> None:
+    """The app callback: import CHUNKBENCH_PLUGINS_DIR's plugins before any command parses its options.
+
+    A broken plugin prints its error (the file named) and exits 1. Without a plugin directory nothing is
+    imported, so commands keep starting fast.
+    """
+    directory = get_settings().plugins_dir
+    if directory is None or not directory.exists():
+        return
+    from chunkbench.errors import PluginError
+    from chunkbench.plugins import load_plugins as load
+
+    try:
+        load(directory)
+    except PluginError as exc:
+        raise fail(exc, as_json=False) from None
+
+
 app.callback()(load_plugins)
 app.add_typer(documents_app, name="documents")
 app.add_typer(models_app, name="models")

@@ -36,24 +36,6 @@ def fail(exc: ChunkbenchError, as_json: bool, code: int = 1) -> typer.Exit:
     return typer.Exit(code=code)
 
 
-def load_plugins() -> None:
-    """The app callback: import CHUNKBENCH_PLUGINS_DIR's plugins before any command parses its options.
-
-    A broken plugin prints its error (the file named) and exits 1. Without a plugin directory nothing is
-    imported, so commands keep starting fast.
-    """
-    directory = get_settings().plugins_dir
-    if directory is None or not directory.exists():
-        return
-    from chunkbench.errors import PluginError
-    from chunkbench.plugins import load_plugins as load
-
-    try:
-        load(directory)
-    except PluginError as exc:
-        raise fail(exc, as_json=False) from None
-
-
 def open_database():
     """The settings and the migrated metadata store of this process's data directory."""
     from chunkbench.storage.db import Database

@@ -44,9 +44,9 @@ from chunkbench.evaluation.locate import resolve_evidence
 from chunkbench.evaluation.questions import load_question_set
 from chunkbench.evaluation.ranking import ChunkRef, Evidence, rank_metrics, relevant_chunk_ids
 from chunkbench.evaluation.spans import SpanMetrics, TokenMap, span_metrics
+from chunkbench.indexing.contextual import make_prefixer
 from chunkbench.indexing.pipeline import IndexingPlan, index_documents
 from chunkbench.limits import MAX_CANDIDATE_K
-from chunkbench.llm.contextual import make_prefixer
 from chunkbench.models import DocumentTree, NodeType, StrategyName, TreeNode
 from chunkbench.retrieval import pipeline
 from chunkbench.retrieval.search import RetrieverName, get_retriever

@@ -30,10 +30,10 @@ from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.errors import ChunkbenchError, ChunkingError, DocumentNotFoundError
 from chunkbench.guard.injection import InjectionDetector
+from chunkbench.indexing.contextual import make_prefixer
 from chunkbench.indexing.pipeline import IndexingPlan, index_documents
 from chunkbench.indexing.schemas import ProcessIn, ProcessOut, StrategyOutcome
 from chunkbench.jobs.service import Progress
-from chunkbench.llm.contextual import make_prefixer
 from chunkbench.models import DocumentState, DocumentTree, StrategyName
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database

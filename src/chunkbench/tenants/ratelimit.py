@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chunkbench.errors import RateLimitedError
-from chunkbench.observability.metrics import RATE_LIMITED
 
 
 @dataclass
@@ -64,7 +63,6 @@ class RateLimiter:
                 bucket.updated, bucket.rate_per_s, bucket.capacity = now, rate, capacity
             wait = bucket.take(now)
         if wait > 0:
-            RATE_LIMITED.inc()
             retry_after = max(1, math.ceil(wait))
             raise RateLimitedError(
                 f"Tenant '{tenant_id}' is over its limit of {per_minute:g} requests per minute "

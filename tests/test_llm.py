@@ -28,7 +28,6 @@ from chunkbench.llm.prompts import (
     contextual_messages,
     judge_messages,
     rag_answer_messages,
-    rerank_messages,
 )
 from chunkbench.models import DocumentTree, NodeType, TreeNode
 from fake_openai import FakeOpenAI, Reply, running_fake_openai
@@ -249,15 +248,11 @@ def test_rag_prompt_numbers_the_context_and_asks_for_citations() -> None:
     assert user.index("[Source 1]") < user.index("[Source 2]") < user.index("Question: How much did revenue grow?")
 
 
-def test_contextual_rerank_and_judge_prompts() -> None:
+def test_contextual_and_judge_prompts() -> None:
     (message,) = contextual_messages(contextual_document_part("Whole doc."), "A chunk.")
     assert message["content"].startswith("<document>\nWhole doc.\n</document>\n")
     assert "<chunk>\nA chunk.\n</chunk>" in message["content"]
     assert message["content"].endswith("Answer only with the succinct context and nothing else.")
-
-    rerank = rerank_messages("q?", ["alpha", "beta"])
-    assert "[1] alpha" in rerank[1]["content"] and "[2] beta" in rerank[1]["content"]
-    assert '{"ranking": [' in rerank[0]["content"]
 
     judge = judge_messages("q?", "expected", "generated [Source 1]", ["ctx one"])
     for key in ("context_relevance", "answer_similarity", "faithfulness", "hallucination", "reasoning"):

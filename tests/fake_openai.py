@@ -44,6 +44,8 @@ class RecordedRequest:
     path: str
     body: dict[str, Any] | None
     headers: dict[str, str]
+    # When the server read the request (time.monotonic()): how far apart a client's retries came.
+    received_at: float = field(default_factory=time.monotonic)
 
 
 def fake_vector(text: str, dimension: int) -> list[float]:

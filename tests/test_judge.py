@@ -32,7 +32,7 @@ def server() -> Iterator[FakeOpenAI]:
 def make_client(tmp_path: Path, url: str, retries: int = 0) -> LlmClient:
     settings = Settings(_env_file=None, data_dir=tmp_path / "data", llm_base_url=url, llm_model="fake-model",
                         llm_max_retries=retries)  # fmt: skip
-    return LlmClient(settings, backoff_base_s=0.001, backoff_max_s=0.001, sleep=lambda _seconds: None)
+    return LlmClient(settings)
 
 
 def run_judge(client: LlmClient, **kwargs: Any) -> JudgeVerdict:

@@ -3,7 +3,9 @@ with the real MiniLM, answer dispatch, and the LLM context prefixer."""
 
 from __future__ import annotations
 
+import itertools
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,7 +28,6 @@ from chunkbench.llm.prompts import (
     contextual_messages,
     judge_messages,
     rag_answer_messages,
-    rerank_messages,
 )
 from chunkbench.models import DocumentTree, NodeType, TreeNode
 from fake_openai import FakeOpenAI, Reply, running_fake_openai
@@ -38,17 +39,15 @@ def llm_settings(tmp_path: Path, url: str, **overrides: object) -> Settings:
     return Settings(_env_file=None, data_dir=tmp_path / "data", **values)
 
 
-class Sleeps(list[float]):
-    """Records backoff delays instead of sleeping them."""
-
-    def __call__(self, seconds: float) -> None:
-        self.append(seconds)
+# The openai client retries and sleeps for real (it has no sleep hook): a failing reply that should not cost a
+# backoff asks for 1 ms with ``retry-after-ms``, which the client honours before retrying.
+NO_WAIT = {"retry-after-ms": "1"}
 
 
-def make_client(settings: Settings, sleeps: Sleeps | None = None, **kwargs: float) -> LlmClient:
-    return LlmClient(
-        settings, backoff_base_s=0.01, backoff_max_s=0.05, sleep=sleeps if sleeps is not None else Sleeps(), **kwargs
-    )
+def gaps_s(server: FakeOpenAI) -> list[float]:
+    """Seconds between consecutive chat requests as the server received them."""
+    times = [request.received_at for request in server.chat_requests]
+    return [later - earlier for earlier, later in itertools.pairwise(times)]
 
 
 @pytest.fixture
@@ -62,7 +61,7 @@ def server() -> Iterator[FakeOpenAI]:
 
 def test_chat_returns_text_usage_and_sends_temperature_zero(server: FakeOpenAI, tmp_path: Path) -> None:
     server.script(Reply(content="  Paris is the capital. [Source 1]  ", usage=(120, 9)))
-    client = make_client(llm_settings(tmp_path, server.url, llm_api_key=""))
+    client = LlmClient(llm_settings(tmp_path, server.url, llm_api_key=""))
     result = client.chat([{"role": "user", "content": "Capital of France?"}])
     assert result.text == "Paris is the capital. [Source 1]"
     assert (result.prompt_tokens, result.completion_tokens, result.attempts) == (120, 9, 1)
@@ -82,7 +81,7 @@ def test_chat_passes_response_format_and_reports_missing_usage_as_zero(
     tmp_path: Path,
 ) -> None:
     server.script(Reply(content='{"ranking": [2, 1]}', usage=None))
-    client = make_client(llm_settings(tmp_path, server.url, llm_api_key="sk-test"))
+    client = LlmClient(llm_settings(tmp_path, server.url, llm_api_key="sk-test"))
     result = client.chat([{"role": "user", "content": "x"}], response_format={"type": "json_object"}, max_tokens=50)
     assert (result.prompt_tokens, result.completion_tokens) == (0, 0)
     body = server.chat_requests[0].body
@@ -92,63 +91,88 @@ def test_chat_passes_response_format_and_reports_missing_usage_as_zero(
 
 def test_429_with_retry_after_and_500_are_retried(server: FakeOpenAI, tmp_path: Path) -> None:
     server.script(
-        Reply(status=429, error_message="slow down", headers={"Retry-After": "2"}),
+        Reply(status=429, error_message="slow down", headers={"Retry-After": "1"}),
         Reply(status=500, error_message="boom"),
         Reply(content="finally"),
     )
-    sleeps = Sleeps()
-    result = make_client(llm_settings(tmp_path, server.url), sleeps).chat([{"role": "user", "content": "q"}])
+    result = LlmClient(llm_settings(tmp_path, server.url)).chat([{"role": "user", "content": "q"}])
     assert result.text == "finally" and result.attempts == 3
     assert len(server.chat_requests) == 3
-    # Retry-After honoured exactly; then exponential backoff with jitter, capped.
-    assert sleeps[0] == 2.0
-    assert 0.02 <= sleeps[1] <= 0.05
+    # Before: the recorded sleeps were exactly [2.0, backoff] with 0.02 <= backoff <= 0.05, from the client's own
+    # Retry-After parser and its backoff_base_s/backoff_max_s knobs. The openai client now retries and sleeps for
+    # real, so the spacing of the requests at the server is what is pinned: the retry after ``Retry-After: 1``
+    # came at least ~1 s later (the client's own first backoff is at most 0.5 s, so this is the header at work),
+    # and the 500 without the header was retried after a backoff, not at once. Lower bounds only: a slow machine
+    # may wait longer.
+    after_retry_after, after_backoff = gaps_s(server)
+    assert after_retry_after >= 0.9
+    assert after_backoff >= 0.2
 
 
-def test_retry_after_is_capped(server: FakeOpenAI, tmp_path: Path) -> None:
-    server.script(Reply(status=429, headers={"Retry-After": "3600"}), Reply(content="ok"))
-    sleeps = Sleeps()
-    client = make_client(llm_settings(tmp_path, server.url), sleeps, retry_after_max_s=5.0)
-    assert client.chat([{"role": "user", "content": "q"}]).attempts == 2
-    assert sleeps == [5.0]
+def test_retry_after_beyond_the_clients_limit_is_not_waited_for(server: FakeOpenAI, tmp_path: Path) -> None:
+    server.script(Reply(status=429, error_message="quota", headers={"Retry-After": "3600"}), Reply(content="ok"))
+    client = LlmClient(llm_settings(tmp_path, server.url))
+    outcome: list[BaseException | object] = []
+
+    def call() -> None:
+        try:
+            outcome.append(client.chat([{"role": "user", "content": "q"}]))
+        except LlmUnavailableError as exc:
+            outcome.append(exc)
+
+    # Before: a retry_after_max_s=5 knob capped the wait, the recorded sleeps were [5.0] and the second try got the
+    # 200. The openai client does not wait out a Retry-After beyond its limit (two minutes): it does not retry at
+    # all, so the call raises at once, after one request, and says the server wants a longer wait. Run in a thread
+    # so that a client that did wait the hour fails this test instead of hanging it.
+    worker = threading.Thread(target=call, daemon=True)
+    started = time.perf_counter()
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "the client waited for a Retry-After of an hour"
+    assert time.perf_counter() - started < 5
+    (error,) = outcome
+    assert isinstance(error, LlmUnavailableError) and error.details["attempts"] == 1
+    assert "Retry-After: 3600" in error.message and "try again later" in error.message
+    assert len(server.chat_requests) == 1
 
 
 def test_retries_exhausted_is_503_with_url_and_model(server: FakeOpenAI, tmp_path: Path) -> None:
-    server.responder = lambda body: Reply(status=503, error_message="overloaded")
-    sleeps = Sleeps()
-    client = make_client(llm_settings(tmp_path, server.url, llm_max_retries=2), sleeps)
+    server.responder = lambda body: Reply(status=503, error_message="overloaded", headers=NO_WAIT)
+    client = LlmClient(llm_settings(tmp_path, server.url, llm_max_retries=2))
     with pytest.raises(LlmUnavailableError) as caught:
         client.chat([{"role": "user", "content": "q"}])
     assert caught.value.status_code == 503
-    assert len(server.chat_requests) == 3 and len(sleeps) == 2
+    # Before: also ``len(sleeps) == 2``, the client's own sleep hook, which is gone with its retry loop. The bound
+    # is the requests that reached the server: llm_max_retries=2 is exactly 3.
+    assert len(server.chat_requests) == 3
     assert server.url in caught.value.message and "fake-model" in caught.value.message
     assert "overloaded" in caught.value.message and "3 attempts" in caught.value.message
     assert caught.value.details["attempts"] == 3
 
 
 def test_exhausted_rate_limit_says_so(server: FakeOpenAI, tmp_path: Path) -> None:
-    server.responder = lambda body: Reply(status=429, error_message="quota")
+    server.responder = lambda body: Reply(status=429, error_message="quota", headers=NO_WAIT)
     with pytest.raises(LlmUnavailableError, match="rate-limiting"):
-        make_client(llm_settings(tmp_path, server.url, llm_max_retries=1)).chat([{"role": "user", "content": "q"}])
+        LlmClient(llm_settings(tmp_path, server.url, llm_max_retries=1)).chat([{"role": "user", "content": "q"}])
 
 
 def test_timeout_is_retried_then_succeeds_or_gives_503(server: FakeOpenAI, tmp_path: Path) -> None:
     settings = llm_settings(tmp_path, server.url, llm_timeout_s=0.3, llm_max_retries=1)
     server.script(Reply(delay_s=1.0), Reply(content="second try"))
-    result = make_client(settings).chat([{"role": "user", "content": "q"}])
+    result = LlmClient(settings).chat([{"role": "user", "content": "q"}])
     assert result.text == "second try" and result.attempts == 2
 
     server.script(Reply(delay_s=1.0), Reply(delay_s=1.0))
     started = time.perf_counter()
     with pytest.raises(LlmUnavailableError, match=r"no answer within 0.3 s.*LLM_TIMEOUT_S"):
-        make_client(settings).chat([{"role": "user", "content": "q"}])
+        LlmClient(settings).chat([{"role": "user", "content": "q"}])
     assert time.perf_counter() - started < 1.5
 
 
 def test_unknown_model_404_is_502_with_the_server_message(server: FakeOpenAI, tmp_path: Path) -> None:
     server.script(Reply(status=404, error_message="model 'nope' not found, try pulling it first"))
     with pytest.raises(LlmError) as caught:
-        make_client(llm_settings(tmp_path, server.url, llm_model="nope")).chat([{"role": "user", "content": "q"}])
+        LlmClient(llm_settings(tmp_path, server.url, llm_model="nope")).chat([{"role": "user", "content": "q"}])
     assert type(caught.value) is LlmError and caught.value.status_code == 502
     assert "model 'nope' not found, try pulling it first" in caught.value.message
     assert "CHUNKBENCH_LLM_MODEL" in caught.value.message
@@ -156,7 +180,7 @@ def test_unknown_model_404_is_502_with_the_server_message(server: FakeOpenAI, tm
 
 
 def test_400_is_not_retried_and_empty_content_is_an_error(server: FakeOpenAI, tmp_path: Path) -> None:
-    client = make_client(llm_settings(tmp_path, server.url))
+    client = LlmClient(llm_settings(tmp_path, server.url))
     server.script(Reply(status=400, error_message="context length exceeded"))
     with pytest.raises(LlmError, match="context length exceeded"):
         client.chat([{"role": "user", "content": "q"}])
@@ -175,26 +199,27 @@ def unused_port_url() -> str:
 
 
 def test_connection_refused_is_503_after_retries(tmp_path: Path) -> None:
-    sleeps = Sleeps()
     url = unused_port_url()
-    client = make_client(llm_settings(tmp_path, url, llm_max_retries=1), sleeps)
+    client = LlmClient(llm_settings(tmp_path, url, llm_max_retries=1))
     with pytest.raises(LlmUnavailableError, match="connection failed") as caught:
         client.chat([{"role": "user", "content": "q"}])
     assert url in caught.value.message and "CHUNKBENCH_LLM_BASE_URL" in caught.value.message
-    assert len(sleeps) == 1
+    # Before: ``len(sleeps) == 1``, the client's own sleep hook, gone with its retry loop. No server here counts
+    # requests, so the error's attempt count is pinned: llm_max_retries=1 is 2 attempts.
+    assert caught.value.details["attempts"] == 2 and "2 attempts" in caught.value.message
 
 
 def test_health_lists_models_and_never_raises(server: FakeOpenAI, tmp_path: Path) -> None:
     server.models = ["other", "fake-model"]
-    health = make_client(llm_settings(tmp_path, server.url)).health()
+    health = LlmClient(llm_settings(tmp_path, server.url)).health()
     assert health == {"ok": True, "models": ["fake-model", "other"], "model_available": True, "error": None}
     assert server.requests[-1].method == "GET" and server.requests[-1].path == "/v1/models"
 
     server.models_status = 500
-    failing = make_client(llm_settings(tmp_path, server.url)).health()
+    failing = LlmClient(llm_settings(tmp_path, server.url)).health()
     assert failing["ok"] is False and failing["models"] == [] and "models listing failed" in failing["error"]
 
-    down = make_client(llm_settings(tmp_path, unused_port_url())).health()
+    down = LlmClient(llm_settings(tmp_path, unused_port_url())).health()
     assert down["ok"] is False and down["error"]
 
 
@@ -223,15 +248,11 @@ def test_rag_prompt_numbers_the_context_and_asks_for_citations() -> None:
     assert user.index("[Source 1]") < user.index("[Source 2]") < user.index("Question: How much did revenue grow?")
 
 
-def test_contextual_rerank_and_judge_prompts() -> None:
+def test_contextual_and_judge_prompts() -> None:
     (message,) = contextual_messages(contextual_document_part("Whole doc."), "A chunk.")
     assert message["content"].startswith("<document>\nWhole doc.\n</document>\n")
     assert "<chunk>\nA chunk.\n</chunk>" in message["content"]
     assert message["content"].endswith("Answer only with the succinct context and nothing else.")
-
-    rerank = rerank_messages("q?", ["alpha", "beta"])
-    assert "[1] alpha" in rerank[1]["content"] and "[2] beta" in rerank[1]["content"]
-    assert '{"ranking": [' in rerank[0]["content"]
 
     judge = judge_messages("q?", "expected", "generated [Source 1]", ["ctx one"])
     for key in ("context_relevance", "answer_similarity", "faithfulness", "hallucination", "reasoning"):
@@ -348,7 +369,7 @@ def refuse_embedding(texts: list[str]) -> np.ndarray:
 
 def test_generate_answer_with_a_client_uses_the_rag_prompt(server: FakeOpenAI, tmp_path: Path) -> None:
     server.script(Reply(content="Revenue was 4.2 million euros [Source 2]. See [Source 7].", usage=(300, 20)))
-    client = make_client(llm_settings(tmp_path, server.url))
+    client = LlmClient(llm_settings(tmp_path, server.url))
     result = generate_answer("Revenue in 2023?", PASSAGES, client=client, embed=refuse_embedding)
     assert result.mode == "llm" and result.citations == [2]
     assert (result.prompt_tokens, result.completion_tokens) == (300, 20)
@@ -364,7 +385,7 @@ def test_generate_answer_without_a_client_is_extractive(minilm_embed: Callable) 
 
 
 def test_generate_answer_without_passages_calls_nothing(server: FakeOpenAI, tmp_path: Path) -> None:
-    client = make_client(llm_settings(tmp_path, server.url))
+    client = LlmClient(llm_settings(tmp_path, server.url))
     for passages in ([], [(1, "   ")]):
         result = generate_answer("q?", passages, client=client, embed=refuse_embedding)
         assert (result.text, result.mode, result.citations) == (NOT_ENOUGH_INFORMATION, "none", [])
@@ -388,7 +409,7 @@ def test_llm_prefixer_sends_the_document_as_the_same_prefix_for_every_chunk(
         markdown,
         DocumentTree(root=TreeNode(NodeType.DOCUMENT, start_index=0, end_index=len(markdown))),
     )
-    prefixer = LlmContextPrefixer(make_client(llm_settings(tmp_path, server.url)))
+    prefixer = LlmContextPrefixer(LlmClient(llm_settings(tmp_path, server.url)))
     strategy = ContextualRetrievalStrategy(
         ContextualRetrievalStrategy.params_model(chunk_size=40, chunk_overlap=0), prefixer=prefixer
     )
@@ -411,7 +432,7 @@ def test_llm_prefixer_sends_the_document_as_the_same_prefix_for_every_chunk(
 
 def test_llm_prefixer_failure_propagates(server: FakeOpenAI, tmp_path: Path) -> None:
     server.responder = lambda body: Reply(status=500)
-    prefixer = LlmContextPrefixer(make_client(llm_settings(tmp_path, server.url, llm_max_retries=0)))
+    prefixer = LlmContextPrefixer(LlmClient(llm_settings(tmp_path, server.url, llm_max_retries=0)))
     document = ChunkingInput(
         "doc1", "d.md", "Some text here.", DocumentTree(root=TreeNode(NodeType.DOCUMENT, start_index=0, end_index=15))
     )

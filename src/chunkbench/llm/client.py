@@ -1,17 +1,19 @@
 """The LLM client: chat completions from any OpenAI-compatible server, with bounded retries and clear errors.
 
+Retries are the ``openai`` client's own (``max_retries`` = CHUNKBENCH_LLM_MAX_RETRIES): 408, 409, 429, 5xx,
+timeouts and connection errors, after ``Retry-After``/``retry-after-ms`` when the server sends one (a wait
+beyond the client's limit is not retried), else after exponential backoff with jitter. This module turns
+what is left over into typed errors that say what to check.
+
 ``openai`` is imported when a client is built, never at import of chunkbench (it slows CLI start-up).
 """
 
 from __future__ import annotations
 
-import email.utils
-import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from chunkbench.config import Settings
@@ -21,6 +23,8 @@ OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Local servers (Ollama, LM Studio, llama.cpp) ignore the key, but the client refuses to start without one.
 _DUMMY_API_KEY = "not-needed"
 _HEALTH_TIMEOUT_S = 10.0
+# The openai client numbers each try of a request in this header (0 = the first); an error carries its request.
+_RETRY_COUNT_HEADER = "x-stainless-retry-count"
 
 Message = dict[str, str]
 
@@ -37,8 +41,9 @@ class ChatResult:
     attempts: int
 
 
-def _is_retryable(status: int) -> bool:
-    return status == 429 or status >= 500
+def _is_unavailable(status: int) -> bool:
+    """A status that means the server is busy, slow or broken (503 for us), not that it refused the request (502)."""
+    return status in (408, 429) or status >= 500
 
 
 def _server_message(exc: Any) -> str:
@@ -53,46 +58,10 @@ def _server_message(exc: Any) -> str:
     return str(getattr(exc, "message", exc))
 
 
-def _retry_after_s(exc: Any) -> float | None:
-    """Seconds the server asked us to wait (``Retry-After`` as seconds or HTTP date, or ``retry-after-ms``)."""
-    response = getattr(exc, "response", None)
-    if response is None:
-        return None
-    headers = response.headers
-    milliseconds = headers.get("retry-after-ms")
-    if milliseconds:
-        try:
-            return max(float(milliseconds) / 1000, 0.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max((when - datetime.now(UTC)).total_seconds(), 0.0)
-
-
 class LlmClient:
-    """Chat with the configured model; retries 429, 5xx, timeouts and connection errors with backoff."""
+    """Chat with the configured model; the openai client retries 429, 5xx, timeouts and connection errors."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        backoff_base_s: float = 0.5,
-        backoff_max_s: float = 8.0,
-        retry_after_max_s: float = 30.0,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
+    def __init__(self, settings: Settings) -> None:
         import openai
 
         self._openai = openai
@@ -102,16 +71,11 @@ class LlmClient:
         self.max_tokens = settings.llm_max_tokens
         self.timeout_s = settings.llm_timeout_s
         self.max_retries = settings.llm_max_retries
-        self.backoff_base_s = backoff_base_s
-        self.backoff_max_s = backoff_max_s
-        self.retry_after_max_s = retry_after_max_s
-        self._sleep = sleep
-        # The retry loop is ours (attempts counted, Retry-After capped), so the library's is off.
         self._client = openai.OpenAI(
             base_url=self.base_url,
             api_key=settings.llm_api_key or _DUMMY_API_KEY,
             timeout=settings.llm_timeout_s,
-            max_retries=0,
+            max_retries=settings.llm_max_retries,
         )
 
     def chat(
@@ -132,54 +96,31 @@ class LlmClient:
         if response_format is not None:
             request["response_format"] = response_format
         started = time.perf_counter()
-        total_attempts = self.max_retries + 1
-        last_problem = ""
-        rate_limited = False
-        for attempt in range(1, total_attempts + 1):
-            try:
-                response = self._client.chat.completions.create(**request)
-            except self._openai.APIStatusError as exc:
-                if not _is_retryable(exc.status_code):
-                    raise self._refused(exc) from exc
-                rate_limited = exc.status_code == 429
-                last_problem = f"HTTP {exc.status_code}: {_server_message(exc)}"
-                delay = self._delay(attempt, _retry_after_s(exc))
-            except self._openai.APITimeoutError:
-                rate_limited = False
-                last_problem = f"no answer within {self.timeout_s:g} s"
-                delay = self._delay(attempt, None)
-            except self._openai.APIConnectionError as exc:
-                rate_limited = False
-                last_problem = f"connection failed: {exc.__cause__ or exc}"
-                delay = self._delay(attempt, None)
-            except self._openai.OpenAIError as exc:
-                raise LlmError(
-                    f"The LLM server at {self.base_url} sent an unusable response for model '{self.model}': {exc}",
-                    url=self.base_url,
-                    model=self.model,
-                ) from exc
-            else:
-                return self._result(response, started, attempt)
-            if attempt < total_attempts:
-                self._sleep(delay)
-        hint = (
-            "The server keeps rate-limiting: wait, lower the request volume, or raise CHUNKBENCH_LLM_MAX_RETRIES."
-            if rate_limited
-            else "Is the LLM server running and CHUNKBENCH_LLM_BASE_URL right? "
-            "A slow local model may need a larger CHUNKBENCH_LLM_TIMEOUT_S."
-        )
-        raise LlmUnavailableError(
-            f"The LLM server at {self.base_url} (model '{self.model}') failed after {total_attempts} "
-            f"attempt{'s' if total_attempts != 1 else ''} ({last_problem}). {hint}",
-            url=self.base_url,
-            model=self.model,
-            attempts=total_attempts,
-        )
+        try:
+            # The raw response says how many retries the client took; parse() gives the completion.
+            raw = self._client.chat.completions.with_raw_response.create(**request)
+            response = raw.parse()
+        except self._openai.APIStatusError as exc:
+            if not _is_unavailable(exc.status_code):
+                raise self._refused(exc) from exc
+            raise self._unavailable(exc, f"HTTP {exc.status_code}: {_server_message(exc)}") from exc
+        except self._openai.APITimeoutError as exc:
+            raise self._unavailable(exc, f"no answer within {self.timeout_s:g} s") from exc
+        except self._openai.APIConnectionError as exc:
+            raise self._unavailable(exc, f"connection failed: {exc.__cause__ or exc}") from exc
+        except self._openai.OpenAIError as exc:
+            raise LlmError(
+                f"The LLM server at {self.base_url} sent an unusable response for model '{self.model}': {exc}",
+                url=self.base_url,
+                model=self.model,
+            ) from exc
+        return self._result(response, started, raw.retries_taken + 1)
 
     def health(self) -> dict[str, Any]:
         """``{ok, models, model_available, error}`` from ``GET /models``; never raises."""
         try:
-            page = self._client.with_options(timeout=min(self.timeout_s, _HEALTH_TIMEOUT_S)).models.list()
+            probe = self._client.with_options(timeout=min(self.timeout_s, _HEALTH_TIMEOUT_S), max_retries=0)
+            page = probe.models.list()
             models = sorted(str(model.id) for model in page.data)
         except Exception as exc:  # health reports every failure instead of raising it
             message = _server_message(exc) if isinstance(exc, self._openai.APIStatusError) else str(exc)
@@ -191,12 +132,37 @@ class LlmClient:
             }
         return {"ok": True, "models": models, "model_available": self.model in models, "error": None}
 
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, self.retry_after_max_s)
-        # Up to 25 % jitter so clients that failed together do not retry together.
-        backoff = self.backoff_base_s * 2 ** (attempt - 1) * (1 + random.random() * 0.25)
-        return min(backoff, self.backoff_max_s)
+    def _unavailable(self, exc: Any, problem: str) -> LlmUnavailableError:
+        """The error for a server that stayed busy, broken, slow or unreachable through the client's retries."""
+        try:
+            attempts = int(exc.request.headers[_RETRY_COUNT_HEADER]) + 1
+        except (AttributeError, KeyError, TypeError, ValueError):
+            attempts = self.max_retries + 1
+        response = getattr(exc, "response", None)
+        rate_limited = getattr(response, "status_code", None) == 429
+        wait = None
+        if rate_limited:
+            milliseconds = response.headers.get("retry-after-ms")
+            wait = response.headers.get("retry-after") or (f"{milliseconds} ms" if milliseconds else None)
+        if wait and attempts <= self.max_retries:
+            # Retries were left: the client gave up because the server asked for a longer wait than it allows.
+            hint = f"The server asks to wait (Retry-After: {wait}), longer than the client will: try again later."
+        elif rate_limited:
+            hint = (
+                "The server keeps rate-limiting: wait, lower the request volume, or raise CHUNKBENCH_LLM_MAX_RETRIES."
+            )
+        else:
+            hint = (
+                "Is the LLM server running and CHUNKBENCH_LLM_BASE_URL right? "
+                "A slow local model may need a larger CHUNKBENCH_LLM_TIMEOUT_S."
+            )
+        return LlmUnavailableError(
+            f"The LLM server at {self.base_url} (model '{self.model}') failed after {attempts} "
+            f"attempt{'s' if attempts != 1 else ''} ({problem}). {hint}",
+            url=self.base_url,
+            model=self.model,
+            attempts=attempts,
+        )
 
     def _refused(self, exc: Any) -> LlmError:
         status = exc.status_code

@@ -1,4 +1,5 @@
-"""Every prompt chunkbench sends to an LLM, as pure functions that return chat message lists."""
+"""The prompts chunkbench sends to an LLM, as pure functions that return chat message lists (the listwise
+rerank prompt lives with its reranker, ``retrieval/rerank.py``)."""
 
 from __future__ import annotations
 
@@ -60,31 +61,6 @@ def contextual_messages(document_part: str, chunk: str) -> list[Message]:
     user turns in a row, and the document block is still a token prefix that a server can cache.
     """
     return [{"role": "user", "content": document_part + _CONTEXTUAL_CHUNK_TEMPLATE.format(chunk=chunk)}]
-
-
-# --------------------------------------------------------------------------- listwise rerank
-
-RERANK_SYSTEM_PROMPT = (
-    "You rank passages by how well they answer a question. Judge relevance only: a passage that "
-    "contains the answer ranks above one that merely shares words with the question. "
-    'Reply with JSON only, of the form {"ranking": [passage numbers, most relevant first]}, '
-    "listing every passage number exactly once."
-)
-
-
-def rerank_messages(question: str, passages: Sequence[str]) -> list[Message]:
-    """Passages numbered from 1; the model answers ``{"ranking": [n, ...]}``."""
-    numbered = "\n\n".join(f"[{number}] {text.strip()}" for number, text in enumerate(passages, start=1))
-    return [
-        {"role": "system", "content": RERANK_SYSTEM_PROMPT},
-        {
-            "role": "user",
-            "content": (
-                f"Question: {question.strip()}\n\nPassages:\n\n{numbered}\n\n"
-                f"Rank all {len(passages)} passages. JSON only."
-            ),
-        },
-    ]
 
 
 # --------------------------------------------------------------------------- LLM-as-judge (seed 000 §10.3)

@@ -129,8 +129,8 @@ def raw_side(store: Any, settings: Any, document_id: str, chunk_count: int) -> S
     """The raw path: ``embed_query`` + ``query_points`` on the recursive collection, filtered to the document."""
     from chunkbench.embedding.registry import get_spec
     from chunkbench.embedding.service import embed_query
+    from chunkbench.storage.points import DENSE_VECTOR, collection_name, document_filter
     from chunkbench.storage.schema import DEFAULT_TENANT
-    from chunkbench.storage.vectors import DENSE_VECTOR, collection_name, document_filter
 
     spec = get_spec(MODEL_ID)
     collection = collection_name(STRATEGY, spec.id)
@@ -264,8 +264,9 @@ def bench_pipeline(corpus: Path, questions: list[str], tmp: Path) -> dict[str, A
     from chunkbench.embedding.registry import get_spec
     from chunkbench.retrieval.schemas import QueryIn
     from chunkbench.retrieval.service import run_query
+    from chunkbench.storage.points import collection_name, document_filter
     from chunkbench.storage.schema import DEFAULT_TENANT
-    from chunkbench.storage.vectors import close_vector_stores, collection_name, document_filter, get_vector_store
+    from chunkbench.storage.vectors import close_vector_stores, get_vector_store
 
     settings = Settings(_env_file=None, data_dir=tmp / "pipeline")
     if settings.llm_configured:

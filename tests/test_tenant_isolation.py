@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from chunkbench.app import create_app
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import get_spec
-from chunkbench.storage.vectors import QueryMode
+from chunkbench.storage.points import QueryMode
 from chunkbench.tenants import service
 from test_benchmarks import QUESTIONS
 from test_queries import HANDBOOK

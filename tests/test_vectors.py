@@ -15,17 +15,15 @@ from chunkbench.config import Settings
 from chunkbench.embedding.sparse import ZWNJ, Bm25Encoder, SparseEmbedding, token_index, tokenize
 from chunkbench.errors import NotFoundError, VectorStoreError
 from chunkbench.models import StrategyName
-from chunkbench.storage.vectors import (
+from chunkbench.storage.points import (
     DENSE_VECTOR,
     SPARSE_VECTOR,
-    VectorStore,
-    close_vector_stores,
     collection_name,
     document_filter,
-    get_vector_store,
     parse_collection_name,
     point_id,
 )
+from chunkbench.storage.vectors import VectorStore, close_vector_stores, get_vector_store
 from chunkgen import chunks_from_texts
 
 DIM = 8

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from chunkbench.admin.commands import collections_app, models_app
 from chunkbench.benchmarking.commands import bench_app, report_command, sweep_app
 from chunkbench.config import get_settings
 from chunkbench.console import (
@@ -22,12 +23,13 @@ from chunkbench.console import (
     progress_bar,
     vector_store,
 )
+from chunkbench.documents.commands import documents_app
 from chunkbench.errors import ChunkbenchError
 from chunkbench.evaluation.commands import eval_app
 from chunkbench.evaluation.question_commands import questions_app
 from chunkbench.guard.commands import pii_app
 from chunkbench.limits import MAX_TOP_K
-from chunkbench.models import DocumentState, StrategyName
+from chunkbench.models import StrategyName
 from chunkbench.storage.schema import DEFAULT_TENANT
 from chunkbench.tenants.commands import admin_app
 
@@ -41,9 +43,6 @@ class LogFormat(StrEnum):
 
 
 app = typer.Typer(help="chunkbench: benchmark RAG chunking strategies on your documents.", no_args_is_help=True)
-documents_app = typer.Typer(help="List, show and delete ingested documents.", no_args_is_help=True)
-models_app = typer.Typer(help="Embedding models: Corpus/Boundary roles and semantic thresholds.", no_args_is_help=True)
-collections_app = typer.Typer(help="Qdrant collections: list, wipe, delete.", no_args_is_help=True)
 
 
 def load_plugins() -> None:
@@ -158,96 +157,6 @@ def ingest(
         out.print(f"{len(results) - len(failed)} ingested, {len(failed)} failed")
     if failed:
         raise typer.Exit(code=1)
-
-
-@documents_app.command("list")
-def list_documents(
-    status: Annotated[DocumentState | None, typer.Option(help="Only documents in this state")] = None,
-    limit: Annotated[int, typer.Option(min=1, max=1000)] = 100,
-    offset: Annotated[int, typer.Option(min=0)] = 0,
-    as_json: JsonOption = False,
-) -> None:
-    """List documents, newest first."""
-    from chunkbench.documents import service
-    from chunkbench.documents.schemas import DocumentSummary
-
-    _settings, database = open_database()
-    with database.session() as session:
-        rows, total = service.get_all(session, tenant_id=DEFAULT_TENANT, status=status, limit=limit, offset=offset)
-        items = [DocumentSummary.of(row) for row in rows]
-    if as_json:
-        print_json({"items": [i.model_dump(mode="json") for i in items], "total": total})
-        return
-    table = Table("id", "filename", "state", "type", "pages", "headings", "language", "created")
-    for i in items:
-        table.add_row(
-            i.id, i.filename, i.status, i.mime_type.rsplit("/", 1)[-1], str(i.page_count or "–"),
-            str(i.heading_count), i.language or "–", i.created_at.strftime("%Y-%m-%d %H:%M"),
-        )  # fmt: skip
-    out.print(table)
-    out.print(f"{len(items)} of {total} documents")
-
-
-@documents_app.command("show")
-def show_document(
-    document_id: Annotated[str, typer.Argument(help="Document id or filename")],
-    markdown: Annotated[bool, typer.Option("--markdown", help="Print the whole markdown")] = False,
-    as_json: JsonOption = False,
-) -> None:
-    """Show a document's metadata, headings and markdown preview."""
-    from chunkbench.documents import service
-    from chunkbench.documents.schemas import DocumentDetail
-
-    _settings, database = open_database()
-    try:
-        with database.session() as session:
-            detail = DocumentDetail.of_row(
-                service.resolve(session, document_id, tenant_id=DEFAULT_TENANT), 0 if markdown else 1500
-            )
-    except ChunkbenchError as exc:
-        raise fail(exc, as_json) from exc
-    if as_json:
-        print_json(detail.model_dump(mode="json"))
-        return
-    out.print(f"[bold]{detail.filename}[/bold]  {detail.id}")
-    out.print(
-        f"state {detail.status} · {detail.mime_type} · {detail.file_size} bytes"
-        f" · pages {detail.page_count or '–'}"
-        f" · language {detail.language or '–'} · {detail.paragraph_count} paragraphs"
-        f" · headings from {detail.heading_source or '–'}"
-    )
-    for heading in detail.headings:
-        out.print(f"{'  ' * (heading.level - 1)}{'#' * min(heading.level, 6)} {heading.heading}", markup=False)
-    out.rule("markdown")
-    out.print(detail.markdown_preview, markup=False, highlight=False)
-    if detail.markdown_truncated:
-        out.print(f"… ({detail.markdown_chars} characters in all; --markdown shows everything)")
-
-
-@documents_app.command("delete")
-def delete_document(
-    document_id: Annotated[str, typer.Argument(help="Document id or filename")],
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation")] = False,
-    as_json: JsonOption = False,
-) -> None:
-    """Delete a document and its queries and experiments."""
-    from chunkbench.documents import service
-
-    if not yes:
-        if as_json:
-            raise fail(ChunkbenchError("Add --yes to delete without a confirmation prompt."), as_json)
-        typer.confirm(f"Delete document {document_id} and everything derived from it?", abort=True)
-    settings, database = open_database()
-    try:
-        with database.session() as session:
-            document_id = service.resolve(session, document_id, tenant_id=DEFAULT_TENANT).id
-        row = service.delete(database, settings, document_id, tenant_id=DEFAULT_TENANT)
-    except ChunkbenchError as exc:
-        raise fail(exc, as_json) from exc
-    if as_json:
-        print_json({"deleted": row.id, "filename": row.filename})
-    else:
-        out.print(f"deleted {row.filename} ({row.id})")
 
 
 def _parse_params(items: list[str]) -> dict[str, dict[str, Any]]:
@@ -396,124 +305,6 @@ def strategies(as_json: JsonOption = False) -> None:
         params = ", ".join(f"{k}={v}" for k, v in item["params"].items())
         table.add_row(item["name"], "yes" if item["needs_boundary_model"] else "", params, item["description"])
     out.print(table)
-
-
-@models_app.command("list")
-def models_list(as_json: JsonOption = False) -> None:
-    """Registered embedding models, the role defaults and effective thresholds."""
-    from chunkbench.embedding import service as embedding
-
-    _settings, database = open_database()
-    with database.session() as session:
-        listing = embedding.list_models(session)
-    if as_json:
-        print_json(listing)
-        return
-    table = Table("model", "provider", "dim", "roles", "threshold", "available")
-    for model in listing["models"]:
-        roles = ", ".join(role for role in ("corpus", "boundary") if model[f"is_{role}_default"])
-        available = {True: "yes", False: "no", None: "not probed"}[model["available"]]
-        if model.get("availability_note"):
-            available += f" ({model['availability_note']})"
-        threshold = f"{model['semantic_threshold']:g}" + (" (override)" if model["threshold_overridden"] else "")
-        table.add_row(model["id"], model["provider"], str(model["dimension"]), roles, threshold, available)
-    out.print(table)
-
-
-def _set_role(role: str, model_id: str, as_json: bool) -> None:
-    from chunkbench.embedding import service as embedding
-
-    _settings, database = open_database()
-    try:
-        with database.session() as session:
-            embedding.set_role_model(session, role, model_id)
-    except ChunkbenchError as exc:
-        raise fail(exc, as_json) from exc
-    if as_json:
-        print_json({role: model_id})
-    else:
-        out.print(f"{role} model: {model_id}")
-
-
-@models_app.command("corpus")
-def models_corpus(model_id: str, as_json: JsonOption = False) -> None:
-    """Set the default Corpus model (embeds chunks and queries)."""
-    _set_role("corpus", model_id, as_json)
-
-
-@models_app.command("boundary")
-def models_boundary(model_id: str, as_json: JsonOption = False) -> None:
-    """Set the default Boundary model (finds semantic cuts)."""
-    _set_role("boundary", model_id, as_json)
-
-
-@models_app.command("threshold")
-def models_threshold(model_id: str, value: float, as_json: JsonOption = False) -> None:
-    """Override a model's semantic threshold, in (0, 1]."""
-    from chunkbench.embedding import service as embedding
-
-    _settings, database = open_database()
-    try:
-        with database.session() as session:
-            embedding.set_semantic_threshold(session, model_id, value)
-    except ChunkbenchError as exc:
-        raise fail(exc, as_json) from exc
-    if as_json:
-        print_json({"model_id": model_id, "semantic_threshold": value})
-    else:
-        out.print(f"semantic threshold of {model_id}: {value:g}")
-
-
-@collections_app.command("list")
-def collections_list(as_json: JsonOption = False) -> None:
-    """Qdrant collections with their point counts."""
-    try:
-        collections = vector_store(get_settings()).list_collections()
-    except ChunkbenchError as exc:
-        raise fail(exc, as_json) from exc
-    if as_json:
-        print_json(collections)
-        return
-    table = Table("collection", "points", "dimension")
-    for info in collections:
-        table.add_row(info["name"], str(info["points"]), str(info.get("dimension") or ""))
-    out.print(table)
-
-
-def _collection_op(name: str, operation: str, yes: bool, as_json: bool) -> None:
-    if not yes:
-        if as_json:
-            raise fail(ChunkbenchError(f"Add --yes to {operation} without a confirmation prompt."), as_json)
-        typer.confirm(f"{operation.capitalize()} collection {name}?", abort=True)
-    from chunkbench.admin.service import clear_collection
-
-    settings, database = open_database()
-    store = vector_store(settings)
-    try:
-        with database.session() as session:
-            clear_collection(session, store, name, delete=operation == "delete")
-    except ChunkbenchError as exc:
-        raise fail(exc, as_json) from exc
-    if as_json:
-        print_json({operation: name})
-    else:
-        out.print(f"{operation}d {name}" if operation == "wipe" else f"deleted {name}")
-
-
-@collections_app.command("wipe")
-def collections_wipe(
-    name: str, yes: Annotated[bool, typer.Option("--yes", "-y")] = False, as_json: JsonOption = False
-) -> None:
-    """Delete every point of a collection, keep the collection."""
-    _collection_op(name, "wipe", yes, as_json)
-
-
-@collections_app.command("delete")
-def collections_delete(
-    name: str, yes: Annotated[bool, typer.Option("--yes", "-y")] = False, as_json: JsonOption = False
-) -> None:
-    """Delete a collection and all its points."""
-    _collection_op(name, "delete", yes, as_json)
 
 
 @app.command()

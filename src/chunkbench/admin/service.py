@@ -14,8 +14,9 @@ from chunkbench.llm.client import get_llm_client
 from chunkbench.models import StrategyName
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
+from chunkbench.storage.points import collection_name
 from chunkbench.storage.repositories import DocumentRepository
-from chunkbench.storage.vectors import VectorStore, collection_name, get_vector_store
+from chunkbench.storage.vectors import VectorStore, get_vector_store
 
 
 def clear_collection(session: Session, store: VectorStore, name: str, *, delete: bool) -> None:

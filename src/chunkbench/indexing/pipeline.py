@@ -23,7 +23,8 @@ from chunkbench.embedding.sparse import Bm25Encoder
 from chunkbench.errors import ChunkingError
 from chunkbench.guard.injection import InjectionDetector
 from chunkbench.observability.metrics import INJECTIONS_FLAGGED_CHUNKS
-from chunkbench.storage.vectors import VectorStore, collection_name
+from chunkbench.storage.points import collection_name
+from chunkbench.storage.vectors import VectorStore
 
 STAGES = ("chunk", "embed", "index")
 # ``progress(stage, done, total)``: called as each stage starts and advances.

@@ -38,9 +38,10 @@ from chunkbench.models import DocumentState, DocumentTree, StrategyName
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
 from chunkbench.storage.ownership import Heartbeat, lease_until, owner_gone, this_process
+from chunkbench.storage.points import collection_name
 from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.schema import DocumentRow, StrategyRunRow
-from chunkbench.storage.vectors import VectorStore, collection_name, get_vector_store
+from chunkbench.storage.vectors import VectorStore, get_vector_store
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,8 @@ from chunkbench.embedding.sparse import Bm25Encoder
 from chunkbench.errors import CollectionMissingError, QueryError
 from chunkbench.limits import MAX_CANDIDATE_K, MAX_TOP_K
 from chunkbench.models import RetrieverName, StrategyName
-from chunkbench.storage.vectors import QueryMode, VectorStore
+from chunkbench.storage.points import QueryMode
+from chunkbench.storage.vectors import VectorStore
 
 __all__ = ["MAX_TOP_K", "RetrievedChunk", "Retriever", "SearchRequest", "get_retriever", "register_retriever"]
 

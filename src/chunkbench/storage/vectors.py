@@ -12,15 +12,11 @@ that folder, hence one :class:`VectorStore` per process through :func:`get_vecto
 from __future__ import annotations
 
 import atexit
-import re
 import threading
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
-from enum import StrEnum
 from math import ceil
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 from qdrant_client import QdrantClient
@@ -30,145 +26,24 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 from chunkbench.config import Settings
 from chunkbench.errors import CollectionMissingError, NotFoundError, QueryError, VectorStoreError
 from chunkbench.models import StrategyName
+from chunkbench.storage.points import (
+    DENSE_VECTOR,
+    SPARSE_VECTOR,
+    QueryMode,
+    ReplaceResult,
+    SparseLike,
+    StoredChunk,
+    chunk_order,
+    chunk_payload,
+    collection_name,
+    document_filter,
+    parse_collection_name,
+    point_id,
+    validate_document_points,
+)
 
-DENSE_VECTOR = "dense"
-SPARSE_VECTOR = "bm25"
 UPSERT_BATCH = 256
 _SCROLL_PAGE = 512
-_COLLECTION_NAME = re.compile(r"^(?P<strategy>[a-z_]+?)__(?P<model>.+)_collection$")
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-
-
-class StoredChunk(Protocol):
-    """A chunk as the store writes it: the fields of its point payload (``chunking.base.Chunk`` is one)."""
-
-    chunk_id: str
-    document_id: str
-    document_name: str
-    strategy_name: str
-    chunk_index: int
-    text: str
-    start_index: int
-    end_index: int
-    token_count: int
-    character_count: int
-    heading_path: list[str]
-    parent_id: str | None
-    is_parent: bool
-    enriched_content: str | None
-    injection_risk: float | None
-    injection_reasons: tuple[str, ...]
-
-
-class QueryMode(StrEnum):
-    """Which of a collection's vectors a search ranks by: the dense embedding, BM25 sparse, or both fused (RRF)."""
-
-    DENSE = "dense"
-    SPARSE = "sparse"
-    FUSION = "fusion"
-
-
-class SparseLike(Protocol):
-    """Anything with parallel ``indices`` / ``values`` (``SparseEmbedding``, Qdrant's ``SparseVector``)."""
-
-    indices: Sequence[int]
-    values: Sequence[float]
-
-
-@dataclass(frozen=True)
-class ReplaceResult:
-    """What :meth:`VectorStore.replace_document_chunks` did."""
-
-    collection: str
-    upserted: int
-    removed: int
-
-
-def sanitize_model_id(model_id: str) -> str:
-    """``model_id`` with every character outside ``[A-Za-z0-9._-]`` (``:``, ``/``, …) replaced by ``-``."""
-    return _UNSAFE.sub("-", model_id)
-
-
-def collection_name(strategy: StrategyName | str, model_id: str) -> str:
-    """``{strategy}__{sanitized model}_collection`` (seed 000 §5.2)."""
-    try:
-        strategy_value = StrategyName(strategy).value
-    except ValueError as exc:
-        known = ", ".join(s.value for s in StrategyName)
-        raise VectorStoreError(f"Unknown strategy '{strategy}'. Known: {known}.") from exc
-    if not model_id:
-        raise VectorStoreError("A collection needs an embedding model id; got an empty one.")
-    return f"{strategy_value}__{sanitize_model_id(model_id)}_collection"
-
-
-def parse_collection_name(name: str) -> tuple[str | None, str | None]:
-    """``(strategy, sanitized model)`` of a chunkbench collection name, ``(None, None)`` for any other."""
-    match = _COLLECTION_NAME.match(name)
-    if match is None or match["strategy"] not in {s.value for s in StrategyName}:
-        return None, None
-    return match["strategy"], match["model"]
-
-
-def point_id(chunk_id: str) -> str:
-    """The Qdrant point id of a chunk: ``uuid5(NAMESPACE_URL, chunk_id)``, stable across runs."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, chunk_id))
-
-
-def chunk_payload(chunk: StoredChunk, *, tenant_id: str, model_id: str) -> dict[str, Any]:
-    """The payload of a chunk's point.
-
-    ``enriched_content`` is stored only when set (contextual retrieval): it is what was embedded, the
-    Chunk Preview shows it, and other strategies pay nothing for it. ``enriched`` flags it either way.
-    """
-    payload: dict[str, Any] = {
-        "chunk_id": chunk.chunk_id,
-        "document_id": chunk.document_id,
-        "document_name": chunk.document_name,
-        "strategy_name": StrategyName(chunk.strategy_name).value,
-        "chunk_index": chunk.chunk_index,
-        "text": chunk.text,
-        "start_index": chunk.start_index,
-        "end_index": chunk.end_index,
-        "token_count": chunk.token_count,
-        "character_count": chunk.character_count,
-        "heading_path": list(chunk.heading_path),
-        "parent_id": chunk.parent_id,
-        "is_parent": chunk.is_parent,
-        "tenant_id": tenant_id,
-        "embedding_model_id": model_id,
-        "enriched": chunk.enriched_content is not None,
-    }
-    if chunk.enriched_content is not None:
-        payload["enriched_content"] = chunk.enriched_content
-    if chunk.injection_risk is not None:
-        payload["injection_risk"] = chunk.injection_risk
-        payload["injection_reasons"] = list(chunk.injection_reasons)
-    return payload
-
-
-def _match(key: str, value: Any) -> qm.FieldCondition:
-    return qm.FieldCondition(key=key, match=qm.MatchValue(value=value))
-
-
-def document_filter(
-    tenant_id: str,
-    document_id: str | Sequence[str] | None = None,
-    *extra: qm.Condition,
-    include_parents: bool = True,
-) -> qm.Filter:
-    """The filter every point access goes through: this tenant, optionally these documents, maybe no parents."""
-    must: list[qm.Condition] = [_match("tenant_id", tenant_id)]
-    if isinstance(document_id, str):
-        must.append(_match("document_id", document_id))
-    elif document_id is not None:
-        must.append(qm.FieldCondition(key="document_id", match=qm.MatchAny(any=list(document_id))))
-    if not include_parents:
-        must.append(_match("is_parent", False))
-    return qm.Filter(must=[*must, *extra])
-
-
-def _chunk_order(payload: dict[str, Any]) -> tuple[bool, int]:
-    return bool(payload.get("is_parent")), int(payload.get("chunk_index", 0))
 
 
 class VectorStore:
@@ -392,7 +267,7 @@ class VectorStore:
         ``chunks`` is empty (the document's points are then removed).
         """
         collection_name(strategy, model_id)  # rejects an unknown strategy before the checks below use it
-        document_id = self._validate(
+        document_id = validate_document_points(
             StrategyName(strategy).value, model_id, dimension, chunks, dense, sparse, document_id
         )
         name = self.ensure_collection(strategy, model_id, dimension)
@@ -428,48 +303,6 @@ class VectorStore:
                     wait=True,
                 )
         return ReplaceResult(collection=name, upserted=len(points), removed=len(stale))
-
-    @staticmethod
-    def _validate(
-        strategy: str,
-        model_id: str,
-        dimension: int,
-        chunks: Sequence[StoredChunk],
-        dense: np.ndarray,
-        sparse: Sequence[SparseLike],
-        document_id: str | None,
-    ) -> str:
-        """Check inputs before anything is written; return the document id."""
-        document_ids = {c.document_id for c in chunks} | ({document_id} if document_id is not None else set())
-        if len(document_ids) != 1:
-            raise VectorStoreError(
-                "replace_document_chunks takes the chunks of exactly one document "
-                + (f"(got {sorted(document_ids)})." if document_ids else "(pass document_id when there are no chunks).")
-            )
-        wrong_strategy = {str(c.strategy_name) for c in chunks} - {strategy}
-        if wrong_strategy:
-            raise VectorStoreError(
-                f"Chunks of strategies {sorted(wrong_strategy)} cannot go to a '{strategy}' collection."
-            )
-        ids = [c.chunk_id for c in chunks]
-        if len(set(ids)) != len(ids):
-            raise VectorStoreError("Chunk ids repeat within the document; each chunk must have its own id.")
-        children = sum(not c.is_parent for c in chunks)
-        shape = getattr(dense, "shape", None)
-        expected = (children, dimension)
-        if shape is None or len(shape) != 2 or tuple(shape) != expected:
-            raise VectorStoreError(
-                f"Dense vectors of model '{model_id}' have shape {shape}, expected {expected} "
-                f"({children} non-parent chunks × dimension {dimension})."
-            )
-        if not np.isfinite(dense).all():
-            raise VectorStoreError(f"Dense vectors of model '{model_id}' contain NaN or infinite values.")
-        if len(sparse) != children:
-            raise VectorStoreError(f"Got {len(sparse)} sparse vectors for {children} non-parent chunks.")
-        for terms in sparse:
-            if len(terms.indices) != len(terms.values):
-                raise VectorStoreError("A sparse vector has different numbers of indices and values.")
-        return document_ids.pop()
 
     def _point_ids(self, name: str, point_filter: qm.Filter) -> list[str]:
         return [str(p.id) for p in self._scroll(name, point_filter, with_payload=False)]
@@ -521,7 +354,7 @@ class VectorStore:
 
     def _payloads(self, strategy: StrategyName | str, model_id: str, point_filter: qm.Filter) -> list[dict[str, Any]]:
         payloads = [dict(r.payload or {}) for r in self._scroll(collection_name(strategy, model_id), point_filter)]
-        return sorted(payloads, key=_chunk_order)
+        return sorted(payloads, key=chunk_order)
 
     def get_chunks_by_indices(
         self,

@@ -1,0 +1,140 @@
+"""`chunkbench models …` (embedding roles and thresholds) and `chunkbench collections …` (Qdrant collections)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from chunkbench.config import get_settings
+from chunkbench.console import (
+    JsonOption,
+    fail,
+    open_database,
+    out,
+    print_json,
+    vector_store,
+)
+from chunkbench.errors import ChunkbenchError
+
+models_app = typer.Typer(help="Embedding models: Corpus/Boundary roles and semantic thresholds.", no_args_is_help=True)
+collections_app = typer.Typer(help="Qdrant collections: list, wipe, delete.", no_args_is_help=True)
+
+
+@models_app.command("list")
+def models_list(as_json: JsonOption = False) -> None:
+    """Registered embedding models, the role defaults and effective thresholds."""
+    from chunkbench.embedding import service as embedding
+
+    _settings, database = open_database()
+    with database.session() as session:
+        listing = embedding.list_models(session)
+    if as_json:
+        print_json(listing)
+        return
+    table = Table("model", "provider", "dim", "roles", "threshold", "available")
+    for model in listing["models"]:
+        roles = ", ".join(role for role in ("corpus", "boundary") if model[f"is_{role}_default"])
+        available = {True: "yes", False: "no", None: "not probed"}[model["available"]]
+        if model.get("availability_note"):
+            available += f" ({model['availability_note']})"
+        threshold = f"{model['semantic_threshold']:g}" + (" (override)" if model["threshold_overridden"] else "")
+        table.add_row(model["id"], model["provider"], str(model["dimension"]), roles, threshold, available)
+    out.print(table)
+
+
+def _set_role(role: str, model_id: str, as_json: bool) -> None:
+    from chunkbench.embedding import service as embedding
+
+    _settings, database = open_database()
+    try:
+        with database.session() as session:
+            embedding.set_role_model(session, role, model_id)
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
+    if as_json:
+        print_json({role: model_id})
+    else:
+        out.print(f"{role} model: {model_id}")
+
+
+@models_app.command("corpus")
+def models_corpus(model_id: str, as_json: JsonOption = False) -> None:
+    """Set the default Corpus model (embeds chunks and queries)."""
+    _set_role("corpus", model_id, as_json)
+
+
+@models_app.command("boundary")
+def models_boundary(model_id: str, as_json: JsonOption = False) -> None:
+    """Set the default Boundary model (finds semantic cuts)."""
+    _set_role("boundary", model_id, as_json)
+
+
+@models_app.command("threshold")
+def models_threshold(model_id: str, value: float, as_json: JsonOption = False) -> None:
+    """Override a model's semantic threshold, in (0, 1]."""
+    from chunkbench.embedding import service as embedding
+
+    _settings, database = open_database()
+    try:
+        with database.session() as session:
+            embedding.set_semantic_threshold(session, model_id, value)
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
+    if as_json:
+        print_json({"model_id": model_id, "semantic_threshold": value})
+    else:
+        out.print(f"semantic threshold of {model_id}: {value:g}")
+
+
+@collections_app.command("list")
+def collections_list(as_json: JsonOption = False) -> None:
+    """Qdrant collections with their point counts."""
+    try:
+        collections = vector_store(get_settings()).list_collections()
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
+    if as_json:
+        print_json(collections)
+        return
+    table = Table("collection", "points", "dimension")
+    for info in collections:
+        table.add_row(info["name"], str(info["points"]), str(info.get("dimension") or ""))
+    out.print(table)
+
+
+def _collection_op(name: str, operation: str, yes: bool, as_json: bool) -> None:
+    if not yes:
+        if as_json:
+            raise fail(ChunkbenchError(f"Add --yes to {operation} without a confirmation prompt."), as_json)
+        typer.confirm(f"{operation.capitalize()} collection {name}?", abort=True)
+    from chunkbench.admin.service import clear_collection
+
+    settings, database = open_database()
+    store = vector_store(settings)
+    try:
+        with database.session() as session:
+            clear_collection(session, store, name, delete=operation == "delete")
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
+    if as_json:
+        print_json({operation: name})
+    else:
+        out.print(f"{operation}d {name}" if operation == "wipe" else f"deleted {name}")
+
+
+@collections_app.command("wipe")
+def collections_wipe(
+    name: str, yes: Annotated[bool, typer.Option("--yes", "-y")] = False, as_json: JsonOption = False
+) -> None:
+    """Delete every point of a collection, keep the collection."""
+    _collection_op(name, "wipe", yes, as_json)
+
+
+@collections_app.command("delete")
+def collections_delete(
+    name: str, yes: Annotated[bool, typer.Option("--yes", "-y")] = False, as_json: JsonOption = False
+) -> None:
+    """Delete a collection and all its points."""
+    _collection_op(name, "delete", yes, as_json)

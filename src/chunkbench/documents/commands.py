@@ -1,0 +1,111 @@
+"""`chunkbench documents list|show|delete`: thin wrappers over the documents service."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from chunkbench.console import (
+    JsonOption,
+    fail,
+    open_database,
+    out,
+    print_json,
+)
+from chunkbench.errors import ChunkbenchError
+from chunkbench.models import DocumentState
+from chunkbench.storage.schema import DEFAULT_TENANT
+
+documents_app = typer.Typer(help="List, show and delete ingested documents.", no_args_is_help=True)
+
+
+@documents_app.command("list")
+def list_documents(
+    status: Annotated[DocumentState | None, typer.Option(help="Only documents in this state")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000)] = 100,
+    offset: Annotated[int, typer.Option(min=0)] = 0,
+    as_json: JsonOption = False,
+) -> None:
+    """List documents, newest first."""
+    from chunkbench.documents import service
+    from chunkbench.documents.schemas import DocumentSummary
+
+    _settings, database = open_database()
+    with database.session() as session:
+        rows, total = service.get_all(session, tenant_id=DEFAULT_TENANT, status=status, limit=limit, offset=offset)
+        items = [DocumentSummary.of(row) for row in rows]
+    if as_json:
+        print_json({"items": [i.model_dump(mode="json") for i in items], "total": total})
+        return
+    table = Table("id", "filename", "state", "type", "pages", "headings", "language", "created")
+    for i in items:
+        table.add_row(
+            i.id, i.filename, i.status, i.mime_type.rsplit("/", 1)[-1], str(i.page_count or "–"),
+            str(i.heading_count), i.language or "–", i.created_at.strftime("%Y-%m-%d %H:%M"),
+        )  # fmt: skip
+    out.print(table)
+    out.print(f"{len(items)} of {total} documents")
+
+
+@documents_app.command("show")
+def show_document(
+    document_id: Annotated[str, typer.Argument(help="Document id or filename")],
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print the whole markdown")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Show a document's metadata, headings and markdown preview."""
+    from chunkbench.documents import service
+    from chunkbench.documents.schemas import DocumentDetail
+
+    _settings, database = open_database()
+    try:
+        with database.session() as session:
+            detail = DocumentDetail.of_row(
+                service.resolve(session, document_id, tenant_id=DEFAULT_TENANT), 0 if markdown else 1500
+            )
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
+    if as_json:
+        print_json(detail.model_dump(mode="json"))
+        return
+    out.print(f"[bold]{detail.filename}[/bold]  {detail.id}")
+    out.print(
+        f"state {detail.status} · {detail.mime_type} · {detail.file_size} bytes"
+        f" · pages {detail.page_count or '–'}"
+        f" · language {detail.language or '–'} · {detail.paragraph_count} paragraphs"
+        f" · headings from {detail.heading_source or '–'}"
+    )
+    for heading in detail.headings:
+        out.print(f"{'  ' * (heading.level - 1)}{'#' * min(heading.level, 6)} {heading.heading}", markup=False)
+    out.rule("markdown")
+    out.print(detail.markdown_preview, markup=False, highlight=False)
+    if detail.markdown_truncated:
+        out.print(f"… ({detail.markdown_chars} characters in all; --markdown shows everything)")
+
+
+@documents_app.command("delete")
+def delete_document(
+    document_id: Annotated[str, typer.Argument(help="Document id or filename")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Delete a document and its queries and experiments."""
+    from chunkbench.documents import service
+
+    if not yes:
+        if as_json:
+            raise fail(ChunkbenchError("Add --yes to delete without a confirmation prompt."), as_json)
+        typer.confirm(f"Delete document {document_id} and everything derived from it?", abort=True)
+    settings, database = open_database()
+    try:
+        with database.session() as session:
+            document_id = service.resolve(session, document_id, tenant_id=DEFAULT_TENANT).id
+        row = service.delete(database, settings, document_id, tenant_id=DEFAULT_TENANT)
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
+    if as_json:
+        print_json({"deleted": row.id, "filename": row.filename})
+    else:
+        out.print(f"deleted {row.filename} ({row.id})")

@@ -164,10 +164,14 @@ def test_admin_roles_thresholds_serving_collections_questions_and_health(page, l
     serving = page.get_by_role("form", name="Serving configuration")
     serving.get_by_label("Retriever").select_option("dense")
     serving.get_by_label("top_k").fill("3")
+    expect(serving.get_by_label("Neighbours before")).to_be_disabled()  # recursive chunks are not windows
+    serving.get_by_label("Rerank").select_option("llm")
+    serving.get_by_label("Candidate pool").fill("8")
     serving.get_by_role("button", name="Save").click()
     expect(serving.get_by_role("status")).to_contain_text("Saved")
     assert httpx.get(f"{live_server}/admin/serving").json() == {
         "strategy": "recursive", "corpus_model_id": "all-MiniLM-L6-v2", "retriever": "dense", "top_k": 3,
+        "rerank": "llm", "candidate_k": 8, "neighbor_prev": 0, "neighbor_next": 0, "parent_context": True,
     }  # fmt: skip
 
     # Wipe: the dialog names the collection; Escape cancels and nothing changes; confirming empties it.

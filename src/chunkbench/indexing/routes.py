@@ -55,6 +55,8 @@ def list_strategies() -> list[StrategyInfo]:
             name=cls.name,
             description=cls.description,
             needs_boundary_model=cls.needs_boundary,
+            expands_neighbours=cls.expands_neighbours,
+            has_parents=cls.has_parents,
             params_schema=cls.params_model.model_json_schema(),
         )
         for cls in all_strategies()

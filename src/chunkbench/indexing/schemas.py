@@ -52,6 +52,9 @@ class StrategyInfo(BaseModel):
     name: StrategyName
     description: str
     needs_boundary_model: bool
+    # Capabilities (ChunkingStrategy): what the query pipeline does with this strategy's chunks.
+    expands_neighbours: bool = False
+    has_parents: bool = False
     params_schema: dict[str, Any]
 
 

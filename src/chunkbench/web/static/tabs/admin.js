@@ -197,6 +197,17 @@ function Threshold({ model, onSaved }) {
 // ------------------------------------------------------------------------------------------------ serving
 
 const SERVING_RETRIEVERS = ["dense", "bm25", "hybrid"];
+const SERVING_RERANKERS = ["none", "cross_encoder", "llm"];
+const NUMBER_FIELDS = ["top_k", "candidate_k", "neighbor_prev", "neighbor_next"];
+
+// The form's text inputs as the API's numbers (an empty candidate count means the server's default).
+function servingBody(form) {
+  const body = { ...form };
+  for (const key of NUMBER_FIELDS) body[key] = body[key] === "" || body[key] === null ? null : Number(body[key]);
+  if (body.neighbor_prev === null) body.neighbor_prev = 0;
+  if (body.neighbor_next === null) body.neighbor_next = 0;
+  return body;
+}
 
 function Serving({ tick }) {
   const loaded = useApi(() => Promise.all([api("/admin/serving"), api("/strategies"), api("/admin/embedding-models")]), [tick]);
@@ -206,12 +217,13 @@ function Serving({ tick }) {
   const [busy, setBusy] = useState(false);
   useEffect(() => { if (loaded.data) setForm({ ...loaded.data[0] }); }, [loaded.data]);
   const set = (key) => (event) => { setForm({ ...form, [key]: event.target.value }); setSaved(false); };
+  const toggle = (key) => (event) => { setForm({ ...form, [key]: event.target.checked }); setSaved(false); };
   const save = async (event) => {
     event.preventDefault();
     setBusy(true);
     setError(null);
     try {
-      setForm(await api("/admin/serving", { method: "PUT", json: { ...form, top_k: Number(form.top_k) } }));
+      setForm(await api("/admin/serving", { method: "PUT", json: servingBody(form) }));
       setSaved(true);
     } catch (err) {
       setError(err);
@@ -220,11 +232,15 @@ function Serving({ tick }) {
     }
   };
   const [, strategies, registry] = loaded.data || [];
+  // What the chosen strategy can do decides which knobs mean anything (its capabilities, from /strategies).
+  const chosen = form && strategies ? strategies.find((s) => s.name === form.strategy) : null;
+  const expands = Boolean(chosen && chosen.expands_neighbours);
+  const parents = Boolean(chosen && chosen.has_parents);
   return html`
     <form class="panel stack" onSubmit=${save} aria-label="Serving configuration">
       <h2>Serving configuration</h2>
-      <p class="muted small">What the chatbot API (<span class="mono">/api/query</span>, <span class="mono">/api/index</span>)
-        answers and indexes with.</p>
+      <p class="muted small">What the chatbot and RAG APIs (<span class="mono">/api/query</span>, <span class="mono">/v1/query</span>,
+        <span class="mono">/api/index</span>) answer and index with — through the same query pipeline a benchmark measures.</p>
       <${ErrorBox} error=${loaded.error} />
       ${!form && loaded.loading ? html`<${Spinner} label="Loading…" />` : null}
       ${form ? html`
@@ -248,6 +264,28 @@ function Serving({ tick }) {
             <input type="number" min="1" max="20" required value=${form.top_k} onInput=${set("top_k")} />
           </label>
         </div>
+        <div class="row">
+          <label>Rerank
+            <select value=${form.rerank} onChange=${set("rerank")}>
+              ${SERVING_RERANKERS.map((r) => html`<option value=${r}>${r}</option>`)}
+            </select>
+          </label>
+          <label>Candidate pool
+            <input type="number" min="1" max="200" placeholder="server default" disabled=${form.rerank === "none"}
+              value=${form.candidate_k ?? ""} onInput=${set("candidate_k")} />
+          </label>
+          <label>Neighbours before
+            <input type="number" min="0" max="5" disabled=${!expands} value=${form.neighbor_prev} onInput=${set("neighbor_prev")} />
+          </label>
+          <label>Neighbours after
+            <input type="number" min="0" max="5" disabled=${!expands} value=${form.neighbor_next} onInput=${set("neighbor_next")} />
+          </label>
+          <label class="check">
+            <input type="checkbox" disabled=${!parents} checked=${form.parent_context} onChange=${toggle("parent_context")} />
+            Parent context
+          </label>
+        </div>
+        ${!expands ? html`<p class="muted small">Neighbor Expansion applies to strategies whose chunks are windows (fixed_size).</p>` : null}
         <div class="row">
           <button type="submit" class="primary" disabled=${busy}>${busy ? "Saving…" : "Save"}</button>
           ${saved ? html`<span class="muted" role="status">Saved: new chatbot questions use it.</span>` : null}

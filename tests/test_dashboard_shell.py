@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 
+from chunkbench import limits
 from conftest import screenshot
 
 TAB_NAMES = ["Documents", "PDF", "Query", "Benchmarks", "Decision Board", "Admin"]
@@ -16,6 +19,18 @@ def test_the_page_and_its_assets_are_served_by_the_app(live_server):
     assert httpx.get(f"{live_server}/", follow_redirects=False).headers["location"] == "/app"
     script = httpx.get(f"{live_server}/app/static/vendor/htm-preact-standalone.module.js")
     assert script.status_code == 200 and "javascript" in script.headers["content-type"]
+
+
+def test_the_forms_read_the_api_bounds_from_the_page(live_server, page):
+    # The bounds are written once (chunkbench.limits); the page carries them and the forms' inputs use them.
+    body = httpx.get(f"{live_server}/app").text
+    carried = json.loads(body.split('id="chunkbench-limits">')[1].split("</script>")[0])
+    assert carried == {
+        "max_top_k": limits.MAX_TOP_K, "max_candidate_k": limits.MAX_CANDIDATE_K,
+        "max_neighbors": limits.MAX_NEIGHBORS, "max_question_chars": limits.MAX_QUESTION_CHARS,
+    }  # fmt: skip
+    page.goto("/app#query")
+    assert page.locator("#panel-query input[type=number]").first.get_attribute("max") == str(limits.MAX_TOP_K)
 
 
 def test_tabs_switch_keep_their_state_and_work_from_the_keyboard(page):

@@ -17,6 +17,9 @@ export function ProgressBar({ value, label }) {
     ${label ? html`<div class="muted">${label}</div>` : null}</div>`;
 }
 
+// The API's bounds (chunkbench.limits), written into the page by the server.
+export const LIMITS = JSON.parse(document.getElementById("chunkbench-limits")?.textContent || "{}");
+
 export const fmt = (value, digits = 3) =>
   value === null || value === undefined || Number.isNaN(value) ? "—" : Number(value).toFixed(digits);
 export const fmtInt = (value) => (value === null || value === undefined ? "—" : Number(value).toLocaleString());

@@ -1,6 +1,6 @@
 // Admin: health of the app, the database, Qdrant and the LLM; embedding model roles and thresholds; the chatbot's
 // serving configuration; Qdrant collections (wipe, delete); question files (upload, delete).
-import { html, useEffect, useState, useRef, ErrorBox, Spinner, ProgressBar, fmt, fmtInt, useApi, usePager } from "../ui.js";
+import { html, useEffect, useState, useRef, ErrorBox, Spinner, ProgressBar, fmt, fmtInt, useApi, usePager, LIMITS } from "../ui.js";
 import { api, upload } from "../api.js";
 
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : "");
@@ -261,7 +261,7 @@ function Serving({ tick }) {
             </select>
           </label>
           <label>top_k
-            <input type="number" min="1" max="20" required value=${form.top_k} onInput=${set("top_k")} />
+            <input type="number" min="1" max=${LIMITS.max_top_k} required value=${form.top_k} onInput=${set("top_k")} />
           </label>
         </div>
         <div class="row">
@@ -271,14 +271,14 @@ function Serving({ tick }) {
             </select>
           </label>
           <label>Candidate pool
-            <input type="number" min="1" max="200" placeholder="server default" disabled=${form.rerank === "none"}
+            <input type="number" min="1" max=${LIMITS.max_candidate_k} placeholder="server default" disabled=${form.rerank === "none"}
               value=${form.candidate_k ?? ""} onInput=${set("candidate_k")} />
           </label>
           <label>Neighbours before
-            <input type="number" min="0" max="5" disabled=${!expands} value=${form.neighbor_prev} onInput=${set("neighbor_prev")} />
+            <input type="number" min="0" max=${LIMITS.max_neighbors} disabled=${!expands} value=${form.neighbor_prev} onInput=${set("neighbor_prev")} />
           </label>
           <label>Neighbours after
-            <input type="number" min="0" max="5" disabled=${!expands} value=${form.neighbor_next} onInput=${set("neighbor_next")} />
+            <input type="number" min="0" max=${LIMITS.max_neighbors} disabled=${!expands} value=${form.neighbor_next} onInput=${set("neighbor_next")} />
           </label>
           <label class="check">
             <input type="checkbox" disabled=${!parents} checked=${form.parent_context} onChange=${toggle("parent_context")} />

@@ -2,7 +2,7 @@
 // against it, the configuration grid, the judge), dry-run its cost, run it with live progress; the Experiment
 // list with the ±P/N Neighbor badge and mismatch warnings (seed 000 §12); an Experiment's aggregates, Decision
 // and reports; and Retrieval Inspect, a full-page view of one question × configuration at a time.
-import { html, useEffect, useRef, useState, ErrorBox, Spinner, ProgressBar, fmt, fmtInt, ms, useApi, usePager }
+import { html, useEffect, useRef, useState, ErrorBox, Spinner, ProgressBar, fmt, fmtInt, ms, useApi, usePager, LIMITS }
   from "../ui.js";
 import { useMemo } from "../vendor/htm-preact-standalone.module.js";
 import { api, upload, waitForJob, withKey } from "../api.js";
@@ -93,8 +93,8 @@ function differences(row, selected) {
 
 function parseTopK(text) {
   const values = text.split(/[\s,]+/).filter(Boolean).map(Number);
-  if (!values.length || values.some((v) => !Number.isInteger(v) || v < 1 || v > 20)) {
-    throw new Error("top_k: give whole numbers between 1 and 20, separated by commas (e.g. 3, 5).");
+  if (!values.length || values.some((v) => !Number.isInteger(v) || v < 1 || v > LIMITS.max_top_k)) {
+    throw new Error(`top_k: give whole numbers between 1 and ${LIMITS.max_top_k}, separated by commas (e.g. 3, 5).`);
   }
   return [...new Set(values)];
 }
@@ -317,9 +317,9 @@ function BenchmarkForm({ llm, preselect, onStarted, onFinished }) {
     <div class="row">
       <label>top_k values<input type="text" value=${topK} onInput=${(e) => setTopK(e.target.value)}
         inputmode="numeric" placeholder="3, 5" /></label>
-      <label>Neighbors before<input type="number" min="0" max="5" value=${prev}
+      <label>Neighbors before<input type="number" min="0" max=${LIMITS.max_neighbors} value=${prev}
         onInput=${(e) => setPrev(e.target.value)} /></label>
-      <label>Neighbors after<input type="number" min="0" max="5" value=${next}
+      <label>Neighbors after<input type="number" min="0" max=${LIMITS.max_neighbors} value=${next}
         onInput=${(e) => setNext(e.target.value)} /></label>
       <div class="checks"><label><input type="checkbox" checked=${llm && judge} disabled=${!llm}
         onChange=${(e) => setJudge(e.target.checked)} />LLM-as-judge</label></div>

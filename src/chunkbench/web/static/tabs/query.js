@@ -1,6 +1,6 @@
 // Query: ask one processed document a question with chosen retrieval knobs, and see how the answer was reached —
 // the answer with its [Source n] citations, the sources, the Expansion Tree, latency per stage, tokens, history.
-import { html, useEffect, useState, useRef, ErrorBox, Spinner, fmt, ms, useApi, usePager } from "../ui.js";
+import { html, useEffect, useState, useRef, ErrorBox, Spinner, fmt, ms, useApi, usePager, LIMITS } from "../ui.js";
 import { api } from "../api.js";
 import { on } from "../bus.js";
 
@@ -124,7 +124,7 @@ export function QueryTab({ active, openTab }) {
               </select>
             </label>
             <label>top_k
-              <input type="number" min="1" max="20" value=${topK} onInput=${(e) => setTopK(e.target.value)} required />
+              <input type="number" min="1" max=${LIMITS.max_top_k} value=${topK} onInput=${(e) => setTopK(e.target.value)} required />
             </label>
             <label>Rerank
               <select value=${rerank} onChange=${(e) => setRerank(e.target.value)}>
@@ -136,10 +136,10 @@ export function QueryTab({ active, openTab }) {
             <legend>Neighbor Expansion</legend>
             <div class="row">
               <label>Neighbours before
-                <input type="number" min="0" max="5" value=${neighbours ? prev : 0} onInput=${(e) => setPrev(e.target.value)} />
+                <input type="number" min="0" max=${LIMITS.max_neighbors} value=${neighbours ? prev : 0} onInput=${(e) => setPrev(e.target.value)} />
               </label>
               <label>Neighbours after
-                <input type="number" min="0" max="5" value=${neighbours ? next : 0} onInput=${(e) => setNext(e.target.value)} />
+                <input type="number" min="0" max=${LIMITS.max_neighbors} value=${neighbours ? next : 0} onInput=${(e) => setNext(e.target.value)} />
               </label>
             </div>
             <p class="muted small">${neighbours
@@ -148,7 +148,7 @@ export function QueryTab({ active, openTab }) {
           </fieldset>
           <label class="field">Question
             <textarea value=${question} onInput=${(e) => setQuestion(e.target.value)} onKeyDown=${onKeyDown}
-              maxlength="4000" placeholder="What would you like to know? (Ctrl+Enter asks)"></textarea>
+              maxlength=${LIMITS.max_question_chars} placeholder="What would you like to know? (Ctrl+Enter asks)"></textarea>
           </label>
           <div class="row">
             <button class="primary" type="submit" disabled=${busy || !doc || !question.trim()}>

@@ -49,8 +49,11 @@ def query(
     cache: SemanticCacheDep,
     tenant_id: TenantDep,
 ) -> RAGResponse:
-    """Answer from the tenant's whole corpus with its serving configuration; the response carries the sanitised
-    query (PII redacted), never the raw one. A prompt-injection attempt gets a fixed refusal (``blocked``)."""
+    """Answer from the tenant's whole corpus with its serving configuration, through the same query pipeline as
+    ``/queries`` and the benchmark: reranking, Neighbor Expansion and parent context apply as configured.
+
+    The response carries the sanitised query (PII redacted), never the raw one. A prompt-injection attempt gets a
+    fixed refusal (``blocked``)."""
     # The request id middleware (observability) sets it; without it the service makes one.
     request_id = getattr(request.state, "request_id", None)
     return service.answer_query(database, settings, store, cache, body, tenant_id=tenant_id, request_id=request_id)
@@ -105,7 +108,9 @@ def chat_index_directory(
 def chat_query(
     body: ChatQueryIn, database: DatabaseDep, settings: SettingsDep, store: VectorStoreDep, tenant_id: TenantDep
 ) -> ChatQueryOut:
-    """Answer from every indexed document with the serving configuration (503 if the LLM is unreachable)."""
+    """Answer from every indexed document with the serving configuration, through the same query pipeline as
+    ``/queries``: reranking, Neighbor Expansion and parent context apply as configured (503 if the LLM is
+    unreachable)."""
     return chatbot.answer(database, settings, store, body.question, body.top_k, tenant_id=tenant_id)
 
 

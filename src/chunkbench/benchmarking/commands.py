@@ -291,7 +291,7 @@ def sweep_neighbors(
     top_k: Annotated[int, typer.Option("--top-k")] = 5,
     as_json: JsonOption = False,
 ) -> None:
-    """fixed_size with Neighbor Expansion (0,0)…(3,3): one Experiment per level."""
+    """Windowed strategies (fixed_size) with Neighbor Expansion (0,0)…(3,3): one Experiment per level."""
     from chunkbench.benchmarking import sweep
 
     _run_sweep(

@@ -11,13 +11,14 @@ from typing import Any
 
 from chunkbench.benchmarking import service
 from chunkbench.benchmarking.schemas import BenchmarkIn
-from chunkbench.chunking.base import strategy_class
+from chunkbench.chunking.base import capabilities, strategy_class
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
 from chunkbench.errors import BenchmarkError
 from chunkbench.indexing import service as processing
 from chunkbench.indexing.schemas import ProcessIn
 from chunkbench.jobs.service import Progress
+from chunkbench.limits import MAX_NEIGHBORS
 from chunkbench.models import StrategyName
 from chunkbench.storage.db import Database
 from chunkbench.storage.repositories import DocumentRepository
@@ -57,14 +58,21 @@ def neighbors(
     tenant_id: str,
     progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
-    """fixed_size at Neighbor Expansion (n, n) for each level n: one Experiment per level."""
-    if not levels or any(not 0 <= level <= 5 for level in levels):
-        raise BenchmarkError("Neighbor levels must be between 0 and 5, e.g. 0,1,2,3.")
+    """The strategies that expand neighbours (fixed_size) at Neighbor Expansion (n, n) for each level n: one
+    Experiment per level (of the request's strategies, those that expand; none given: every such strategy)."""
+    if not levels or any(not 0 <= level <= MAX_NEIGHBORS for level in levels):
+        raise BenchmarkError(f"Neighbor levels must be between 0 and {MAX_NEIGHBORS}, e.g. 0,1,2,3.")
+    strategies = _expanding(database, request, tenant_id=tenant_id)
+    if not strategies:
+        raise BenchmarkError(
+            "A neighbor sweep needs a strategy whose chunks are windows (Neighbor Expansion applies to it), "
+            "such as fixed_size."
+        )
     results = []
     for index, level in enumerate(levels):
         level_request = request.model_copy(
             update={
-                "strategies": [StrategyName.FIXED_SIZE], "neighbor_prev": level, "neighbor_next": level,
+                "strategies": strategies, "neighbor_prev": level, "neighbor_next": level,
                 "name": request.name or f"neighbor sweep ±{level}", "top_k": request.top_k[:1],
             }
         )  # fmt: skip
@@ -74,6 +82,16 @@ def neighbors(
         )  # fmt: skip
         results.append(_level(f"±{level}", row))
     return results
+
+
+def _expanding(database: Database, request: BenchmarkIn, *, tenant_id: str) -> list[StrategyName]:
+    """The request's strategies that expand neighbours; none named: those the document was processed with."""
+    names = list(request.strategies or [])
+    if not names:
+        with database.session() as session:
+            processed = DocumentRepository(session, tenant_id).get(request.document_id).chunk_counts or {}
+        names = [name for name in StrategyName if name.value in processed] or list(StrategyName)
+    return [name for name in names if capabilities(name).expands_neighbours]
 
 
 def chunk_grid(

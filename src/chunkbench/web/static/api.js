@@ -68,6 +68,21 @@ export async function api(path, { method = "GET", json, query, signal } = {}) {
   return parse(response);
 }
 
+// The strategies and their capabilities (GET /strategies), fetched once per page: they change only on a restart.
+let strategyCatalogRequest = null;
+export function strategyCatalog() {
+  strategyCatalogRequest ||= api("/strategies").catch((error) => {
+    strategyCatalogRequest = null;  // a failed fetch is retried by the next caller
+    throw error;
+  });
+  return strategyCatalogRequest;
+}
+
+// Whether the strategy called ``name`` gets Neighbor Expansion (its chunks are windows), from the catalog.
+export function expandsNeighbours(catalog, name) {
+  return Boolean((catalog || []).find((s) => s.name === name)?.expands_neighbours);
+}
+
 // Multipart upload with progress (fetch has no upload progress): resolves with the JSON body.
 export function upload(path, file, { field = "file", onProgress, query } = {}) {
   return new Promise((resolve, reject) => {

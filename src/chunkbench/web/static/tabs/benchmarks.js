@@ -5,7 +5,7 @@
 import { html, useEffect, useRef, useState, ErrorBox, Spinner, ProgressBar, fmt, fmtInt, ms, useApi, usePager, LIMITS }
   from "../ui.js";
 import { useMemo } from "../vendor/htm-preact-standalone.module.js";
-import { api, upload, waitForJob, withKey } from "../api.js";
+import { api, strategyCatalog, upload, waitForJob, withKey } from "../api.js";
 import { on } from "../bus.js";
 
 const RETRIEVERS = ["dense", "bm25", "hybrid"];
@@ -58,7 +58,7 @@ function NeighborBadge({ prev, next }) {
 }
 
 /** Warnings when Experiments that would be read side by side differ in Corpus, Boundary or Neighbor settings. */
-export function mismatchWarnings(rows) {
+export function mismatchWarnings(rows, expanding = new Set()) {
   const distinct = (values) => [...new Set(values)];
   const warnings = [];
   const corpus = distinct(rows.map((row) => row.corpus_model_id).filter(Boolean));
@@ -69,8 +69,9 @@ export function mismatchWarnings(rows) {
   if (boundary.length > 1) {
     warnings.push(`Boundary models differ (${boundary.join(", ")}): semantic chunks were cut differently.`);
   }
-  const withFixed = rows.filter((row) => row.strategies.includes("fixed_size"));
-  const neighbours = distinct(withFixed.map((row) => neighborBadge(row.neighbor_prev, row.neighbor_next)));
+  // Only Experiments with a strategy that expands neighbours (``expanding``: names from /strategies) have a setting.
+  const withWindows = rows.filter((row) => row.strategies.some((name) => expanding.has(name)));
+  const neighbours = distinct(withWindows.map((row) => neighborBadge(row.neighbor_prev, row.neighbor_next)));
   if (neighbours.length > 1) {
     warnings.push(`Neighbor Expansion differs (${neighbours.join(", ")}): fixed_size contexts are not the same size.`);
   }
@@ -346,7 +347,9 @@ function ExperimentList({ selectedId, onSelect, version }) {
   const documents = [...new Map((list.data || []).map((row) => [row.document_id, row.document_name])).entries()];
   const [page, pager] = usePager(rows, 15);
   const selected = (list.data || []).find((row) => row.id === selectedId);
-  const warnings = mismatchWarnings(rows);
+  const catalog = useApi(() => strategyCatalog(), []);
+  const expanding = new Set((catalog.data || []).filter((s) => s.expands_neighbours).map((s) => s.name));
+  const warnings = mismatchWarnings(rows, expanding);
   return html`<div class="panel stack">
     <div class="row" style="justify-content: space-between">
       <h2>Experiments</h2>

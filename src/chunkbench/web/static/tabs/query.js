@@ -1,7 +1,7 @@
 // Query: ask one processed document a question with chosen retrieval knobs, and see how the answer was reached —
 // the answer with its [Source n] citations, the sources, the Expansion Tree, latency per stage, tokens, history.
 import { html, useEffect, useState, useRef, ErrorBox, Spinner, fmt, ms, useApi, usePager, LIMITS } from "../ui.js";
-import { api } from "../api.js";
+import { api, expandsNeighbours, strategyCatalog } from "../api.js";
 import { on } from "../bus.js";
 
 const STRATEGY_ORDER = ["fixed_size", "recursive", "semantic", "contextual_retrieval", "semantic_parent_child"];
@@ -64,7 +64,8 @@ export function QueryTab({ active, openTab }) {
     if (strategies.length && !strategies.includes(strategy)) setStrategy(strategies[0]);
   }, [doc?.id, strategies.join(",")]);
 
-  const neighbours = strategy === "fixed_size";
+  const catalog = useApi(() => strategyCatalog(), []);
+  const neighbours = expandsNeighbours(catalog.data, strategy);
   const ask = async (event) => {
     event?.preventDefault();
     if (!doc || !strategy || !question.trim() || busy) return;
@@ -210,6 +211,8 @@ function Result({ result }) {
     });
   };
   const byId = Object.fromEntries(sources.map((s) => [s.chunk_id, s]));
+  const catalog = useApi(() => strategyCatalog(), []);
+  const expands = expandsNeighbours(catalog.data, result.strategy);
   return html`
     <div class="panel" data-testid="query-answer">
       <h2>Answer <span class="badge ${result.answer_mode === "none" ? "warn" : "accent"}">${result.answer_mode}</span></h2>
@@ -220,7 +223,7 @@ function Result({ result }) {
         .filter(Boolean).join(" · ")}</p>
     </div>
     <${Sources} sources=${sources} retriever=${result.config?.retriever} page=${page} setPage=${setPage} focused=${focused} />
-    <${ExpansionTree} tree=${result.expansion_tree || []} byId=${byId} strategy=${result.strategy}
+    <${ExpansionTree} tree=${result.expansion_tree || []} byId=${byId} expands=${expands}
       showSource=${showSource} />
     <div class="grid cols-2">
       <${Latency} latency=${result.latency_breakdown || {}} />
@@ -293,15 +296,15 @@ function TreeChunk({ node, byId, showSource, where }) {
     </div>`;
 }
 
-function ExpansionTree({ tree, byId, strategy, showSource }) {
+function ExpansionTree({ tree, byId, expands, showSource }) {
   const [nodes, pager] = usePager(tree, 10);
   const neighbourCount = tree.reduce((n, node) => n + (node.neighbors_prev?.length || 0) + (node.neighbors_next?.length || 0), 0);
   return html`
     <div class="panel" data-testid="expansion-tree">
       <h2>Expansion Tree <span class="muted">(${tree.length} hit${tree.length === 1 ? "" : "s"},
         ${` ${neighbourCount} neighbour${neighbourCount === 1 ? "" : "s"}`})</span></h2>
-      ${strategy !== "fixed_size" ? html`<p class="muted small">Neighbor Expansion applies to fixed_size only: each hit
-        stands alone here.</p>` : null}
+      ${!expands ? html`<p class="muted small">Neighbor Expansion applies to strategies whose chunks are windows
+        (fixed_size): each hit stands alone here.</p>` : null}
       <ul class="tree">
         ${nodes.map((node, i) => html`<li>
           <${TreeChunk} node=${node} byId=${byId} showSource=${showSource} where="" />

@@ -24,7 +24,7 @@ from sqlalchemy.engine import make_url
 import pgtest
 from chunkbench.app import create_app
 from chunkbench.config import Settings
-from chunkbench.embedding.cache import EMBEDDINGS
+from chunkbench.embedding.cache import EMBEDDINGS, close_disk_caches
 from chunkbench.storage.vectors import close_vector_stores
 from netutil import free_port
 
@@ -90,6 +90,7 @@ def _fresh_embedding_cache() -> Iterator[None]:
     EMBEDDINGS.clear()
     yield
     EMBEDDINGS.clear()
+    close_disk_caches()  # the test's cache file lives in its data directory
 
 
 @pytest.fixture

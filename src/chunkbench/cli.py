@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from chunkbench.admin.commands import collections_app, models_app
+from chunkbench.admin.commands import cache_app, collections_app, models_app
 from chunkbench.benchmarking.commands import bench_app, report_command, sweep_app
 from chunkbench.config import get_settings
 from chunkbench.console import (
@@ -67,6 +67,7 @@ app.callback()(load_plugins)
 app.add_typer(documents_app, name="documents")
 app.add_typer(models_app, name="models")
 app.add_typer(collections_app, name="collections")
+app.add_typer(cache_app, name="cache")
 app.add_typer(questions_app, name="questions")
 app.add_typer(eval_app, name="eval")
 app.add_typer(bench_app, name="bench")

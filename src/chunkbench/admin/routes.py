@@ -7,7 +7,15 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Response, status
 
 from chunkbench.admin import service
-from chunkbench.admin.schemas import AdminHealthOut, CollectionIn, CollectionOut, ModelRoleIn, ThresholdIn
+from chunkbench.admin.schemas import (
+    AdminHealthOut,
+    CollectionIn,
+    CollectionOut,
+    EmbeddingCacheClearedOut,
+    EmbeddingCacheOut,
+    ModelRoleIn,
+    ThresholdIn,
+)
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import get_spec
@@ -92,3 +100,17 @@ def chunk_preview(
         offset=offset,
         limit=limit,
     )
+
+
+@router.get("/embedding-cache", response_model=EmbeddingCacheOut)
+def embedding_cache(settings: SettingsDep) -> EmbeddingCacheOut:
+    """The embedding cache file of this data directory: every text is embedded once per model."""
+    return service.embedding_cache_stats(settings)
+
+
+@router.delete("/embedding-cache", response_model=EmbeddingCacheClearedOut, responses={500: {"model": ErrorOut}})
+def clear_embedding_cache(
+    settings: SettingsDep, model_id: str | None = Query(None, description="Only this model's vectors")
+) -> EmbeddingCacheClearedOut:
+    """Forget cached embeddings (all, or one model's); they are computed again when next needed."""
+    return service.clear_embedding_cache(settings, model_id)

@@ -46,3 +46,19 @@ class AdminHealthOut(BaseModel):
     qdrant: ComponentHealthOut
     llm: ComponentHealthOut
     collections: int | None = Field(None, description="Qdrant collections, when Qdrant answered")
+
+
+class EmbeddingCacheOut(BaseModel):
+    """The data directory's embedding cache file: entries per model, bytes used and its bound."""
+
+    path: str
+    entries: int
+    bytes: int
+    max_bytes: int
+    models: dict[str, int]
+    enabled: bool = True
+
+
+class EmbeddingCacheClearedOut(BaseModel):
+    removed: int
+    model_id: str | None = None

@@ -5,9 +5,15 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from chunkbench import __version__
-from chunkbench.admin.schemas import AdminHealthOut, ComponentHealthOut
+from chunkbench.admin.schemas import (
+    AdminHealthOut,
+    ComponentHealthOut,
+    EmbeddingCacheClearedOut,
+    EmbeddingCacheOut,
+)
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
+from chunkbench.embedding.cache import EMBEDDINGS, disk_cache
 from chunkbench.indexing import service as chunking
 from chunkbench.indexing.schemas import ChunkOut, ChunkPreviewOut, StrategyRunOut
 from chunkbench.llm.client import get_llm_client
@@ -120,3 +126,20 @@ def _llm_health(settings: Settings) -> ComponentHealthOut:
     return ComponentHealthOut(
         status="reachable", ok=True, detail=f"{client.base_url} answers, model '{client.model}'{served}"
     )
+
+
+def embedding_cache_stats(settings: Settings) -> EmbeddingCacheOut:
+    """The cache file's figures (entries per model, bytes, bound); an empty answer when the disk cache is off."""
+    disk = disk_cache(settings)
+    if disk is None:
+        path = str(settings.embedding_cache_path)
+        return EmbeddingCacheOut(path=path, entries=0, bytes=0, max_bytes=0, models={}, enabled=False)
+    return EmbeddingCacheOut(**disk.stats())
+
+
+def clear_embedding_cache(settings: Settings, model_id: str | None = None) -> EmbeddingCacheClearedOut:
+    """Forget the cached vectors of every model (or one) in memory and on disk."""
+    EMBEDDINGS.clear(model_id)
+    disk = disk_cache(settings)
+    removed = disk.clear(model_id) if disk is not None else 0
+    return EmbeddingCacheClearedOut(removed=removed, model_id=model_id)

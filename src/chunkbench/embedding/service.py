@@ -18,10 +18,10 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from chunkbench.config import Settings, get_settings
+from chunkbench.embedding.cache import EMBEDDINGS
 from chunkbench.embedding.providers import (
     MPNET_ID,
     MPNET_INSTALL_COMMAND,
-    get_provider,
     local_model_available,
 )
 from chunkbench.embedding.registry import (
@@ -214,13 +214,14 @@ def list_models(session: Session, settings: Settings | None = None) -> dict[str,
 
 
 def embed_texts(spec: EmbeddingModelSpec, texts: Sequence[str], purpose: Purpose, settings: Settings) -> np.ndarray:
-    """float32 ``(len(texts), spec.dimension)`` array of L2-normalised embeddings."""
-    return get_provider(spec, settings).embed(texts, purpose)
+    """float32 ``(len(texts), spec.dimension)`` array of L2-normalised embeddings (each text embedded once: the
+    embedding cache)."""
+    return EMBEDDINGS.embed(spec, texts, purpose, settings)
 
 
 def embed_query(spec: EmbeddingModelSpec, text: str, settings: Settings) -> np.ndarray:
     """The normalised embedding of one search query, shape ``(spec.dimension,)``."""
-    return get_provider(spec, settings).embed([text], "query")[0]
+    return EMBEDDINGS.embed(spec, [text], "query", settings)[0]
 
 
 @dataclass(frozen=True)

@@ -213,7 +213,9 @@ def process(
     if as_json:
         print_json(result.model_dump(mode="json"))
     else:
-        table = Table("strategy", "status", "chunks", "median tok", "p95 tok", "tiny", "mid-sentence", "time", "error")
+        table = Table(
+            "strategy", "status", "chunks", "median tok", "p95 tok", "tiny", "mid-sentence", "> window", "time", "error"
+        )
         for outcome in [*result.completed, *result.failed]:
             tokens = outcome.diagnostics.get("tokens", {})
             table.add_row(
@@ -222,6 +224,7 @@ def process(
                 str(outcome.chunk_count) if outcome.status == "completed" else "",
                 _num(tokens.get("median")), _num(tokens.get("p95")),
                 _pct(outcome.diagnostics.get("tiny_share")), _pct(outcome.diagnostics.get("mid_sentence_share")),
+                _pct(outcome.diagnostics.get("window", {}).get("chunk_share")),
                 f"{outcome.duration_ms / 1000:.1f}s", outcome.message or "",
             )  # fmt: skip
         out.print(table)
@@ -256,7 +259,7 @@ def chunks(
         with database.session() as session:
             document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
             preview = admin.chunk_preview(
-                session, vector_store(settings), document_id, strategy, tenant_id=DEFAULT_TENANT,
+                session, settings, vector_store(settings), document_id, strategy, tenant_id=DEFAULT_TENANT,
                 corpus_model_id=corpus_model, offset=offset, limit=limit,
             )  # fmt: skip
     except ChunkbenchError as exc:
@@ -276,12 +279,19 @@ def chunks(
             f"tokens min {tokens['min']} · median {tokens['median']:g} · p95 {tokens['p95']:g} · max {tokens['max']}"
             f" · tiny {diagnostics['tiny_share']:.0%} · mid-sentence {diagnostics['mid_sentence_share']:.0%}"
         )
-    table = Table("#", "start–end", "tokens", "headings", "text")
+    if window := diagnostics.get("window"):
+        out.print(
+            f"beyond {window['model_id']}'s {window['window_tokens']}-token window: {window['chunk_share']:.0%} of the "
+            f"chunks, {window['token_share']:.0%} of their tokens (embedded from their first window only)"
+        )
+    table = Table("#", "start–end", "tokens", "model tok", "headings", "text")
     for chunk in preview.chunks:
         label = f"p{chunk.chunk_index}" if chunk.is_parent else str(chunk.chunk_index)
         excerpt = " ".join(chunk.text.split())
+        model = "" if chunk.model_tokens is None else str(chunk.model_tokens)
         table.add_row(
             label, f"{chunk.start_index}–{chunk.end_index}", str(chunk.token_count),
+            f"[yellow]{model} > window[/yellow]" if chunk.beyond_window else model,
             " > ".join(chunk.heading_path), excerpt[:80] + ("…" if len(excerpt) > 80 else ""),
         )  # fmt: skip
     out.print(table)

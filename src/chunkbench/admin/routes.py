@@ -82,6 +82,7 @@ def delete_collection(name: str, store: VectorStoreDep, session: SessionDep) -> 
 def chunk_preview(
     document_id: str,
     session: SessionDep,
+    settings: SettingsDep,
     store: VectorStoreDep,
     tenant_id: TenantDep,
     strategy: StrategyName = Query(...),
@@ -92,6 +93,7 @@ def chunk_preview(
     """Chunk Preview: the indexed chunks with exact offsets, and the run's diagnostics."""
     return service.chunk_preview(
         session,
+        settings,
         store,
         document_id,
         strategy,

@@ -14,6 +14,8 @@ from chunkbench.admin.schemas import (
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.cache import EMBEDDINGS, disk_cache
+from chunkbench.embedding.registry import get_spec
+from chunkbench.embedding.window import window_report
 from chunkbench.indexing import service as chunking
 from chunkbench.indexing.schemas import ChunkOut, ChunkPreviewOut, StrategyRunOut
 from chunkbench.llm.client import get_llm_client
@@ -34,6 +36,7 @@ def clear_collection(session: Session, store: VectorStore, name: str, *, delete:
 
 def chunk_preview(
     session: Session,
+    settings: Settings,
     store: VectorStore,
     document_id: str,
     strategy: StrategyName,
@@ -55,6 +58,8 @@ def chunk_preview(
         strategy.value, model_id, tenant_id=tenant_id, document_id=document_id, include_parents=True
     )
     run = chunking.latest_run(session, document_id, strategy, model_id, tenant_id=tenant_id)
+    chunks = [ChunkOut.model_validate(payload) for payload in payloads[offset : offset + limit]]
+    window = _window(settings, model_id, payloads[offset : offset + limit], chunks)
     return ChunkPreviewOut(
         document_id=document_id,
         strategy=strategy,
@@ -62,11 +67,25 @@ def chunk_preview(
         collection=collection_name(strategy, model_id),
         run=StrategyRunOut.model_validate(run) if run is not None else None,
         diagnostics=run.diagnostics if run is not None else {},
+        window_tokens=window,
         total=len(payloads),
         offset=offset,
         limit=limit,
-        chunks=[ChunkOut.model_validate(payload) for payload in payloads[offset : offset + limit]],
+        chunks=chunks,
     )
+
+
+def _window(settings: Settings, model_id: str, payloads: list[dict], chunks: list[ChunkOut]) -> int | None:
+    """Mark the page's searchable chunks that pass the Corpus model's window (what it embedded: the enriched text
+    when there is one); the window, or None when the model cannot tell."""
+    searchable = [(payload, chunk) for payload, chunk in zip(payloads, chunks, strict=True) if not chunk.is_parent]
+    texts = [payload.get("enriched_content") or payload.get("text", "") for payload, _ in searchable]
+    report = window_report(get_spec(model_id), texts, settings) if texts else None
+    if report is None:
+        return None
+    for (_, chunk), count, beyond in zip(searchable, report.token_counts, report.beyond, strict=True):
+        chunk.model_tokens, chunk.beyond_window = count, beyond
+    return report.window
 
 
 def health(database: Database, settings: Settings) -> AdminHealthOut:

@@ -24,6 +24,7 @@ import numpy as np
 from chunkbench.config import Settings
 from chunkbench.embedding.registry import EmbeddingModelSpec, Purpose
 from chunkbench.errors import EmbeddingError, InvalidRequestError
+from chunkbench.text.tokens import get_tokenizer
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -88,6 +89,16 @@ class EmbeddingProvider(ABC):
     @abstractmethod
     def _embed(self, texts: list[str]) -> np.ndarray:
         """Embed non-empty, already prefixed texts."""
+
+    def input_tokens(self, texts: Sequence[str], purpose: Purpose = "document") -> tuple[list[int], int, str] | None:
+        """How many of the model's own tokens each text is (task prefix and special tokens included), the model's
+        window, and what counted them; None when this provider cannot tell."""
+        if self.spec.max_input_tokens is None:
+            return None
+        tokenizer = get_tokenizer()
+        counts = tokenizer.count_many(apply_task_prefixes(self.spec, texts, purpose))
+        exact = self.spec.provider == "openai"  # OpenAI's embedding models read cl100k tokens
+        return list(counts), self.spec.max_input_tokens, "cl100k" if exact else "cl100k (approximate)"
 
 
 # --------------------------------------------------------------------------- local models
@@ -267,6 +278,15 @@ class LocalProvider(EmbeddingProvider):
     @property
     def model(self) -> SentenceTransformer:
         return load_local_model(self.spec, self._settings).model
+
+    def input_tokens(self, texts: Sequence[str], purpose: Purpose = "document") -> tuple[list[int], int, str] | None:
+        """Counted with the model's own tokenizer; the window is the model's ``max_seq_length``."""
+        model = self.model
+        # verbose=False: counting a text past the window is the point here, not a mistake to warn about.
+        encoded = model.tokenizer(
+            apply_task_prefixes(self.spec, texts, purpose), add_special_tokens=True, verbose=False
+        )
+        return [len(ids) for ids in encoded["input_ids"]], int(model.max_seq_length), "model tokenizer"
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         loaded = load_local_model(self.spec, self._settings)

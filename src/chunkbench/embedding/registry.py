@@ -43,6 +43,9 @@ class EmbeddingModelSpec:
     # Texts per request (remote) or per forward pass (local).
     batch_size: int
     task_prefixes: TaskPrefixes | None = None
+    # The model's input window in its own tokens (word pieces for BERT-style models, special tokens included): a
+    # longer text is embedded from its first window only. None: unknown.
+    max_input_tokens: int | None = None
 
     @property
     def is_local(self) -> bool:
@@ -69,6 +72,7 @@ _MODELS: tuple[EmbeddingModelSpec, ...] = (
         # text (15–40% of boundaries in prose, more in a speech), not inside every paragraph.
         default_semantic_threshold=0.3,
         batch_size=LOCAL_BATCH_SIZE,
+        max_input_tokens=256,
     ),
     EmbeddingModelSpec(
         id="all-mpnet-base-v2",
@@ -79,6 +83,7 @@ _MODELS: tuple[EmbeddingModelSpec, ...] = (
         # Same training recipe and cosine range as MiniLM.
         default_semantic_threshold=0.3,
         batch_size=LOCAL_BATCH_SIZE,
+        max_input_tokens=384,
     ),
     EmbeddingModelSpec(
         id="text-embedding-3-small",
@@ -88,6 +93,7 @@ _MODELS: tuple[EmbeddingModelSpec, ...] = (
         display_name="OpenAI text-embedding-3-small",
         default_semantic_threshold=0.3,
         batch_size=OPENAI_BATCH_SIZE,
+        max_input_tokens=8191,
     ),
     EmbeddingModelSpec(
         id="text-embedding-3-large",
@@ -97,6 +103,7 @@ _MODELS: tuple[EmbeddingModelSpec, ...] = (
         display_name="OpenAI text-embedding-3-large",
         default_semantic_threshold=0.3,
         batch_size=OPENAI_BATCH_SIZE,
+        max_input_tokens=8191,
     ),
     EmbeddingModelSpec(
         id="nomic-embed-text-v2-moe",
@@ -108,6 +115,7 @@ _MODELS: tuple[EmbeddingModelSpec, ...] = (
         default_semantic_threshold=0.6,
         batch_size=OLLAMA_BATCH_SIZE,
         task_prefixes=TaskPrefixes(document="search_document: ", query="search_query: "),
+        max_input_tokens=512,
     ),
 )
 

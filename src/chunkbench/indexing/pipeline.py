@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from chunkbench.chunking.base import Chunk, ChunkingInput, ChunkingStrategy
@@ -20,6 +20,7 @@ from chunkbench.config import Settings
 from chunkbench.embedding.cache import EMBEDDINGS, EmbeddingCache
 from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.embedding.sparse import Bm25Encoder
+from chunkbench.embedding.window import WindowReport, window_report
 from chunkbench.errors import ChunkingError
 from chunkbench.guard.injection import InjectionDetector
 from chunkbench.observability.metrics import INJECTIONS_FLAGGED_CHUNKS
@@ -51,13 +52,18 @@ class IndexedDocument:
     document: ChunkingInput
     chunks: list[Chunk]  # parents included when the plan keeps them
     flagged: int  # chunks flagged as possible prompt injection
+    # The searchable chunks against the Corpus model's input window (None: the model's window is unknown).
+    window: WindowReport | None = None
 
     @property
     def searchable(self) -> list[Chunk]:
         return [chunk for chunk in self.chunks if not chunk.is_parent]
 
     def diagnostics(self) -> dict[str, Any]:
-        return diagnose(self.chunks, self.document.markdown)
+        diagnostics = diagnose(self.chunks, self.document.markdown)
+        if self.window is not None:
+            diagnostics["window"] = self.window.summary()
+        return diagnostics
 
 
 @dataclass
@@ -111,6 +117,7 @@ def index_documents(
     report("embed", 0, len(texts))
     dense = cache.embed(corpus, texts, "document", settings)
     sparse = Bm25Encoder().encode_documents(texts)
+    _attach_windows(indexed, window_report(corpus, texts, settings))
     report("embed", len(texts), len(texts))
     timings["embed"] = time.perf_counter() - started
 
@@ -134,6 +141,17 @@ def index_documents(
     flagged = sum(item.flagged for item in indexed)
     details = {**strategy.run_details(), **({"injection_flagged_chunks": flagged} if plan.detector else {})}
     return IndexedRun(collection, indexed, details, timings)
+
+
+def _attach_windows(indexed: list[IndexedDocument], report: WindowReport | None) -> None:
+    """Each document's slice of the window report (the texts were embedded in document order)."""
+    if report is None:
+        return
+    row = 0
+    for item in indexed:
+        count = len(item.searchable)
+        item.window = replace(report, token_counts=report.token_counts[row : row + count])
+        row += count
 
 
 def screen_chunks(chunks: list[Chunk], detector: InjectionDetector) -> int:

@@ -90,6 +90,10 @@ class ChunkOut(BaseModel):
     # The prompt-injection verdict taken at processing time (None: indexed before the guard existed).
     injection_risk: float | None = None
     injection_reasons: list[str] = []
+    # The chunk's length in the Corpus model's own tokens, and whether it passes the model's input window (the
+    # model embeds only the first window); None when the model's window is unknown. Parents are not embedded.
+    model_tokens: int | None = None
+    beyond_window: bool | None = None
 
 
 class ChunkPreviewOut(BaseModel):
@@ -99,6 +103,8 @@ class ChunkPreviewOut(BaseModel):
     collection: str
     run: StrategyRunOut | None
     diagnostics: dict[str, Any]
+    # The Corpus model's input window in its tokens (None: unknown) and how the chunks were counted.
+    window_tokens: int | None = None
     total: int
     offset: int
     limit: int

@@ -458,6 +458,7 @@ function RunTable({ runs }) {
   return html`<div style="overflow-x:auto"><table class="data" aria-label="Strategy outcomes">
     <thead><tr><th>strategy</th><th>status</th><th class="num">chunks</th><th class="num">median tok</th>
       <th class="num">p95 tok</th><th class="num">tiny</th><th class="num">mid-sentence</th><th class="num">coverage</th>
+      <th class="num" title="Chunks longer than the Corpus model's input window: embedded from their first window only">beyond window</th>
       <th class="num">time</th></tr></thead>
     <tbody>${runs.map((r) => {
       const d = r.diagnostics || {};
@@ -471,6 +472,7 @@ function RunTable({ runs }) {
         <td class="num">${pct(d.tiny_share)}</td>
         <td class="num">${pct(d.mid_sentence_share)}</td>
         <td class="num">${fmt(d.coverage_ratio, 2)}</td>
+        <td class="num">${d.window ? html`<span class=${d.window.chunks_beyond ? "badge warn" : ""}>${pct(d.window.chunk_share)}</span>` : "—"}</td>
         <td class="num">${r.ms === null || r.ms === undefined ? "—" : `${(r.ms / 1000).toFixed(1)} s`}</td>
       </tr>`;
     })}</tbody>
@@ -538,6 +540,9 @@ function Diagnostics({ run }) {
     <dt>tiny chunks</dt><dd>${pct(d.tiny_share)} under ${d.tiny_threshold_tokens ?? 32} tokens</dd>
     <dt>mid-sentence ends</dt><dd>${pct(d.mid_sentence_share)}</dd>
     <dt>coverage</dt><dd>${fmt(d.coverage_ratio, 2)} × the document${d.coverage_ratio > 1.001 ? " (overlap)" : ""}</dd>
+    ${d.window ? html`<dt>model window</dt><dd data-testid="window-diagnostics">${pct(d.window.chunk_share)} of the chunks
+      (${pct(d.window.token_share)} of their tokens) are longer than ${d.window.model_id}'s ${fmtInt(d.window.window_tokens)}-token
+      window${d.window.chunks_beyond ? ": the model embeds them from their first window only" : ""}</dd>` : null}
     <dt>parameters</dt><dd class="mono">${JSON.stringify(run.params)}</dd>
     <dt>models</dt><dd>corpus ${run.corpus_model_id}${run.boundary_model_id ? ` · boundary ${run.boundary_model_id}` : ""}</dd>
     <dt>time</dt><dd>${run.duration_ms === null ? "—" : `${(run.duration_ms / 1000).toFixed(1)} s`}</dd>
@@ -560,9 +565,10 @@ function ChunkText({ text, chunks, total, offset }) {
       parts.push(html`<span class="chunk-mark" title=${`end of chunk ${c.chunk_index}`}>⟧</span>`);
     }
     for (const c of drawn) if (c.start_index === at) {
-      parts.push(html`<span class="chunk-mark" data-chunk=${c.chunk_index}
-        title=${`chunk ${c.chunk_index} · ${c.token_count} tokens${c.heading_path?.length ? ` · ${c.heading_path.join(" › ")}` : ""}`}
-        >⟦${c.chunk_index}</span>`);
+      const beyond = c.beyond_window ? ` · ${c.model_tokens} model tokens: beyond the window, embedded from its start only` : "";
+      parts.push(html`<span class=${c.beyond_window ? "chunk-mark beyond" : "chunk-mark"} data-chunk=${c.chunk_index}
+        title=${`chunk ${c.chunk_index} · ${c.token_count} tokens${beyond}${c.heading_path?.length ? ` · ${c.heading_path.join(" › ")}` : ""}`}
+        >⟦${c.chunk_index}${c.beyond_window ? "⚠" : ""}</span>`);
     }
     if (i === points.length - 1) break;
     const end = points[i + 1];

@@ -10,6 +10,12 @@ embedding cache, as ``eval chroma`` does, so a configuration's embed time counts
 configuration embedded; the model is loaded before timing starts. The run also refreshes
 ``bench/results/chroma_reproduce.json`` (the reproduction table) from the same results.
 
+Section ``eval_chroma_vs_raw``: how close ``eval chroma`` (all six configurations) comes to the embedding limit.
+The same run measures raw ``SentenceTransformer.encode`` of the distinct chunk texts of the six configurations
+(the embedding work no pipeline can avoid), then ``eval chroma`` cold (empty embedding cache, in a fresh data
+directory) and warm (the same data directory, memory cleared and the cache file reopened, as a second process
+would find it). Ratios: cold / raw encode, warm / cold; the warm figures must equal the cold ones.
+
 Results go to ``bench/results/eval.json`` as ``{section name: section}``; running a section replaces only
 that section, so other sections (other scripts or later additions here) are kept.
 
@@ -76,6 +82,86 @@ def eval_chroma() -> dict[str, Any]:
     }
 
 
+def _distinct_chunk_texts(corpora: dict[str, str], configs: list[Any], settings: Any) -> list[str]:
+    """Every distinct text the six configurations embed as chunks, in first-seen order."""
+    from chunkbench.chunking.base import ChunkingInput, defaults_from_settings, strategy_class, validate_params
+    from chunkbench.models import DocumentTree, NodeType, TreeNode
+
+    texts: dict[str, None] = {}
+    for config in configs:
+        params = validate_params(
+            config.strategy, {**defaults_from_settings(config.strategy, settings), **config.params}
+        )
+        strategy = strategy_class(config.strategy)(params)
+        for document_id, text in corpora.items():
+            tree = DocumentTree(root=TreeNode(node_type=NodeType.DOCUMENT, start_index=0, end_index=len(text)))
+            document = ChunkingInput(document_id=document_id, document_name=document_id, markdown=text, tree=tree)
+            texts.update(dict.fromkeys(c.embedding_text for c in strategy.chunk(document) if not c.is_parent))
+    return list(texts)
+
+
+def eval_chroma_vs_raw() -> dict[str, Any]:
+    """``eval chroma`` cold and warm against raw ``SentenceTransformer.encode`` of its distinct chunk texts."""
+    import tempfile
+
+    from chunkbench.config import Settings
+    from chunkbench.embedding.cache import EMBEDDINGS, close_disk_caches
+    from chunkbench.embedding.providers import get_provider
+    from chunkbench.embedding.registry import get_spec
+    from chunkbench.evaluation.chroma import CHROMA_CONFIGS, CHROMA_MODEL, load_chroma, run_chroma
+
+    spec = get_spec(CHROMA_MODEL)
+    with tempfile.TemporaryDirectory(prefix="chunkbench-bench-") as tmp:
+        settings = Settings(_env_file=None, data_dir=Path(tmp) / "data")
+        model = get_provider(spec, settings).model  # loaded before any timing
+        model.encode(["warm-up"], normalize_embeddings=True)
+        _folder, corpora, questions = load_chroma()
+        texts = _distinct_chunk_texts(corpora, list(CHROMA_CONFIGS), settings)
+        started = time.perf_counter()
+        model.encode(texts, batch_size=spec.batch_size, normalize_embeddings=True, convert_to_numpy=True)
+        raw = time.perf_counter() - started
+
+        runs: dict[str, Any] = {}
+        for label in ("cold", "warm"):
+            EMBEDDINGS.clear()
+            close_disk_caches()  # the warm run finds only the cache file, as a new process would
+            embedded_before = EMBEDDINGS.embedded
+            started = time.perf_counter()
+            results = run_chroma(list(CHROMA_CONFIGS), settings=settings)
+            runs[label] = {
+                "seconds": round(time.perf_counter() - started, 2),
+                "texts_embedded": EMBEDDINGS.embedded - embedded_before,
+                "figures": {r["name"]: {k: r["ours"][k] for k in ("recall", "iou", "precision")} for r in results},
+                "stages": {stage: round(sum(r["ours"]["timings"][stage] for r in results), 2) for stage in STAGES},
+            }
+        close_disk_caches()
+    identical = runs["cold"]["figures"] == runs["warm"]["figures"]
+    cold, warm = runs["cold"]["seconds"], runs["warm"]["seconds"]
+    print(f"\neval chroma (6 configurations, {len(questions)} questions) against raw encode of its "
+          f"{len(texts)} distinct chunk texts")  # fmt: skip
+    print(f"{'run':<22} {'seconds':>8} {'× raw':>7} {'embedded':>9}  stages (s)")
+    print(f"{'raw encode':<22} {raw:>8.1f} {1.0:>7.2f} {len(texts):>9}")
+    for label in ("cold", "warm"):
+        run = runs[label]
+        stages = " ".join(f"{k} {v:.1f}" for k, v in run["stages"].items())
+        print(f"{'eval chroma ' + label:<22} {run['seconds']:>8.1f} {run['seconds'] / raw:>7.2f} "
+              f"{run['texts_embedded']:>9}  {stages}")  # fmt: skip
+    print(f"cold / raw {cold / raw:.2f} (target ≤ 1.3) · warm / cold {warm / cold:.2f} (target ≤ 0.2) · "
+          f"figures identical: {identical}")  # fmt: skip
+    return {
+        "what": "eval chroma, six MiniLM configurations, one process; raw = SentenceTransformer.encode of the "
+        "distinct chunk texts (model loaded before timing); warm = same data dir, memory cleared, cache file reopened",
+        "cpu_count": os.cpu_count(),
+        "distinct_chunk_texts": len(texts),
+        "raw_encode_seconds": round(raw, 2),
+        "runs": {label: {k: v for k, v in run.items() if k != "figures"} for label, run in runs.items()},
+        "cold_over_raw": round(cold / raw, 3),
+        "warm_over_cold": round(warm / cold, 3),
+        "figures_identical": identical,
+        "figures": runs["cold"]["figures"],
+    }
+
+
 def benchmark_concurrency() -> dict[str, Any]:
     """Benchmark wall time against a scripted LLM answering in 200 ms: serial vs bounded concurrency."""
     import tempfile
@@ -138,6 +224,7 @@ def benchmark_concurrency() -> dict[str, Any]:
 
 SECTIONS: dict[str, Callable[[], dict[str, Any]]] = {
     "eval_chroma": eval_chroma,
+    "eval_chroma_vs_raw": eval_chroma_vs_raw,
     "benchmark_concurrency": benchmark_concurrency,
 }
 

@@ -198,12 +198,15 @@ def raw_worker(data_dir: Path, document_id: str, chunk_count: int) -> None:
     close_vector_stores()
 
 
-def compare(questions: list[str], sides: dict[str, Side]) -> dict[str, Any]:
+def compare(questions: list[str], sides: dict[str, Side], mode: str) -> dict[str, Any]:
     """Every side on every question, alternating the order; p50/p95 and ratios to ``raw``.
 
     A first pass over all questions warms every side up and is kept as ``http_first_pass``: the first time a
-    chunk comes back, the extractive answerer embeds its sentences (cached after that). The timed pass is the
-    steady state of a document asked many questions (a benchmark run, a chatbot after its first questions).
+    chunk comes back, the extractive answerer embeds its sentences (cached after that). The timed pass asks
+    each side questions no cache has seen (the question with the side's name appended: every side embeds it
+    with the model, as the first time a user asks), so the ratio is the pipeline's overhead over a real
+    embedding + search; ``repeated`` then asks the warm-up questions again (their vectors come from the
+    embedding cache on both sides).
     """
     first_pass: list[float] = []
     for question in questions:
@@ -211,6 +214,16 @@ def compare(questions: list[str], sides: dict[str, Side]) -> dict[str, Any]:
             ms, _, _ = side(question)
             if name == "http":
                 first_pass.append(ms)
+    result = _timed(sides, lambda question, name: f"{question} ({mode}, {name} side)", questions)
+    result["http_first_pass"] = p50_p95(first_pass)
+    repeated = _timed(sides, lambda question, name: question, questions)
+    result["repeated"] = {"raw": repeated["raw"], "http_total": repeated["http_total"]}
+    result["meets_target"] = result["http_total"]["ratio_p50"] <= TARGET_RATIO
+    return result
+
+
+def _timed(sides: dict[str, Side], ask: Callable[[str, str], str], questions: list[str]) -> dict[str, Any]:
+    """One timed pass: ``ask(question, side name)`` is what each side is asked."""
     wall: dict[str, list[float]] = {name: [] for name in sides}
     answer: dict[str, list[float]] = {name: [] for name in sides}
     stages: dict[str, list[float]] = {}
@@ -218,7 +231,7 @@ def compare(questions: list[str], sides: dict[str, Side]) -> dict[str, Any]:
     for index, question in enumerate(questions):
         # Alternate which goes first so neither side always runs on a warmer cache.
         for name in names if index % 2 == 0 else names[::-1]:
-            ms, generate_ms, breakdown = sides[name](question)
+            ms, generate_ms, breakdown = sides[name](ask(question, name))
             wall[name].append(ms)
             answer[name].append(generate_ms)
             if name == "http" and breakdown:
@@ -234,7 +247,7 @@ def compare(questions: list[str], sides: dict[str, Side]) -> dict[str, Any]:
             "ratio_p95": round(stats["p95_ms"] / raw_stats["p95_ms"], 3),
         }
 
-    result: dict[str, Any] = {"raw": raw_stats, "http_first_pass": p50_p95(first_pass)}
+    result: dict[str, Any] = {"raw": raw_stats}
     for name in names:
         if name == "raw":
             continue
@@ -242,7 +255,7 @@ def compare(questions: list[str], sides: dict[str, Side]) -> dict[str, Any]:
         result[f"{name}_without_generate"] = ratio([w - g for w, g in zip(wall[name], answer[name], strict=True)])
     if stages:
         result["http_embed_plus_search_stages"] = ratio(
-            [e + s for e, s in zip(stages["embed"], stages["search"], strict=True)]
+            [e + s for e, s in zip(stages.get("embed", [0.0] * len(stages["search"])), stages["search"], strict=True)]
         )
         # What the pipeline's own clock does not see: request entry, saving the query, the response, transport.
         result["http_outside_pipeline_ms"] = p50_p95(
@@ -250,7 +263,6 @@ def compare(questions: list[str], sides: dict[str, Side]) -> dict[str, Any]:
         )
         result["stage_p50_ms"] = {stage: round(percentile(values, 50), 2) for stage, values in stages.items()}
         result["stage_p95_ms"] = {stage: round(percentile(values, 95), 2) for stage, values in stages.items()}
-    result["meets_target"] = result["http_total"]["ratio_p50"] <= TARGET_RATIO
     return result
 
 
@@ -306,6 +318,7 @@ def bench_pipeline(corpus: Path, questions: list[str], tmp: Path) -> dict[str, A
                 "in_process": in_process,
                 "raw": raw_side(store, settings, document_id, chunk_count),
             },
+            "same interpreter",
         )
     close_vector_stores()
 
@@ -313,7 +326,7 @@ def bench_pipeline(corpus: Path, questions: list[str], tmp: Path) -> dict[str, A
     shutil.copytree(settings.qdrant_path, Settings(_env_file=None, data_dir=raw_dir).qdrant_path)
     print("  separate processes: chunkbench serve; the raw path in its own process on a copy of the Qdrant folder")
     with served_process(settings.data_dir) as base_url, raw_process(raw_dir, document_id, chunk_count) as raw:
-        separate = compare(questions, {"http": http_side(base_url, document_id), "raw": raw})
+        separate = compare(questions, {"http": http_side(base_url, document_id), "raw": raw}, "separate processes")
     close_vector_stores()
     return {
         "corpus": str(corpus),
@@ -338,7 +351,10 @@ ROWS = (
 
 def print_table(pipeline: dict[str, Any], corpus: Path) -> None:
     print(f"{corpus.name}: {pipeline['document_chunks']} {STRATEGY} chunks, dense, top_k {TOP_K},")
-    print(f"  {pipeline['questions']} questions after a warm-up pass over them, extractive answers")
+    print(
+        f"  {pipeline['questions']} questions after a warm-up pass over them, extractive answers; timed questions are"
+    )
+    print("  new to every cache (each side embeds them with the model); 'repeated' asks the warm-up questions again")
     for mode, title in (
         ("same_interpreter", "same interpreter (uvicorn thread, raw path on the server's vector store)"),
         ("separate_processes", "separate processes (chunkbench serve; raw path in its own process, Qdrant copy)"),
@@ -364,6 +380,11 @@ def print_table(pipeline: dict[str, Any], corpus: Path) -> None:
                 f"  outside the pipeline's clock (request entry, save, response, transport): p50 "
                 f"{outside['p50_ms']:.1f} ms, p95 {outside['p95_ms']:.1f} ms"
             )
+        repeated = rows["repeated"]
+        print(
+            f"  repeated questions (vectors from the embedding cache): raw p50 {repeated['raw']['p50_ms']:.1f} ms, "
+            f"POST /queries p50 {repeated['http_total']['p50_ms']:.1f} ms"
+        )
         verdict = "meets" if rows["meets_target"] else "MISSES"
         print(
             f"  POST /queries total is {rows['http_total']['ratio_p50']:.2f}× raw at p50: {verdict} ≤ {TARGET_RATIO}×"

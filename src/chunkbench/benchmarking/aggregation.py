@@ -10,8 +10,10 @@ import numpy as np
 from chunkbench.benchmarking import cost as pricing
 from chunkbench.benchmarking.decision import decide
 from chunkbench.benchmarking.experiments import cells, get
+from chunkbench.benchmarking.model import question_from_json
 from chunkbench.benchmarking.schemas import METRIC_DIRECTIONS
 from chunkbench.config import Settings
+from chunkbench.evaluation.questions import BenchmarkQuestion
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import ExperimentRow, utcnow
 from chunkbench.text.tokens import count_tokens
@@ -39,12 +41,12 @@ def _numeric(value: Any) -> float | None:
 
 
 def aggregate(
-    configurations: Sequence[dict[str, Any]], questions: Sequence[dict[str, Any]], results: Sequence[dict[str, Any]],
+    configurations: Sequence[dict[str, Any]], questions: Sequence[BenchmarkQuestion], results: Sequence[dict[str, Any]],
     *, seed: int, resamples: int,
     llm_model: str | None, llm_provider: str, settings: Settings,
 ) -> dict[str, dict[str, Any]]:  # fmt: skip
     """Per configuration: every metric's mean, SD, interval and count; failures; latency; tokens; cost."""
-    order = {question["id"]: position for position, question in enumerate(questions)}
+    order = {question.id: position for position, question in enumerate(questions)}
     by_key: dict[str, list[dict[str, Any]]] = {c["key"]: [] for c in configurations}
     # Plan order, not completion order: concurrent cells finish in any order, the figures must not depend on it.
     for result in sorted(results, key=lambda r: order.get(r["question_id"], len(order))):
@@ -84,7 +86,7 @@ def aggregate(
 
 
 def decision_for(
-    questions: Sequence[dict[str, Any]],
+    questions: Sequence[BenchmarkQuestion],
     configurations: Sequence[dict[str, Any]],
     results: Sequence[dict[str, Any]],
     aggregates: dict[str, dict[str, Any]],
@@ -99,7 +101,7 @@ def decision_for(
     for configuration in configurations:
         column: list[float | None] = []
         for question in questions:
-            result = by_cell.get((configuration["key"], question["id"]))
+            result = by_cell.get((configuration["key"], question.id))
             value = None if result is None or result["status"] != "ok" else result["metrics"].get(metric)
             column.append(_numeric(value))
         scores[configuration["key"]] = column
@@ -125,13 +127,14 @@ def finalize(database: Database, settings: Settings, experiment_id: str, *, tena
         seed = int(config.get("seed", 0))
         resamples = int(row.provenance.get("bootstrap_resamples", settings.benchmark_bootstrap_resamples))
         llm_model = row.provenance.get("llm_model")
+        questions = [question_from_json(q) for q in row.questions]
         aggregates = aggregate(
-            row.configurations, row.questions, results, seed=seed, resamples=resamples, llm_model=llm_model,
+            row.configurations, questions, results, seed=seed, resamples=resamples, llm_model=llm_model,
             llm_provider=pricing.llm_provider(settings), settings=settings,
         )  # fmt: skip
         row.aggregate_metrics = aggregates
         row.decision = decision_for(
-            row.questions, row.configurations, results, aggregates,
+            questions, row.configurations, results, aggregates,
             metric=config["primary_metric"], seed=seed, resamples=resamples,
         )  # fmt: skip
         prompt = sum(a["tokens"]["prompt"] for a in aggregates.values())
@@ -141,7 +144,7 @@ def finalize(database: Database, settings: Settings, experiment_id: str, *, tena
             "estimated_usd": None,
             "actual_usd": None if any(c is None for c in costs) else round(sum(costs), 6),
             "tokens": {
-                "embedding": _embedded_tokens(row.questions, results),
+                "embedding": _embedded_tokens(questions, results),
                 "prompt": prompt,
                 "completion": completion,
             },
@@ -152,13 +155,15 @@ def finalize(database: Database, settings: Settings, experiment_id: str, *, tena
         return row
 
 
-def _embedded_tokens(questions: Sequence[dict[str, Any]], results: Sequence[dict[str, Any]]) -> int:
+def _embedded_tokens(questions: Sequence[BenchmarkQuestion], results: Sequence[dict[str, Any]]) -> int:
     """Corpus-model tokens a run embedded: each cell's question, and its answer and the expected answer."""
-    by_id = {q["id"]: q for q in questions}
+    by_id = {q.id: q for q in questions}
     total = 0
     for result in results:
-        question = by_id.get(result["question_id"], {})
-        total += count_tokens(question.get("question", ""))
-        if question.get("expected_answer") and result["status"] == "ok":
-            total += count_tokens(result.get("answer") or "") + count_tokens(question["expected_answer"])
+        question = by_id.get(result["question_id"])
+        if question is None:
+            continue
+        total += count_tokens(question.question)
+        if question.expected_answer and result["status"] == "ok":
+            total += count_tokens(result.get("answer") or "") + count_tokens(question.expected_answer)
     return total

@@ -25,6 +25,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from chunkbench.benchmarking import aggregation, experiments, scoring
+from chunkbench.benchmarking.model import question_from_json, question_to_json
 from chunkbench.benchmarking.questions import resolve_benchmark_questions
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.chunking.base import capabilities
@@ -33,6 +34,7 @@ from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.errors import BenchmarkError, ChunkbenchError, LlmUnavailableError
 from chunkbench.evaluation.judge import judge
+from chunkbench.evaluation.questions import BenchmarkQuestion
 from chunkbench.indexing import service as processing
 from chunkbench.jobs.service import Progress
 from chunkbench.llm.client import LlmClient, get_llm_client
@@ -102,7 +104,7 @@ class BenchmarkPlan:
     document_name: str
     name: str | None
     configurations: tuple[Configuration, ...]
-    questions: tuple[dict[str, Any], ...]
+    questions: tuple[BenchmarkQuestion, ...]
     corpus: EmbeddingModelSpec
     boundary_model_id: str | None
     judge: bool
@@ -208,25 +210,25 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
     )
 
 
-def _default_metric(questions: Sequence[dict[str, Any]], use_judge: bool) -> str:
+def _default_metric(questions: Sequence[BenchmarkQuestion], use_judge: bool) -> str:
     """Evidence spans make retrieval measurable directly; without them, the answer is what can be graded."""
-    if any(q["references"] for q in questions):
+    if any(q.references for q in questions):
         return "recall"
     if use_judge:
         return "judge_answer_similarity"
     return "answer_similarity"
 
 
-def _check_metric(metric: str, questions: Sequence[dict[str, Any]], use_judge: bool) -> None:
-    if metric in _METRICS_NEEDING_EVIDENCE and not any(q["references"] for q in questions):
+def _check_metric(metric: str, questions: Sequence[BenchmarkQuestion], use_judge: bool) -> None:
+    if metric in _METRICS_NEEDING_EVIDENCE and not any(q.references for q in questions):
         raise BenchmarkError(
             f"'{metric}' needs evidence: give questions 'references' (spans or snippets), or rank on answer_similarity."
         )
-    if metric in _METRICS_NEEDING_ANSWERS and not any(q.get("expected_answer") for q in questions):
+    if metric in _METRICS_NEEDING_ANSWERS and not any(q.expected_answer for q in questions):
         raise BenchmarkError(f"'{metric}' needs an expected_answer on the questions.")
     if metric.startswith("judge_") and not use_judge:
         raise BenchmarkError(f"'{metric}' is a judge score: configure an LLM and turn the judge on.")
-    if not any(q["references"] or q.get("expected_answer") for q in questions) and not use_judge:
+    if not any(q.references or q.expected_answer for q in questions) and not use_judge:
         raise BenchmarkError(
             "Nothing to grade: the questions have neither evidence (references) nor expected answers, and no LLM judge "
             "is configured."
@@ -268,7 +270,7 @@ def create(database: Database, settings: Settings, plan_: BenchmarkPlan) -> Expe
             name=plan_.name,
             status="running",
             benchmark_config=plan_.config(),
-            questions=list(plan_.questions),
+            questions=[question_to_json(q) for q in plan_.questions],
             configurations=[c.to_dict() for c in plan_.configurations],
             provenance=provenance(plan_, settings, document.content_hash),
             strategies_used=plan_.config()["strategies"],
@@ -334,7 +336,7 @@ def _execute(
     with database.session() as session:
         row = experiments.get(session, experiment_id, tenant_id=tenant_id)
         configurations = [Configuration.from_dict(c) for c in row.configurations]
-        questions = list(row.questions)
+        questions = [question_from_json(q) for q in row.questions]
         config = dict(row.benchmark_config)
         session.execute(
             delete(BenchmarkCellRow).where(
@@ -365,7 +367,7 @@ def _execute(
         },
         _expected_vectors(questions, corpus, settings),
     )  # fmt: skip
-    todo = [(c, q) for c in configurations for q in questions if (c.key, q["id"]) not in done]
+    todo = [(c, q) for c in configurations for q in questions if (c.key, q.id) not in done]
     total = len(configurations) * len(questions)
     finished = total - len(todo)
     report(finished / total if total else 1.0, f"{finished}/{total} cells")
@@ -386,19 +388,19 @@ def _execute(
 
 
 def _expected_vectors(
-    questions: Sequence[dict[str, Any]], corpus: EmbeddingModelSpec, settings: Settings
+    questions: Sequence[BenchmarkQuestion], corpus: EmbeddingModelSpec, settings: Settings
 ) -> dict[str, np.ndarray]:
-    with_answers = [q for q in questions if q.get("expected_answer")]
+    with_answers = [q for q in questions if q.expected_answer]
     if not with_answers:
         return {}
-    vectors = embedding.embed_texts(corpus, [q["expected_answer"] for q in with_answers], "query", settings)
-    return {q["id"]: vector for q, vector in zip(with_answers, vectors, strict=True)}
+    vectors = embedding.embed_texts(corpus, [str(q.expected_answer) for q in with_answers], "query", settings)
+    return {q.id: vector for q, vector in zip(with_answers, vectors, strict=True)}
 
 
 def _run_cells(
     context: _Context,
     experiment_id: str,
-    todo: list[tuple[Configuration, dict[str, Any]]],
+    todo: list[tuple[Configuration, BenchmarkQuestion]],
     concurrency: int,
     advanced: Any,
 ) -> None:
@@ -445,10 +447,10 @@ def _drain(context: _Context, experiment_id: str, pending: set[Future[dict[str, 
 
 
 def _cell(
-    context: _Context, configuration: Configuration, question: dict[str, Any], stop: threading.Event
+    context: _Context, configuration: Configuration, question: BenchmarkQuestion, stop: threading.Event
 ) -> dict[str, Any]:
     """Ask one question of one configuration, grade it; a domain error becomes a failed cell."""
-    base = {"question_id": question["id"], "config_key": configuration.key}
+    base = {"question_id": question.id, "config_key": configuration.key}
     if stop.is_set():
         raise BenchmarkError("The run was stopped.")
     try:
@@ -456,7 +458,7 @@ def _cell(
             QueryRepository(connection, context.tenant_id).query_target(context.document_id)
         plan = pipeline.make_plan(
             context.settings,
-            question=question["question"],
+            question=question.question,
             scope=Scope.document(context.tenant_id, context.document_id),
             strategy=configuration.strategy,
             corpus=context.corpus,
@@ -474,9 +476,9 @@ def _cell(
 
 
 def _grade(
-    context: _Context, configuration: Configuration, question: dict[str, Any], result: QueryResult
+    context: _Context, configuration: Configuration, question: BenchmarkQuestion, result: QueryResult
 ) -> dict[str, Any]:
-    evidence = [(int(r["start_index"]), int(r["end_index"])) for r in question["references"]]
+    evidence = [r.span for r in question.references]
     answer = result.answer
     assert answer is not None  # a benchmark always answers
     # Stored: the hits by rank, then the Neighbor Expansion neighbours in context order.
@@ -491,11 +493,11 @@ def _grade(
     )
     # tok@k: the tokens of the context the answerer actually receives (parents included).
     metrics["tok_at_k"] = sum(get_tokenizer().count_many(passages)) if passages else 0
-    expected = question.get("expected_answer")
+    expected = question.expected_answer
     vectors = None
     if expected:
         answer_vector = embedding.embed_texts(context.corpus, [answer.text], "query", context.settings)[0]
-        vectors = np.stack([answer_vector, context.expected_vectors[question["id"]]])
+        vectors = np.stack([answer_vector, context.expected_vectors[question.id]])
     metrics.update(scoring.answer_scores(answer.text, expected, vectors))
     verdict = None
     latency = dict(result.latency_ms)
@@ -504,7 +506,7 @@ def _grade(
         started = time.perf_counter()
         verdict = judge(
             context.judge_client,
-            question=question["question"],
+            question=question.question,
             expected_answer=expected or "",
             answer=answer.text,
             contexts=passages,

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from chunkbench.benchmarking import cost as pricing
 from chunkbench.benchmarking import runner
 from chunkbench.benchmarking.experiments import ExperimentNotFoundError, cells, get  # noqa: F401  (the error is re-exported)
+from chunkbench.benchmarking.model import question_from_json
 from chunkbench.benchmarking.schemas import (
     METRIC_DIRECTIONS,
     BenchmarkIn,
@@ -80,7 +81,7 @@ def estimate(session: Session, settings: Settings, request: BenchmarkIn, *, tena
         questions=questions,
         configurations=len(plan.configurations),
         chunk_tokens_to_embed=0,  # the chunks are already embedded and indexed
-        question_tokens=sum(count_tokens(q["question"]) for q in plan.questions),
+        question_tokens=sum(count_tokens(q.question) for q in plan.questions),
         answer_model=settings.llm_model if settings.llm_configured else None,
         answer_provider=pricing.llm_provider(settings),
         judge=plan.judge,
@@ -246,7 +247,7 @@ def compare(session: Session, a_id: str, b_id: str, *, tenant_id: str) -> Compar
     ]
     if neighbours[0] != neighbours[1]:
         warnings.append(f"Different Neighbor Expansion (±{neighbours[0]} vs ±{neighbours[1]}).")
-    if [q["question"] for q in a.questions] != [q["question"] for q in b.questions]:
+    if [question_from_json(q).question for q in a.questions] != [question_from_json(q).question for q in b.questions]:
         warnings.append("Different questions: compare means, not per-question results.")
     keys = list(dict.fromkeys([*a.aggregate_metrics, *b.aggregate_metrics]))
     metrics = list(METRIC_DIRECTIONS)

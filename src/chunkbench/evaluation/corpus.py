@@ -41,7 +41,7 @@ from chunkbench.embedding.registry import DEFAULT_MODEL_ID, EmbeddingModelSpec, 
 from chunkbench.embedding.service import boundary_embedder
 from chunkbench.errors import EvaluationError
 from chunkbench.evaluation.locate import resolve_evidence
-from chunkbench.evaluation.questions import load_question_set
+from chunkbench.evaluation.questions import BenchmarkQuestion, load_question_set
 from chunkbench.evaluation.ranking import ChunkRef, Evidence, rank_metrics, relevant_chunk_ids
 from chunkbench.evaluation.spans import SpanMetrics, TokenMap, span_metrics
 from chunkbench.indexing.contextual import make_prefixer
@@ -69,27 +69,6 @@ class Scope(StrEnum):
 
     CORPUS = "corpus"
     DOCUMENT = "document"
-
-
-@dataclass(frozen=True)
-class SpanReference:
-    """An evidence excerpt: ``documents[document_id][start_index:end_index] == content`` (when content is given)."""
-
-    document_id: str
-    start_index: int
-    end_index: int
-    content: str | None = None
-
-
-@dataclass(frozen=True)
-class SpanQuestion:
-    """A question, the document it was written from, and its evidence excerpts (possibly in other documents)."""
-
-    id: str
-    question: str
-    document_id: str
-    references: tuple[SpanReference, ...]
-    answer: str | None = None
 
 
 # --------------------------------------------------------------------------------------------- loading
@@ -160,7 +139,7 @@ def _jsonl_rows(file: Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
-def load_questions(path: Path | str, documents: Mapping[str, str]) -> list[SpanQuestion]:
+def load_questions(path: Path | str, documents: Mapping[str, str]) -> list[BenchmarkQuestion]:
     """Questions of any question-set format (Chroma's ``questions_df.csv``, JSONL of ``{id, question, document_id,
     answer?, references: [{document_id?, content, start_index, end_index}]}``, seed JSON), every reference placed
     in ``documents`` (offsets checked; snippets located exact → whitespace → fuzzy) as the question-set library does.
@@ -184,22 +163,19 @@ def load_questions(path: Path | str, documents: Mapping[str, str]) -> list[SpanQ
             raise EvaluationError(
                 f"{path.name}: question {question.id} has no references; span evaluation needs evidence for each."
             )
-        references = tuple(
-            SpanReference(str(r.document), int(r.start_index or 0), int(r.end_index or 0), r.content)
-            for r in question.references
-        )
-        document_id = question.document_id if question.document_id in documents else references[0].document_id
-        questions.append(
-            SpanQuestion(question.id, question.question, document_id, references, question.expected_answer)
-        )
+        # A question naming no known document is about the one its first evidence is in.
+        document_id = question.document_id if question.document_id in documents else question.references[0].document
+        questions.append(replace(question, document_id=document_id))
     return questions
 
 
-def validate_questions(questions: Sequence[SpanQuestion], documents: dict[str, str]) -> None:
-    """Every document id is known and every reference selects its content; else an error listing the first few."""
+def placed_questions(questions: Sequence[BenchmarkQuestion], documents: dict[str, str]) -> list[BenchmarkQuestion]:
+    """The questions with every reference placed in ``documents`` (document key, offsets, content); raises an
+    ``EvaluationError`` naming unknown document ids, or references their offsets do not select, the first few."""
+    report = resolve_evidence(questions, documents)
     unknown = sorted(
-        {q.document_id for q in questions if q.document_id not in documents}
-        | {r.document_id for q in questions for r in q.references if r.document_id not in documents}
+        {str(q.document_id) for q in questions if q.document_id not in documents}
+        | {str(p.document) for p in report.problems if p.status == "unknown_document"}
     )
     if unknown:
         known = ", ".join(sorted(documents)[:10]) + (" …" if len(documents) > 10 else "")
@@ -208,18 +184,19 @@ def validate_questions(questions: Sequence[SpanQuestion], documents: dict[str, s
             f"Known ids (file stems or JSONL document_id): {known}.",
             unknown_document_ids=unknown[:_SHOWN],
         )
-    mismatches = [
-        f"question {q.id} ref {i} ({r.document_id}[{r.start_index}:{r.end_index}]): expected {r.content[:40]!r}, "
-        f"found {documents[r.document_id][r.start_index : r.end_index][:40]!r}"
-        for q in questions
-        for i, r in enumerate(q.references)
-        if r.content is not None and documents[r.document_id][r.start_index : r.end_index] != r.content
-    ]
-    if mismatches:
+    if report.problems:
+        mismatches = [
+            f"question {p.question_id} ref {p.reference_index} ({p.document}[{p.given_start}:{p.given_end}]): "
+            f"expected {p.snippet[:40]!r}, found {(p.found or '')[:40]!r}"
+            if p.status == "mismatch"
+            else f"question {p.question_id} ref {p.reference_index} ({p.document}): {p.message}"
+            for p in report.problems
+        ]
         raise EvaluationError(
             f"{len(mismatches)} reference(s) do not match their document's text at their offsets (were the "
             f"documents edited, or read with another encoding?): {'; '.join(mismatches[:_SHOWN])}"
         )
+    return report.resolved().questions
 
 
 # --------------------------------------------------------------------------------------------- evaluation
@@ -329,7 +306,7 @@ def _inputs(documents: dict[str, str]) -> list[ChunkingInput]:
 
 def evaluate_spans(
     documents: dict[str, str],
-    questions: Sequence[SpanQuestion],
+    questions: Sequence[BenchmarkQuestion],
     *,
     strategy: StrategyName | str = StrategyName.FIXED_SIZE,
     params: dict[str, Any] | None = None,
@@ -362,7 +339,7 @@ def evaluate_spans(
         raise EvaluationError("There are no documents to evaluate.")
     if not questions:
         raise EvaluationError("There are no questions to evaluate.")
-    validate_questions(questions, documents)
+    questions = placed_questions(questions, documents)
     cache = cache if cache is not None else EMBEDDINGS
     timings: dict[str, float] = dict.fromkeys(STAGES, 0.0)
 
@@ -421,7 +398,7 @@ def _retrieve(
     retriever: RetrieverName,
     spec: EmbeddingModelSpec,
     strategy: StrategyName,
-    questions: Sequence[SpanQuestion],
+    questions: Sequence[BenchmarkQuestion],
     query_vectors: np.ndarray | None,
     n: int,
     scope: Scope,
@@ -461,7 +438,7 @@ def _retrieve(
 
 def _score(
     documents: dict[str, str],
-    questions: Sequence[SpanQuestion],
+    questions: Sequence[BenchmarkQuestion],
     by_document: dict[str, list[Chunk]],
     hits: list[list[ChunkRef]],
     n: int,
@@ -474,14 +451,16 @@ def _score(
     }
     results: list[dict[str, Any]] = []
     for position, (question, retrieved) in enumerate(zip(questions, hits, strict=True)):
-        evidence_documents = list(dict.fromkeys(r.document_id for r in question.references))
+        # Placed references: each has its document and offsets.
+        references = [(str(r.document), *r.span) for r in question.references]
+        evidence_documents = list(dict.fromkeys(document for document, _, _ in references))
         chunking = [chunk for d in evidence_documents for chunk in chunkings.get(d, [])]
-        evidence = [Evidence(r.document_id, r.start_index, r.end_index) for r in question.references]
+        evidence = [Evidence(*reference) for reference in references]
         scores: dict[str, Any] = {"id": question.id, "retrieved": [[c.document_id, c.chunk_index] for c in retrieved]}
         for unit, place in (("chars", axis.chars), ("tokens", axis.tokens)):
             metrics = span_metrics(
                 [place(c.document_id, c.start_index, c.end_index) for c in retrieved],
-                [place(r.document_id, r.start_index, r.end_index) for r in question.references],
+                [place(*reference) for reference in references],
                 [place(c.document_id, c.start_index, c.end_index) for c in chunking],
             )
             scores[unit] = _span_dict(metrics)

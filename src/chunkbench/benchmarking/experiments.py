@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from chunkbench.benchmarking.model import CellResult
 from chunkbench.errors import NotFoundError
 from chunkbench.storage.schema import BenchmarkCellRow, ExperimentRow
 
@@ -26,10 +25,10 @@ def get(session: Session, experiment_id: str, *, tenant_id: str) -> ExperimentRo
     return row
 
 
-def cells(session: Session, experiment_id: str) -> list[dict[str, Any]]:
+def cells(session: Session, experiment_id: str) -> list[CellResult]:
     """Every finished cell's result, in configuration then question order of the plan."""
     return [
-        row.result
+        CellResult.from_dict(row.result)
         for row in session.scalars(
             select(BenchmarkCellRow)
             .where(BenchmarkCellRow.experiment_id == experiment_id)

@@ -25,7 +25,16 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from chunkbench.benchmarking import aggregation, experiments, scoring
-from chunkbench.benchmarking.model import question_from_json, question_to_json
+from chunkbench.benchmarking.model import (
+    BenchmarkConfig,
+    CellResult,
+    CellTokens,
+    Configuration,
+    Experiment,
+    MetricValue,
+    RetrievedChunk,
+    question_to_json,
+)
 from chunkbench.benchmarking.questions import resolve_benchmark_questions
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.chunking.base import capabilities
@@ -61,41 +70,6 @@ _METRICS_NEEDING_ANSWERS = {"exact_match", "token_f1", "answer_similarity", "jud
 
 
 @dataclass(frozen=True)
-class Configuration:
-    """One column of the benchmark: a strategy searched one way."""
-
-    strategy: StrategyName
-    retriever: str
-    top_k: int
-    rerank: str = "none"
-    neighbor_prev: int = 0
-    neighbor_next: int = 0
-
-    @property
-    def key(self) -> str:
-        """Stable, readable id: ``fixed_size/hybrid/k5/n1-1/rerank-llm`` (defaults omitted)."""
-        parts = [self.strategy.value, self.retriever, f"k{self.top_k}"]
-        if self.neighbor_prev or self.neighbor_next:
-            parts.append(f"n{self.neighbor_prev}-{self.neighbor_next}")
-        if self.rerank != "none":
-            parts.append(f"rerank-{self.rerank}")
-        return "/".join(parts)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "key": self.key, "strategy": self.strategy.value, "retriever": self.retriever, "top_k": self.top_k,
-            "neighbor_prev": self.neighbor_prev, "neighbor_next": self.neighbor_next, "rerank": self.rerank,
-        }  # fmt: skip
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Configuration:
-        return cls(
-            StrategyName.stored(data["strategy"]), data["retriever"], int(data["top_k"]), data.get("rerank", "none"),
-            int(data.get("neighbor_prev", 0)), int(data.get("neighbor_next", 0)),
-        )  # fmt: skip
-
-
-@dataclass(frozen=True)
 class BenchmarkPlan:
     """A validated benchmark request: everything ``create`` stores and ``execute`` needs."""
 
@@ -107,37 +81,13 @@ class BenchmarkPlan:
     questions: tuple[BenchmarkQuestion, ...]
     corpus: EmbeddingModelSpec
     boundary_model_id: str | None
-    judge: bool
-    judge_repeats: int
-    answer_mode: str
-    primary_metric: str
-    concurrency: int
-    seed: int
-    question_set: str | None
+    # The grid's axes, answering, grading and running: stored as the Experiment's ``benchmark_config``.
+    config: BenchmarkConfig
     strategy_runs: dict[str, dict[str, Any]]
 
     @property
     def cells(self) -> int:
         return len(self.configurations) * len(self.questions)
-
-    def config(self) -> dict[str, Any]:
-        """The stored benchmark_config (what the report and the Decision Board show)."""
-        return {
-            "strategies": list(dict.fromkeys(c.strategy.value for c in self.configurations)),
-            "retrievers": list(dict.fromkeys(c.retriever for c in self.configurations)),
-            "top_k": list(dict.fromkeys(c.top_k for c in self.configurations)),
-            "neighbor_prev": max(c.neighbor_prev for c in self.configurations),
-            "neighbor_next": max(c.neighbor_next for c in self.configurations),
-            "rerank": list(dict.fromkeys(c.rerank for c in self.configurations)),
-            "corpus_model_id": self.corpus.id,
-            "answer_mode": self.answer_mode,
-            "judge": self.judge,
-            "judge_repeats": self.judge_repeats,
-            "primary_metric": self.primary_metric,
-            "question_set": self.question_set,
-            "concurrency": self.concurrency,
-            "seed": self.seed,
-        }
 
 
 def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_id: str) -> BenchmarkPlan:
@@ -197,15 +147,19 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
         questions=tuple(questions),
         corpus=corpus,
         boundary_model_id=document.last_boundary_embedding_model_id,
-        judge=use_judge,
-        judge_repeats=request.judge_repeats,
-        answer_mode="llm" if llm else "extractive",
-        primary_metric=primary,
-        # Without an LLM a cell is CPU work (embedding, extractive answer): running cells side by side gains
-        # nothing on the cores and would put queueing into every cell's latency. With one, cells wait on it.
-        concurrency=request.concurrency or (settings.benchmark_concurrency if llm else 1),
-        seed=request.seed,
-        question_set=request.question_set,
+        config=BenchmarkConfig.of(
+            configurations,
+            corpus_model_id=corpus.id,
+            answer_mode="llm" if llm else "extractive",
+            judge=use_judge,
+            judge_repeats=request.judge_repeats,
+            primary_metric=primary,
+            question_set=request.question_set,
+            # Without an LLM a cell is CPU work (embedding, extractive answer): running cells side by side gains
+            # nothing on the cores and would put queueing into every cell's latency. With one, cells wait on it.
+            concurrency=request.concurrency or (settings.benchmark_concurrency if llm else 1),
+            seed=request.seed,
+        ),
         strategy_runs=strategy_runs,
     )
 
@@ -248,13 +202,13 @@ def provenance(plan_: BenchmarkPlan, settings: Settings, document_sha256: str | 
         "corpus_provider": plan_.corpus.provider,
         "boundary_model": plan_.boundary_model_id,
         "llm_model": settings.llm_model if settings.llm_configured else None,
-        "answer_mode": plan_.answer_mode,
+        "answer_mode": plan_.config.answer_mode,
         "document_sha256": document_sha256,
         "strategy_runs": plan_.strategy_runs,
         "library_versions": versions,
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "seed": plan_.seed,
+        "seed": plan_.config.seed,
         "bootstrap_resamples": settings.benchmark_bootstrap_resamples,
     }
 
@@ -269,11 +223,11 @@ def create(database: Database, settings: Settings, plan_: BenchmarkPlan) -> Expe
             document_id=plan_.document_id,
             name=plan_.name,
             status="running",
-            benchmark_config=plan_.config(),
+            benchmark_config=plan_.config.to_dict(),
             questions=[question_to_json(q) for q in plan_.questions],
             configurations=[c.to_dict() for c in plan_.configurations],
             provenance=provenance(plan_, settings, document.content_hash),
-            strategies_used=plan_.config()["strategies"],
+            strategies_used=list(plan_.config.strategies),
             embedding_model_id=plan_.corpus.id,
             embedding_provider=plan_.corpus.provider,
             boundary_embedding_model_id=plan_.boundary_model_id,
@@ -335,9 +289,8 @@ def _execute(
     report = progress or (lambda fraction, message: None)
     with database.session() as session:
         row = experiments.get(session, experiment_id, tenant_id=tenant_id)
-        configurations = [Configuration.from_dict(c) for c in row.configurations]
-        questions = [question_from_json(q) for q in row.questions]
-        config = dict(row.benchmark_config)
+        experiment = Experiment.from_row(row)
+        configurations, questions, config = experiment.configurations, experiment.questions, experiment.config
         session.execute(
             delete(BenchmarkCellRow).where(
                 BenchmarkCellRow.experiment_id == experiment_id, BenchmarkCellRow.status != "ok"
@@ -357,7 +310,7 @@ def _execute(
 
     context = _Context(
         database, settings, store, tenant_id, document_id, corpus,
-        get_llm_client(settings) if config.get("judge") else None, int(config.get("judge_repeats", 1)),
+        get_llm_client(settings) if config.judge else None, config.judge_repeats,
         {
             strategy: scoring.Chunking.from_payloads(
                 store.scroll_document(strategy, corpus.id, tenant_id=tenant_id, document_id=document_id,
@@ -372,7 +325,7 @@ def _execute(
     finished = total - len(todo)
     report(finished / total if total else 1.0, f"{finished}/{total} cells")
     try:
-        _run_cells(context, experiment_id, todo, int(config.get("concurrency", settings.benchmark_concurrency)),
+        _run_cells(context, experiment_id, todo, config.concurrency or settings.benchmark_concurrency,
                    lambda n: report((finished + n) / total, f"{finished + n}/{total} cells"))  # fmt: skip
     except ChunkbenchError as exc:
         _set_status(database, experiment_id, "failed", error=exc.to_dict())
@@ -407,7 +360,7 @@ def _run_cells(
     """Run cells with at most ``concurrency`` in flight; each is written by this thread as it finishes."""
     stop = threading.Event()
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="chunkbench-bench") as pool:
-        pending: set[Future[dict[str, Any]]] = set()
+        pending: set[Future[CellResult]] = set()
         queue = iter(todo)
         written = 0
         try:
@@ -427,20 +380,20 @@ def _run_cells(
             raise
 
 
-def _drain(context: _Context, experiment_id: str, pending: set[Future[dict[str, Any]]]) -> int:
+def _drain(context: _Context, experiment_id: str, pending: set[Future[CellResult]]) -> int:
     """Write the results of the cells that have finished; returns how many."""
     finished, _ = wait(pending, return_when=FIRST_COMPLETED)
     for future in finished:
         pending.discard(future)
-        result = future.result()  # LlmUnavailableError propagates: the whole run stops
+        cell = future.result()  # LlmUnavailableError propagates: the whole run stops
         with context.database.session() as session:
             session.add(
                 BenchmarkCellRow(
                     experiment_id=experiment_id,
-                    config_key=result["config_key"],
-                    question_id=result["question_id"],
-                    status=result["status"],
-                    result=result,
+                    config_key=cell.config_key,
+                    question_id=cell.question_id,
+                    status=cell.status,
+                    result=cell.to_dict(),
                 )
             )
     return len(finished)
@@ -448,9 +401,8 @@ def _drain(context: _Context, experiment_id: str, pending: set[Future[dict[str, 
 
 def _cell(
     context: _Context, configuration: Configuration, question: BenchmarkQuestion, stop: threading.Event
-) -> dict[str, Any]:
+) -> CellResult:
     """Ask one question of one configuration, grade it; a domain error becomes a failed cell."""
-    base = {"question_id": question.id, "config_key": configuration.key}
     if stop.is_set():
         raise BenchmarkError("The run was stopped.")
     try:
@@ -468,31 +420,32 @@ def _cell(
             neighbor_prev=configuration.neighbor_prev,
             neighbor_next=configuration.neighbor_next,
         )
-        return {**base, **_grade(context, configuration, question, pipeline.run(context.settings, context.store, plan))}
+        return _grade(context, configuration, question, pipeline.run(context.settings, context.store, plan))
     except LlmUnavailableError:
         raise
     except ChunkbenchError as exc:
-        return {**base, "status": "failed", "error": exc.message, "metrics": {}, "retrieved": []}
+        return CellResult.failed(question.id, configuration.key, exc.message)
 
 
 def _grade(
     context: _Context, configuration: Configuration, question: BenchmarkQuestion, result: QueryResult
-) -> dict[str, Any]:
+) -> CellResult:
     evidence = [r.span for r in question.references]
     answer = result.answer
     assert answer is not None  # a benchmark always answers
     # Stored: the hits by rank, then the Neighbor Expansion neighbours in context order.
-    retrieved = [
-        {"chunk_index": chunk.chunk_index, "start_index": chunk.start_index, "end_index": chunk.end_index,
-         "role": chunk.role, "score": _rounded(chunk.score), "tokens": chunk.token_count}
+    retrieved = tuple(
+        RetrievedChunk(chunk.chunk_index, chunk.start_index, chunk.end_index, chunk.role, _rounded(chunk.score),
+                       chunk.token_count)
         for chunk in (*result.hits, *result.neighbours)
-    ]  # fmt: skip
+    )  # fmt: skip
     passages = [source.passage for source in result.sources]
-    metrics: dict[str, Any] = scoring.retrieval_metrics(
+    metrics: dict[str, MetricValue] = scoring.retrieval_metrics(
         evidence, retrieved, context.chunkings[configuration.strategy.value], top_k=configuration.top_k
     )
     # tok@k: the tokens of the context the answerer actually receives (parents included).
-    metrics["tok_at_k"] = sum(get_tokenizer().count_many(passages)) if passages else 0
+    context_tokens = sum(get_tokenizer().count_many(passages)) if passages else 0
+    metrics["tok_at_k"] = context_tokens
     expected = question.expected_answer
     vectors = None
     if expected:
@@ -516,21 +469,25 @@ def _grade(
         prompt_tokens += verdict.prompt_tokens
         completion_tokens += verdict.completion_tokens
     metrics.update(scoring.judge_scores(verdict))
-    return {
-        "status": "ok",
-        "error": None,
-        "answer": answer.text,
-        "answer_mode": answer.mode,
-        "citations": answer.citations,
-        "retrieved": retrieved,
-        "expansion_tree": [_tree_node(node.to_dict()) for node in result.tree]
+    tree = (
+        [_tree_node(node.to_dict()) for node in result.tree]
         if capabilities(configuration.strategy).expands_neighbours
-        else None,
-        "metrics": metrics,
-        "judge": verdict.to_dict() if verdict is not None else None,
-        "latency_ms": latency,
-        "tokens": {"prompt": prompt_tokens, "completion": completion_tokens, "context": metrics["tok_at_k"]},
-    }
+        else None
+    )
+    return CellResult(
+        question_id=question.id,
+        config_key=configuration.key,
+        status="ok",
+        answer=answer.text,
+        answer_mode=answer.mode,
+        citations=tuple(answer.citations),
+        retrieved=retrieved,
+        expansion_tree=tree,
+        metrics=metrics,
+        judge=verdict.to_dict() if verdict is not None else None,
+        latency_ms=latency,
+        tokens=CellTokens(prompt_tokens, completion_tokens, context_tokens),
+    )
 
 
 def _rounded(score: float | None) -> float | None:

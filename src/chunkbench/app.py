@@ -39,6 +39,7 @@ from chunkbench.rag.routes import chat_router
 from chunkbench.rag.routes import router as rag_router
 from chunkbench.retrieval.routes import router as queries_router
 from chunkbench.retrieval.routes import serving_router
+from chunkbench.schemas import HealthOut
 from chunkbench.storage.db import Database, is_connection_error, unavailable
 from chunkbench.storage.vectors import close_vector_stores
 from chunkbench.tenants.auth import authenticate
@@ -107,11 +108,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def root() -> RedirectResponse:
         return RedirectResponse("/app")
 
-    @app.get("/health", tags=["health"])
-    def health(request: Request) -> dict[str, str]:
+    @app.get("/health", response_model=HealthOut, tags=["health"])
+    def health(request: Request) -> HealthOut:
         """Liveness plus a database ping."""
         database_ok = request.app.state.database.ping()
-        return {"status": "ok" if database_ok else "degraded", "version": __version__}
+        return HealthOut(status="ok" if database_ok else "degraded", version=__version__)
 
     return app
 

@@ -7,7 +7,14 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Response, status
 
 from chunkbench.admin import service
-from chunkbench.admin.schemas import AdminHealthOut, CollectionIn, CollectionOut, ModelRoleIn, ThresholdIn
+from chunkbench.admin.schemas import (
+    AdminHealthOut,
+    CollectionIn,
+    CollectionOut,
+    EmbeddingModelsOut,
+    ModelRoleIn,
+    ThresholdIn,
+)
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import get_spec
@@ -25,20 +32,20 @@ def health(database: DatabaseDep, settings: SettingsDep) -> AdminHealthOut:
     return service.health(database, settings)
 
 
-@router.get("/embedding-models")
+@router.get("/embedding-models", response_model=EmbeddingModelsOut)
 def list_embedding_models(session: SessionDep) -> dict[str, Any]:
     """The model registry with the Corpus/Boundary role defaults and effective thresholds."""
     return embedding.list_models(session)
 
 
-@router.put("/embedding-models/{role}")
+@router.put("/embedding-models/{role}", response_model=EmbeddingModelsOut)
 def set_role(role: Literal["corpus", "boundary"], body: ModelRoleIn, session: SessionDep) -> dict[str, Any]:
     """Make a model the default for a role; operations already running keep their snapshot."""
     embedding.set_role_model(session, role, body.model_id)
     return embedding.list_models(session)
 
 
-@router.put("/embedding-models/{model_id}/semantic-threshold")
+@router.put("/embedding-models/{model_id}/semantic-threshold", response_model=EmbeddingModelsOut)
 def set_threshold(model_id: str, body: ThresholdIn, session: SessionDep) -> dict[str, Any]:
     """Override the model's semantic threshold (used when it is the Boundary model)."""
     embedding.set_semantic_threshold(session, model_id, body.threshold)

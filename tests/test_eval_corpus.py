@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 from chunkbench.cli import app
 from chunkbench.config import get_settings
 from chunkbench.errors import ChunkingError, EvaluationError
-from chunkbench.evaluation.corpus import evaluate_spans, load_documents, load_questions
+from chunkbench.evaluation.corpus import evaluate_spans
+from chunkbench.evaluation.corpus_inputs import load_documents, load_questions
 from chunkbench.evaluation.questions import BenchmarkQuestion, QuestionReference
 from chunkbench.text.tokens import count_tokens
 

@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from chunkbench import __version__
 from chunkbench.admin.routes import router as admin_router
-from chunkbench.benchmarking import runner as benchmarks
+from chunkbench.benchmarking import ownership as benchmark_ownership
 from chunkbench.benchmarking.routes import router as benchmarks_router
 from chunkbench.config import Settings, get_settings
 from chunkbench.documents.routes import router as documents_router
@@ -62,7 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         interrupted = jobs.fail_interrupted(database) + processing.fail_interrupted(database, settings)
         if interrupted:
             logger.warning("%d job(s)/document(s) of a previous run were interrupted: marked failed", interrupted)
-        if stopped := benchmarks.fail_interrupted(database):
+        if stopped := benchmark_ownership.fail_interrupted(database):
             logger.warning("%d benchmark(s) stopped mid-run: marked interrupted (resume them)", stopped)
         app.state.database = database
         app.state.jobs = jobs.JobRunner(database, lease_s=settings.processing_lease_s)

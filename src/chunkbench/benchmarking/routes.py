@@ -7,7 +7,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import HTMLResponse
 
-from chunkbench.benchmarking import runner, service
+from chunkbench.benchmarking import experiments, planning, runner, service
 from chunkbench.benchmarking.report.render import experiment_json, render_report
 from chunkbench.benchmarking.schemas import BenchmarkIn, CompareOut, CostEstimateOut, ExperimentOut, ExperimentSummary
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
@@ -73,8 +73,8 @@ def start_benchmark(
     if body.dry_run:
         response.status_code = status.HTTP_200_OK
         return service.estimate(session, settings, body, tenant_id=tenant_id)
-    plan = runner.plan(session, settings, body, tenant_id=tenant_id)
-    experiment = runner.create(database, settings, plan)
+    plan = planning.plan(session, settings, body, tenant_id=tenant_id)
+    experiment = experiments.create(database, settings, plan)
     if wait:
         response.status_code = status.HTTP_200_OK
         row = runner.execute(database, settings, store, experiment.id, tenant_id=tenant_id)

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from chunkbench.benchmarking import cost as pricing
-from chunkbench.benchmarking import runner
+from chunkbench.benchmarking import experiments, ownership, planning, runner
 from chunkbench.benchmarking.experiments import ExperimentNotFoundError, cells, get  # noqa: F401  (the error is re-exported)
 from chunkbench.benchmarking.model import BenchmarkConfig, Experiment, question_to_json
 from chunkbench.benchmarking.schemas import (
@@ -50,8 +50,8 @@ def run(
 ) -> ExperimentRow:
     """Plan, record and run a benchmark to the end (the CLI's path; the API runs ``execute`` as a job)."""
     with database.session() as session:
-        plan = runner.plan(session, settings, request, tenant_id=tenant_id)
-    row = runner.create(database, settings, plan)
+        plan = planning.plan(session, settings, request, tenant_id=tenant_id)
+    row = experiments.create(database, settings, plan)
     return runner.execute(database, settings, store, row.id, tenant_id=tenant_id, progress=progress)
 
 
@@ -60,7 +60,7 @@ def prepare_resume(database: Database, experiment_id: str, *, tenant_id: str) ->
     raises 409 otherwise."""
     with database.session() as session:
         row = get(session, experiment_id, tenant_id=tenant_id)
-        if runner.orphaned(row):
+        if ownership.orphaned(row):
             row.status = "interrupted"
         if row.status not in RESUMABLE:
             raise ExperimentStateError(
@@ -74,7 +74,7 @@ def prepare_resume(database: Database, experiment_id: str, *, tenant_id: str) ->
 
 def estimate(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_id: str) -> CostEstimateOut:
     """The dry run (seed 000 §10.5): what the benchmark would run and cost, validated like the real thing."""
-    plan = runner.plan(session, settings, request, tenant_id=tenant_id)
+    plan = planning.plan(session, settings, request, tenant_id=tenant_id)
     questions = len(plan.questions)
     avg_context = int(np.mean([c.top_k for c in plan.configurations]) * _mean_chunk_tokens(plan, settings))
     estimate_ = pricing.estimate_cost(
@@ -108,7 +108,7 @@ def estimate(session: Session, settings: Settings, request: BenchmarkIn, *, tena
     )
 
 
-def _mean_chunk_tokens(plan: runner.BenchmarkPlan, settings: Settings) -> float:
+def _mean_chunk_tokens(plan: planning.BenchmarkPlan, settings: Settings) -> float:
     sizes = [float(run["params"].get("chunk_size", settings.chunk_size)) for run in plan.strategy_runs.values()]
     return float(np.mean(sizes)) if sizes else float(settings.chunk_size)
 

@@ -15,13 +15,9 @@ from typing import Any
 from chunkbench.config import Settings
 from chunkbench.embedding.cache import EmbeddingCache
 from chunkbench.errors import EvaluationError
-from chunkbench.evaluation.corpus import (
-    SPAN_METRICS,
-    ProgressCallback,
-    SpanEvaluation,
-    evaluate_spans,
-    load_questions,
-)
+from chunkbench.evaluation.corpus import evaluate_spans
+from chunkbench.evaluation.corpus_inputs import load_questions
+from chunkbench.evaluation.corpus_scores import SPAN_METRICS, ProgressCallback, SpanEvaluation
 from chunkbench.evaluation.questions import BenchmarkQuestion
 from chunkbench.models import StrategyName
 

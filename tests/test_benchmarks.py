@@ -16,7 +16,7 @@ from sqlalchemy import inspect, text
 from typer.testing import CliRunner
 
 from chunkbench.app import create_app
-from chunkbench.benchmarking import runner, service
+from chunkbench.benchmarking import experiments, ownership, planning, runner, service
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.cli import app as cli_app
 from chunkbench.config import get_settings
@@ -223,8 +223,8 @@ def test_an_interrupted_run_resumes_where_it_stopped(client, document_id, settin
     store = get_vector_store(settings)
     request = BenchmarkIn(document_id=document_id, questions=QUESTIONS, concurrency=1)
     with database.session() as session:
-        plan = runner.plan(session, settings, request, tenant_id=DEFAULT_TENANT)
-    experiment_id = runner.create(database, settings, plan).id
+        plan = planning.plan(session, settings, request, tenant_id=DEFAULT_TENANT)
+    experiment_id = experiments.create(database, settings, plan).id
 
     def stop_after_three(fraction: float, message: str) -> None:
         if message.startswith("3/"):
@@ -256,14 +256,14 @@ def _dead_pid() -> int:
 def test_a_server_restart_marks_only_orphaned_experiments_interrupted(settings, client, document_id):
     database = client.app.state.database
     with database.session() as session:
-        plan = runner.plan(
+        plan = planning.plan(
             session, settings, BenchmarkIn(document_id=document_id, questions=QUESTIONS), tenant_id=DEFAULT_TENANT
         )
-    alive = runner.create(database, settings, plan).id  # this process: still running
-    orphan = runner.create(database, settings, plan).id
+    alive = experiments.create(database, settings, plan).id  # this process: still running
+    orphan = experiments.create(database, settings, plan).id
     with database.session() as session:
         service.get(session, orphan, tenant_id=DEFAULT_TENANT).runner_pid = _dead_pid()
-    assert runner.fail_interrupted(database) == 1
+    assert ownership.fail_interrupted(database) == 1
     with database.session() as session:
         assert service.get(session, orphan, tenant_id=DEFAULT_TENANT).status == "interrupted"
         assert service.get(session, alive, tenant_id=DEFAULT_TENANT).status == "running"

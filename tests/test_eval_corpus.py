@@ -13,13 +13,9 @@ from typer.testing import CliRunner
 from chunkbench.cli import app
 from chunkbench.config import get_settings
 from chunkbench.errors import ChunkingError, EvaluationError
-from chunkbench.evaluation.corpus import (
-    SpanQuestion,
-    SpanReference,
-    evaluate_spans,
-    load_documents,
-    load_questions,
-)
+from chunkbench.evaluation.corpus import evaluate_spans
+from chunkbench.evaluation.corpus_inputs import load_documents, load_questions
+from chunkbench.evaluation.questions import BenchmarkQuestion, QuestionReference
 from chunkbench.text.tokens import count_tokens
 
 # Three topics far apart, each short enough to be a single fixed_size chunk of 512 tokens.
@@ -36,14 +32,18 @@ ONE_CHUNK = {"chunk_size": 512, "chunk_overlap": 0}
 runner = CliRunner()
 
 
-def _ref(document_id: str, content: str) -> SpanReference:
+def _ref(document_id: str, content: str) -> QuestionReference:
     start = DOCUMENTS[document_id].index(content)
-    return SpanReference(document_id, start, start + len(content), content)
+    return QuestionReference(content, start, start + len(content), document_id)
+
+
+def _question(id_: str, question: str, document_id: str, references: tuple) -> BenchmarkQuestion:
+    return BenchmarkQuestion(id_, question, document_id=document_id, references=references)
 
 
 QUESTIONS = [
-    SpanQuestion("cat", "Where did the cat sit?", "cats", (_ref("cats", CAT_REF),)),
-    SpanQuestion(
+    _question("cat", "Where did the cat sit?", "cats", (_ref("cats", CAT_REF),)),
+    _question(
         "two", "What did cats and bank investors do?", "cats", (_ref("cats", CAT_REF), _ref("markets", BANK_REF))
     ),
 ]
@@ -97,7 +97,7 @@ def test_document_scope_drops_foreign_chunks_from_the_denominator(settings) -> N
 
 def test_a_foreign_chunk_is_never_evidence(settings) -> None:
     # BM25 ranks the markets chunk first for a question in its words, though the question's evidence is cats'.
-    question = SpanQuestion("q", "stock markets bank shares rate decision", "cats", (_ref("cats", CAT_REF),))
+    question = _question("q", "stock markets bank shares rate decision", "cats", (_ref("cats", CAT_REF),))
     result = evaluate_spans(DOCUMENTS, [question], params=ONE_CHUNK, n=1, retriever="bm25", settings=settings)
     (scores,) = result.per_question
     assert scores["retrieved"] == [["markets", 0]]
@@ -107,10 +107,10 @@ def test_a_foreign_chunk_is_never_evidence(settings) -> None:
 
 
 def test_typed_errors_before_any_work(settings) -> None:
-    unknown = SpanQuestion("x", "?", "nowhere", (SpanReference("nowhere", 0, 3),))
+    unknown = _question("x", "?", "nowhere", (QuestionReference("", 0, 3, "nowhere"),))
     with pytest.raises(EvaluationError, match=r"unknown document id.*nowhere"):
         evaluate_spans(DOCUMENTS, [unknown], settings=settings)
-    wrong = SpanQuestion("x", "?", "cats", (SpanReference("cats", 0, 7, "Lava flowed"),))
+    wrong = _question("x", "?", "cats", (QuestionReference("Lava flowed", 0, 7, "cats"),))
     with pytest.raises(EvaluationError, match="do not match"):
         evaluate_spans(DOCUMENTS, [wrong], settings=settings)
     with pytest.raises(ChunkingError, match="chunk_size"):
@@ -134,10 +134,10 @@ def test_loaders(tmp_path: Path) -> None:
     _write_chroma_csv(questions, "What?", [{"content": "Alpha", "start_index": 0, "end_index": 5}], "a")
     documents = {"a": "Alpha.", "b": "Beta."}
     (loaded,) = load_questions(questions, documents)
-    assert (loaded.id, loaded.document_id, loaded.references) == ("0", "a", (SpanReference("a", 0, 5, "Alpha"),))
+    assert (loaded.id, loaded.document_id, loaded.references) == ("0", "a", (QuestionReference("Alpha", 0, 5, "a"),))
     snippets = tmp_path / "snippets.jsonl"  # evidence without offsets is located in its document
     snippets.write_text('{"id": "s", "question": "Q", "document_id": "b", "references": [{"content": "Beta"}]}\n')
-    assert load_questions(snippets, documents)[0].references == (SpanReference("b", 0, 4, "Beta"),)
+    assert load_questions(snippets, documents)[0].references == (QuestionReference("Beta", 0, 4, "b"),)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": 1, "question": "Q", "document_id": "a", "references": []}\n')
     with pytest.raises(EvaluationError, match=r"question 1 has no references"):
@@ -164,7 +164,7 @@ def corpus_files(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
     questions = tmp_path / "questions.jsonl"
     rows = [
         {"id": q.id, "question": q.question, "document_id": q.document_id,
-         "references": [{"document_id": r.document_id, "content": r.content, "start_index": r.start_index,
+         "references": [{"document_id": r.document, "content": r.content, "start_index": r.start_index,
                          "end_index": r.end_index} for r in q.references]}
         for q in QUESTIONS
     ]  # fmt: skip

@@ -106,7 +106,7 @@ def test_chroma_csv_matches_the_existing_loader(tmp_path: Path) -> None:
     theirs = load_chroma_questions()
     assert ours.format == "chroma_csv" and len(ours) == len(theirs) == 472
     for mine, chroma in zip(ours, theirs, strict=True):
-        assert mine.id == str(chroma.id) and mine.question == chroma.question and mine.document_id == chroma.corpus_id
+        assert mine.id == str(chroma.id) and mine.question == chroma.question and mine.document_id == chroma.document_id
         assert reference_spans(mine) == chroma.references
 
 

@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from chunkbench import __version__
 from chunkbench.admin.routes import router as admin_router
-from chunkbench.benchmarking import runner as benchmarks
+from chunkbench.benchmarking import ownership as benchmark_ownership
 from chunkbench.benchmarking.routes import router as benchmarks_router
 from chunkbench.config import Settings, get_settings
 from chunkbench.documents.routes import router as documents_router
@@ -39,6 +39,7 @@ from chunkbench.rag.routes import chat_router
 from chunkbench.rag.routes import router as rag_router
 from chunkbench.retrieval.routes import router as queries_router
 from chunkbench.retrieval.routes import serving_router
+from chunkbench.schemas import HealthOut
 from chunkbench.storage.db import Database, is_connection_error, unavailable
 from chunkbench.storage.vectors import close_vector_stores
 from chunkbench.tenants.auth import authenticate
@@ -61,7 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         interrupted = jobs.fail_interrupted(database) + processing.fail_interrupted(database, settings)
         if interrupted:
             logger.warning("%d job(s)/document(s) of a previous run were interrupted: marked failed", interrupted)
-        if stopped := benchmarks.fail_interrupted(database):
+        if stopped := benchmark_ownership.fail_interrupted(database):
             logger.warning("%d benchmark(s) stopped mid-run: marked interrupted (resume them)", stopped)
         app.state.database = database
         app.state.jobs = jobs.JobRunner(database, lease_s=settings.processing_lease_s)
@@ -107,11 +108,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def root() -> RedirectResponse:
         return RedirectResponse("/app")
 
-    @app.get("/health", tags=["health"])
-    def health(request: Request) -> dict[str, str]:
+    @app.get("/health", response_model=HealthOut, tags=["health"])
+    def health(request: Request) -> HealthOut:
         """Liveness plus a database ping."""
         database_ok = request.app.state.database.ping()
-        return {"status": "ok" if database_ok else "degraded", "version": __version__}
+        return HealthOut(status="ok" if database_ok else "degraded", version=__version__)
 
     return app
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 class ErrorOut(BaseModel):
@@ -14,6 +14,13 @@ class ErrorOut(BaseModel):
     message: str
     details: dict[str, Any] | None = None
     request_id: str | None = None
+
+
+class HealthOut(BaseModel):
+    """``GET /health``: liveness plus a database ping."""
+
+    status: str = Field(description="ok, or degraded when the database does not answer")
+    version: str
 
 
 class ValidationErrorOut(BaseModel):

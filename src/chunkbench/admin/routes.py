@@ -13,6 +13,7 @@ from chunkbench.admin.schemas import (
     CollectionOut,
     EmbeddingCacheClearedOut,
     EmbeddingCacheOut,
+    EmbeddingModelsOut,
     ModelRoleIn,
     ThresholdIn,
 )
@@ -33,20 +34,20 @@ def health(database: DatabaseDep, settings: SettingsDep) -> AdminHealthOut:
     return service.health(database, settings)
 
 
-@router.get("/embedding-models")
+@router.get("/embedding-models", response_model=EmbeddingModelsOut)
 def list_embedding_models(session: SessionDep) -> dict[str, Any]:
     """The model registry with the Corpus/Boundary role defaults and effective thresholds."""
     return embedding.list_models(session)
 
 
-@router.put("/embedding-models/{role}")
+@router.put("/embedding-models/{role}", response_model=EmbeddingModelsOut)
 def set_role(role: Literal["corpus", "boundary"], body: ModelRoleIn, session: SessionDep) -> dict[str, Any]:
     """Make a model the default for a role; operations already running keep their snapshot."""
     embedding.set_role_model(session, role, body.model_id)
     return embedding.list_models(session)
 
 
-@router.put("/embedding-models/{model_id}/semantic-threshold")
+@router.put("/embedding-models/{model_id}/semantic-threshold", response_model=EmbeddingModelsOut)
 def set_threshold(model_id: str, body: ThresholdIn, session: SessionDep) -> dict[str, Any]:
     """Override the model's semantic threshold (used when it is the Boundary model)."""
     embedding.set_semantic_threshold(session, model_id, body.threshold)

@@ -62,3 +62,36 @@ class EmbeddingCacheOut(BaseModel):
 class EmbeddingCacheClearedOut(BaseModel):
     removed: int
     model_id: str | None = None
+
+
+class TaskPrefixesOut(BaseModel):
+    document: str
+    query: str
+
+
+class EmbeddingModelOut(BaseModel):
+    """A registered embedding model (``EmbeddingModelSpec``) with its roles, effective threshold and availability."""
+
+    id: str
+    provider: str = Field(description="local, openai, ollama or plugin")
+    model_name: str
+    display_name: str
+    dimension: int
+    batch_size: int
+    task_prefixes: TaskPrefixesOut | None
+    max_input_tokens: int | None = Field(None, description="The input window in the model's tokens (None: unknown)")
+    default_semantic_threshold: float
+    semantic_threshold: float = Field(description="The override when one is set, else the default")
+    threshold_overridden: bool
+    is_corpus_default: bool
+    is_boundary_default: bool
+    available: bool | None = Field(description="None: a remote server, not probed")
+    availability_note: str
+
+
+class EmbeddingModelsOut(BaseModel):
+    """The model registry with the Corpus and Boundary role defaults (``GET /admin/embedding-models``)."""
+
+    corpus_model_id: str
+    boundary_model_id: str
+    models: list[EmbeddingModelOut]

@@ -10,8 +10,10 @@ import numpy as np
 from chunkbench.benchmarking import cost as pricing
 from chunkbench.benchmarking.decision import decide
 from chunkbench.benchmarking.experiments import cells, get
+from chunkbench.benchmarking.model import CellResult, Configuration, Experiment
 from chunkbench.benchmarking.schemas import METRIC_DIRECTIONS
 from chunkbench.config import Settings
+from chunkbench.evaluation.questions import BenchmarkQuestion
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import ExperimentRow, utcnow
 from chunkbench.text.tokens import count_tokens
@@ -39,28 +41,28 @@ def _numeric(value: Any) -> float | None:
 
 
 def aggregate(
-    configurations: Sequence[dict[str, Any]], questions: Sequence[dict[str, Any]], results: Sequence[dict[str, Any]],
+    configurations: Sequence[Configuration], questions: Sequence[BenchmarkQuestion], results: Sequence[CellResult],
     *, seed: int, resamples: int,
     llm_model: str | None, llm_provider: str, settings: Settings,
 ) -> dict[str, dict[str, Any]]:  # fmt: skip
     """Per configuration: every metric's mean, SD, interval and count; failures; latency; tokens; cost."""
-    order = {question["id"]: position for position, question in enumerate(questions)}
-    by_key: dict[str, list[dict[str, Any]]] = {c["key"]: [] for c in configurations}
+    order = {question.id: position for position, question in enumerate(questions)}
+    by_key: dict[str, list[CellResult]] = {c.key: [] for c in configurations}
     # Plan order, not completion order: concurrent cells finish in any order, the figures must not depend on it.
-    for result in sorted(results, key=lambda r: order.get(r["question_id"], len(order))):
-        by_key.setdefault(result["config_key"], []).append(result)
+    for result in sorted(results, key=lambda r: order.get(r.question_id, len(order))):
+        by_key.setdefault(result.config_key, []).append(result)
     out: dict[str, dict[str, Any]] = {}
     for index, (key, rows) in enumerate(by_key.items()):
         rng = np.random.default_rng([seed, index])
-        ok = [r for r in rows if r["status"] == "ok"]
+        ok = [r for r in rows if r.ok]
         metrics = {
-            name: _summary([v for r in ok if (v := _numeric(r["metrics"].get(name))) is not None], rng, resamples)
+            name: _summary([v for r in ok if (v := _numeric(r.metrics.get(name))) is not None], rng, resamples)
             for name in METRIC_DIRECTIONS
         }
-        totals = [r["latency_ms"].get("total", 0.0) for r in ok]
-        prompt = sum(r["tokens"]["prompt"] for r in ok)
-        completion = sum(r["tokens"]["completion"] for r in ok)
-        judged = [r["judge"] for r in ok if r.get("judge")]
+        totals = [r.latency_ms.get("total", 0.0) for r in ok]
+        prompt = sum(r.tokens.prompt for r in ok)
+        completion = sum(r.tokens.completion for r in ok)
+        judged = [r.judge for r in ok if r.judge]
         out[key] = {
             "metrics": metrics,
             "hallucination_rate": metrics["judge_hallucination"]["mean"],
@@ -70,7 +72,7 @@ def aggregate(
             "latency_ms_p50": float(np.percentile(totals, 50)) if totals else None,
             "latency_ms_p95": float(np.percentile(totals, 95)) if totals else None,
             "latency_ms_stages": {
-                stage: float(np.mean([r["latency_ms"].get(stage, 0.0) for r in ok])) if ok else None
+                stage: float(np.mean([r.latency_ms.get(stage, 0.0) for r in ok])) if ok else None
                 for stage in ("embed", "search", "rerank", "expand", "generate", "judge")
             },
             "tokens": {
@@ -84,9 +86,9 @@ def aggregate(
 
 
 def decision_for(
-    questions: Sequence[dict[str, Any]],
-    configurations: Sequence[dict[str, Any]],
-    results: Sequence[dict[str, Any]],
+    questions: Sequence[BenchmarkQuestion],
+    configurations: Sequence[Configuration],
+    results: Sequence[CellResult],
     aggregates: dict[str, dict[str, Any]],
     *,
     metric: str,
@@ -94,15 +96,15 @@ def decision_for(
     resamples: int,
 ) -> dict[str, Any]:
     """The Decision on the primary metric: paired over questions, ties broken by context cost (tok@k)."""
-    by_cell = {(r["config_key"], r["question_id"]): r for r in results}
+    by_cell = {(r.config_key, r.question_id): r for r in results}
     scores: dict[str, list[float | None]] = {}
     for configuration in configurations:
         column: list[float | None] = []
         for question in questions:
-            result = by_cell.get((configuration["key"], question["id"]))
-            value = None if result is None or result["status"] != "ok" else result["metrics"].get(metric)
+            result = by_cell.get((configuration.key, question.id))
+            value = None if result is None or not result.ok else result.metrics.get(metric)
             column.append(_numeric(value))
-        scores[configuration["key"]] = column
+        scores[configuration.key] = column
     costs = {key: aggregates[key]["metrics"]["tok_at_k"]["mean"] or 0.0 for key in scores}
     # A winner by probability must be best in 97.5% of resamples: as strict as a one-sided 95% interval.
     return decide(
@@ -120,19 +122,22 @@ def finalize(database: Database, settings: Settings, experiment_id: str, *, tena
     """Aggregate the cells, decide, price, and mark the Experiment completed."""
     with database.session() as session:
         row = get(session, experiment_id, tenant_id=tenant_id)
+        experiment = Experiment.from_row(row)
         results = cells(session, experiment_id)
-        config = row.benchmark_config
-        seed = int(config.get("seed", 0))
-        resamples = int(row.provenance.get("bootstrap_resamples", settings.benchmark_bootstrap_resamples))
-        llm_model = row.provenance.get("llm_model")
+        seed = experiment.config.seed
+        resamples = int(experiment.provenance.get("bootstrap_resamples", settings.benchmark_bootstrap_resamples))
+        llm_model = experiment.provenance.get("llm_model")
+        questions = experiment.questions
+        metric = experiment.config.primary_metric
+        assert metric is not None  # every planned Experiment ranks on one
         aggregates = aggregate(
-            row.configurations, row.questions, results, seed=seed, resamples=resamples, llm_model=llm_model,
+            experiment.configurations, questions, results, seed=seed, resamples=resamples, llm_model=llm_model,
             llm_provider=pricing.llm_provider(settings), settings=settings,
         )  # fmt: skip
         row.aggregate_metrics = aggregates
         row.decision = decision_for(
-            row.questions, row.configurations, results, aggregates,
-            metric=config["primary_metric"], seed=seed, resamples=resamples,
+            questions, experiment.configurations, results, aggregates,
+            metric=metric, seed=seed, resamples=resamples,
         )  # fmt: skip
         prompt = sum(a["tokens"]["prompt"] for a in aggregates.values())
         completion = sum(a["tokens"]["completion"] for a in aggregates.values())
@@ -141,7 +146,7 @@ def finalize(database: Database, settings: Settings, experiment_id: str, *, tena
             "estimated_usd": None,
             "actual_usd": None if any(c is None for c in costs) else round(sum(costs), 6),
             "tokens": {
-                "embedding": _embedded_tokens(row.questions, results),
+                "embedding": _embedded_tokens(questions, results),
                 "prompt": prompt,
                 "completion": completion,
             },
@@ -152,13 +157,15 @@ def finalize(database: Database, settings: Settings, experiment_id: str, *, tena
         return row
 
 
-def _embedded_tokens(questions: Sequence[dict[str, Any]], results: Sequence[dict[str, Any]]) -> int:
+def _embedded_tokens(questions: Sequence[BenchmarkQuestion], results: Sequence[CellResult]) -> int:
     """Corpus-model tokens a run embedded: each cell's question, and its answer and the expected answer."""
-    by_id = {q["id"]: q for q in questions}
+    by_id = {q.id: q for q in questions}
     total = 0
     for result in results:
-        question = by_id.get(result["question_id"], {})
-        total += count_tokens(question.get("question", ""))
-        if question.get("expected_answer") and result["status"] == "ok":
-            total += count_tokens(result.get("answer") or "") + count_tokens(question["expected_answer"])
+        question = by_id.get(result.question_id)
+        if question is None:
+            continue
+        total += count_tokens(question.question)
+        if question.expected_answer and result.ok:
+            total += count_tokens(result.answer or "") + count_tokens(question.expected_answer)
     return total

@@ -83,7 +83,7 @@ def bench_run(
     as_json: JsonOption = False,
 ) -> None:
     """Benchmark a document's strategies on a question set: an Experiment with a Decision."""
-    from chunkbench.benchmarking import runner, service
+    from chunkbench.benchmarking import experiments, planning, runner, service
     from chunkbench.documents import service as documents
 
     settings, database = open_database()
@@ -106,8 +106,8 @@ def bench_run(
                     estimate = service.estimate(session, settings, request, tenant_id=DEFAULT_TENANT)
                     _show_estimate(estimate, as_json)
                     return
-                plan = runner.plan(session, settings, request, tenant_id=DEFAULT_TENANT)
-            experiment_id = runner.create(database, settings, plan).id
+                plan = planning.plan(session, settings, request, tenant_id=DEFAULT_TENANT)
+            experiment_id = experiments.create(database, settings, plan).id
             err.print(f"experiment {experiment_id}: {plan.cells} cells", highlight=False)
         store = vector_store(settings)
         with job_progress("benchmark") as report:

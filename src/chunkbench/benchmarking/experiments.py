@@ -1,14 +1,29 @@
-"""Experiment rows and their cells, read by tenant (what the runner, the aggregation and the service share)."""
+"""Experiment rows: recorded with their plan and provenance, read with their cells by tenant."""
 
 from __future__ import annotations
 
+import platform
+import uuid
+from importlib import metadata
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from chunkbench.benchmarking import ownership
+from chunkbench.benchmarking.model import CellResult, question_to_json
+from chunkbench.benchmarking.planning import BenchmarkPlan
+from chunkbench.config import Settings
 from chunkbench.errors import NotFoundError
-from chunkbench.storage.schema import BenchmarkCellRow, ExperimentRow
+from chunkbench.storage.db import Database
+from chunkbench.storage.repositories import DocumentRepository
+from chunkbench.storage.schema import BenchmarkCellRow, ExperimentRow, utcnow
+
+# Versions stored with every Experiment, so a figure can be traced to the code that produced it.
+_PROVENANCE_PACKAGES = (
+    "chunkbench", "qdrant-client", "sentence-transformers", "torch", "transformers", "numpy", "openai",
+    "quicktok", "sentencex", "pypdfium2", "python-docx",
+)  # fmt: skip
 
 
 class ExperimentNotFoundError(NotFoundError):
@@ -26,13 +41,64 @@ def get(session: Session, experiment_id: str, *, tenant_id: str) -> ExperimentRo
     return row
 
 
-def cells(session: Session, experiment_id: str) -> list[dict[str, Any]]:
+def cells(session: Session, experiment_id: str) -> list[CellResult]:
     """Every finished cell's result, in configuration then question order of the plan."""
     return [
-        row.result
+        CellResult.from_dict(row.result)
         for row in session.scalars(
             select(BenchmarkCellRow)
             .where(BenchmarkCellRow.experiment_id == experiment_id)
             .order_by(BenchmarkCellRow.id)
         )
     ]
+
+
+def provenance(plan_: BenchmarkPlan, settings: Settings, document_sha256: str | None) -> dict[str, Any]:
+    """Models, parameters, library versions and seeds: what it takes to reproduce the Experiment's figures."""
+    versions: dict[str, str] = {}
+    for package in _PROVENANCE_PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            continue
+    return {
+        "corpus_model": plan_.corpus.id,
+        "corpus_provider": plan_.corpus.provider,
+        "boundary_model": plan_.boundary_model_id,
+        "llm_model": settings.llm_model if settings.llm_configured else None,
+        "answer_mode": plan_.config.answer_mode,
+        "document_sha256": document_sha256,
+        "strategy_runs": plan_.strategy_runs,
+        "library_versions": versions,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "seed": plan_.config.seed,
+        "bootstrap_resamples": settings.benchmark_bootstrap_resamples,
+    }
+
+
+def create(database: Database, settings: Settings, plan_: BenchmarkPlan) -> ExperimentRow:
+    """Record a running Experiment with its whole plan; cells are added as they finish."""
+    with database.session() as session:
+        document = DocumentRepository(session, plan_.tenant_id).get(plan_.document_id)
+        row = ExperimentRow(
+            id=uuid.uuid4().hex,
+            tenant_id=plan_.tenant_id,
+            document_id=plan_.document_id,
+            name=plan_.name,
+            status="running",
+            benchmark_config=plan_.config.to_dict(),
+            questions=[question_to_json(q) for q in plan_.questions],
+            configurations=[c.to_dict() for c in plan_.configurations],
+            provenance=provenance(plan_, settings, document.content_hash),
+            strategies_used=list(plan_.config.strategies),
+            embedding_model_id=plan_.corpus.id,
+            embedding_provider=plan_.corpus.provider,
+            boundary_embedding_model_id=plan_.boundary_model_id,
+            started_at=utcnow(),
+        )
+        ownership.claim(row)
+        session.add(row)
+        session.flush()
+        session.expunge(row)
+        return row

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -38,8 +37,9 @@ def _about(question: BenchmarkQuestion, names: set[str]) -> bool:
 
 def resolve_benchmark_questions(
     session: Session, settings: Settings, request: BenchmarkIn, document: DocumentRow, *, tenant_id: str
-) -> list[dict[str, Any]]:
-    """Questions as the Experiment stores them: unique ids, references with exact offsets in the document."""
+) -> list[BenchmarkQuestion]:
+    """The questions about the document: unique ids, every reference placed in the document (its id, exact
+    offsets and the text they select)."""
     if request.question_set is not None:
         question_set = question_files.read_question_file(settings, request.question_set, tenant_id)
     else:
@@ -71,7 +71,7 @@ def resolve_benchmark_questions(
             "Fix them (chunkbench questions validate shows every one) or remove the references.",
             document_id=document.id,
         )
-    return [_stored(q, text) for q in report.resolved()]
+    return [_in_document(q, text) for q in report.resolved()]
 
 
 def _anchored(question: BenchmarkQuestion, document_id: str, text: str) -> BenchmarkQuestion:
@@ -92,16 +92,11 @@ def _anchored(question: BenchmarkQuestion, document_id: str, text: str) -> Bench
     return replace(question, document_id=document_id, references=references)
 
 
-def _stored(question: BenchmarkQuestion, text: str) -> dict[str, Any]:
-    return {
-        "id": question.id,
-        "question": question.question,
-        "expected_answer": question.expected_answer,
-        "category": question.category,
-        "difficulty": question.difficulty,
-        "references": [
-            {"start_index": r.start_index, "end_index": r.end_index, "content": text[r.start_index : r.end_index]}
-            for r in question.references
-            if r.start_index is not None and r.end_index is not None
-        ],
-    }
+def _in_document(question: BenchmarkQuestion, text: str) -> BenchmarkQuestion:
+    """The resolved question with only its placed references, each with the text its offsets select."""
+    references = tuple(
+        replace(r, content=text[r.start_index : r.end_index])
+        for r in question.references
+        if r.start_index is not None and r.end_index is not None
+    )
+    return replace(question, references=references)

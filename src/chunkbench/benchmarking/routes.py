@@ -7,9 +7,9 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import HTMLResponse
 
-from chunkbench.benchmarking import runner, service
+from chunkbench.benchmarking import experiments, planning, runner, service
 from chunkbench.benchmarking.report.render import experiment_json, render_report
-from chunkbench.benchmarking.schemas import BenchmarkIn, CompareOut, CostEstimateOut, ExperimentSummary
+from chunkbench.benchmarking.schemas import BenchmarkIn, CompareOut, CostEstimateOut, ExperimentOut, ExperimentSummary
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
 from chunkbench.jobs.schemas import JobAccepted
 from chunkbench.limits import MAX_NEIGHBORS
@@ -52,7 +52,9 @@ def _submit(request: Request, database, settings, store, experiment_id: str, ten
 
 @router.post(
     "/benchmarks",
-    response_model=BenchmarkAccepted | CostEstimateOut | dict[str, Any],
+    response_model=BenchmarkAccepted | CostEstimateOut | ExperimentOut,
+    # An Experiment's cells keep only the fields they have (a failed cell has no answer).
+    response_model_exclude_unset=True,
     status_code=status.HTTP_202_ACCEPTED,
     responses={200: {"description": "dry_run estimate, or the finished Experiment with wait=true"}, **_ERRORS},
 )
@@ -71,8 +73,8 @@ def start_benchmark(
     if body.dry_run:
         response.status_code = status.HTTP_200_OK
         return service.estimate(session, settings, body, tenant_id=tenant_id)
-    plan = runner.plan(session, settings, body, tenant_id=tenant_id)
-    experiment = runner.create(database, settings, plan)
+    plan = planning.plan(session, settings, body, tenant_id=tenant_id)
+    experiment = experiments.create(database, settings, plan)
     if wait:
         response.status_code = status.HTTP_200_OK
         row = runner.execute(database, settings, store, experiment.id, tenant_id=tenant_id)
@@ -94,7 +96,9 @@ def resume_benchmark(
     return _submit(request, database, settings, store, row.id, tenant_id, row.document_id)
 
 
-@router.get("/benchmarks/{experiment_id}", responses=_ERRORS)
+@router.get(
+    "/benchmarks/{experiment_id}", response_model=ExperimentOut, response_model_exclude_unset=True, responses=_ERRORS
+)
 def get_benchmark(
     experiment_id: str,
     session: SessionDep,
@@ -108,6 +112,7 @@ def get_benchmark(
     return service.experiment_dict(session, row, cells_view=cells)
 
 
+# HTML (exempt from a response_model); ``view=json`` answers the export file, the JSON of GET /benchmarks/{id}.
 @router.get("/benchmarks/{experiment_id}/report", response_class=HTMLResponse, responses=_ERRORS)
 def benchmark_report(
     experiment_id: str,

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from chunkbench.benchmarking.model import BenchmarkConfig, CellTokens, MetricValue, RetrievedChunk
 from chunkbench.limits import MAX_NEIGHBORS, MAX_QUESTION_CHARS, MAX_TOP_K
 from chunkbench.models import StrategyName
 from chunkbench.retrieval.schemas import RerankField, RetrieverField
@@ -173,3 +174,109 @@ class CompareOut(BaseModel):
     metrics: list[str]
     rows: list[dict[str, Any]]
     warnings: list[str]
+
+
+# --------------------------------------------------------------------------- an Experiment (GET /benchmarks/{id})
+# The JSON of ``service.experiment_dict``, field for field: ``model.Experiment`` and ``model.CellResult`` as
+# their ``to_dict`` writes them; the core's dataclasses whose JSON is just their fields serve as they are. Routes
+# answer with ``response_model_exclude_unset``, so a field a stored Experiment or cell does not have (a failed
+# cell's answer, a scores-view cell's retrieved chunks) stays absent, as it is in the stored JSON.
+
+
+class ExperimentDocumentOut(BaseModel):
+    id: str
+    filename: str | None = Field(description="None when the document was deleted since")
+    tokens: int | None
+
+
+class ConfigurationOut(BaseModel):
+    """``model.Configuration``: one column of the benchmark."""
+
+    key: str = Field(description="e.g. fixed_size/hybrid/k5/n1-1/rerank-llm")
+    strategy: str
+    retriever: str
+    top_k: int
+    neighbor_prev: int
+    neighbor_next: int
+    rerank: str
+
+
+class ExperimentReferenceOut(BaseModel):
+    """Evidence placed in the Experiment's document: the offsets and the text they select."""
+
+    start_index: int
+    end_index: int
+    content: str
+
+
+class ExperimentQuestionOut(BaseModel):
+    """A ``BenchmarkQuestion`` as an Experiment stores it (``model.question_to_json``)."""
+
+    id: str
+    question: str
+    expected_answer: str | None
+    category: str | None
+    difficulty: str | None
+    references: list[ExperimentReferenceOut]
+
+
+class OkCellOut(BaseModel):
+    """``model.CellResult`` of a cell that ran; the scores view keeps ids, status, error, metrics, latency, tokens."""
+
+    question_id: str
+    config_key: str
+    status: Literal["ok"]
+    error: str | None = None
+    answer: str | None = None
+    answer_mode: str | None = None
+    citations: list[int] = Field(default_factory=list)
+    retrieved: list[RetrievedChunk] = Field(default_factory=list)
+    expansion_tree: list[dict[str, Any]] | None = Field(None, description="fixed_size: hits with their neighbours")
+    metrics: dict[str, MetricValue] = Field(default_factory=dict)
+    judge: dict[str, Any] | None = Field(None, description="The judge's verdict; None when not judged")
+    latency_ms: dict[str, float] | None = None
+    tokens: CellTokens | None = None
+
+
+class FailedCellOut(BaseModel):
+    """``model.CellResult`` of a cell whose question failed: the error, no answer."""
+
+    question_id: str
+    config_key: str
+    status: Literal["failed"]
+    error: str | None = None
+    metrics: dict[str, MetricValue] = Field(default_factory=dict)
+    retrieved: list[RetrievedChunk] = Field(default_factory=list)
+    # Present (None) in the scores view.
+    latency_ms: dict[str, float] | None = None
+    tokens: CellTokens | None = None
+
+
+CellOut = Annotated[OkCellOut | FailedCellOut, Field(discriminator="status")]
+
+
+class ExperimentProgressOut(BaseModel):
+    cells_done: int
+    cells_total: int
+
+
+class ExperimentOut(BaseModel):
+    """An Experiment (``model.Experiment``): plan, provenance, cells, aggregates and the Decision."""
+
+    id: str
+    name: str | None
+    status: str = Field(description="running, completed, failed, interrupted or cancelled")
+    error: dict[str, Any] | None
+    created_at: str | None = Field(description="UTC, ISO 8601 to the second")
+    started_at: str | None
+    finished_at: str | None
+    document: ExperimentDocumentOut
+    config: BenchmarkConfig
+    provenance: dict[str, Any] = Field(description="Models, parameters, library versions and seeds")
+    configurations: list[ConfigurationOut]
+    questions: list[ExperimentQuestionOut]
+    progress: ExperimentProgressOut
+    cells: list[CellOut]
+    aggregate: dict[str, Any] = Field(description="Per configuration key: metric summaries, failures, latency, cost")
+    decision: dict[str, Any] | None = Field(description="The Decision on the primary metric, once completed")
+    cost: dict[str, Any]

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from chunkbench.benchmarking.model import MetricValue, RetrievedChunk
 from chunkbench.evaluation import answers, ranking
 from chunkbench.evaluation.judge import JudgeVerdict
 from chunkbench.evaluation.spans import precision_omega, span_metrics
@@ -50,15 +51,17 @@ RANK_METRICS = ("recall_at_k", "hit_at_k", "mrr", "ndcg_at_k")
 
 
 def retrieval_metrics(
-    evidence: Sequence[Range], retrieved: Sequence[Mapping[str, Any]], chunking: Chunking, *, top_k: int
-) -> dict[str, float | None]:
+    evidence: Sequence[Range], retrieved: Sequence[RetrievedChunk], chunking: Chunking, *, top_k: int
+) -> dict[str, MetricValue]:
     """Chroma's span metrics over the whole context (hits and neighbours), rank metrics over the ranked hits."""
     if not evidence:
         return dict.fromkeys((*SPAN_METRICS, *RANK_METRICS))
-    context = [(int(c["start_index"]), int(c["end_index"])) for c in retrieved]
+    context = [(c.start_index, c.end_index) for c in retrieved]
     spans = span_metrics(context, evidence, chunking.ranges) if context else None
     relevant = ranking.relevant_chunk_ids(chunking.chunks, [ranking.Evidence("", s, e) for s, e in evidence])
-    hits = [_chunk_ref(c) for c in retrieved if c.get("role", "hit") == "hit"]
+    hits = [
+        ranking.ChunkRef("", c.chunk_index, c.start_index, c.end_index, c.tokens) for c in retrieved if c.role == "hit"
+    ]
     ranks = ranking.rank_metrics(hits, relevant, k=top_k)
     return {
         "recall": spans.recall if spans else 0.0,

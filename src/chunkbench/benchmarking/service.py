@@ -14,8 +14,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from chunkbench.benchmarking import cost as pricing
-from chunkbench.benchmarking import runner
+from chunkbench.benchmarking import experiments, ownership, planning, runner
 from chunkbench.benchmarking.experiments import ExperimentNotFoundError, cells, get  # noqa: F401  (the error is re-exported)
+from chunkbench.benchmarking.model import BenchmarkConfig, Experiment, question_to_json
 from chunkbench.benchmarking.schemas import (
     METRIC_DIRECTIONS,
     BenchmarkIn,
@@ -49,8 +50,8 @@ def run(
 ) -> ExperimentRow:
     """Plan, record and run a benchmark to the end (the CLI's path; the API runs ``execute`` as a job)."""
     with database.session() as session:
-        plan = runner.plan(session, settings, request, tenant_id=tenant_id)
-    row = runner.create(database, settings, plan)
+        plan = planning.plan(session, settings, request, tenant_id=tenant_id)
+    row = experiments.create(database, settings, plan)
     return runner.execute(database, settings, store, row.id, tenant_id=tenant_id, progress=progress)
 
 
@@ -59,7 +60,7 @@ def prepare_resume(database: Database, experiment_id: str, *, tenant_id: str) ->
     raises 409 otherwise."""
     with database.session() as session:
         row = get(session, experiment_id, tenant_id=tenant_id)
-        if runner.orphaned(row):
+        if ownership.orphaned(row):
             row.status = "interrupted"
         if row.status not in RESUMABLE:
             raise ExperimentStateError(
@@ -73,18 +74,18 @@ def prepare_resume(database: Database, experiment_id: str, *, tenant_id: str) ->
 
 def estimate(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_id: str) -> CostEstimateOut:
     """The dry run (seed 000 §10.5): what the benchmark would run and cost, validated like the real thing."""
-    plan = runner.plan(session, settings, request, tenant_id=tenant_id)
+    plan = planning.plan(session, settings, request, tenant_id=tenant_id)
     questions = len(plan.questions)
     avg_context = int(np.mean([c.top_k for c in plan.configurations]) * _mean_chunk_tokens(plan, settings))
     estimate_ = pricing.estimate_cost(
         questions=questions,
         configurations=len(plan.configurations),
         chunk_tokens_to_embed=0,  # the chunks are already embedded and indexed
-        question_tokens=sum(count_tokens(q["question"]) for q in plan.questions),
+        question_tokens=sum(count_tokens(q.question) for q in plan.questions),
         answer_model=settings.llm_model if settings.llm_configured else None,
         answer_provider=pricing.llm_provider(settings),
-        judge=plan.judge,
-        judge_repeats=plan.judge_repeats,
+        judge=plan.config.judge,
+        judge_repeats=plan.config.judge_repeats,
         embedding_model=plan.corpus.id,
         embedding_provider=plan.corpus.provider,
         avg_context_tokens=avg_context,
@@ -107,7 +108,7 @@ def estimate(session: Session, settings: Settings, request: BenchmarkIn, *, tena
     )
 
 
-def _mean_chunk_tokens(plan: runner.BenchmarkPlan, settings: Settings) -> float:
+def _mean_chunk_tokens(plan: planning.BenchmarkPlan, settings: Settings) -> float:
     sizes = [float(run["params"].get("chunk_size", settings.chunk_size)) for run in plan.strategy_runs.values()]
     return float(np.mean(sizes)) if sizes else float(settings.chunk_size)
 
@@ -118,32 +119,33 @@ def _mean_chunk_tokens(plan: runner.BenchmarkPlan, settings: Settings) -> float:
 def experiment_dict(session: Session, row: ExperimentRow, *, cells_view: CellsView = "full") -> dict[str, Any]:
     """The whole Experiment as one JSON-ready dict: what ``GET /benchmarks/{id}``, reports and exports give;
     with ``cells_view="scores"`` each cell keeps only its ids, status, metrics, latency and tokens."""
+    experiment = Experiment.from_row(row)
     document = session.get(DocumentRow, row.document_id)
-    results = cells(session, row.id)
+    results = [cell.to_dict() for cell in cells(session, row.id)]
     if cells_view == "scores":
         results = [{name: result.get(name) for name in SCORE_FIELDS} for result in results]
     return {
-        "id": row.id,
-        "name": row.name,
-        "status": row.status,
-        "error": row.error,
-        "created_at": _iso(row.created_at),
-        "started_at": _iso(row.started_at),
-        "finished_at": _iso(row.finished_at),
+        "id": experiment.id,
+        "name": experiment.name,
+        "status": experiment.status,
+        "error": experiment.error,
+        "created_at": _iso(experiment.created_at),
+        "started_at": _iso(experiment.started_at),
+        "finished_at": _iso(experiment.finished_at),
         "document": {
-            "id": row.document_id,
+            "id": experiment.document_id,
             "filename": document.filename if document else None,
             "tokens": count_tokens(document.parsed_text) if document is not None else None,
         },
-        "config": row.benchmark_config,
-        "provenance": row.provenance,
-        "configurations": row.configurations,
-        "questions": row.questions,
-        "progress": {"cells_done": len(results), "cells_total": len(row.configurations) * len(row.questions)},
+        "config": experiment.config.to_dict(),
+        "provenance": experiment.provenance,
+        "configurations": [c.to_dict() for c in experiment.configurations],
+        "questions": [question_to_json(q) for q in experiment.questions],
+        "progress": {"cells_done": len(results), "cells_total": experiment.cells_total},
         "cells": results,
-        "aggregate": row.aggregate_metrics,
-        "decision": row.decision,
-        "cost": row.cost,
+        "aggregate": experiment.aggregate,
+        "decision": experiment.decision,
+        "cost": experiment.cost,
     }
 
 
@@ -157,33 +159,34 @@ def _iso(value: Any) -> str | None:
 
 
 def summary(session: Session, row: ExperimentRow, cells_done: int | None = None) -> ExperimentSummary:
-    config = row.benchmark_config or {}
+    experiment = Experiment.from_row(row)
+    config = experiment.config
     if cells_done is None:
         cells_done = session.scalar(
             select(func.count()).select_from(BenchmarkCellRow).where(BenchmarkCellRow.experiment_id == row.id)
         )
     document = session.get(DocumentRow, row.document_id)
-    decision = row.decision or {}
+    decision = experiment.decision or {}
     return ExperimentSummary(
-        id=row.id,
-        name=row.name,
-        status=row.status,
-        document_id=row.document_id,
+        id=experiment.id,
+        name=experiment.name,
+        status=experiment.status,
+        document_id=experiment.document_id,
         document_name=document.filename if document else None,
-        strategies=row.strategies_used,
-        retrievers=config.get("retrievers", []),
-        corpus_model_id=row.embedding_model_id,
-        boundary_model_id=row.boundary_embedding_model_id,
-        neighbor_prev=int(config.get("neighbor_prev", 0)),
-        neighbor_next=int(config.get("neighbor_next", 0)),
-        questions=len(row.questions),
+        strategies=list(experiment.strategies),
+        retrievers=list(config.retrievers),
+        corpus_model_id=experiment.corpus_model_id,
+        boundary_model_id=experiment.boundary_model_id,
+        neighbor_prev=config.neighbor_prev,
+        neighbor_next=config.neighbor_next,
+        questions=len(experiment.questions),
         cells_done=int(cells_done or 0),
-        cells_total=len(row.configurations) * len(row.questions),
-        primary_metric=config.get("primary_metric"),
+        cells_total=experiment.cells_total,
+        primary_metric=config.primary_metric,
         best=decision.get("best"),
         decision_status=decision.get("status"),
-        created_at=row.created_at,
-        finished_at=row.finished_at,
+        created_at=experiment.created_at,
+        finished_at=experiment.finished_at,
     )
 
 
@@ -211,14 +214,17 @@ def get_all(
     if status is not None:
         statement = statement.where(ExperimentRow.status == status)
     rows = session.scalars(statement.order_by(ExperimentRow.created_at.desc())).all()
+
     # JSON members are filtered here: portable across SQLite and PostgreSQL, and the lists are short.
-    selected = [
-        row
-        for row in rows
-        if (strategy is None or strategy in row.strategies_used)
-        and (neighbor_prev is None or int(row.benchmark_config.get("neighbor_prev", 0)) == neighbor_prev)
-        and (neighbor_next is None or int(row.benchmark_config.get("neighbor_next", 0)) == neighbor_next)
-    ][:limit]
+    def wanted(row: ExperimentRow) -> bool:
+        config = BenchmarkConfig.from_dict(row.benchmark_config)
+        return (
+            (strategy is None or strategy in row.strategies_used)
+            and (neighbor_prev is None or config.neighbor_prev == neighbor_prev)
+            and (neighbor_next is None or config.neighbor_next == neighbor_next)
+        )
+
+    selected = [row for row in rows if wanted(row)][:limit]
     counts = dict(
         session.execute(
             select(BenchmarkCellRow.experiment_id, func.count())
@@ -231,38 +237,37 @@ def get_all(
 
 def compare(session: Session, a_id: str, b_id: str, *, tenant_id: str) -> CompareOut:
     """Two Experiments side by side on every metric, per configuration key, with what makes them incomparable."""
-    a, b = get(session, a_id, tenant_id=tenant_id), get(session, b_id, tenant_id=tenant_id)
+    rows = get(session, a_id, tenant_id=tenant_id), get(session, b_id, tenant_id=tenant_id)
+    a, b = (Experiment.from_row(row) for row in rows)
     warnings: list[str] = []
     if a.document_id != b.document_id:
         warnings.append("Different documents: the figures are not paired.")
-    if a.embedding_model_id != b.embedding_model_id:
-        warnings.append(f"Different Corpus models ({a.embedding_model_id} vs {b.embedding_model_id}).")
-    if a.boundary_embedding_model_id != b.boundary_embedding_model_id:
-        warnings.append(
-            f"Different Boundary models ({a.boundary_embedding_model_id} vs {b.boundary_embedding_model_id})."
-        )
-    neighbours = [
-        (e.benchmark_config.get("neighbor_prev", 0), e.benchmark_config.get("neighbor_next", 0)) for e in (a, b)
-    ]
+    if a.corpus_model_id != b.corpus_model_id:
+        warnings.append(f"Different Corpus models ({a.corpus_model_id} vs {b.corpus_model_id}).")
+    if a.boundary_model_id != b.boundary_model_id:
+        warnings.append(f"Different Boundary models ({a.boundary_model_id} vs {b.boundary_model_id}).")
+    neighbours = [(e.config.neighbor_prev, e.config.neighbor_next) for e in (a, b)]
     if neighbours[0] != neighbours[1]:
         warnings.append(f"Different Neighbor Expansion (±{neighbours[0]} vs ±{neighbours[1]}).")
-    if [q["question"] for q in a.questions] != [q["question"] for q in b.questions]:
+    if [q.question for q in a.questions] != [q.question for q in b.questions]:
         warnings.append("Different questions: compare means, not per-question results.")
-    keys = list(dict.fromkeys([*a.aggregate_metrics, *b.aggregate_metrics]))
+    keys = list(dict.fromkeys([*a.aggregate, *b.aggregate]))
     metrics = list(METRIC_DIRECTIONS)
-    rows = []
+    table = []
     for key in keys:
         row: dict[str, Any] = {"config_key": key}
         for name in metrics:
-            value_a = (a.aggregate_metrics.get(key) or {}).get("metrics", {}).get(name, {}).get("mean")
-            value_b = (b.aggregate_metrics.get(key) or {}).get("metrics", {}).get(name, {}).get("mean")
+            value_a = (a.aggregate.get(key) or {}).get("metrics", {}).get(name, {}).get("mean")
+            value_b = (b.aggregate.get(key) or {}).get("metrics", {}).get(name, {}).get("mean")
             row[name] = {
                 "a": value_a,
                 "b": value_b,
                 "delta": None if value_a is None or value_b is None else value_b - value_a,
             }
-        rows.append(row)
-    return CompareOut(a=summary(session, a), b=summary(session, b), metrics=metrics, rows=rows, warnings=warnings)
+        table.append(row)
+    return CompareOut(
+        a=summary(session, rows[0]), b=summary(session, rows[1]), metrics=metrics, rows=table, warnings=warnings
+    )
 
 
 def boundaries(store: VectorStore, row: ExperimentRow, *, tenant_id: str) -> dict[str, list[tuple[int, int]]]:

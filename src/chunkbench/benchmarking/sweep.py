@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chunkbench.benchmarking import service
+from chunkbench.benchmarking.model import Experiment
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.chunking.base import capabilities, strategy_class
 from chunkbench.config import Settings
@@ -28,8 +29,9 @@ from chunkbench.storage.vectors import VectorStore
 
 def _level(label: str, row: ExperimentRow) -> dict[str, Any]:
     """One sweep level: its Experiment and the primary metric of its (single) configuration."""
-    metric = row.benchmark_config["primary_metric"]
-    key, aggregate = next(iter(row.aggregate_metrics.items()))
+    experiment = Experiment.from_row(row)
+    metric = experiment.config.primary_metric
+    key, aggregate = next(iter(experiment.aggregate.items()))
     summary = aggregate["metrics"][metric]
     return {
         "level": label, "experiment_id": row.id, "config_key": key, "metric": metric, "mean": summary["mean"],

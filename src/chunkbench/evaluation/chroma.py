@@ -15,14 +15,10 @@ from typing import Any
 from chunkbench.config import Settings
 from chunkbench.embedding.cache import EmbeddingCache
 from chunkbench.errors import EvaluationError
-from chunkbench.evaluation.corpus import (
-    SPAN_METRICS,
-    ProgressCallback,
-    SpanEvaluation,
-    SpanQuestion,
-    evaluate_spans,
-    load_questions,
-)
+from chunkbench.evaluation.corpus import evaluate_spans
+from chunkbench.evaluation.corpus_inputs import load_questions
+from chunkbench.evaluation.corpus_scores import SPAN_METRICS, ProgressCallback, SpanEvaluation
+from chunkbench.evaluation.questions import BenchmarkQuestion
 from chunkbench.models import StrategyName
 
 CHROMA_MODEL = "all-MiniLM-L6-v2"
@@ -93,7 +89,7 @@ def published_rows(data_dir: Path) -> dict[tuple[str, int, int], dict[str, Any]]
     return rows
 
 
-def load_chroma(data_dir: Path | str | None = None) -> tuple[Path, dict[str, str], list[SpanQuestion]]:
+def load_chroma(data_dir: Path | str | None = None) -> tuple[Path, dict[str, str], list[BenchmarkQuestion]]:
     """Chroma's data folder (default: the shared one, as ``datasets.chroma_dir`` resolves it), corpora and questions."""
     from chunkbench.evaluation.datasets import chroma_dir, load_corpora
 

@@ -81,7 +81,8 @@ def spans(
     as_json: JsonOption = False,
 ) -> None:
     """Chunk every document, index them together, retrieve n chunks per question, print span and rank metrics."""
-    from chunkbench.evaluation.corpus import evaluate_spans, load_documents, load_questions
+    from chunkbench.evaluation.corpus import evaluate_spans
+    from chunkbench.evaluation.corpus_inputs import load_documents, load_questions
 
     params = parse_params(param or [])
     try:

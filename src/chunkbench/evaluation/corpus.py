@@ -1,25 +1,17 @@
-"""Corpus-level span evaluation: chunk every document, index them together, retrieve per question, score.
+"""Corpus-level span evaluation: chunk every document, index them together, retrieve per question, score."""
 
-This is Chroma's general evaluation run through chunkbench's own pipeline: a strategy from the registry
-cuts each document (offsets come from the strategy), the Corpus model embeds the chunks, one throwaway
-Qdrant collection in a temporary data directory holds every document, and a registered retriever
-(dense, bm25, hybrid) returns ``n`` chunks per question. By default the search spans the whole index, as
-Chroma's ``collection.query`` does: a chunk of another document enlarges the retrieved length (precision
-and IoU denominators) but is never evidence. ``scope="document"`` searches only the question's document.
-
-Each question is scored with Chroma's span metrics (``spans.py``) in characters and in cl100k tokens, and
-with the rank metrics of ``ranking.py``. All documents are laid out on one global axis (each document
-shifted past the previous one, one unit apart) so that ranges of different documents never meet; a
-reference may then sit in any document, and foreign chunks count exactly as Chroma counts them.
-"""
+# Chroma's general evaluation through chunkbench's own pipeline: a registered strategy cuts each document
+# (offsets come from the strategy), the Corpus model embeds the chunks, one throwaway Qdrant collection in a
+# temporary data directory holds every document, and a registered retriever returns ``n`` chunks per
+# question. The search spans the whole index by default because Chroma's ``collection.query`` does, and its
+# published figures count the chunks of other documents so; ``scope="document"`` searches the question's own.
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -27,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from chunkbench.chunking.base import (
-    Chunk,
     ChunkingInput,
     ChunkingStrategy,
     StrategyParams,
@@ -40,10 +31,10 @@ from chunkbench.embedding.cache import EMBEDDINGS, EmbeddingCache
 from chunkbench.embedding.registry import DEFAULT_MODEL_ID, EmbeddingModelSpec, get_spec
 from chunkbench.embedding.service import boundary_embedder
 from chunkbench.errors import EvaluationError
-from chunkbench.evaluation.locate import resolve_evidence
-from chunkbench.evaluation.questions import load_question_set
-from chunkbench.evaluation.ranking import ChunkRef, Evidence, rank_metrics, relevant_chunk_ids
-from chunkbench.evaluation.spans import SpanMetrics, TokenMap, span_metrics
+from chunkbench.evaluation.corpus_inputs import placed_questions
+from chunkbench.evaluation.corpus_scores import ProgressCallback, SpanEvaluation, score_questions
+from chunkbench.evaluation.questions import BenchmarkQuestion
+from chunkbench.evaluation.ranking import ChunkRef
 from chunkbench.indexing.contextual import make_prefixer
 from chunkbench.indexing.pipeline import IndexingPlan, index_documents
 from chunkbench.limits import MAX_CANDIDATE_K
@@ -51,17 +42,9 @@ from chunkbench.models import DocumentTree, NodeType, StrategyName, TreeNode
 from chunkbench.retrieval import pipeline
 from chunkbench.retrieval.search import RetrieverName, get_retriever
 from chunkbench.storage.vectors import VectorStore
-from chunkbench.text.tokens import get_tokenizer
 
 EVAL_TENANT = "eval"
-SPAN_METRICS = ("recall", "precision", "precision_omega", "iou")
-RANK_METRICS = ("recall_at_k", "hit_at_k", "mrr", "ndcg_at_k")
 STAGES = ("chunk", "embed", "index", "retrieve", "score")
-DOCUMENT_SUFFIXES = (".md", ".txt")
-_SHOWN = 5  # how many offending items an error message lists
-
-# ``progress(stage, done, total)``: called as each stage advances.
-ProgressCallback = Callable[[str, int, int], None]
 
 
 class Scope(StrEnum):
@@ -69,238 +52,6 @@ class Scope(StrEnum):
 
     CORPUS = "corpus"
     DOCUMENT = "document"
-
-
-@dataclass(frozen=True)
-class SpanReference:
-    """An evidence excerpt: ``documents[document_id][start_index:end_index] == content`` (when content is given)."""
-
-    document_id: str
-    start_index: int
-    end_index: int
-    content: str | None = None
-
-
-@dataclass(frozen=True)
-class SpanQuestion:
-    """A question, the document it was written from, and its evidence excerpts (possibly in other documents)."""
-
-    id: str
-    question: str
-    document_id: str
-    references: tuple[SpanReference, ...]
-    answer: str | None = None
-
-
-# --------------------------------------------------------------------------------------------- loading
-
-
-def load_documents(path: Path | str) -> dict[str, str]:
-    """Documents by id: a directory of ``.md``/``.txt`` files (id = file stem) or a JSONL of
-    ``{"document_id", "text"}`` lines. Texts are read as UTF-8; offsets are characters of that text."""
-    path = Path(path)
-    if not path.exists():
-        raise EvaluationError(f"Documents path {path} does not exist: give a folder of .md/.txt files or a JSONL file.")
-    if path.is_dir():
-        return _documents_from_folder(path)
-    return _documents_from_jsonl(path)
-
-
-def _documents_from_folder(folder: Path) -> dict[str, str]:
-    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in DOCUMENT_SUFFIXES)
-    if not files:
-        raise EvaluationError(f"{folder} holds no .md or .txt files; put the documents to evaluate there.")
-    documents: dict[str, str] = {}
-    for file in files:
-        if file.stem in documents:
-            raise EvaluationError(
-                f"Two files in {folder} have the document id '{file.stem}' (the file stem); rename one of them."
-            )
-        documents[file.stem] = _read_text(file)
-    return documents
-
-
-def _documents_from_jsonl(file: Path) -> dict[str, str]:
-    documents: dict[str, str] = {}
-    for number, row in _jsonl_rows(file):
-        document_id, text = row.get("document_id"), row.get("text")
-        if not isinstance(document_id, str) or not document_id or not isinstance(text, str):
-            raise EvaluationError(f'{file}: line {number} needs {{"document_id": "<id>", "text": "<text>"}}.')
-        if document_id in documents:
-            raise EvaluationError(f"{file}: line {number} repeats the document id '{document_id}'.")
-        documents[document_id] = text
-    if not documents:
-        raise EvaluationError(f"{file} holds no documents.")
-    return documents
-
-
-def _read_text(file: Path) -> str:
-    try:
-        return file.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise EvaluationError(f"{file} is not UTF-8 text ({exc.reason}); convert it to UTF-8.") from exc
-    except OSError as exc:
-        raise EvaluationError(f"Cannot read {file}: {exc.strerror or exc}.") from exc
-
-
-def _jsonl_rows(file: Path) -> list[tuple[int, dict[str, Any]]]:
-    rows: list[tuple[int, dict[str, Any]]] = []
-    for number, line in enumerate(_read_text(file).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise EvaluationError(
-                f"{file}: line {number} is not JSON ({exc.msg}); expected one object per line."
-            ) from exc
-        if not isinstance(row, dict):
-            raise EvaluationError(f"{file}: line {number} is not a JSON object.")
-        rows.append((number, row))
-    return rows
-
-
-def load_questions(path: Path | str, documents: Mapping[str, str]) -> list[SpanQuestion]:
-    """Questions of any question-set format (Chroma's ``questions_df.csv``, JSONL of ``{id, question, document_id,
-    answer?, references: [{document_id?, content, start_index, end_index}]}``, seed JSON), every reference placed
-    in ``documents`` (offsets checked; snippets located exact → whitespace → fuzzy) as the question-set library does.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise EvaluationError(f"Question file {path} does not exist (or is a folder).")
-    report = resolve_evidence(load_question_set(path), documents)
-    if not report.ok:
-        shown = "; ".join(
-            f"question {p.question_id} reference {p.reference_index + 1} ({p.document}): {p.message or p.status}"
-            for p in report.problems[:_SHOWN]
-        )
-        raise EvaluationError(
-            f"{len(report.problems)} reference(s) of {path.name} cannot be placed in the documents: {shown}. "
-            "chunkbench questions validate lists them all."
-        )
-    questions = []
-    for question in report.resolved():
-        if not question.references:
-            raise EvaluationError(
-                f"{path.name}: question {question.id} has no references; span evaluation needs evidence for each."
-            )
-        references = tuple(
-            SpanReference(str(r.document), int(r.start_index or 0), int(r.end_index or 0), r.content)
-            for r in question.references
-        )
-        document_id = question.document_id if question.document_id in documents else references[0].document_id
-        questions.append(
-            SpanQuestion(question.id, question.question, document_id, references, question.expected_answer)
-        )
-    return questions
-
-
-def validate_questions(questions: Sequence[SpanQuestion], documents: dict[str, str]) -> None:
-    """Every document id is known and every reference selects its content; else an error listing the first few."""
-    unknown = sorted(
-        {q.document_id for q in questions if q.document_id not in documents}
-        | {r.document_id for q in questions for r in q.references if r.document_id not in documents}
-    )
-    if unknown:
-        known = ", ".join(sorted(documents)[:10]) + (" …" if len(documents) > 10 else "")
-        raise EvaluationError(
-            f"The questions name {len(unknown)} unknown document id(s): {', '.join(unknown[:_SHOWN])}. "
-            f"Known ids (file stems or JSONL document_id): {known}.",
-            unknown_document_ids=unknown[:_SHOWN],
-        )
-    mismatches = [
-        f"question {q.id} ref {i} ({r.document_id}[{r.start_index}:{r.end_index}]): expected {r.content[:40]!r}, "
-        f"found {documents[r.document_id][r.start_index : r.end_index][:40]!r}"
-        for q in questions
-        for i, r in enumerate(q.references)
-        if r.content is not None and documents[r.document_id][r.start_index : r.end_index] != r.content
-    ]
-    if mismatches:
-        raise EvaluationError(
-            f"{len(mismatches)} reference(s) do not match their document's text at their offsets (were the "
-            f"documents edited, or read with another encoding?): {'; '.join(mismatches[:_SHOWN])}"
-        )
-
-
-# --------------------------------------------------------------------------------------------- evaluation
-
-
-@dataclass
-class SpanEvaluation:
-    """The outcome of one evaluation: configuration, per-question scores, summaries and stage timings."""
-
-    config: dict[str, Any]
-    documents: int
-    questions: int
-    chunks: int
-    mean_chunk_tokens: float
-    per_question: list[dict[str, Any]]
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def summary(self, unit: str = "chars") -> dict[str, dict[str, float]]:
-        """Chroma's four metrics in ``unit`` ("chars" or "tokens"): mean and population SD, in percent."""
-        return {name: _mean_std([q[unit][name] for q in self.per_question], 100) for name in SPAN_METRICS}
-
-    def rank_summary(self) -> dict[str, dict[str, float]]:
-        """Rank metrics: ratios in percent, ``tok_at_k`` in tokens; mean and population SD."""
-        summary = {name: _mean_std([q["rank"][name] for q in self.per_question], 100) for name in RANK_METRICS}
-        summary["tok_at_k"] = _mean_std([q["rank"]["tok_at_k"] for q in self.per_question], 1)
-        return summary
-
-    def to_dict(self, *, per_question: bool = False) -> dict[str, Any]:
-        """The JSON of ``chunkbench eval spans --json``."""
-        data: dict[str, Any] = {**self.summary("chars"), **self.rank_summary()}
-        data.update(
-            tokens=self.summary("tokens"),
-            config=self.config,
-            documents=self.documents,
-            questions=self.questions,
-            chunks=self.chunks,
-            mean_chunk_tokens=self.mean_chunk_tokens,
-            units={
-                "span_metrics": "percent",
-                "rank_ratios": "percent",
-                "tok_at_k": "cl100k tokens",
-                "sd": "population",
-            },
-            timings=self.timings,
-        )
-        if per_question:
-            data["per_question"] = self.per_question
-        return data
-
-
-def _mean_std(values: Sequence[float], scale: float) -> dict[str, float]:
-    array = np.asarray(values, dtype=np.float64) * scale
-    # Chroma reports numpy's population SD (ddof=0).
-    return {"mean": float(array.mean()), "std": float(array.std())} if len(array) else {"mean": 0.0, "std": 0.0}
-
-
-class _Axis:
-    """One global coordinate axis per unit: document ``d`` starts where the previous one ended, plus one."""
-
-    def __init__(self, documents: dict[str, str]) -> None:
-        tokenizer = get_tokenizer()
-        self.char_offset: dict[str, int] = {}
-        self.token_offset: dict[str, int] = {}
-        self.token_maps: dict[str, TokenMap] = {}
-        chars = tokens = 0
-        for document_id, text in documents.items():
-            starts = tokenizer.boundaries(text)[1].tolist()
-            self.char_offset[document_id], self.token_offset[document_id] = chars, tokens
-            self.token_maps[document_id] = TokenMap(starts)
-            # One unit of gap: a range ending a document never touches one starting the next.
-            chars += len(text) + 1
-            tokens += len(starts)
-
-    def chars(self, document_id: str, start: int, end: int) -> tuple[int, int]:
-        offset = self.char_offset[document_id]
-        return (offset + start, offset + end)
-
-    def tokens(self, document_id: str, start: int, end: int) -> tuple[int, int]:
-        first, last = self.token_maps[document_id]((start, end))
-        offset = self.token_offset[document_id]
-        return (offset + first, offset + last)
 
 
 def _strategy(
@@ -329,7 +80,7 @@ def _inputs(documents: dict[str, str]) -> list[ChunkingInput]:
 
 def evaluate_spans(
     documents: dict[str, str],
-    questions: Sequence[SpanQuestion],
+    questions: Sequence[BenchmarkQuestion],
     *,
     strategy: StrategyName | str = StrategyName.FIXED_SIZE,
     params: dict[str, Any] | None = None,
@@ -362,7 +113,7 @@ def evaluate_spans(
         raise EvaluationError("There are no documents to evaluate.")
     if not questions:
         raise EvaluationError("There are no questions to evaluate.")
-    validate_questions(questions, documents)
+    questions = placed_questions(questions, documents)
     cache = cache if cache is not None else EMBEDDINGS
     timings: dict[str, float] = dict.fromkeys(STAGES, 0.0)
 
@@ -395,7 +146,7 @@ def evaluate_spans(
     chunks = run.chunks
     by_document = {indexed.document.document_id: indexed.searchable for indexed in run.documents}
     started = time.perf_counter()
-    per_question = _score(documents, questions, by_document, hits, n, report)
+    per_question = score_questions(documents, questions, by_document, hits, n, report)
     timings["score"] = time.perf_counter() - started
     return SpanEvaluation(
         config={
@@ -421,7 +172,7 @@ def _retrieve(
     retriever: RetrieverName,
     spec: EmbeddingModelSpec,
     strategy: StrategyName,
-    questions: Sequence[SpanQuestion],
+    questions: Sequence[BenchmarkQuestion],
     query_vectors: np.ndarray | None,
     n: int,
     scope: Scope,
@@ -457,52 +208,3 @@ def _retrieve(
         if position % 16 == 15 or position == len(questions) - 1:
             report("retrieve", position + 1, len(questions))
     return hits
-
-
-def _score(
-    documents: dict[str, str],
-    questions: Sequence[SpanQuestion],
-    by_document: dict[str, list[Chunk]],
-    hits: list[list[ChunkRef]],
-    n: int,
-    report: ProgressCallback,
-) -> list[dict[str, Any]]:
-    axis = _Axis(documents)
-    chunkings = {
-        document_id: [ChunkRef(document_id, c.chunk_index, c.start_index, c.end_index, c.token_count) for c in chunks]
-        for document_id, chunks in by_document.items()
-    }
-    results: list[dict[str, Any]] = []
-    for position, (question, retrieved) in enumerate(zip(questions, hits, strict=True)):
-        evidence_documents = list(dict.fromkeys(r.document_id for r in question.references))
-        chunking = [chunk for d in evidence_documents for chunk in chunkings.get(d, [])]
-        evidence = [Evidence(r.document_id, r.start_index, r.end_index) for r in question.references]
-        scores: dict[str, Any] = {"id": question.id, "retrieved": [[c.document_id, c.chunk_index] for c in retrieved]}
-        for unit, place in (("chars", axis.chars), ("tokens", axis.tokens)):
-            metrics = span_metrics(
-                [place(c.document_id, c.start_index, c.end_index) for c in retrieved],
-                [place(r.document_id, r.start_index, r.end_index) for r in question.references],
-                [place(c.document_id, c.start_index, c.end_index) for c in chunking],
-            )
-            scores[unit] = _span_dict(metrics)
-        ranks = rank_metrics(retrieved, relevant_chunk_ids(chunking, evidence), n)
-        scores["rank"] = {
-            "recall_at_k": ranks.recall_at_k,
-            "hit_at_k": ranks.hit_at_k,
-            "mrr": ranks.mrr,
-            "ndcg_at_k": ranks.ndcg_at_k,
-            "tok_at_k": ranks.tok_at_k,
-        }
-        results.append(scores)
-        if position % 64 == 63 or position == len(questions) - 1:
-            report("score", position + 1, len(questions))
-    return results
-
-
-def _span_dict(metrics: SpanMetrics) -> dict[str, float]:
-    return {
-        "recall": metrics.recall,
-        "precision": metrics.precision,
-        "precision_omega": metrics.precision_omega or 0.0,
-        "iou": metrics.iou,
-    }

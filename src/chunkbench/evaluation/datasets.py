@@ -1,16 +1,15 @@
 """Loading Chroma's general chunking-evaluation questions (``questions_df.csv``) with their reference spans.
 
-The general question-set model (seed JSON, Chroma CSV, JSONL; snippets located in documents) lives in
-``evaluation.questions`` and ``evaluation.locate`` and is re-exported here.
+The questions load into the one question model (``evaluation.questions``); their references are checked by
+the one evidence check (``evaluation.locate.resolve_evidence``), re-exported here with the question-set API.
 """
 
 from __future__ import annotations
 
-import csv
-import json
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
+from chunkbench.errors import QuestionSetError
 from chunkbench.evaluation.locate import (
     DocumentCatalog,
     EvidenceReport,
@@ -31,13 +30,10 @@ __all__ = [
     "BenchmarkQuestion",
     "DatasetError",
     "DocumentCatalog",
-    "EvalQuestion",
     "EvidenceReport",
     "MatchMethod",
     "QuestionReference",
     "QuestionSet",
-    "Reference",
-    "ReferenceMismatch",
     "ReferenceResult",
     "TextLocator",
     "find_mismatches",
@@ -58,40 +54,6 @@ class DatasetError(ValueError):
     """The question file is malformed or its references do not match the corpora."""
 
 
-@dataclass(frozen=True)
-class Reference:
-    """An excerpt that answers a question: ``corpus[start_index:end_index] == content`` (character offsets)."""
-
-    content: str
-    start_index: int
-    end_index: int
-
-    @property
-    def span(self) -> tuple[int, int]:
-        return (self.start_index, self.end_index)
-
-
-@dataclass(frozen=True)
-class EvalQuestion:
-    """One question, the corpus it was written from, and its reference excerpts."""
-
-    id: int
-    question: str
-    corpus_id: str
-    references: list[Reference]
-
-
-@dataclass(frozen=True)
-class ReferenceMismatch:
-    """A reference whose offsets do not select its content."""
-
-    question_id: int
-    reference_index: int
-    corpus_id: str
-    expected: str
-    found: str
-
-
 def chroma_dir(path: Path | str | None = None) -> Path:
     """The Chroma evaluation data directory: ``path`` if given, else ``<repo>/../shared/data/chroma_chunking_eval``."""
     return Path(path) if path is not None else DEFAULT_CHROMA_DIR
@@ -104,53 +66,43 @@ def load_corpora(data_dir: Path | str | None = None) -> dict[str, str]:
     return {p.stem: p.read_text(encoding="utf-8") for p in sorted(corpora_dir.glob("*.md"))}
 
 
-def load_chroma_questions(path: Path | str | None = None) -> list[EvalQuestion]:
-    """The questions of ``questions_df.csv`` (``path`` is the file or its directory), ids = row numbers."""
+def load_chroma_questions(path: Path | str | None = None) -> list[BenchmarkQuestion]:
+    """The questions of ``questions_df.csv`` (``path`` is the file or its directory): ids are row numbers, each
+    question's ``document_id`` its ``corpus_id``, every reference with offsets."""
     file = chroma_dir(path)
     if file.is_dir():
         file = file / "questions_df.csv"
-    questions: list[EvalQuestion] = []
-    with file.open(encoding="utf-8", newline="") as handle:
-        for row_number, row in enumerate(csv.DictReader(handle)):
-            try:
-                raw = json.loads(row["references"])
-                references = [Reference(r["content"], int(r["start_index"]), int(r["end_index"])) for r in raw]
-                questions.append(EvalQuestion(row_number, row["question"], row["corpus_id"], references))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise DatasetError(f"{file}: row {row_number} is malformed: {exc}") from exc
-            if not references:
-                raise DatasetError(f"{file}: row {row_number} has no references.")
+    try:
+        questions = load_question_set(file).questions
+    except QuestionSetError as exc:
+        raise DatasetError(exc.message) from exc
+    for question in questions:
+        # The generic CSV reader numbers questions by row, as Chroma's loader does.
+        if not question.references:
+            raise DatasetError(f"{file}: row {question.id} has no references.")
+        if not all(reference.has_offsets for reference in question.references):
+            raise DatasetError(f"{file}: row {question.id} is malformed: a reference has no offsets.")
     return questions
 
 
-def find_mismatches(questions: list[EvalQuestion], corpora: dict[str, str]) -> list[ReferenceMismatch]:
-    """Every reference whose ``corpus[start:end]`` differs from its ``content`` (unknown corpora included)."""
-    mismatches: list[ReferenceMismatch] = []
-    for question in questions:
-        corpus = corpora.get(question.corpus_id)
-        for index, reference in enumerate(question.references):
-            found = "<unknown corpus>" if corpus is None else corpus[reference.start_index : reference.end_index]
-            if found != reference.content:
-                mismatches.append(ReferenceMismatch(question.id, index, question.corpus_id, reference.content, found))
-    return mismatches
+def find_mismatches(questions: Sequence[BenchmarkQuestion], corpora: dict[str, str]) -> list[ReferenceResult]:
+    """Every reference that cannot be used: offsets that do not select its content (``found`` is what they
+    select), or an unknown corpus."""
+    return resolve_evidence(questions, corpora).problems
 
 
-def validate_references(questions: list[EvalQuestion], corpora: dict[str, str]) -> None:
+def validate_references(questions: Sequence[BenchmarkQuestion], corpora: dict[str, str]) -> None:
     """Raise ``DatasetError`` listing the first mismatching references, if any."""
     mismatches = find_mismatches(questions, corpora)
     if mismatches:
         shown = "; ".join(
-            f"question {m.question_id} ref {m.reference_index} ({m.corpus_id}): expected {m.expected[:40]!r}, "
-            f"found {m.found[:40]!r}"
+            f"question {m.question_id} ref {m.reference_index} ({m.document}): expected {m.snippet[:40]!r}, "
+            f"found {'<unknown corpus>' if m.status == 'unknown_document' else (m.found or '')[:40]!r}"
             for m in mismatches[:5]
         )
         raise DatasetError(f"{len(mismatches)} reference(s) do not match their corpus: {shown}")
 
 
-def reference_spans(question: BenchmarkQuestion) -> list[Reference]:
-    """A question's references that carry offsets, as span-metric ``Reference``s (resolve snippets first)."""
-    return [
-        Reference(r.content, r.start_index, r.end_index)
-        for r in question.references
-        if r.start_index is not None and r.end_index is not None
-    ]
+def reference_spans(question: BenchmarkQuestion) -> tuple[QuestionReference, ...]:
+    """A question's references that carry offsets (the ones span metrics can use; resolve snippets first)."""
+    return tuple(reference for reference in question.references if reference.has_offsets)

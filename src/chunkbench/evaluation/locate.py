@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
@@ -163,6 +163,8 @@ class ReferenceResult:
     given_end: int | None = None
     closest_text: str | None = None
     message: str = ""
+    # What the given offsets select, when they do not select the snippet (a mismatch); not in the API's JSON.
+    found: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -322,7 +324,7 @@ def _place(
         return replace(
             base, status="mismatch", document=key, method=placement.method, score=placement.score,
             start_index=placement.start_index, end_index=placement.end_index, occurrences=placement.occurrences,
-            closest_text=text[placement.start_index : placement.end_index],
+            closest_text=text[placement.start_index : placement.end_index], found=found,
             message=f"offsets {reference.start_index}–{reference.end_index} select {found[:60]!r}, not the content"
             + where,
         )  # fmt: skip
@@ -357,18 +359,21 @@ def _rank(placement: Placement) -> tuple[int, float]:
 
 
 def resolve_evidence(
-    question_set: QuestionSet,
+    questions: QuestionSet | Sequence[BenchmarkQuestion],
     documents: Mapping[str, str] | DocumentCatalog,
     *,
     threshold: float = DEFAULT_MATCH_THRESHOLD,
 ) -> EvidenceReport:
     """Place every reference of every question in ``documents`` (key → text, e.g. id → markdown).
 
-    References with offsets are checked (a mismatch is a problem); snippets are located exact →
-    whitespace-insensitive → fuzzy (≥ ``threshold``). A question without references adds nothing.
+    The one check of evidence against document texts: question files, Chroma's data, corpus evaluation and
+    benchmarks all call it and word its problems for their callers. References with offsets are checked (a
+    mismatch is a problem); snippets are located exact → whitespace-insensitive → fuzzy (≥ ``threshold``).
+    A question without references adds nothing.
     """
     if not 0 < threshold <= 1:
         raise ValueError(f"The match threshold is a similarity in (0, 1]; got {threshold}.")
+    question_set = questions if isinstance(questions, QuestionSet) else QuestionSet(list(questions))
     catalog = documents if isinstance(documents, DocumentCatalog) else DocumentCatalog(documents)
     results = [
         _place(catalog, question, index, reference, threshold)

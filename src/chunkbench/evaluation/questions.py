@@ -2,6 +2,9 @@
 
 Every format loads into one ``QuestionSet`` of ``BenchmarkQuestion``s. Evidence is a list of references: with
 character offsets into a document (checked later), or plain gold snippets that ``evaluation.locate`` finds.
+``BenchmarkQuestion`` and ``QuestionReference`` are the one model of a question and its evidence: question
+files, Chroma's data, corpus evaluation and benchmarks all use them; a resolved reference (what
+``locate.resolve_evidence`` returns) has its document, offsets and the text they select.
 """
 
 from __future__ import annotations
@@ -38,6 +41,13 @@ class QuestionReference:
     @property
     def has_offsets(self) -> bool:
         return self.start_index is not None and self.end_index is not None
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """``(start_index, end_index)``; only for a reference with offsets."""
+        if self.start_index is None or self.end_index is None:
+            raise ValueError(f"The reference {self.content[:40]!r} has no offsets; locate it first.")
+        return (self.start_index, self.end_index)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {}

@@ -1,0 +1,152 @@
+"""One benchmark cell: a question asked of one Configuration through the query pipeline, then graded."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from chunkbench.benchmarking import scoring
+from chunkbench.benchmarking.model import CellResult, CellTokens, Configuration, MetricValue, RetrievedChunk
+from chunkbench.chunking.base import capabilities
+from chunkbench.config import Settings
+from chunkbench.embedding import service as embedding
+from chunkbench.embedding.registry import EmbeddingModelSpec
+from chunkbench.errors import BenchmarkError, ChunkbenchError, LlmUnavailableError
+from chunkbench.evaluation.judge import judge
+from chunkbench.evaluation.questions import BenchmarkQuestion
+from chunkbench.llm.client import LlmClient
+from chunkbench.retrieval import pipeline
+from chunkbench.retrieval.pipeline import QueryResult, Scope
+from chunkbench.storage.db import Database
+from chunkbench.storage.repositories import QueryRepository
+from chunkbench.storage.vectors import VectorStore
+from chunkbench.text.tokens import get_tokenizer
+
+
+@dataclass
+class CellContext:
+    """What every cell of one run shares."""
+
+    database: Database
+    settings: Settings
+    store: VectorStore
+    tenant_id: str
+    document_id: str
+    corpus: EmbeddingModelSpec
+    judge_client: LlmClient | None
+    judge_repeats: int
+    chunkings: dict[str, scoring.Chunking]
+    # Each question's expected answer, embedded once for the run (every configuration compares against it).
+    expected_vectors: dict[str, np.ndarray]
+
+
+def run_cell(
+    context: CellContext, configuration: Configuration, question: BenchmarkQuestion, stop: threading.Event
+) -> CellResult:
+    """Ask one question of one configuration, grade it; a domain error becomes a failed cell."""
+    if stop.is_set():
+        raise BenchmarkError("The run was stopped.")
+    try:
+        with context.database.engine.connect() as connection:  # deleted mid-run: a failed cell, not empty hits
+            QueryRepository(connection, context.tenant_id).query_target(context.document_id)
+        plan = pipeline.make_plan(
+            context.settings,
+            question=question.question,
+            scope=Scope.document(context.tenant_id, context.document_id),
+            strategy=configuration.strategy,
+            corpus=context.corpus,
+            retriever=configuration.retriever,
+            top_k=configuration.top_k,
+            rerank=configuration.rerank,
+            neighbor_prev=configuration.neighbor_prev,
+            neighbor_next=configuration.neighbor_next,
+        )
+        return _grade(context, configuration, question, pipeline.run(context.settings, context.store, plan))
+    except LlmUnavailableError:
+        raise
+    except ChunkbenchError as exc:
+        return CellResult.failed(question.id, configuration.key, exc.message)
+
+
+def _grade(
+    context: CellContext, configuration: Configuration, question: BenchmarkQuestion, result: QueryResult
+) -> CellResult:
+    evidence = [r.span for r in question.references]
+    answer = result.answer
+    assert answer is not None  # a benchmark always answers
+    # Stored: the hits by rank, then the Neighbor Expansion neighbours in context order.
+    retrieved = tuple(
+        RetrievedChunk(chunk.chunk_index, chunk.start_index, chunk.end_index, chunk.role, _rounded(chunk.score),
+                       chunk.token_count)
+        for chunk in (*result.hits, *result.neighbours)
+    )  # fmt: skip
+    passages = [source.passage for source in result.sources]
+    metrics: dict[str, MetricValue] = scoring.retrieval_metrics(
+        evidence, retrieved, context.chunkings[configuration.strategy.value], top_k=configuration.top_k
+    )
+    # tok@k: the tokens of the context the answerer actually receives (parents included).
+    context_tokens = sum(get_tokenizer().count_many(passages)) if passages else 0
+    metrics["tok_at_k"] = context_tokens
+    expected = question.expected_answer
+    vectors = None
+    if expected:
+        answer_vector = embedding.embed_texts(context.corpus, [answer.text], "query", context.settings)[0]
+        vectors = np.stack([answer_vector, context.expected_vectors[question.id]])
+    metrics.update(scoring.answer_scores(answer.text, expected, vectors))
+    verdict = None
+    latency = dict(result.latency_ms)
+    prompt_tokens, completion_tokens = answer.prompt_tokens, answer.completion_tokens
+    if context.judge_client is not None:
+        started = time.perf_counter()
+        verdict = judge(
+            context.judge_client,
+            question=question.question,
+            expected_answer=expected or "",
+            answer=answer.text,
+            contexts=passages,
+            repeats=context.judge_repeats,
+        )
+        latency["judge"] = round((time.perf_counter() - started) * 1000, 2)
+        prompt_tokens += verdict.prompt_tokens
+        completion_tokens += verdict.completion_tokens
+    metrics.update(scoring.judge_scores(verdict))
+    tree = (
+        [_tree_node(node.to_dict()) for node in result.tree]
+        if capabilities(configuration.strategy).expands_neighbours
+        else None
+    )
+    return CellResult(
+        question_id=question.id,
+        config_key=configuration.key,
+        status="ok",
+        answer=answer.text,
+        answer_mode=answer.mode,
+        citations=tuple(answer.citations),
+        retrieved=retrieved,
+        expansion_tree=tree,
+        metrics=metrics,
+        judge=verdict.to_dict() if verdict is not None else None,
+        latency_ms=latency,
+        tokens=CellTokens(prompt_tokens, completion_tokens, context_tokens),
+    )
+
+
+def _rounded(score: float | None) -> float | None:
+    # Scores to 6 places: CPU embeddings vary in the last bits between runs; the figures must not.
+    return None if score is None else round(score, 6)
+
+
+def _tree_node(node: dict[str, Any]) -> dict[str, Any]:
+    """An Expansion Tree node as a cell keeps it: positions, text and rounded score of the hit and its neighbours."""
+    compact = {
+        "chunk_index": node["chunk_index"], "role": node["role"], "start_index": node["start_index"],
+        "end_index": node["end_index"], "text": node["text"], "score": _rounded(node["score"]),
+    }  # fmt: skip
+    for side in ("neighbors_prev", "neighbors_next"):
+        if side in node:
+            compact[side] = [_tree_node(neighbour) for neighbour in node[side]]
+    return compact

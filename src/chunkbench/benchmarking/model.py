@@ -1,0 +1,331 @@
+"""The typed core of an Experiment and the JSON it is stored as (``ExperimentRow``) and returned as by the API.
+
+Inside the benchmark code an Experiment is an ``Experiment``: its ``BenchmarkConfig``, ``Configuration``s,
+``BenchmarkQuestion``s and ``CellResult``s. The ``to_dict``/``from_dict`` pairs here are the only place that
+JSON is written or read: their output is exactly what earlier versions stored, so old Experiments load and
+the API returns the same JSON. Provenance, aggregates, the Decision and the cost stay the JSON they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from chunkbench.evaluation.questions import BenchmarkQuestion, QuestionReference
+from chunkbench.models import StrategyName
+from chunkbench.storage.schema import ExperimentRow
+
+# A cell's metric: a score in [0, 1], tok@k (an int), the judge's hallucination (a bool), or None (not measured).
+MetricValue = float | int | bool | None
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One column of the benchmark: a strategy searched one way."""
+
+    strategy: StrategyName
+    retriever: str
+    top_k: int
+    rerank: str = "none"
+    neighbor_prev: int = 0
+    neighbor_next: int = 0
+
+    @property
+    def key(self) -> str:
+        """Stable, readable id: ``fixed_size/hybrid/k5/n1-1/rerank-llm`` (defaults omitted)."""
+        parts = [self.strategy.value, self.retriever, f"k{self.top_k}"]
+        if self.neighbor_prev or self.neighbor_next:
+            parts.append(f"n{self.neighbor_prev}-{self.neighbor_next}")
+        if self.rerank != "none":
+            parts.append(f"rerank-{self.rerank}")
+        return "/".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key, "strategy": self.strategy.value, "retriever": self.retriever, "top_k": self.top_k,
+            "neighbor_prev": self.neighbor_prev, "neighbor_next": self.neighbor_next, "rerank": self.rerank,
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Configuration:
+        return cls(
+            StrategyName.stored(data["strategy"]), data["retriever"], int(data["top_k"]), data.get("rerank", "none"),
+            int(data.get("neighbor_prev", 0)), int(data.get("neighbor_next", 0)),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BenchmarkConfig:
+    """An Experiment's settings as a whole: the grid's axes, the Corpus model, how answers are made and graded,
+    and how the run goes (what the report and the Decision Board show)."""
+
+    strategies: tuple[str, ...] = ()
+    retrievers: tuple[str, ...] = ()
+    top_k: tuple[int, ...] = ()
+    neighbor_prev: int = 0
+    neighbor_next: int = 0
+    rerank: tuple[str, ...] = ()
+    corpus_model_id: str | None = None
+    answer_mode: str | None = None
+    judge: bool = False
+    judge_repeats: int = 1
+    primary_metric: str | None = None
+    question_set: str | None = None
+    # None: the run uses CHUNKBENCH_BENCHMARK_CONCURRENCY.
+    concurrency: int | None = None
+    seed: int = 0
+
+    @classmethod
+    def of(cls, configurations: Iterable[Configuration], **settings: Any) -> BenchmarkConfig:
+        """The config of a grid of configurations: each axis's values in first-seen order, the widest expansion."""
+        grid = list(configurations)
+        return cls(
+            strategies=tuple(dict.fromkeys(c.strategy.value for c in grid)),
+            retrievers=tuple(dict.fromkeys(c.retriever for c in grid)),
+            top_k=tuple(dict.fromkeys(c.top_k for c in grid)),
+            neighbor_prev=max(c.neighbor_prev for c in grid),
+            neighbor_next=max(c.neighbor_next for c in grid),
+            rerank=tuple(dict.fromkeys(c.rerank for c in grid)),
+            **settings,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "strategies": list(self.strategies),
+            "retrievers": list(self.retrievers),
+            "top_k": list(self.top_k),
+            "neighbor_prev": self.neighbor_prev,
+            "neighbor_next": self.neighbor_next,
+            "rerank": list(self.rerank),
+            "corpus_model_id": self.corpus_model_id,
+            "answer_mode": self.answer_mode,
+            "judge": self.judge,
+            "judge_repeats": self.judge_repeats,
+            "primary_metric": self.primary_metric,
+            "question_set": self.question_set,
+            "concurrency": self.concurrency,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> BenchmarkConfig:
+        """A stored config; a missing key (a row migrated from before benchmarks) takes the default."""
+        data = data or {}
+        return cls(
+            strategies=tuple(data.get("strategies", ())),
+            retrievers=tuple(data.get("retrievers", ())),
+            top_k=tuple(data.get("top_k", ())),
+            neighbor_prev=int(data.get("neighbor_prev", 0)),
+            neighbor_next=int(data.get("neighbor_next", 0)),
+            rerank=tuple(data.get("rerank", ())),
+            corpus_model_id=data.get("corpus_model_id"),
+            answer_mode=data.get("answer_mode"),
+            judge=bool(data.get("judge", False)),
+            judge_repeats=int(data.get("judge_repeats", 1)),
+            primary_metric=data.get("primary_metric"),
+            question_set=data.get("question_set"),
+            concurrency=data.get("concurrency"),
+            seed=int(data.get("seed", 0)),
+        )
+
+
+def question_to_json(question: BenchmarkQuestion) -> dict[str, Any]:
+    """A question as an Experiment stores it: every field of seed 000 §10.1, and the references as offsets into
+    the Experiment's one document with the text they select (the document itself is the Experiment's)."""
+    return {
+        "id": question.id,
+        "question": question.question,
+        "expected_answer": question.expected_answer,
+        "category": question.category,
+        "difficulty": question.difficulty,
+        "references": [
+            {"start_index": r.start_index, "end_index": r.end_index, "content": r.content}
+            for r in question.references
+            if r.has_offsets
+        ],
+    }
+
+
+def question_from_json(data: Mapping[str, Any]) -> BenchmarkQuestion:
+    """The question an Experiment stored (``question_to_json``)."""
+    return BenchmarkQuestion(
+        id=str(data["id"]),
+        question=data["question"],
+        expected_answer=data.get("expected_answer"),
+        category=data.get("category"),
+        difficulty=data.get("difficulty"),
+        references=tuple(
+            QuestionReference(r["content"], int(r["start_index"]), int(r["end_index"]))
+            for r in data.get("references") or ()
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class RetrievedChunk:
+    """A chunk a cell's query put in the context: a hit (in rank order) or a Neighbor Expansion neighbour."""
+
+    chunk_index: int
+    start_index: int
+    end_index: int
+    role: str | None
+    score: float | None
+    tokens: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chunk_index": self.chunk_index, "start_index": self.start_index, "end_index": self.end_index,
+            "role": self.role, "score": self.score, "tokens": self.tokens,
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RetrievedChunk:
+        return cls(
+            data["chunk_index"], data["start_index"], data["end_index"], data.get("role"), data.get("score"),
+            data.get("tokens", 0),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CellTokens:
+    """A cell's LLM tokens (answer and judge) and the tokens of the context the answerer received."""
+
+    prompt: int = 0
+    completion: int = 0
+    context: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {"prompt": self.prompt, "completion": self.completion, "context": self.context}
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """One question asked of one Configuration: the answer, what was retrieved, the scores and the costs.
+
+    A failed cell (a domain error while asking) keeps only its error; ``to_dict`` writes it in that shape.
+    """
+
+    question_id: str
+    config_key: str
+    status: str  # ok | failed
+    error: str | None = None
+    answer: str | None = None
+    answer_mode: str | None = None
+    citations: tuple[int, ...] = ()
+    retrieved: tuple[RetrievedChunk, ...] = ()
+    # Nested nodes (positions, text, rounded score, neighbours) exactly as the report draws them.
+    expansion_tree: list[dict[str, Any]] | None = None
+    metrics: dict[str, MetricValue] = field(default_factory=dict)
+    # The judge's verdict (``JudgeVerdict.to_dict``), None when not judged.
+    judge: dict[str, Any] | None = None
+    latency_ms: dict[str, float] = field(default_factory=dict)
+    tokens: CellTokens = CellTokens()
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @classmethod
+    def failed(cls, question_id: str, config_key: str, error: str) -> CellResult:
+        return cls(question_id, config_key, "failed", error)
+
+    def to_dict(self) -> dict[str, Any]:
+        if not self.ok:
+            return {
+                "question_id": self.question_id, "config_key": self.config_key, "status": self.status,
+                "error": self.error, "metrics": dict(self.metrics), "retrieved": [c.to_dict() for c in self.retrieved],
+            }  # fmt: skip
+        return {
+            "question_id": self.question_id,
+            "config_key": self.config_key,
+            "status": self.status,
+            "error": self.error,
+            "answer": self.answer,
+            "answer_mode": self.answer_mode,
+            "citations": list(self.citations),
+            "retrieved": [c.to_dict() for c in self.retrieved],
+            "expansion_tree": self.expansion_tree,
+            "metrics": dict(self.metrics),
+            "judge": self.judge,
+            "latency_ms": dict(self.latency_ms),
+            "tokens": {
+                "prompt": self.tokens.prompt,
+                "completion": self.tokens.completion,
+                "context": self.tokens.context,
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CellResult:
+        tokens = data.get("tokens") or {}
+        return cls(
+            question_id=data["question_id"],
+            config_key=data["config_key"],
+            status=data["status"],
+            error=data.get("error"),
+            answer=data.get("answer"),
+            answer_mode=data.get("answer_mode"),
+            citations=tuple(data.get("citations") or ()),
+            retrieved=tuple(RetrievedChunk.from_dict(c) for c in data.get("retrieved") or ()),
+            expansion_tree=data.get("expansion_tree"),
+            metrics=dict(data.get("metrics") or {}),
+            judge=data.get("judge"),
+            latency_ms=dict(data.get("latency_ms") or {}),
+            tokens=CellTokens(tokens.get("prompt", 0), tokens.get("completion", 0), tokens.get("context", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A benchmark run as the core reads it: its plan (config, Configurations, questions), state and figures."""
+
+    id: str
+    tenant_id: str
+    document_id: str
+    name: str | None
+    status: str
+    error: dict[str, Any] | None
+    config: BenchmarkConfig
+    configurations: tuple[Configuration, ...]
+    questions: tuple[BenchmarkQuestion, ...]
+    provenance: dict[str, Any]
+    # Per configuration key: every metric's summary, failures, latency, tokens, cost (``aggregation.aggregate``).
+    aggregate: dict[str, Any]
+    decision: dict[str, Any] | None
+    cost: dict[str, Any]
+    strategies: tuple[str, ...]
+    corpus_model_id: str | None
+    boundary_model_id: str | None
+    created_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @property
+    def cells_total(self) -> int:
+        return len(self.configurations) * len(self.questions)
+
+    @classmethod
+    def from_row(cls, row: ExperimentRow) -> Experiment:
+        return cls(
+            id=row.id,
+            tenant_id=row.tenant_id,
+            document_id=row.document_id,
+            name=row.name,
+            status=row.status,
+            error=row.error,
+            config=BenchmarkConfig.from_dict(row.benchmark_config),
+            configurations=tuple(Configuration.from_dict(c) for c in row.configurations or ()),
+            questions=tuple(question_from_json(q) for q in row.questions or ()),
+            provenance=row.provenance or {},
+            aggregate=row.aggregate_metrics or {},
+            decision=row.decision,
+            cost=row.cost or {},
+            strategies=tuple(row.strategies_used or ()),
+            corpus_model_id=row.embedding_model_id,
+            boundary_model_id=row.boundary_embedding_model_id,
+            created_at=row.created_at,
+            started_at=row.started_at,
+            finished_at=row.finished_at,
+        )

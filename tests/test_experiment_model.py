@@ -1,0 +1,68 @@
+"""Typed Experiments write and read the same JSON as before: old rows load and the API answers as it did."""
+
+from __future__ import annotations
+
+import json
+
+from chunkbench.benchmarking.model import (
+    BenchmarkConfig,
+    CellResult,
+    Configuration,
+    question_from_json,
+    question_to_json,
+)
+from chunkbench.models import StrategyName
+
+OK_CELL = {
+    "question_id": "leave", "config_key": "fixed_size/dense/k2/n1-1", "status": "ok", "error": None,
+    "answer": "In the handbook [Source 1].", "answer_mode": "llm", "citations": [1],
+    "retrieved": [
+        {"chunk_index": 0, "start_index": 0, "end_index": 142, "role": "hit", "score": 0.780298, "tokens": 30},
+        {"chunk_index": 2, "start_index": 293, "end_index": 435, "role": "neighbor", "score": None, "tokens": 30},
+    ],
+    "expansion_tree": [{"chunk_index": 0, "role": "hit", "start_index": 0, "end_index": 142, "text": "# Staff",
+                        "score": 0.780298, "neighbors_prev": [], "neighbors_next": []}],
+    "metrics": {"recall": 1.0, "tok_at_k": 90, "exact_match": 0.0, "judge_hallucination": False, "mrr": None},
+    "judge": {"context_relevance": 8.0, "failures": 0, "error": None, "samples": [{"hallucination": False}]},
+    "latency_ms": {"embed": 18.78, "total": 63.8, "judge": 9.2},
+    "tokens": {"prompt": 22, "completion": 14, "context": 90},
+}  # fmt: skip
+FAILED_CELL = {
+    "question_id": "hotel", "config_key": "recursive/bm25/k5", "status": "failed",
+    "error": "No document with id 'x'.", "metrics": {}, "retrieved": [],
+}  # fmt: skip
+CONFIG = {
+    "strategies": ["fixed_size", "recursive"], "retrievers": ["dense"], "top_k": [2, 3], "neighbor_prev": 1,
+    "neighbor_next": 1, "rerank": ["none"], "corpus_model_id": "all-MiniLM-L6-v2", "answer_mode": "llm",
+    "judge": True, "judge_repeats": 1, "primary_metric": "recall", "question_set": None, "concurrency": 1, "seed": 0,
+}  # fmt: skip
+QUESTION = {
+    "id": "leave", "question": "How many days?", "expected_answer": "25 days", "category": None, "difficulty": None,
+    "references": [{"start_index": 28, "end_index": 99, "content": "Every employee receives 25 days"}],
+}  # fmt: skip
+
+
+def _same_json(a: object, b: object) -> bool:
+    return json.dumps(a) == json.dumps(b)  # values and key order
+
+
+def test_cells_round_trip_in_both_shapes() -> None:
+    ok = CellResult.from_dict(OK_CELL)
+    assert ok.ok and ok.tokens.prompt == 22 and ok.retrieved[1].role == "neighbor"
+    assert _same_json(ok.to_dict(), OK_CELL)
+    failed = CellResult.failed("hotel", "recursive/bm25/k5", "No document with id 'x'.")
+    assert _same_json(failed.to_dict(), FAILED_CELL)
+    assert _same_json(CellResult.from_dict(FAILED_CELL).to_dict(), FAILED_CELL)
+
+
+def test_config_configurations_and_questions_round_trip() -> None:
+    assert _same_json(BenchmarkConfig.from_dict(CONFIG).to_dict(), CONFIG)
+    assert BenchmarkConfig.from_dict({}).seed == 0 and BenchmarkConfig.from_dict(None).primary_metric is None
+    grid = [Configuration(StrategyName.FIXED_SIZE, "dense", 2, neighbor_prev=1, neighbor_next=1),
+            Configuration(StrategyName.RECURSIVE, "dense", 3)]  # fmt: skip
+    settings = {key: CONFIG[key] for key in list(CONFIG)[6:]}
+    assert _same_json(BenchmarkConfig.of(grid, **settings).to_dict(), {**CONFIG, "top_k": [2, 3]})
+    for configuration in grid:
+        assert Configuration.from_dict(configuration.to_dict()) == configuration
+    assert _same_json(question_to_json(question_from_json(QUESTION)), QUESTION)
+    assert question_from_json(QUESTION).references[0].span == (28, 99)

@@ -48,3 +48,17 @@ def test_processing_diagnostics_and_chunk_preview_flag_chunks_beyond_the_window(
     assert sum(c["beyond_window"] for c in preview["chunks"]) == window["fixed_size"]["chunks_beyond"]
     runs = client.get(f"/documents/{document['id']}/runs").json()
     assert all("window" in run["diagnostics"] for run in runs)
+
+
+def test_the_technical_report_shows_the_share_beyond_the_window(client):
+    document = client.post("/documents", files={"file": ("policy.md", LONG_DOCUMENT.encode())}).json()["document"]
+    process = {"strategies": ["fixed_size"], "params": {"fixed_size": {"chunk_size": 512, "chunk_overlap": 0}}}
+    processed = client.post(f"/documents/{document['id']}/process", params={"wait": "true"}, json=process).json()
+    window = processed["completed"][0]["diagnostics"]["window"]
+    question = {"id": "q", "question": "Who approves leave requests?", "references": [{"content": SENTENCE.strip()}]}
+    body = {"document_id": document["id"], "questions": [question], "strategies": ["fixed_size"]}
+    experiment = client.post("/benchmarks", params={"wait": "true"}, json=body).json()
+    assert experiment["provenance"]["strategy_runs"]["fixed_size"]["window"] == window
+    page = client.get(f"/benchmarks/{experiment['id']}/report", params={"view": "technical"}).text
+    shares = f"{round(window['chunk_share'] * 100)}% of chunks, {round(window['token_share'] * 100)}% of tokens"
+    assert f"{shares} (window 256)" in page

@@ -71,6 +71,8 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
                 document_id=document.id,
             )
         strategy_runs[strategy.value] = {"run_id": run.id, "params": run.params}
+        if window := (run.diagnostics or {}).get("window"):  # chunks longer than the Corpus model reads
+            strategy_runs[strategy.value]["window"] = window
 
     llm = settings.llm_configured
     use_judge = llm if request.judge is None else request.judge

@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import qdrant_edge as qe
-from qdrant_client import QdrantClient
 
 from chunkbench.chunking.base import Chunk
 from chunkbench.config import Settings
@@ -26,14 +25,11 @@ from chunkbench.storage import edge_index
 from chunkbench.storage.edge import SHARDS, EdgeEngine
 from chunkbench.storage.engine import VectorQuery
 from chunkbench.storage.points import PointFilter, QueryMode, collection_name
-from chunkbench.storage.qdrant_server import ServerEngine
 from chunkbench.storage.vectors import VectorStore
 from chunkgen import chunks_from_texts
+from stand_in import LOCAL_MODE_WARNINGS, server_stand_in
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:Payload indexes have no effect"),
-    pytest.mark.filterwarnings("ignore:Local mode performs exact"),
-]
+pytestmark = LOCAL_MODE_WARNINGS
 
 DIM = 16
 MODEL = "local:test-model"
@@ -218,8 +214,7 @@ def test_optimize_holds_the_gil_so_builds_run_in_a_child_process(tmp_path: Path)
 
 @pytest.fixture(params=["edge", "server"])
 def any_store(request: pytest.FixtureRequest, settings: Settings) -> Iterator[VectorStore]:
-    engine = None if request.param == "edge" else ServerEngine(settings, client=QdrantClient(location=":memory:"))
-    store = VectorStore(settings, engine=engine)
+    store = VectorStore(settings) if request.param == "edge" else server_stand_in(settings)
     try:
         yield store
     finally:

@@ -1,9 +1,8 @@
 """The vector store and the BM25 sparse encoder.
 
 The store's tests run on both engines: Qdrant Edge (the embedded default, a temporary folder per test) and the
-server engine (qdrant-client), which runs here against qdrant-client's in-process local mode: no Qdrant server
-can be installed on this machine, and local mode answers the same client API. What that stand-in does not cover:
-the HTTP transport, the server's HNSW, and server-side payload indexes (local mode ignores them).
+server engine (qdrant-client), here over qdrant-client's in-process local mode (tests/stand_in.py says what that
+does not cover): no Qdrant server can be installed on this machine.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import qdrant_edge as qe
-from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from chunkbench.chunking.base import Chunk
@@ -36,15 +34,11 @@ from chunkbench.storage.points import (
     parse_collection_name,
     point_id,
 )
-from chunkbench.storage.qdrant_server import ServerEngine
 from chunkbench.storage.vectors import VectorStore, close_vector_stores, get_vector_store
 from chunkgen import chunks_from_texts
+from stand_in import LOCAL_MODE_WARNINGS, server_stand_in
 
-# Local mode (the server engine's stand-in) warns that payload indexes and HNSW parameters do nothing there.
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:Payload indexes have no effect"),
-    pytest.mark.filterwarnings("ignore:Local mode performs exact"),
-]
+pytestmark = LOCAL_MODE_WARNINGS
 
 DIM = 8
 MODEL = "local:sentence-transformers/all-MiniLM-L6-v2"
@@ -76,7 +70,7 @@ def store(request: pytest.FixtureRequest, settings: Settings) -> Iterator[Vector
     if request.param == "edge":
         yield get_vector_store(settings)
         return
-    stand_in = VectorStore(settings, engine=ServerEngine(settings, client=QdrantClient(location=":memory:")))
+    stand_in = server_stand_in(settings)
     try:
         yield stand_in
     finally:

@@ -78,6 +78,7 @@ bench: $(VENV)/.installed-bench system-deps ## benchmarks against peer libraries
 	$(PY) bench/embeddings.py
 	$(PY) bench/query_pipeline.py
 	$(PY) bench/query_scale.py
+	$(PY) bench/vector_store.py
 	$(PY) bench/guard.py
 	$(PY) bench/load.py
 	$(PY) bench/eval.py benchmark_concurrency  # `bench/eval.py eval_chroma` re-runs the Chroma reproduction (~30 min)

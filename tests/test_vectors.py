@@ -1,13 +1,20 @@
-"""The vector store on embedded Qdrant (a temporary folder per test) and the BM25 sparse encoder."""
+"""The vector store and the BM25 sparse encoder.
+
+The store's tests run on both engines: Qdrant Edge (the embedded default, a temporary folder per test) and the
+server engine (qdrant-client), here over qdrant-client's in-process local mode (tests/stand_in.py says what that
+does not cover): no Qdrant server can be installed on this machine.
+"""
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+import qdrant_edge as qe
 from qdrant_client import models as qm
 
 from chunkbench.chunking.base import Chunk
@@ -15,9 +22,13 @@ from chunkbench.config import Settings
 from chunkbench.embedding.sparse import ZWNJ, Bm25Encoder, SparseEmbedding, token_index, tokenize
 from chunkbench.errors import NotFoundError, VectorStoreError
 from chunkbench.models import StrategyName
+from chunkbench.storage.edge import EdgeEngine
+from chunkbench.storage.engine import VectorQuery
 from chunkbench.storage.points import (
     DENSE_VECTOR,
     SPARSE_VECTOR,
+    PointFilter,
+    QueryMode,
     collection_name,
     document_filter,
     parse_collection_name,
@@ -25,6 +36,9 @@ from chunkbench.storage.points import (
 )
 from chunkbench.storage.vectors import VectorStore, close_vector_stores, get_vector_store
 from chunkgen import chunks_from_texts
+from stand_in import LOCAL_MODE_WARNINGS, server_stand_in
+
+pytestmark = LOCAL_MODE_WARNINGS
 
 DIM = 8
 MODEL = "local:sentence-transformers/all-MiniLM-L6-v2"
@@ -50,9 +64,33 @@ WORDS = [
 ]
 
 
-@pytest.fixture
-def store(settings: Settings) -> VectorStore:
-    return get_vector_store(settings)
+@pytest.fixture(params=["edge", "server"])
+def store(request: pytest.FixtureRequest, settings: Settings) -> Iterator[VectorStore]:
+    """The process's embedded store (Qdrant Edge), or the server engine over qdrant-client's local mode."""
+    if request.param == "edge":
+        yield get_vector_store(settings)
+        return
+    stand_in = server_stand_in(settings)
+    try:
+        yield stand_in
+    finally:
+        stand_in.close()
+
+
+def point_ids(store: VectorStore, name: str) -> set[str]:
+    return {p.id for p in store.engine.scroll(name, with_payload=False)}
+
+
+def create_foreign_collection(store: VectorStore, name: str) -> None:
+    """A collection with one unnamed cosine vector, made behind the store's back."""
+    if isinstance(store.engine, EdgeEngine):
+        store.engine.create_shard(
+            name, qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine))
+        )
+    else:
+        store.engine.client.create_collection(
+            name, vectors_config=qm.VectorParams(size=DIM, distance=qm.Distance.COSINE)
+        )
 
 
 def make_chunks(
@@ -97,10 +135,10 @@ def test_collection_name_sanitises_model_ids() -> None:
 def test_ensure_collection_layout_and_dimension_clash(store: VectorStore) -> None:
     name = store.ensure_collection(FIXED, MODEL, DIM)
     assert store.ensure_collection(FIXED, MODEL, DIM) == name  # idempotent
-    params = store.client.get_collection(name).config.params
-    assert params.vectors[DENSE_VECTOR].size == DIM
-    assert params.vectors[DENSE_VECTOR].distance == qm.Distance.COSINE
-    assert params.sparse_vectors[SPARSE_VECTOR].modifier == qm.Modifier.IDF
+    layout = store.engine.layout(name)
+    assert layout.dense[DENSE_VECTOR][0] == DIM
+    assert layout.dense[DENSE_VECTOR][1] == "cosine"
+    assert layout.sparse[SPARSE_VECTOR] == "idf"
     with pytest.raises(VectorStoreError, match=r"8-dimensional.*produces 16") as info:
         store.ensure_collection(FIXED, MODEL, 16)
     assert MODEL in info.value.message
@@ -108,7 +146,7 @@ def test_ensure_collection_layout_and_dimension_clash(store: VectorStore) -> Non
 
 def test_foreign_layout_is_refused(store: VectorStore) -> None:
     name = collection_name(FIXED, MODEL)
-    store.client.create_collection(name, vectors_config=qm.VectorParams(size=DIM, distance=qm.Distance.COSINE))
+    create_foreign_collection(store, name)
     with pytest.raises(VectorStoreError, match="Delete it"):
         store.ensure_collection(FIXED, MODEL, DIM)
 
@@ -149,27 +187,27 @@ def test_replace_then_scroll_returns_exact_payloads_in_order(store: VectorStore)
 def test_rerun_removes_stale_chunks_and_same_run_is_idempotent(store: VectorStore) -> None:
     name = collection_name(FIXED, MODEL)
     store_chunks(store, make_chunks("d1", 6))
-    ids_before = {str(p.id) for p in store.client.scroll(name, limit=100)[0]}
+    ids_before = point_ids(store, name)
 
     dense, sparse = vectors(make_chunks("d1", 6))
     result = store.replace_document_chunks(
         FIXED, MODEL, DIM, tenant_id="t1", chunks=make_chunks("d1", 6), dense=dense, sparse=sparse
     )
     assert (result.upserted, result.removed) == (6, 0)
-    assert {str(p.id) for p in store.client.scroll(name, limit=100)[0]} == ids_before
+    assert point_ids(store, name) == ids_before
 
     fewer = make_chunks("d1", 3)
     dense, sparse = vectors(fewer, seed=1)
     result = store.replace_document_chunks(FIXED, MODEL, DIM, tenant_id="t1", chunks=fewer, dense=dense, sparse=sparse)
     assert (result.upserted, result.removed) == (3, 3)
-    assert store.client.count(name, exact=True).count == 3
-    assert {str(p.id) for p in store.client.scroll(name, limit=100)[0]} == {point_id(c.chunk_id) for c in fewer}
+    assert store.engine.count(name) == 3
+    assert point_ids(store, name) == {point_id(c.chunk_id) for c in fewer}
 
     empty = store.replace_document_chunks(
         FIXED, MODEL, DIM, tenant_id="t1", chunks=[], dense=np.zeros((0, DIM)), sparse=[], document_id="d1"
     )
     assert empty.removed == 3
-    assert store.client.count(name, exact=True).count == 0
+    assert store.engine.count(name) == 0
 
 
 def test_row_mismatches_are_refused_before_writing(store: VectorStore) -> None:
@@ -190,7 +228,7 @@ def test_row_mismatches_are_refused_before_writing(store: VectorStore) -> None:
         kwargs = {"chunks": chunks, **call}
         with pytest.raises(VectorStoreError):
             store.replace_document_chunks(FIXED, MODEL, DIM, tenant_id="t1", **kwargs)
-    assert not store.client.collection_exists(name)
+    assert not store.engine.exists(name)
 
 
 # ---------------------------------------------------------------- parents, neighbours, tenants
@@ -200,14 +238,17 @@ def test_parents_have_no_vectors_and_are_never_searched(store: VectorStore) -> N
     chunks = make_chunks("d1", 4, strategy=PARENT_CHILD, parents=2)
     dense = store_chunks(store, chunks, strategy=PARENT_CHILD)
     name = collection_name(PARENT_CHILD, MODEL)
-    assert store.client.count(name, exact=True).count == 6
+    assert store.engine.count(name) == 6
 
-    hits = store.client.query_points(name, query=dense[0].tolist(), using=DENSE_VECTOR, limit=10).points
+    # Searched without the "no parents" condition: parents are out because they have no vectors.
+    hits = store.engine.query(name, VectorQuery(QueryMode.DENSE, PointFilter("t1"), limit=10, dense=dense[0].tolist()))
     assert len(hits) == 4
-    assert not any(h.payload["is_parent"] for h in hits)
-    assert hits[0].payload["chunk_index"] == 0
-    parent_record = store.client.retrieve(name, [point_id(chunks[4].chunk_id)], with_vectors=True)[0]
-    assert not parent_record.vector
+    assert not any(payload["is_parent"] for payload, _ in hits)
+    assert hits[0][0]["chunk_index"] == 0
+    parent_record = store.engine.scroll(name, document_filter("t1", chunk_ids=[chunks[4].chunk_id]), with_vectors=True)[
+        0
+    ]
+    assert not parent_record.dense and not parent_record.sparse
 
     payloads = store.scroll_document(PARENT_CHILD, MODEL, tenant_id="t1", document_id="d1")
     assert [(p["is_parent"], p["chunk_index"]) for p in payloads] == [
@@ -285,29 +326,14 @@ def test_layout_supports_filtered_hybrid_rrf_query(store: VectorStore) -> None:
     # The same texts (and the same dense vectors) in another document and in another tenant's "d1".
     store_chunks(store, make_chunks("d2", 6))
     store_chunks(store, [replace(c, chunk_id=f"t2/{c.chunk_id}") for c in make_chunks("d1", 6)], tenant="t2")
-    name = collection_name(FIXED, MODEL)
 
-    point_filter = document_filter("t1", "d1", include_parents=False)
-    sparse_query = ENCODER.encode_query("Charlie chunk")
-    response = store.client.query_points(
-        name,
-        prefetch=[
-            qm.Prefetch(query=dense[2].tolist(), using=DENSE_VECTOR, filter=point_filter, limit=10),
-            qm.Prefetch(
-                query=qm.SparseVector(indices=sparse_query.indices, values=sparse_query.values),
-                using=SPARSE_VECTOR,
-                filter=point_filter,
-                limit=10,
-            ),
-        ],
-        query=qm.FusionQuery(fusion=qm.Fusion.RRF),
-        query_filter=point_filter,
-        limit=3,
-    )
-    hits = response.points
-    assert hits and all(h.payload["document_id"] == "d1" and h.payload["tenant_id"] == "t1" for h in hits)
+    hits = store.search(
+        FIXED, MODEL, mode=QueryMode.FUSION, tenant_id="t1", document_id="d1", top_k=3, dense=dense[2],
+        sparse=ENCODER.encode_query("Charlie chunk"), prefetch_limit=10,
+    )  # fmt: skip
+    assert hits and all(h["document_id"] == "d1" and h["tenant_id"] == "t1" for h, _ in hits)
     # Chunk 2 is both the nearest dense vector and the only "charlie": first by both rankings.
-    assert hits[0].payload["chunk_index"] == 2
+    assert hits[0][0]["chunk_index"] == 2
 
 
 # ---------------------------------------------------------------- admin
@@ -329,7 +355,7 @@ def test_admin_list_wipe_delete(store: VectorStore) -> None:
     assert listed[fixed]["strategy"] == "fixed_size"
 
     assert store.wipe_collection(fixed) == 3
-    assert store.client.count(fixed, exact=True).count == 0
+    assert store.engine.count(fixed) == 0
     assert store.ensure_collection(FIXED, MODEL, DIM) == fixed  # configuration kept
 
     store.delete_collection(fixed)
@@ -401,11 +427,14 @@ def test_server_mode_client_is_built_from_the_url_key_and_timeout(tmp_path: Path
     settings = Settings(_env_file=None, data_dir=tmp_path, qdrant_url=url, qdrant_api_key="k-123", qdrant_timeout_s=7.5)
     store = VectorStore(settings)
     try:
-        remote = store.client._client
+        remote = store.engine.client._client
         assert not store.is_local and store.location == url and not (tmp_path / "qdrant").exists()
         assert remote.rest_uri == rest_uri
         assert remote._rest_headers["api-key"] == "k-123" and remote._timeout == 8  # whole seconds, rounded up
-        assert store._search_params() == qm.SearchParams(hnsw_ef=settings.qdrant_hnsw_ef_search)
+        serving = VectorQuery(QueryMode.DENSE, PointFilter("t1"), limit=1, exact=False)
+        assert store.engine._params(serving, sparse=False, scoped_idf=True) == qm.SearchParams(
+            hnsw_ef=settings.qdrant_hnsw_ef_search
+        )
     finally:
         store.close()
 

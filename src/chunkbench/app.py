@@ -9,6 +9,7 @@ from http import HTTPStatus
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
@@ -41,7 +42,8 @@ from chunkbench.retrieval.routes import router as queries_router
 from chunkbench.retrieval.routes import serving_router
 from chunkbench.schemas import HealthOut
 from chunkbench.storage.db import Database, is_connection_error, unavailable
-from chunkbench.storage.vectors import close_vector_stores
+from chunkbench.storage.migration import legacy_pending
+from chunkbench.storage.vectors import close_vector_stores, get_vector_store
 from chunkbench.tenants.auth import authenticate
 from chunkbench.web import routes as web
 
@@ -65,6 +67,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if stopped := benchmark_ownership.fail_interrupted(database):
             logger.warning("%d benchmark(s) stopped mid-run: marked interrupted (resume them)", stopped)
         app.state.database = database
+        if not settings.qdrant_url and legacy_pending(settings):
+            # Old embedded data (qdrant-client's local mode) becomes Qdrant Edge before the first request.
+            logger.warning("migrating %s to Qdrant Edge at %s", settings.qdrant_legacy_path, settings.qdrant_path)
+            app.state.vector_store = await run_in_threadpool(get_vector_store, settings, progress=_log_migration())
         app.state.jobs = jobs.JobRunner(database, lease_s=settings.processing_lease_s)
         try:
             yield
@@ -115,6 +121,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return HealthOut(status="ok" if database_ok else "degraded", version=__version__)
 
     return app
+
+
+def _log_migration() -> Any:
+    """A migration progress callback that logs every tenth of the way."""
+    logged = [-1]
+
+    def report(done: int, total: int, collection: str) -> None:
+        tenth = done * 10 // total if total else 10
+        if tenth > logged[0]:
+            logged[0] = tenth
+            logger.warning("migration to Qdrant Edge: %d of %d points (%s)", done, total, collection)
+
+    return report
 
 
 def _error_response(request: Request, status_code: int, body: dict[str, Any], code: str) -> JSONResponse:

@@ -47,13 +47,18 @@ class Settings(BaseSettings):
     libreoffice_binary: str = "soffice"
     libreoffice_timeout_s: float = Field(120, gt=0)
 
-    # Vector store: embedded Qdrant on disk under ``{data_dir}/qdrant`` unless a server URL is set.
+    # Vector store: Qdrant Edge in process, on disk under ``{data_dir}/qdrant-edge`` (``qdrant_path``), unless a
+    # Qdrant server URL is set. Old embedded data (qdrant-client's local mode, ``{data_dir}/qdrant``) is migrated.
     qdrant_url: str = ""
     qdrant_api_key: str = ""
-    # HNSW index parameters, applied to collections on a Qdrant server (embedded mode searches exactly).
+    # HNSW parameters of new collections (Edge and server); ef_search applies to searches that are not exact.
     qdrant_hnsw_m: int = Field(16, ge=4)
     qdrant_hnsw_ef_construct: int = Field(100, ge=4)
     qdrant_hnsw_ef_search: int = Field(128, ge=1)
+    # Qdrant Edge: an HNSW graph is built for a collection (in a child process, after writes pause) once it has
+    # this many searchable chunks; below it, every search is exact. Serving searches use the graph; benchmarks
+    # and evaluation always search exactly.
+    qdrant_hnsw_min_points: int = Field(20_000, ge=1)
     qdrant_timeout_s: float = Field(30, gt=0)
 
     # Embedding providers. Local models need nothing; OpenAI-compatible ones need a URL (and key).
@@ -198,6 +203,12 @@ class Settings(BaseSettings):
 
     @property
     def qdrant_path(self) -> Path:
+        """The embedded store's folder (Qdrant Edge shards): one process at a time may open it."""
+        return self.data_dir / "qdrant-edge"
+
+    @property
+    def qdrant_legacy_path(self) -> Path:
+        """Where older chunkbench kept embedded data (qdrant-client's local mode): migrated to Edge when found."""
         return self.data_dir / "qdrant"
 
     @property

@@ -49,9 +49,19 @@ def open_database():
 
 
 def vector_store(settings: Settings):
+    """The process's vector store; old embedded data found on the way is migrated to Qdrant Edge under a bar."""
+    from chunkbench.storage.migration import legacy_pending
     from chunkbench.storage.vectors import get_vector_store
 
-    return get_vector_store(settings)
+    if settings.qdrant_url or not legacy_pending(settings):
+        return get_vector_store(settings)
+    with progress_bar() as progress:
+        task = progress.add_task(f"migrating {settings.qdrant_legacy_path} to Qdrant Edge", total=None)
+
+        def report(done: int, total: int, collection: str) -> None:
+            progress.update(task, completed=done, total=total, description=f"migrating {collection}")
+
+        return get_vector_store(settings, progress=report)
 
 
 def progress_bar() -> Progress:

@@ -19,7 +19,7 @@ from chunkbench.console import (
 from chunkbench.errors import ChunkbenchError
 
 models_app = typer.Typer(help="Embedding models: Corpus/Boundary roles and semantic thresholds.", no_args_is_help=True)
-collections_app = typer.Typer(help="Qdrant collections: list, wipe, delete.", no_args_is_help=True)
+collections_app = typer.Typer(help="Qdrant collections: list, wipe, delete, migrate.", no_args_is_help=True)
 cache_app = typer.Typer(help="The embedding cache: every text embedded once per model.", no_args_is_help=True)
 
 
@@ -179,3 +179,43 @@ def cache_clear(
         print_json(cleared.model_dump())
     else:
         out.print(f"{cleared.removed:,} cached embeddings removed.")
+
+
+@collections_app.command("migrate")
+def collections_migrate(as_json: JsonOption = False) -> None:
+    """Move old embedded data ({data_dir}/qdrant, qdrant-client's local mode) into Qdrant Edge, with a progress bar.
+
+    Any command that opens the store (and the server at start) does the same when it finds old data; an
+    interrupted migration resumes where it stopped, and the old folder is kept as qdrant.local-mode-backup.
+    """
+    from chunkbench.storage.migration import legacy_pending
+
+    settings = get_settings()
+    if settings.qdrant_url:
+        raise fail(
+            ChunkbenchError(
+                f"CHUNKBENCH_QDRANT_URL is set: the embedded store ({settings.qdrant_path}) is not in use."
+            ),
+            as_json,
+        )
+    pending = legacy_pending(settings)
+    try:
+        report = vector_store(settings).engine.migration if pending else None
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
+    result = {
+        "source": str(settings.qdrant_legacy_path),
+        "target": str(settings.qdrant_path),
+        "migrated": report is not None,
+        "collections": report.collections if report else {},
+        "already_done": report.already_done if report else [],
+        "backup": report.backup if report else None,
+    }
+    if as_json:
+        print_json(result)
+    elif report is None:
+        out.print(f"Nothing to migrate: no old embedded data in {settings.qdrant_legacy_path}.")
+    else:
+        for name, points in report.collections.items():
+            out.print(f"migrated {name}: {points} points")
+        out.print(f"The old folder is kept as {report.backup}: delete it once you are satisfied.")

@@ -121,7 +121,7 @@ def _qdrant_health(settings: Settings) -> tuple[ComponentHealthOut, int | None]:
     where = settings.qdrant_url or f"embedded at {settings.qdrant_path}"
     try:
         # The process's store (the one the API uses): opening it is part of what is checked.
-        count = len(get_vector_store(settings).client.get_collections().collections)
+        count = get_vector_store(settings).collection_count()
     except Exception as exc:  # a locked folder or an unreachable server is a finding, not a 500
         message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
         return ComponentHealthOut(status="error", ok=False, detail=f"Qdrant ({where}): {message}"), None

@@ -84,6 +84,8 @@ class QueryPlan:
     injection_threshold: float = 0.5
     answer: AnswerPolicy = "auto"
     max_tokens: int | None = None
+    # Exhaustive search (benchmarks, evaluation: the same figures on a re-run); False: HNSW where built (serving).
+    exact: bool = True
     # The question's Corpus-model vector when the caller has it already (the semantic cache, a batch embed).
     query_vector: np.ndarray | None = field(default=None, compare=False, repr=False)
 
@@ -110,6 +112,7 @@ def make_plan(
     answer: AnswerPolicy = "auto",
     max_tokens: int | None = None,
     query_vector: np.ndarray | None = None,
+    exact: bool = True,
 ) -> QueryPlan:
     """A plan whose unset knobs come from ``settings`` (top_k, Neighbor Expansion, candidates, score floor, guard)."""
     top = top_k or settings.top_k
@@ -132,6 +135,7 @@ def make_plan(
         answer=answer,
         max_tokens=max_tokens,
         query_vector=query_vector,
+        exact=exact,
     )
 
 
@@ -215,7 +219,7 @@ def run(settings: Settings, store: VectorStore, plan: QueryPlan) -> QueryResult:
         hits = retrieve(
             store, settings, strategy=plan.strategy, corpus_spec=plan.corpus, retriever=plan.retriever,
             question=plan.question, query_vector=vector, tenant_id=plan.tenant_id,
-            document_id=plan.scope.store_filter, top_k=plan.candidate_k, score_floor=plan.score_floor,
+            document_id=plan.scope.store_filter, top_k=plan.candidate_k, score_floor=plan.score_floor, exact=plan.exact,
         )  # fmt: skip
     client = get_llm_client(settings) if plan.answer == "auto" or plan.rerank == "llm" else None
     if plan.rerank != "none" and hits:

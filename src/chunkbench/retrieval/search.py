@@ -98,6 +98,8 @@ class SearchRequest:
     top_k: int
     # Candidates each vector contributes before fusion (hybrid): the reranker's candidate pool at least.
     prefetch_limit: int | None = None
+    # Exhaustive search (benchmarks, evaluation: figures repeat); False lets the store walk its HNSW graph (serving).
+    exact: bool = True
 
 
 class Retriever:
@@ -122,6 +124,7 @@ class Retriever:
             dense=_require_vector(request, self.name.value) if self.needs_query_vector else None,
             sparse=Bm25Encoder().encode_query(request.question) if self.uses_sparse else None,
             prefetch_limit=request.prefetch_limit,
+            exact=request.exact,
         )
         return [RetrievedChunk.from_payload(payload, score=score, role="hit") for payload, score in rows]
 
@@ -211,6 +214,7 @@ def retrieve(
     document_id: str | tuple[str, ...] | None,
     top_k: int,
     score_floor: float | None,
+    exact: bool = True,
 ) -> list[RetrievedChunk]:
     """The top-k hits (role "hit", best first) of ``retriever``, minus those under the optional score floor.
 
@@ -218,7 +222,8 @@ def retrieve(
     dense → cosine similarity; bm25 → raw BM25 score; hybrid → the hit's dense cosine, because RRF
     scores are rank-based and not comparable to any absolute threshold. ``top_k`` is 1..MAX_CANDIDATE_K
     (candidates for a reranker, or a retrieval-only evaluation); ``document_id`` one id, several, or None
-    (the tenant's whole corpus).
+    (the tenant's whole corpus). ``exact`` (the default) searches exhaustively, so a benchmark's figures repeat;
+    the serving faces pass ``exact=False`` to use the collection's HNSW graph where one is built.
     """
     if not 1 <= top_k <= MAX_CANDIDATE_K:
         raise QueryError(f"top_k must be between 1 and {MAX_CANDIDATE_K}; got {top_k}.")
@@ -243,6 +248,7 @@ def retrieve(
         query_vector=query_vector,
         top_k=top_k,
         prefetch_limit=max(2 * top_k, settings.rerank_candidate_k),
+        exact=exact,
     )
     try:
         hits = engine.search(store, request)

@@ -61,6 +61,7 @@ def run_query(
         score_floor=request.score_floor,
         neighbor_prev=request.neighbor_prev,
         neighbor_next=request.neighbor_next,
+        exact=False,  # serving: the HNSW graph where the collection has one
     )
     result = query_out_of(pipeline.run(settings, store, plan), settings)
     return _save(database, result, tenant_id=tenant_id, document_id=document.id) if save else result

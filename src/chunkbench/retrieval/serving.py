@@ -75,4 +75,5 @@ def serving_plan(
         parent_context=config.parent_context,
         max_tokens=max_tokens,
         query_vector=query_vector,
+        exact=False,  # serving: the HNSW graph where the collection has one
     )

@@ -2,7 +2,8 @@
 
 The payload schema belongs to the store: it filters on ``tenant_id``, ``document_id``, ``is_parent`` and
 ``chunk_index`` and hands payloads back to retrieval; a chunk reaches it through the :class:`StoredChunk`
-protocol, so storage knows no chunking class.
+protocol, so storage knows no chunking class. Nothing here is engine-specific: a :class:`PointFilter` says
+which points an access touches, and each engine (``storage.edge``, ``storage.qdrant_server``) translates it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 import numpy as np
-from qdrant_client import models as qm
 
 from chunkbench.errors import VectorStoreError
 from chunkbench.models import StrategyName
@@ -133,25 +133,38 @@ def chunk_payload(chunk: StoredChunk, *, tenant_id: str, model_id: str) -> dict[
     return payload
 
 
-def _match(key: str, value: Any) -> qm.FieldCondition:
-    return qm.FieldCondition(key=key, match=qm.MatchValue(value=value))
+@dataclass(frozen=True)
+class PointFilter:
+    """Which points an access touches, engine-neutral: a tenant, optionally some documents, points or indices.
+
+    ``include_parents=False`` keeps only searchable chunks (parents have no vectors and are never hits).
+    ``document_ids``/``point_ids``/``chunk_indices`` of ``None`` do not filter; an empty tuple matches nothing.
+    """
+
+    tenant_id: str
+    document_ids: tuple[str, ...] | None = None
+    include_parents: bool = True
+    point_ids: tuple[str, ...] | None = None
+    chunk_indices: tuple[int, ...] | None = None
 
 
 def document_filter(
     tenant_id: str,
     document_id: str | Sequence[str] | None = None,
-    *extra: qm.Condition,
+    *,
     include_parents: bool = True,
-) -> qm.Filter:
+    chunk_ids: Sequence[str] | None = None,
+    chunk_indices: Sequence[int] | None = None,
+) -> PointFilter:
     """The filter every point access goes through: this tenant, optionally these documents, maybe no parents."""
-    must: list[qm.Condition] = [_match("tenant_id", tenant_id)]
-    if isinstance(document_id, str):
-        must.append(_match("document_id", document_id))
-    elif document_id is not None:
-        must.append(qm.FieldCondition(key="document_id", match=qm.MatchAny(any=list(document_id))))
-    if not include_parents:
-        must.append(_match("is_parent", False))
-    return qm.Filter(must=[*must, *extra])
+    documents = (document_id,) if isinstance(document_id, str) else None if document_id is None else tuple(document_id)
+    return PointFilter(
+        tenant_id=tenant_id,
+        document_ids=documents,
+        include_parents=include_parents,
+        point_ids=None if chunk_ids is None else tuple(point_id(c) for c in dict.fromkeys(chunk_ids)),
+        chunk_indices=None if chunk_indices is None else tuple(int(i) for i in chunk_indices),
+    )
 
 
 def chunk_order(payload: dict[str, Any]) -> tuple[bool, int]:

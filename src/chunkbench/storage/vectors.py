@@ -1,34 +1,36 @@
-"""The vector store (seed 000 §5.2): one Qdrant collection per (strategy, Corpus model), points per chunk.
+"""The vector store (seed 000 §5.2): one collection per (strategy, Corpus model), points per chunk.
 
 Each collection holds a named dense vector ``"dense"`` (cosine) and a sparse vector ``"bm25"`` (Qdrant's
-IDF modifier over :mod:`chunkbench.embedding.sparse` term weights), so dense, sparse and hybrid (RRF)
-search all run on the same points. Parent chunks of ``semantic_parent_child`` are stored without vectors:
-retrievable by id, never returned by a search. Every read and delete filters by tenant (and document).
+IDF modifier over :mod:`chunkbench.embedding.sparse` term weights, IDF counted over the tenant's own points),
+so dense, sparse and hybrid (RRF) search all run on the same points. Parent chunks of ``semantic_parent_child``
+are stored without vectors: retrievable by id, never returned by a search. Every read and delete filters by
+tenant (and document).
 
-Embedded mode (the default) keeps Qdrant on disk under ``{data_dir}/qdrant``; only one client may open
-that folder, hence one :class:`VectorStore` per process through :func:`get_vector_store`.
+:class:`VectorStore` is the one seam callers use; an engine (:mod:`chunkbench.storage.engine`) runs it: Qdrant
+Edge in process by default (:mod:`chunkbench.storage.edge`, on disk under ``{data_dir}/qdrant-edge``, one
+process per folder, hence one store per process through :func:`get_vector_store`), or a Qdrant server when
+``CHUNKBENCH_QDRANT_URL`` is set (:mod:`chunkbench.storage.qdrant_server`). Searches are exact unless the
+caller passes ``exact=False`` (the serving faces), which uses the HNSW graph where one is built.
 """
 
 from __future__ import annotations
 
 import atexit
+import logging
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
-from math import ceil
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from qdrant_client import QdrantClient
-from qdrant_client import models as qm
-from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from chunkbench.config import Settings
 from chunkbench.errors import CollectionMissingError, NotFoundError, QueryError, VectorStoreError
 from chunkbench.models import StrategyName
+from chunkbench.storage.engine import EnginePoint, Progress, VectorEngine, VectorQuery, missing_collection
 from chunkbench.storage.points import (
     DENSE_VECTOR,
     SPARSE_VECTOR,
+    PointFilter,
     QueryMode,
     ReplaceResult,
     SparseLike,
@@ -42,112 +44,82 @@ from chunkbench.storage.points import (
     validate_document_points,
 )
 
+logger = logging.getLogger(__name__)
 UPSERT_BATCH = 256
-_SCROLL_PAGE = 512
+
+
+def open_engine(settings: Settings, progress: Progress | None = None) -> VectorEngine:
+    """The engine ``settings`` name: a Qdrant server's (URL set), else Qdrant Edge, migrating old local-mode data."""
+    from chunkbench.storage.migration import legacy_pending, migrate_legacy
+
+    if settings.qdrant_url:
+        from chunkbench.storage.qdrant_server import ServerEngine
+
+        if legacy_pending(settings):
+            logger.warning(
+                "%s holds embedded Qdrant data of an older chunkbench, not migrated: CHUNKBENCH_QDRANT_URL is set, "
+                "so the Qdrant server is used instead. Unset it once to migrate that folder to Qdrant Edge.",
+                settings.qdrant_legacy_path,
+            )
+        return ServerEngine(settings)
+    from chunkbench.storage.edge import EdgeEngine
+
+    engine = EdgeEngine(settings)
+    try:
+        engine.migration = migrate_legacy(engine, settings, progress)
+    except BaseException:
+        engine.close()
+        raise
+    return engine
 
 
 class VectorStore:
-    """Qdrant access for chunkbench: collections per (strategy, model), points per chunk, tenant-filtered."""
+    """Vector access for chunkbench: collections per (strategy, model), points per chunk, tenant-filtered.
 
-    def __init__(self, settings: Settings) -> None:
+    ``engine`` replaces the one ``settings`` name (tests run the server engine over qdrant-client's local mode);
+    ``progress`` reports a migration of old local-mode data, if one runs while opening.
+    """
+
+    def __init__(
+        self, settings: Settings, engine: VectorEngine | None = None, *, progress: Progress | None = None
+    ) -> None:
         self.settings = settings
-        self.is_local = not settings.qdrant_url
-        self.location = settings.qdrant_url or str(settings.qdrant_path)
-        # The embedded client is plain Python over SQLite with no locking of its own; the server client is
-        # thread-safe. FastAPI runs sync routes on a thread pool, so serialise embedded access.
-        self._lock: AbstractContextManager[Any] = threading.RLock() if self.is_local else nullcontext()
+        self.engine = engine if engine is not None else open_engine(settings, progress)
+        self.is_local = self.engine.is_local
+        self.location = self.engine.location
         self._closed = False
-        self.client = self._connect()
-
-    def _connect(self) -> QdrantClient:
-        if not self.is_local:
-            return QdrantClient(
-                url=self.settings.qdrant_url,
-                # The URL is taken as written: qdrant-client would otherwise add :6333 to a URL without a port,
-                # breaking https://qdrant.example.com behind a proxy on 443. A bare server needs ":6333" in it.
-                port=None,
-                api_key=self.settings.qdrant_api_key or None,
-                timeout=ceil(self.settings.qdrant_timeout_s),
-                prefer_grpc=False,
-                # The version probe is a network call at construction; the health check covers reachability.
-                check_compatibility=False,
-            )
-        path = self.settings.qdrant_path
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-            return QdrantClient(path=str(path))
-        except RuntimeError as exc:
-            if "already accessed" in str(exc):
-                raise VectorStoreError(
-                    f"The embedded Qdrant store at {path} is in use by another process (for example a "
-                    "running chunkbench server). Stop that process, or run a Qdrant server and point every "
-                    "chunkbench process at it with CHUNKBENCH_QDRANT_URL.",
-                    path=str(path),
-                ) from exc
-            raise VectorStoreError(f"Could not open the embedded Qdrant store at {path}: {exc}") from exc
-        except OSError as exc:
-            raise VectorStoreError(f"Could not open the embedded Qdrant store at {path}: {exc}") from exc
 
     @property
     def closed(self) -> bool:
         return self._closed
 
     def close(self) -> None:
-        """Release the client (and, in embedded mode, the folder lock)."""
+        """Release the engine (and, embedded, the folder lock)."""
         if not self._closed:
             self._closed = True
-            with self._lock:
-                self.client.close()
+            self.engine.close()
 
-    @contextmanager
-    def _op(self, operation: str, collection: str | None = None) -> Iterator[None]:
-        """Serialise embedded access and turn client failures into domain errors naming what failed."""
-        where = f" on collection '{collection}'" if collection else ""
+    def _use(self, operation: str, collection: str | None = None) -> VectorEngine:
         if self._closed:
+            where = f" on collection '{collection}'" if collection else ""
             raise VectorStoreError(f"Cannot {operation}{where}: the vector store is closed.")
-        with self._lock:
-            try:
-                yield
-            except UnexpectedResponse as exc:
-                if exc.status_code == 404 and collection:
-                    raise self._missing(collection) from exc
-                raise VectorStoreError(f"Qdrant failed to {operation}{where}: {exc}") from exc
-            except ValueError as exc:
-                # Embedded mode reports a missing collection as ValueError("Collection … not found").
-                if collection and str(exc) == f"Collection {collection} not found":
-                    raise self._missing(collection) from exc
-                raise VectorStoreError(f"Qdrant failed to {operation}{where}: {exc}") from exc
-            except (ResponseHandlingException, RuntimeError) as exc:
-                raise VectorStoreError(f"Qdrant failed to {operation}{where}: {exc}") from exc
-
-    @staticmethod
-    def _missing(name: str) -> NotFoundError:
-        return NotFoundError(
-            f"Collection '{name}' does not exist: nothing has been processed with that strategy and embedding "
-            "model yet (or the collection was deleted).",
-            collection=name,
-        )
+        return self.engine
 
     # ----------------------------------------------------------------- collections
 
     def ping(self) -> None:
-        """Raise VectorStoreError unless Qdrant answers (admin health check)."""
-        with self._op("list collections"):
-            self.client.get_collections()
+        """Raise VectorStoreError unless the engine answers (admin health check)."""
+        self._use("list collections").ping()
 
     def _dimension(self, name: str) -> int | None:
         """The dense size of an existing collection, ``None`` if it lacks chunkbench's named layout."""
-        with self._op("read the configuration", name):
-            info = self.client.get_collection(name)
-        vectors = info.config.params.vectors
-        sparse = info.config.params.sparse_vectors or {}
-        if not isinstance(vectors, dict) or DENSE_VECTOR not in vectors or SPARSE_VECTOR not in sparse:
+        layout = self._use("read the configuration", name).layout(name)
+        if DENSE_VECTOR not in layout.dense or SPARSE_VECTOR not in layout.sparse:
             return None
-        return vectors[DENSE_VECTOR].size
+        return layout.dense[DENSE_VECTOR][0]
 
     def _exists(self, name: str) -> bool:
-        with self._op("check the existence", name):
-            return self.client.collection_exists(name)
+        return self._use("check the existence", name).exists(name)
 
     def ensure_collection(self, strategy: StrategyName | str, model_id: str, dimension: int) -> str:
         """Create the collection of (strategy, model) if missing; return its name. Dimension clash → error."""
@@ -156,7 +128,7 @@ class VectorStore:
         name = collection_name(strategy, model_id)
         if not self._exists(name):
             try:
-                self._create(name, dimension)
+                self._use("create", name).create(name, dimension)
             except VectorStoreError:
                 # A concurrent process may have created it first (server mode); only then is this not fatal.
                 if not self._exists(name):
@@ -180,47 +152,27 @@ class VectorStore:
             )
         return name
 
-    def _create(self, name: str, dimension: int) -> None:
-        hnsw = None
-        if not self.is_local:
-            # Embedded mode searches exhaustively; HNSW parameters only mean something on a server.
-            hnsw = qm.HnswConfigDiff(m=self.settings.qdrant_hnsw_m, ef_construct=self.settings.qdrant_hnsw_ef_construct)
-        with self._op("create", name):
-            self.client.create_collection(
-                name,
-                vectors_config={DENSE_VECTOR: qm.VectorParams(size=dimension, distance=qm.Distance.COSINE)},
-                sparse_vectors_config={SPARSE_VECTOR: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
-                hnsw_config=hnsw,
-            )
-            if not self.is_local:
-                # Payload indexes are ignored (with a warning) in embedded mode; on a server they keep
-                # tenant/document filters from scanning the whole collection.
-                self.client.create_payload_index(
-                    name, "tenant_id", qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=True)
-                )
-                self.client.create_payload_index(name, "document_id", qm.PayloadSchemaType.KEYWORD)
-                self.client.create_payload_index(name, "chunk_index", qm.PayloadSchemaType.INTEGER)
-                self.client.create_payload_index(name, "is_parent", qm.PayloadSchemaType.BOOL)
-
     def create_collection(self, strategy: StrategyName | str, model_id: str, dimension: int) -> dict[str, Any]:
         """Admin: create (or confirm) the collection of (strategy, model); returns its summary."""
         return self._summary(self.ensure_collection(strategy, model_id, dimension))
 
     def _collection_names(self) -> list[str]:
-        with self._op("list collections"):
-            return sorted(c.name for c in self.client.get_collections().collections)
+        return self._use("list collections").names()
+
+    def collection_count(self) -> int:
+        """How many collections there are (admin health)."""
+        return len(self._collection_names())
 
     def _summary(self, name: str) -> dict[str, Any]:
-        with self._op("read the configuration", name):
-            info = self.client.get_collection(name)
-            points = self.client.count(name, exact=True).count
-        vectors = info.config.params.vectors
-        dense = vectors.get(DENSE_VECTOR) if isinstance(vectors, dict) else vectors
+        engine = self._use("read the configuration", name)
+        layout = engine.layout(name)
+        points = engine.count(name)
+        dense = layout.dense.get(DENSE_VECTOR) or layout.dense.get("")
         strategy, model = parse_collection_name(name)
         return {
             "name": name,
             "points": points,
-            "dimension": dense.size if dense is not None else None,
+            "dimension": dense[0] if dense is not None else None,
             "strategy": strategy,
             "model": model,
         }
@@ -232,17 +184,16 @@ class VectorStore:
     def delete_collection(self, name: str) -> None:
         """Admin: drop a collection and its points. Missing → NotFoundError."""
         if not self._exists(name):
-            raise self._missing(name)
-        with self._op("delete", name):
-            self.client.delete_collection(name)
+            raise missing_collection(name)
+        self._use("delete", name).drop(name)
 
     def wipe_collection(self, name: str) -> int:
         """Admin: delete every point but keep the collection and its configuration; returns points deleted."""
         if not self._exists(name):
-            raise self._missing(name)
-        with self._op("wipe", name):
-            deleted = self.client.count(name, exact=True).count
-            self.client.delete(name, points_selector=qm.FilterSelector(filter=qm.Filter()), wait=True)
+            raise missing_collection(name)
+        engine = self._use("wipe", name)
+        deleted = engine.count(name)
+        engine.delete_where(name, None)
         return deleted
 
     # ----------------------------------------------------------------- writes
@@ -272,65 +223,39 @@ class VectorStore:
         )
         name = self.ensure_collection(strategy, model_id, dimension)
         matrix = np.asarray(dense, dtype=np.float32)
-        points: list[qm.PointStruct] = []
+        points: list[EnginePoint] = []
         row = 0
         for chunk in chunks:
-            vector: dict[str, Any] = {}
+            point = EnginePoint(
+                id=point_id(chunk.chunk_id), payload=chunk_payload(chunk, tenant_id=tenant_id, model_id=model_id)
+            )
             if not chunk.is_parent:
-                vector[DENSE_VECTOR] = matrix[row].tolist()
+                point.dense[DENSE_VECTOR] = matrix[row].tolist()
                 terms = sparse[row]
                 # A chunk of only stopwords has no terms; it is still found by the dense vector.
                 if len(terms.indices):
-                    vector[SPARSE_VECTOR] = qm.SparseVector(indices=list(terms.indices), values=list(terms.values))
+                    point.sparse[SPARSE_VECTOR] = (list(terms.indices), list(terms.values))
                 row += 1
-            points.append(
-                qm.PointStruct(
-                    id=point_id(chunk.chunk_id),
-                    vector=vector,
-                    payload=chunk_payload(chunk, tenant_id=tenant_id, model_id=model_id),
-                )
-            )
+            points.append(point)
+        engine = self._use("upsert points", name)
         for start in range(0, len(points), UPSERT_BATCH):
-            with self._op("upsert points", name):
-                self.client.upsert(name, points=points[start : start + UPSERT_BATCH], wait=True)
-        keep = {str(p.id) for p in points}
+            engine.upsert(name, points[start : start + UPSERT_BATCH])
+        keep = {p.id for p in points}
         stale = [pid for pid in self._point_ids(name, document_filter(tenant_id, document_id)) if pid not in keep]
         for start in range(0, len(stale), UPSERT_BATCH):
-            with self._op("delete stale points", name):
-                self.client.delete(
-                    name,
-                    points_selector=qm.PointIdsList(points=stale[start : start + UPSERT_BATCH]),
-                    wait=True,
-                )
+            self._use("delete stale points", name).delete_ids(name, stale[start : start + UPSERT_BATCH])
         return ReplaceResult(collection=name, upserted=len(points), removed=len(stale))
 
-    def _point_ids(self, name: str, point_filter: qm.Filter) -> list[str]:
-        return [str(p.id) for p in self._scroll(name, point_filter, with_payload=False)]
+    def _point_ids(self, name: str, point_filter: PointFilter) -> list[str]:
+        return [p.id for p in self._use("scroll points", name).scroll(name, point_filter, with_payload=False)]
 
-    def _scroll(self, name: str, point_filter: qm.Filter, *, with_payload: bool = True) -> list[qm.Record]:
-        records: list[qm.Record] = []
-        offset: qm.ExtendedPointId | None = None
-        while True:
-            with self._op("scroll points", name):
-                page, offset = self.client.scroll(
-                    name,
-                    scroll_filter=point_filter,
-                    limit=_SCROLL_PAGE,
-                    offset=offset,
-                    with_payload=with_payload,
-                    with_vectors=False,
-                )
-            records.extend(page)
-            if offset is None:
-                return records
-
-    def _delete_matching(self, name: str, point_filter: qm.Filter) -> int:
+    def _delete_matching(self, name: str, point_filter: PointFilter) -> int:
         """Delete the points matching ``point_filter``; missing collection → 0."""
+        engine = self._use("delete points", name)
         try:
-            with self._op("delete points", name):
-                deleted = self.client.count(name, count_filter=point_filter, exact=True).count
-                if deleted:
-                    self.client.delete(name, points_selector=qm.FilterSelector(filter=point_filter), wait=True)
+            deleted = engine.count(name, point_filter)
+            if deleted:
+                engine.delete_where(name, point_filter)
         except NotFoundError:
             return 0
         return deleted
@@ -352,8 +277,9 @@ class VectorStore:
 
     # ----------------------------------------------------------------- reads
 
-    def _payloads(self, strategy: StrategyName | str, model_id: str, point_filter: qm.Filter) -> list[dict[str, Any]]:
-        payloads = [dict(r.payload or {}) for r in self._scroll(collection_name(strategy, model_id), point_filter)]
+    def _payloads(self, strategy: StrategyName | str, model_id: str, point_filter: PointFilter) -> list[dict[str, Any]]:
+        name = collection_name(strategy, model_id)
+        payloads = [p.payload for p in self._use("scroll points", name).scroll(name, point_filter)]
         return sorted(payloads, key=chunk_order)
 
     def get_chunks_by_indices(
@@ -372,12 +298,7 @@ class VectorStore:
         wanted = sorted({int(i) for i in indices if i >= 0})
         if not wanted:
             return []
-        point_filter = document_filter(
-            tenant_id,
-            document_id,
-            qm.FieldCondition(key="chunk_index", match=qm.MatchAny(any=wanted)),
-            include_parents=False,
-        )
+        point_filter = document_filter(tenant_id, document_id, chunk_indices=wanted, include_parents=False)
         return self._payloads(strategy, model_id, point_filter)
 
     def get_chunks_by_ids(
@@ -392,10 +313,7 @@ class VectorStore:
         """Payloads of the document's chunks (parents included) with these ids, by (is_parent, index)."""
         if not chunk_ids:
             return []
-        point_filter = document_filter(
-            tenant_id, document_id, qm.HasIdCondition(has_id=[point_id(c) for c in dict.fromkeys(chunk_ids)])
-        )
-        return self._payloads(strategy, model_id, point_filter)
+        return self._payloads(strategy, model_id, document_filter(tenant_id, document_id, chunk_ids=chunk_ids))
 
     def scroll_document(
         self,
@@ -422,18 +340,10 @@ class VectorStore:
     ) -> int:
         """How many points a document has in one collection. Missing collection → NotFoundError."""
         name = collection_name(strategy, model_id)
-        with self._op("count points", name):
-            return self.client.count(
-                name,
-                count_filter=document_filter(tenant_id, document_id, include_parents=include_parents),
-                exact=True,
-            ).count
+        point_filter = document_filter(tenant_id, document_id, include_parents=include_parents)
+        return self._use("count points", name).count(name, point_filter)
 
     # ----------------------------------------------------------------- search
-
-    def _search_params(self) -> qm.SearchParams | None:
-        # Embedded mode searches exhaustively, so ``hnsw_ef`` only means something on a server.
-        return None if self.is_local else qm.SearchParams(hnsw_ef=self.settings.qdrant_hnsw_ef_search)
 
     @staticmethod
     def _no_collection(name: str, strategy: str, model_id: str) -> CollectionMissingError:
@@ -457,13 +367,17 @@ class VectorStore:
         dense: np.ndarray | None,
         sparse: SparseLike | None,
         prefetch_limit: int | None = None,
+        exact: bool = True,
     ) -> list[tuple[dict[str, Any], float]]:
         """Top-``top_k`` (payload, score) of non-parent chunks ranked by ``mode``: cosine, BM25, or RRF of both.
 
-        Always filtered by tenant (and documents when given). ``FUSION`` prefetches ``prefetch_limit``
-        candidates (default ``2 * top_k``) from each vector and fuses them with RRF inside Qdrant. A query
+        Always filtered by tenant (and documents when given); BM25's IDF is counted over the tenant's own points,
+        so other tenants' documents never change a tenant's scores. ``FUSION`` prefetches ``prefetch_limit``
+        candidates (default ``2 * top_k``) from each vector and fuses them with RRF inside the engine. A query
         without BM25 terms (only stopwords) finds nothing by BM25; fusion then ranks by the dense prefetch
-        alone. A missing collection is a :class:`CollectionMissingError`.
+        alone. ``exact`` (the default: benchmarks, evaluation) searches exhaustively, so figures repeat;
+        ``exact=False`` (serving) walks the HNSW graph where the collection has one. A missing collection is a
+        :class:`CollectionMissingError`.
         """
         name = collection_name(strategy, model_id)
         strategy_value = StrategyName(strategy).value
@@ -473,47 +387,29 @@ class VectorStore:
         dense_query = None if dense is None else np.asarray(dense, dtype=np.float32).reshape(-1).tolist()
         sparse_query = None
         if sparse is not None and len(sparse.indices):
-            sparse_query = qm.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
+            sparse_query = (list(sparse.indices), list(sparse.values))
         if mode is not QueryMode.SPARSE and dense_query is None:
             raise QueryError(f"A {mode.value} search needs a query embedding; none was given.")
         if mode is QueryMode.SPARSE and sparse is None:
             raise QueryError("A sparse search needs a sparse query vector; none was given.")
         if not self._exists(name):
             raise self._no_collection(name, strategy_value, model_id)
-        point_filter = document_filter(tenant_id, document_id, include_parents=False)
-        query: Any
-        prefetch: list[qm.Prefetch] | None = None
-        using: str | None
-        if mode is QueryMode.DENSE:
-            query, using = dense_query, DENSE_VECTOR
-        elif mode is QueryMode.SPARSE:
-            if sparse_query is None:
-                return []
-            query, using = sparse_query, SPARSE_VECTOR
-        else:
-            candidates = max(prefetch_limit or 2 * top_k, top_k)
-            prefetch = [qm.Prefetch(query=dense_query, using=DENSE_VECTOR, filter=point_filter, limit=candidates)]
-            if sparse_query is not None:
-                prefetch.append(
-                    qm.Prefetch(query=sparse_query, using=SPARSE_VECTOR, filter=point_filter, limit=candidates)
-                )
-            query, using = qm.FusionQuery(fusion=qm.Fusion.RRF), None
+        if mode is QueryMode.SPARSE and sparse_query is None:
+            return []
+        query = VectorQuery(
+            mode=mode,
+            where=document_filter(tenant_id, document_id, include_parents=False),
+            limit=top_k,
+            dense=dense_query,
+            sparse=sparse_query,
+            candidates=max(prefetch_limit or 2 * top_k, top_k),
+            exact=exact,
+            idf_corpus=PointFilter(tenant_id),
+        )
         try:
-            with self._op("search", name):
-                response = self.client.query_points(
-                    name,
-                    query=query,
-                    using=using,
-                    prefetch=prefetch,
-                    query_filter=point_filter,
-                    search_params=self._search_params(),
-                    limit=top_k,
-                    with_payload=True,
-                    with_vectors=False,
-                )
+            return self._use("search", name).query(name, query)
         except NotFoundError as exc:
             raise self._no_collection(name, strategy_value, model_id) from exc
-        return [(dict(p.payload or {}), float(p.score)) for p in response.points]
 
     def dense_scores(
         self,
@@ -530,38 +426,36 @@ class VectorStore:
         if not ids:
             return {}
         name = collection_name(strategy, model_id)
-        point_filter = document_filter(
-            tenant_id, document_id, qm.HasIdCondition(has_id=[point_id(c) for c in ids]), include_parents=False
+        query = VectorQuery(
+            mode=QueryMode.DENSE,
+            where=document_filter(tenant_id, document_id, chunk_ids=ids, include_parents=False),
+            limit=len(ids),
+            dense=np.asarray(dense, dtype=np.float32).reshape(-1).tolist(),
+            # Exact, so every listed chunk gets its true cosine, not only what an HNSW walk reaches.
+            exact=True,
+            payload_fields=("chunk_id",),
         )
-        with self._op("score chunks", name):
-            response = self.client.query_points(
-                name,
-                query=np.asarray(dense, dtype=np.float32).reshape(-1).tolist(),
-                using=DENSE_VECTOR,
-                query_filter=point_filter,
-                # Exact on a server, so every listed chunk gets its true cosine, not only what HNSW reaches;
-                # embedded mode is always exact (and warns about search params).
-                search_params=None if self.is_local else qm.SearchParams(exact=True),
-                limit=len(ids),
-                with_payload=["chunk_id"],
-            )
-        return {str((p.payload or {}).get("chunk_id")): float(p.score) for p in response.points}
+        rows = self._use("score chunks", name).query(name, query)
+        return {str(payload.get("chunk_id")): score for payload, score in rows}
 
 
 _STORES: dict[str, VectorStore] = {}
 _STORES_LOCK = threading.Lock()
 
 
-def get_vector_store(settings: Settings) -> VectorStore:
-    """The process's store for the location ``settings`` point at (server URL or embedded folder)."""
+def get_vector_store(settings: Settings, *, progress: Progress | None = None) -> VectorStore:
+    """The process's store for the location ``settings`` point at (server URL or embedded folder).
+
+    ``progress`` reports a migration of old local-mode data if opening the embedded store runs one.
+    """
     location = settings.qdrant_url or str(settings.qdrant_path)
     with _STORES_LOCK:
         store = _STORES.get(location)
         if store is None or store.closed:
             if not _STORES:
-                # Close before interpreter teardown: qdrant-client's own __del__ fails noisily then.
+                # Close before interpreter teardown (an index build's child is stopped, shards are flushed).
                 atexit.register(close_vector_stores)
-            store = _STORES[location] = VectorStore(settings)
+            store = _STORES[location] = VectorStore(settings, progress=progress)
         return store
 
 

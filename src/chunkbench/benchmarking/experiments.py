@@ -21,8 +21,8 @@ from chunkbench.storage.schema import BenchmarkCellRow, ExperimentRow, utcnow
 
 # Versions stored with every Experiment, so a figure can be traced to the code that produced it.
 _PROVENANCE_PACKAGES = (
-    "chunkbench", "qdrant-client", "qdrant-edge-py", "sentence-transformers", "torch", "transformers", "numpy", "openai",
-    "quicktok", "sentencex", "pypdfium2", "python-docx",
+    "chunkbench", "qdrant-client", "qdrant-edge-py", "sentence-transformers", "torch", "transformers", "numpy",
+    "openai", "quicktok", "sentencex", "pypdfium2", "python-docx",
 )  # fmt: skip
 
 

@@ -81,7 +81,7 @@ bench: $(VENV)/.installed-bench system-deps ## benchmarks against peer libraries
 	$(PY) bench/vector_store.py
 	$(PY) bench/guard.py
 	$(PY) bench/load.py
-	$(PY) bench/eval.py benchmark_concurrency  # `bench/eval.py eval_chroma` re-runs the Chroma reproduction (~30 min)
+	$(PY) bench/eval.py benchmark_concurrency  # `bench/eval.py eval_chroma` (the reproduction) and `eval_chroma_vs_raw` (cold/warm vs raw encode) take minutes
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

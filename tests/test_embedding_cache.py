@@ -20,11 +20,23 @@ from chunkbench.embedding import service
 from chunkbench.embedding.cache import EMBEDDINGS, EmbeddingCache, cache_key, close_disk_caches, disk_cache
 from chunkbench.embedding.providers import get_provider
 from chunkbench.embedding.registry import get_spec
-from test_embedding import NOMIC, FakeEmbeddingServer
+from fake_openai import FakeOpenAI, running_fake_openai
+from test_embedding import NOMIC
 from test_queries import HANDBOOK
 
 MINILM = get_spec("all-MiniLM-L6-v2")
 TEXTS = ["Paid annual leave is 25 days.", "Hotels are reimbursed up to 150 euros.", "The desk answers in a day."]
+
+
+@pytest.fixture
+def ollama(settings: Settings) -> Iterator[tuple[Settings, FakeOpenAI]]:
+    """Settings whose Ollama is a real OpenAI-protocol server (768-d vectors by text), and that server."""
+    with running_fake_openai(dimension=NOMIC.dimension) as server:
+        yield settings.model_copy(update={"ollama_base_url": server.url.removesuffix("/v1")}), server
+
+
+def _inputs(server: FakeOpenAI) -> list[list[str]]:
+    return [r.body["input"] for r in server.requests if r.path.endswith("/embeddings")]
 
 
 @pytest.fixture
@@ -40,15 +52,6 @@ def model_calls(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> list[str
 
     monkeypatch.setattr(provider, "embed", counting)
     return calls
-
-
-@pytest.fixture
-def fake_server() -> Iterator[FakeEmbeddingServer]:
-    server = FakeEmbeddingServer(dimension=768)
-    server.thread.start()
-    yield server
-    server.httpd.shutdown()
-    server.httpd.server_close()
 
 
 def test_a_text_is_embedded_once_and_the_vectors_are_the_models(settings, model_calls):
@@ -103,17 +106,17 @@ def test_another_process_reads_what_this_one_embedded_and_both_may_write_at_once
     assert disk_cache(settings).stats()["entries"] == 3 + 40 + 40 + 1
 
 
-def test_the_key_is_the_exact_input_the_model_reads_task_prefix_included(settings, fake_server):
-    ollama = settings.model_copy(update={"ollama_base_url": fake_server.url})
-    document = service.embed_texts(NOMIC, ["alpha"], "document", ollama)
-    query = service.embed_query(NOMIC, "alpha", ollama)
-    service.embed_texts(NOMIC, ["alpha"], "document", ollama)
-    service.embed_query(NOMIC, "alpha", ollama)
+def test_the_key_is_the_exact_input_the_model_reads_task_prefix_included(ollama):
+    remote, server = ollama
+    document = service.embed_texts(NOMIC, ["alpha"], "document", remote)
+    query = service.embed_query(NOMIC, "alpha", remote)
+    service.embed_texts(NOMIC, ["alpha"], "document", remote)
+    service.embed_query(NOMIC, "alpha", remote)
     # Same text, two prefixes: two entries, two requests; the repeats reach no server.
-    assert [r["input"] for r in fake_server.requests] == [["search_document: alpha"], ["search_query: alpha"]]
+    assert _inputs(server) == [["search_document: alpha"], ["search_query: alpha"]]
     assert not np.allclose(document[0], query)
     EMBEDDINGS.clear()
-    stored = disk_cache(ollama).get_many(
+    stored = disk_cache(remote).get_many(
         [cache_key(NOMIC.id, "search_document: alpha"), cache_key(NOMIC.id, "search_query: alpha")], 768
     )
     assert len(stored) == 2
@@ -137,10 +140,9 @@ def test_the_file_stays_within_its_bound_dropping_the_least_recently_used(tmp_pa
     assert len(disk.get_many([cache_key(MINILM.id, text) for text in new], MINILM.dimension)) == len(new)  # …only
 
 
-def test_clear_by_model_from_the_cli_and_the_api(settings, client, fake_server, monkeypatch):
+def test_clear_by_model_from_the_cli_and_the_api(settings, client, ollama, monkeypatch):
     service.embed_texts(MINILM, TEXTS, "document", settings)
-    ollama = settings.model_copy(update={"ollama_base_url": fake_server.url})
-    service.embed_texts(NOMIC, ["alpha"], "document", ollama)
+    service.embed_texts(NOMIC, ["alpha"], "document", ollama[0])
     stats = client.get("/admin/embedding-cache").json()
     assert stats["entries"] == 4 and stats["models"] == {MINILM.id: 3, NOMIC.id: 1}
     cleared = client.delete("/admin/embedding-cache", params={"model_id": NOMIC.id})

@@ -11,7 +11,6 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -118,10 +117,13 @@ def evaluate_spans(
     timings: dict[str, float] = dict.fromkeys(STAGES, 0.0)
 
     with tempfile.TemporaryDirectory(prefix="chunkbench-eval-") as folder:
-        # A throwaway embedded store: the user's own collections (or Qdrant server) are never touched.
+        # A throwaway embedded store: the user's own collections (or Qdrant server) are never touched. Chroma's
+        # protocol has no score floor: every question gets its n chunks.
         settings_tmp = base.model_copy(
-            update={"data_dir": Path(folder), "qdrant_url": "", "models_dir": base.resolved_models_dir}
-        )
+            update={
+                "data_dir": Path(folder), "qdrant_url": "", "models_dir": base.resolved_models_dir, "score_floor": None,
+            }
+        )  # fmt: skip
         store = VectorStore(settings_tmp)
         try:
             plan = IndexingPlan(EVAL_TENANT, _strategy(strategy_name, validated, base, spec), spec, keep_parents=False)
@@ -197,8 +199,6 @@ def _retrieve(
             answer="none",
             query_vector=None if query_vectors is None else query_vectors[position],
         )
-        # Chroma's protocol has no score floor: every question gets its n chunks.
-        plan = replace(plan, score_floor=None)
         hits.append(
             [
                 ChunkRef(hit.document_id, hit.chunk_index, hit.start_index, hit.end_index, hit.token_count)

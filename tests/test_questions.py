@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -102,12 +103,17 @@ def test_several_objects_in_a_json_file_are_read_as_json_lines() -> None:
 
 
 def test_chroma_csv_matches_the_existing_loader(tmp_path: Path) -> None:
-    ours = load_question_set(Path(__file__).resolve().parents[2] / "shared/data/chroma_chunking_eval/questions_df.csv")
-    theirs = load_chroma_questions()
+    file = Path(__file__).resolve().parents[2] / "shared/data/chroma_chunking_eval/questions_df.csv"
+    ours = load_question_set(file)
+    assert load_chroma_questions() == ours.questions  # the Chroma loader is the question-set reader
+    # Against the file read independently (csv + json, as Chroma's own code does): ids are row numbers.
+    with file.open(encoding="utf-8", newline="") as handle:
+        theirs = list(csv.DictReader(handle))
     assert ours.format == "chroma_csv" and len(ours) == len(theirs) == 472
-    for mine, chroma in zip(ours, theirs, strict=True):
-        assert mine.id == str(chroma.id) and mine.question == chroma.question and mine.document_id == chroma.document_id
-        assert reference_spans(mine) == chroma.references
+    for number, (mine, row) in enumerate(zip(ours, theirs, strict=True)):
+        assert mine.id == str(number) and mine.question == row["question"] and mine.document_id == row["corpus_id"]
+        references = [(r["content"], r["start_index"], r["end_index"]) for r in json.loads(row["references"])]
+        assert [(r.content, r.start_index, r.end_index) for r in reference_spans(mine)] == references
 
 
 def test_csv_problems_name_the_row_line_and_field() -> None:

@@ -126,10 +126,12 @@ def http_side(base_url: str, document_id: str) -> Side:
 
 
 def raw_side(store: Any, settings: Any, document_id: str, chunk_count: int) -> Side:
-    """The raw path: ``embed_query`` + ``query_points`` on the recursive collection, filtered to the document."""
+    """The raw path: ``embed_query`` + the engine's own query (Qdrant Edge's shard query, no chunkbench checks) on
+    the recursive collection, filtered to the document, searched as the serving faces search (``exact=False``)."""
     from chunkbench.embedding.registry import get_spec
     from chunkbench.embedding.service import embed_query
-    from chunkbench.storage.points import DENSE_VECTOR, collection_name, document_filter
+    from chunkbench.storage.engine import VectorQuery
+    from chunkbench.storage.points import QueryMode, collection_name, document_filter
     from chunkbench.storage.schema import DEFAULT_TENANT
 
     spec = get_spec(MODEL_ID)
@@ -138,14 +140,12 @@ def raw_side(store: Any, settings: Any, document_id: str, chunk_count: int) -> S
 
     def search(question: str) -> Any:
         vector = embed_query(spec, question, settings)
-        return store.client.query_points(
-            collection, query=vector.tolist(), using=DENSE_VECTOR, limit=TOP_K, query_filter=point_filter,
-            with_payload=True,
-        )  # fmt: skip
+        query = VectorQuery(QueryMode.DENSE, point_filter, TOP_K, dense=vector.tolist(), exact=False)
+        return store.engine.query(collection, query)
 
     def run(question: str) -> tuple[float, float, dict[str, float] | None]:
         ms, out = timed_ms(lambda: search(question))
-        assert len(out.points) == min(TOP_K, chunk_count)
+        assert len(out) == min(TOP_K, chunk_count)
         return ms, 0.0, None
 
     return run
@@ -276,7 +276,6 @@ def bench_pipeline(corpus: Path, questions: list[str], tmp: Path) -> dict[str, A
     from chunkbench.embedding.registry import get_spec
     from chunkbench.retrieval.schemas import QueryIn
     from chunkbench.retrieval.service import run_query
-    from chunkbench.storage.points import collection_name, document_filter
     from chunkbench.storage.schema import DEFAULT_TENANT
     from chunkbench.storage.vectors import close_vector_stores, get_vector_store
 
@@ -297,8 +296,9 @@ def bench_pipeline(corpus: Path, questions: list[str], tmp: Path) -> dict[str, A
         print(f"ingested and processed {corpus.name} ({STRATEGY}) in {process_ms / 1000:.1f} s")
 
         store = get_vector_store(settings)
-        point_filter = document_filter(DEFAULT_TENANT, document_id, include_parents=False)
-        chunk_count = store.client.count(collection_name(STRATEGY, spec.id), count_filter=point_filter).count
+        chunk_count = store.count_document(
+            STRATEGY, spec.id, tenant_id=DEFAULT_TENANT, document_id=document_id, include_parents=False
+        )
 
         def in_process(question: str) -> tuple[float, float, dict[str, float] | None]:
             # The same pipeline without HTTP: what the app's own code costs (incl. saving the query).
@@ -362,7 +362,7 @@ def print_table(pipeline: dict[str, Any], corpus: Path) -> None:
         rows = pipeline[mode]
         print(f"{title}")
         print(f"  {'path':<46}{'p50 ms':>9}{'p95 ms':>9}{'×raw p50':>10}{'×raw p95':>10}")
-        print(f"  {'raw: embed_query + query_points':<46}{rows['raw']['p50_ms']:>9.1f}{rows['raw']['p95_ms']:>9.1f}")
+        print(f"  {'raw: embed_query + engine query':<46}{rows['raw']['p50_ms']:>9.1f}{rows['raw']['p95_ms']:>9.1f}")
         for key, label in ROWS:
             if key in rows:
                 row = rows[key]
@@ -405,7 +405,7 @@ def main() -> None:
     asked = questions(args.questions)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="chunkbench-bench-") as tmp_name:
-        print(f"POST /queries vs raw embed_query + query_points, {len(asked)} questions")
+        print(f"POST /queries vs raw embed_query + the engine query, {len(asked)} questions")
         pipeline = bench_pipeline(args.corpus, asked, Path(tmp_name))
     total_s = time.perf_counter() - started
     print()

@@ -9,10 +9,10 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, select, text
 from sqlalchemy.exc import IntegrityError
 
-from chunkbench.errors import InvalidStateTransitionError
+from chunkbench.errors import CorpusExistsError, DocumentNotFoundError, InvalidStateTransitionError
 from chunkbench.models import DocumentState
 from chunkbench.storage.db import MIGRATIONS_DIR, Database
-from chunkbench.storage.repositories import DocumentRepository
+from chunkbench.storage.repositories import CorpusRepository, DocumentRepository
 from chunkbench.storage.schema import Base, DocumentRow, QueryRow
 from pgtest import ON_POSTGRES, SQLITE_ONLY
 
@@ -116,3 +116,43 @@ def test_timestamps_come_back_aware_in_utc_from_either_database(database):
         row = session.get(DocumentRow, "d1")
         assert row.created_at == datetime(2026, 3, 1, 10, 30, tzinfo=UTC) and row.created_at.tzinfo is UTC
         assert row.created_at < datetime.now(UTC)  # comparable with aware values: no TypeError on SQLite
+
+
+def test_corpus_membership_survives_neither_side_but_deletes_only_itself(database):
+    with database.session() as session:
+        DocumentRepository(session, "default").add(_document())
+        DocumentRepository(session, "default").add(_document(id="d2", filename="b.txt"))
+        DocumentRepository(session, "other").add(_document(id="d3", filename="c.txt"))
+        corpora = CorpusRepository(session, "default")
+        first, second = corpora.create("papers"), corpora.create("all")
+        assert corpora.add_documents(first, ["d1", "d2", "d1"]) == 2
+        assert corpora.add_documents(first, ["d2"]) == 0  # already a member
+        assert corpora.add_documents(second, ["d2"]) == 1  # a document may belong to several corpora
+        with pytest.raises(DocumentNotFoundError):
+            corpora.add_documents(first, ["d3"])  # another tenant's document is not found
+        with pytest.raises(CorpusExistsError):
+            corpora.create("papers")
+    with database.session() as session:
+        corpora = CorpusRepository(session, "default")
+        assert [(row.name, count) for row, count in corpora.list()] == [("all", 1), ("papers", 2)]
+        assert corpora.corpora_of("d2") == ["all", "papers"]
+        assert CorpusRepository(session, "other").get_optional("papers") is None
+        DocumentRepository(session, "default").delete(DocumentRepository(session, "default").get("d1"))
+    with database.session() as session:
+        corpora = CorpusRepository(session, "default")
+        assert corpora.document_ids(corpora.get("papers")) == ["d2"]  # the deleted document left the corpus
+        corpora.delete(corpora.get("papers"))
+    with database.session() as session:
+        assert DocumentRepository(session, "default").get("d2").id == "d2"  # deleting a corpus kept the document
+        assert CorpusRepository(session, "default").corpora_of("d2") == ["all"]
+
+
+def test_the_same_filename_in_two_folders_is_two_documents(database):
+    with database.session() as session:
+        repo = DocumentRepository(session, "default")
+        repo.add(_document(source_key="a/notes.txt", filename="notes.txt"))
+        repo.add(_document(id="d2", source_key="b/notes.txt", filename="notes.txt"))
+        assert repo.get_by_source_key("b/notes.txt").id == "d2"
+        assert repo.get_by_filename("notes.txt") is None  # ambiguous: the source key tells them apart
+    with pytest.raises(IntegrityError), database.session() as session:
+        DocumentRepository(session, "default").add(_document(id="d3", source_key="a/notes.txt"))

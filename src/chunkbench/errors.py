@@ -35,6 +35,10 @@ class DocumentNotFoundError(NotFoundError):
     code = "document_not_found"
 
 
+class CorpusNotFoundError(NotFoundError):
+    code = "corpus_not_found"
+
+
 class InvalidRequestError(ChunkbenchError):
     """The request itself is wrong (bad parameter, bad path)."""
 
@@ -258,6 +262,11 @@ class ApiKeyNotFoundError(NotFoundError):
 class TenantExistsError(ChunkbenchError):
     status_code = 409
     code = "tenant_exists"
+
+
+class CorpusExistsError(ChunkbenchError):
+    status_code = 409
+    code = "corpus_exists"
 
 
 class InsecureBindError(ChunkbenchError):

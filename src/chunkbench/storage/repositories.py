@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, delete, func, insert, select
 from sqlalchemy.orm import Session
 
-from chunkbench.errors import DocumentNotFoundError, InvalidStateTransitionError
+from chunkbench.errors import CorpusExistsError, CorpusNotFoundError, DocumentNotFoundError, InvalidStateTransitionError
 from chunkbench.models import ALLOWED_TRANSITIONS, DocumentState
-from chunkbench.storage.schema import DocumentRow, QueryRow, utcnow
+from chunkbench.storage.schema import CorpusDocumentRow, CorpusRow, DocumentRow, QueryRow, utcnow
 
 
 class DocumentRepository:
@@ -38,8 +39,17 @@ class DocumentRepository:
         return row
 
     def get_by_filename(self, filename: str) -> DocumentRow | None:
+        """The document with this filename, when exactly one has it (the same name in two folders is ambiguous)."""
+        rows = self.session.scalars(
+            select(DocumentRow)
+            .where(DocumentRow.tenant_id == self.tenant_id, DocumentRow.filename == filename)
+            .limit(2)
+        ).all()
+        return rows[0] if len(rows) == 1 else None
+
+    def get_by_source_key(self, source_key: str) -> DocumentRow | None:
         return self.session.scalar(
-            select(DocumentRow).where(DocumentRow.tenant_id == self.tenant_id, DocumentRow.filename == filename)
+            select(DocumentRow).where(DocumentRow.tenant_id == self.tenant_id, DocumentRow.source_key == source_key)
         )
 
     def find_by_hash(self, content_hash: str) -> DocumentRow | None:
@@ -98,6 +108,134 @@ class DocumentRepository:
         if new_state in (DocumentState.PARSING, DocumentState.CHUNKING):
             row.attempts += 1
         row.error_message = error if new_state is DocumentState.FAILED else None
+
+
+class CorpusRepository:
+    """Corpora of one tenant and their memberships."""
+
+    def __init__(self, session: Session, tenant_id: str) -> None:
+        self.session = session
+        self.tenant_id = tenant_id
+
+    def get_optional(self, name: str) -> CorpusRow | None:
+        """A corpus by name, else by id."""
+        for column in (CorpusRow.name, CorpusRow.id):
+            row = self.session.scalar(select(CorpusRow).where(CorpusRow.tenant_id == self.tenant_id, column == name))
+            if row is not None:
+                return row
+        return None
+
+    def get(self, name: str) -> CorpusRow:
+        row = self.get_optional(name)
+        if row is None:
+            raise CorpusNotFoundError(
+                f"No corpus named '{name}'. List corpora with GET /corpora or `chunkbench corpora list`.",
+                corpus=name,
+            )
+        return row
+
+    def create(self, name: str, description: str | None = None) -> CorpusRow:
+        if self.get_optional(name) is not None:
+            raise CorpusExistsError(
+                f"A corpus named '{name}' already exists. Add documents to it, or choose another name.", corpus=name
+            )
+        row = CorpusRow(id=uuid.uuid4().hex, tenant_id=self.tenant_id, name=name, description=description)
+        self.session.add(row)
+        self.session.flush()
+        return row
+
+    def get_or_create(self, name: str) -> CorpusRow:
+        return self.get_optional(name) or self.create(name)
+
+    def list(self) -> list[tuple[CorpusRow, int]]:
+        """Every corpus of the tenant, by name, with its document count."""
+        counts = (
+            select(CorpusDocumentRow.corpus_id, func.count().label("n"))
+            .group_by(CorpusDocumentRow.corpus_id)
+            .subquery()
+        )
+        rows = self.session.execute(
+            select(CorpusRow, func.coalesce(counts.c.n, 0))
+            .outerjoin(counts, counts.c.corpus_id == CorpusRow.id)
+            .where(CorpusRow.tenant_id == self.tenant_id)
+            .order_by(CorpusRow.name)
+        ).all()
+        return [(row, int(count)) for row, count in rows]
+
+    def document_ids(self, corpus: CorpusRow) -> list[str]:
+        """The member documents' ids, in the order they joined (then by id)."""
+        return list(
+            self.session.scalars(
+                select(CorpusDocumentRow.document_id)
+                .where(CorpusDocumentRow.corpus_id == corpus.id)
+                .order_by(CorpusDocumentRow.added_at, CorpusDocumentRow.document_id)
+            )
+        )
+
+    def documents(self, corpus: CorpusRow) -> list[DocumentRow]:
+        """The member documents, by source key."""
+        return list(
+            self.session.scalars(
+                select(DocumentRow)
+                .join(CorpusDocumentRow, CorpusDocumentRow.document_id == DocumentRow.id)
+                .where(CorpusDocumentRow.corpus_id == corpus.id, DocumentRow.tenant_id == self.tenant_id)
+                .order_by(DocumentRow.source_key)
+            )
+        )
+
+    def add_documents(self, corpus: CorpusRow, document_ids: Sequence[str]) -> int:
+        """Add documents of this tenant (each must exist); returns how many were not members yet."""
+        wanted = list(dict.fromkeys(document_ids))
+        if not wanted:
+            return 0
+        found = set(
+            self.session.scalars(
+                select(DocumentRow.id).where(DocumentRow.tenant_id == self.tenant_id, DocumentRow.id.in_(wanted))
+            )
+        )
+        missing = [d for d in wanted if d not in found]
+        if missing:
+            raise DocumentNotFoundError(
+                f"No document with id {', '.join(repr(d) for d in missing[:5])}"
+                f"{' …' if len(missing) > 5 else ''}. List documents with GET /documents.",
+                document_ids=missing,
+            )
+        present = set(self.document_ids(corpus))
+        new = [d for d in wanted if d not in present]
+        for document_id in new:
+            self.session.add(CorpusDocumentRow(corpus_id=corpus.id, document_id=document_id))
+        corpus.updated_at = utcnow()
+        self.session.flush()
+        return len(new)
+
+    def remove_documents(self, corpus: CorpusRow, document_ids: Sequence[str]) -> int:
+        """Remove memberships (never the documents); returns how many were members."""
+        if not document_ids:
+            return 0
+        result = self.session.execute(
+            delete(CorpusDocumentRow).where(
+                CorpusDocumentRow.corpus_id == corpus.id, CorpusDocumentRow.document_id.in_(list(document_ids))
+            )
+        )
+        corpus.updated_at = utcnow()
+        self.session.flush()
+        return int(result.rowcount or 0)
+
+    def corpora_of(self, document_id: str) -> list[str]:
+        """The names of the corpora a document belongs to."""
+        return list(
+            self.session.scalars(
+                select(CorpusRow.name)
+                .join(CorpusDocumentRow, CorpusDocumentRow.corpus_id == CorpusRow.id)
+                .where(CorpusDocumentRow.document_id == document_id, CorpusRow.tenant_id == self.tenant_id)
+                .order_by(CorpusRow.name)
+            )
+        )
+
+    def delete(self, corpus: CorpusRow) -> None:
+        """The corpus and its memberships; its documents stay."""
+        self.session.delete(corpus)
+        self.session.flush()
 
 
 @dataclass(frozen=True)

@@ -59,13 +59,17 @@ class Base(DeclarativeBase):
     pass
 
 
+def _filename_as_key(context: Any) -> str:
+    return context.get_current_parameters()["filename"]
+
+
 _STATES = ", ".join(f"'{state.value}'" for state in DocumentState)
 
 
 class DocumentRow(Base):
     __tablename__ = "documents"
     __table_args__ = (
-        UniqueConstraint("tenant_id", "filename", name="uq_documents_tenant_filename"),
+        UniqueConstraint("tenant_id", "source_key", name="uq_documents_tenant_source_key"),
         CheckConstraint(f"status IN ({_STATES})", name="ck_documents_status"),
         Index("ix_documents_tenant_hash", "tenant_id", "content_hash"),
     )
@@ -73,6 +77,9 @@ class DocumentRow(Base):
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(String(64), default=DEFAULT_TENANT, nullable=False)
     filename: Mapped[str] = mapped_column(String(512), nullable=False)
+    # The document's identity within its tenant: its path relative to the folder it was ingested from, or the
+    # filename of a single upload (the default). Ingesting the same key again replaces the document.
+    source_key: Mapped[str] = mapped_column(String(1024), nullable=False, default=_filename_as_key)
     content_hash: Mapped[str] = mapped_column(String(64), nullable=False)
     file_size: Mapped[int] = mapped_column(Integer, nullable=False)
     mime_type: Mapped[str] = mapped_column(String(128), nullable=False)
@@ -128,7 +135,14 @@ class ExperimentRow(Base):
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(String(64), default=DEFAULT_TENANT, nullable=False, index=True)
-    document_id: Mapped[str] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"), nullable=False, index=True)
+    # A one-document Experiment names its document (and goes when it goes); a corpus Experiment names its corpus
+    # (by id while it exists, by name for ever) and lists the documents it ran on.
+    document_id: Mapped[str | None] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"), index=True)
+    corpus_id: Mapped[str | None] = mapped_column(
+        ForeignKey("corpora.id", ondelete="SET NULL", name="fk_experiments_corpus_id"), index=True
+    )
+    corpus_name: Mapped[str | None] = mapped_column(String(200))
+    document_ids: Mapped[list[str]] = mapped_column(JSON, default=list, nullable=False, server_default="[]")
     name: Mapped[str | None] = mapped_column(String(200))
     # running → completed | failed | interrupted (a killed run; resumable) | cancelled
     status: Mapped[str] = mapped_column(String(16), default="running", nullable=False)
@@ -212,6 +226,9 @@ class JobRow(Base):
     kind: Mapped[str] = mapped_column(String(32), nullable=False)
     status: Mapped[str] = mapped_column(String(16), nullable=False)  # queued | running | succeeded | failed
     document_id: Mapped[str | None] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"), index=True)
+    corpus_id: Mapped[str | None] = mapped_column(
+        ForeignKey("corpora.id", ondelete="CASCADE", name="fk_jobs_corpus_id"), index=True
+    )
     progress: Mapped[float] = mapped_column(Float, default=0.0, nullable=False)
     message: Mapped[str | None] = mapped_column(Text)
     request: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
@@ -225,6 +242,36 @@ class JobRow(Base):
     owner_pid: Mapped[int | None] = mapped_column(Integer)
     owner_token: Mapped[str | None] = mapped_column(String(32), index=True)
     lease_expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+
+
+class CorpusRow(Base):
+    """A named set of a tenant's documents: what a corpus job processes and a corpus benchmark searches.
+
+    Membership is by document id; a document may belong to several corpora, and deleting a corpus never
+    deletes a document (only its memberships).
+    """
+
+    __tablename__ = "corpora"
+    __table_args__ = (UniqueConstraint("tenant_id", "name", name="uq_corpora_tenant_name"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), default=DEFAULT_TENANT, nullable=False)
+    name: Mapped[str] = mapped_column(String(200), nullable=False)
+    description: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, onupdate=utcnow, nullable=False)
+
+
+class CorpusDocumentRow(Base):
+    """One document's membership of one corpus."""
+
+    __tablename__ = "corpus_documents"
+
+    corpus_id: Mapped[str] = mapped_column(ForeignKey("corpora.id", ondelete="CASCADE"), primary_key=True)
+    document_id: Mapped[str] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    added_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
 
 
 class TenantRow(Base):

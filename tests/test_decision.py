@@ -1,5 +1,6 @@
 """The Decision on synthetic per-question scores: a clear winner, ties (open, or broken by context cost),
-insufficient data, the practical margin, lower-is-better metrics and the questions-needed estimate."""
+insufficient data, the practical margin, lower-is-better metrics, the questions-needed estimate, the cannot-tell
+Decision (ceiling, too few questions, noise) and the rule at equal context budget."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import math
 import numpy as np
 import pytest
 
-from chunkbench.benchmarking.decision import MIN_QUESTIONS, decide, questions_needed
+from chunkbench.benchmarking import budget
+from chunkbench.benchmarking.decision import MIN_QUESTIONS, BudgetScores, Decision, decide, questions_needed
+from chunkbench.benchmarking.model import CellResult, RetrievedChunk
 
 
 def clear_winner_scores() -> dict[str, list[float]]:
@@ -47,7 +50,7 @@ def test_clear_winner_is_named_and_the_others_ruled_out() -> None:
 
 def test_tie_with_equal_costs_has_no_winner() -> None:
     decision = decide(tie_scores(), {"A": 1000, "B": 1000}, metric="recall")
-    assert decision.status == "no_clear_winner"
+    assert decision.status == "cannot_tell" and decision.cannot_tell["cause"] == "noise"
     assert decision.best is None and decision.tie_break is None
     assert decision.contenders == ["A", "B"] and decision.ruled_out == []
     assert 0.4 < decision.prob_best["A"] < 0.6
@@ -69,10 +72,10 @@ def test_tie_is_broken_by_context_cost_and_the_reasons_say_so() -> None:
 
 def test_tie_is_not_broken_by_an_unknown_or_nearly_equal_cost() -> None:
     unknown = decide(tie_scores(), {"A": 1000}, metric="recall")
-    assert unknown.status == "no_clear_winner" and unknown.best is None
+    assert unknown.status == "cannot_tell" and unknown.best is None
     assert any("unknown for B" in reason for reason in unknown.reasons)
     close = decide(tie_scores(), {"A": 1000, "B": 950}, metric="recall")
-    assert close.status == "no_clear_winner"
+    assert close.status == "cannot_tell"
 
 
 def test_insufficient_data() -> None:
@@ -117,9 +120,14 @@ def test_questions_needed_for_a_small_true_difference() -> None:
     differences = [0.05 + (0.3 if i % 2 == 0 else -0.3) for i in range(20)]
     scores = {"A": [0.5 + d for d in differences], "B": [0.5] * 20}
     decision = decide(scores, {"A": 100, "B": 100}, metric="f1")
-    assert decision.status == "no_clear_winner" and decision.best is None
+    assert decision.status == "cannot_tell" and decision.best is None
     assert decision.leader == "A" and decision.runner_up == "B"
     assert decision.questions_needed == 278
+    assert decision.cannot_tell["cause"] == "too_few_questions"
+    assert decision.summary == (
+        "The benchmark cannot tell A from B on f1 with 20 questions (0.050 apart on average): about 278 more "
+        "questions (298 in all) would likely separate them."
+    )
     assert any(reason.startswith("About 278 more questions") for reason in decision.reasons)
 
 
@@ -157,7 +165,7 @@ def test_probability_rule_names_a_winner_the_interval_cannot_yet_separate() -> N
     assert decision.status == "winner" and decision.best == "A" and decision.contenders == ["A", "B"]
     assert any("above the 90% required" in reason for reason in decision.reasons)
     stricter = decide(scores, {}, metric="recall", min_prob_best=0.999)
-    assert stricter.status == "no_clear_winner"
+    assert stricter.status == "cannot_tell"
 
 
 def test_decision_to_dict_is_json_safe_and_deterministic() -> None:
@@ -176,3 +184,126 @@ def test_decision_to_dict_is_json_safe_and_deterministic() -> None:
 def test_decide_refuses_a_negative_margin() -> None:
     with pytest.raises(ValueError, match="practical_margin"):
         decide(tie_scores(), {}, metric="recall", practical_margin=-0.1)
+
+
+# ---------------------------------------------------------------------------------------------- cannot tell
+
+
+def test_a_metric_at_its_ceiling_gives_the_cannot_tell_decision() -> None:
+    # Six configurations reach recall 1.00 on every one of 12 questions; a seventh misses some evidence.
+    scores = {f"config-{i}": [1.0] * 12 for i in range(6)}
+    scores["weak"] = [1.0, 0.5] * 6
+    costs = {name: 1000 for name in scores}
+    decision = decide(scores, costs, metric="recall")
+    assert decision.status == "cannot_tell" and decision.best is None
+    assert decision.cannot_tell["cause"] == "ceiling"
+    assert decision.cannot_tell["configurations"] == [f"config-{i}" for i in range(6)]
+    assert decision.summary == (
+        "The benchmark cannot tell 6 configurations apart on recall: config-0, config-1, config-2, config-3 and 2 "
+        "more all reach its ceiling of 1.000 on the 12 questions; harder questions, a smaller k or a larger corpus "
+        "would separate them."
+    )
+    # The per-configuration reasons stay, as details behind the one sentence.
+    assert decision.summary not in decision.reasons
+    assert any(reason.startswith("weak is ruled out") for reason in decision.reasons)
+    body = decision.to_dict()
+    assert body["summary"] == decision.summary and body["cannot_tell"]["ceiling"] == 1.0
+
+
+def test_the_ceiling_of_a_lower_is_better_metric_is_its_floor() -> None:
+    scores = {"A": [0.0] * 10, "B": [0.0] * 10, "C": [1.0, 0.0] * 5}
+    decision = decide(scores, {"A": 1, "B": 1, "C": 1}, metric="judge_hallucination", higher_is_better=False)
+    assert decision.status == "cannot_tell" and decision.cannot_tell["cause"] == "ceiling"
+    assert decision.cannot_tell["configurations"] == ["A", "B"]
+
+
+def test_differences_within_the_noise_say_more_questions_would_not_help() -> None:
+    decision = decide(tie_scores(), {"A": 1000, "B": 1000}, metric="recall")
+    assert decision.summary == (
+        "The benchmark cannot tell A from B on recall: they have the same mean; harder questions, a smaller k or a "
+        "larger corpus would separate them."
+    )
+    rng = np.random.default_rng(0)
+    base = list(rng.uniform(0.2, 0.8, 20))
+    margin = decide({"A": [b + 0.01 for b in base], "B": base}, {"A": 1000, "B": 1000}, metric="recall",
+                    practical_margin=0.05)  # fmt: skip
+    assert margin.status == "cannot_tell" and margin.cannot_tell["cause"] == "noise"
+    assert "they differ by 0.010 on average, within the practical margin of 0.050" in margin.summary
+
+
+# ---------------------------------------------------------------------------------------------- equal budget
+
+N_BUDGET_QUESTIONS = 20
+
+
+def _budget_questions() -> list[dict]:
+    # Question i's evidence: 100 characters at 10,000·i of the document.
+    return [
+        {"id": f"q{i}", "question": f"q{i}?", "references": [
+            {"start_index": 10_000 * i, "end_index": 10_000 * i + 100, "content": "x" * 100}]}
+        for i in range(N_BUDGET_QUESTIONS)
+    ]  # fmt: skip
+
+
+def _cell(key: str, question: int, chunks: list[tuple[int, int, int]]) -> CellResult:
+    """A cell whose hits are ``(start, end, tokens)`` offsets relative to the question's evidence."""
+    base = 10_000 * question
+    retrieved = tuple(
+        RetrievedChunk(rank, base + start, base + end, "hit", 1.0 - rank / 10, tokens)
+        for rank, (start, end, tokens) in enumerate(chunks)
+    )
+    references = [(base, base + 100, None)]
+    metrics = {"recall": budget.score(retrieved, references, "recall", float("inf")),
+               "tok_at_k": sum(c.tokens for c in retrieved)}  # fmt: skip
+    return CellResult(f"q{question}", key, "ok", retrieved=retrieved, metrics=metrics)
+
+
+def _budget_decision(wide_evidence_rank: int) -> Decision:
+    """ "wide": five 100-token hits of 400 characters, the whole evidence in hit ``wide_evidence_rank`` (0-based);
+    "lean": two 100-token hits, its first covering 80 of the 100 evidence characters."""
+    results = []
+    for q in range(N_BUDGET_QUESTIONS):
+        wide = [(-2000 - 500 * r, -1600 - 500 * r, 100) for r in range(5)]
+        wide[wide_evidence_rank] = (-100, 300, 100)
+        results.append(_cell("wide", q, wide))
+        results.append(_cell("lean", q, [(20, 300, 100), (-3000, -2800, 100)]))
+    questions, keys = _budget_questions(), ["wide", "lean"]
+    raw = budget.rescore(questions, keys, results, metric="recall", budget=float("inf"))
+    context = budget.median_context(keys, results)
+    limit = budget.default_budget(context)
+    assert (context, limit) == ({"wide": 500.0, "lean": 200.0}, 200)
+    at_budget = budget.rescore(questions, keys, results, metric="recall", budget=limit)
+    return decide(raw, context, metric="recall", budget=BudgetScores(limit, "recall", at_budget, context))
+
+
+def test_a_configuration_that_wins_only_by_context_length_does_not_win_at_equal_budget() -> None:
+    # Raw: wide finds the whole evidence (recall 1.0) in its 4th hit, lean 0.8 with 200 tokens. Cut to lean's
+    # 200 tokens, wide keeps its first two hits and finds nothing.
+    decision = _budget_decision(wide_evidence_rank=3)
+    assert decision.means == {"wide": 1.0, "lean": pytest.approx(0.8)}
+    assert decision.status == "cannot_tell" and decision.best is None and decision.leader == "wide"
+    assert decision.cannot_tell["cause"] == "context"
+    matched = decision.budget_matched
+    assert matched["budget"] == 200 and matched["ranking"] == ["lean", "wide"] and matched["leader"] == "lean"
+    assert matched["means"] == {"wide": 0.0, "lean": pytest.approx(0.8)}
+    assert decision.summary == (
+        "The benchmark cannot tell whether wide is better on recall: it leads only by sending more context (500 "
+        "tokens per question against 200 for lean), and with both cut to 200 tokens lean scores 0.800 against "
+        "0.000; compare them at equal budget, or rerun wide with a smaller k."
+    )
+    assert matched["rule"] == (
+        "wide's lead does not hold at equal context: cut to 200 tokens, lean (median 200 context tokens against "
+        "500) scores 0.800 on recall against 0.000."
+    )
+    assert matched["rule"] in decision.reasons
+
+
+def test_a_winner_whose_lead_holds_at_equal_budget_keeps_its_name() -> None:
+    # wide's evidence is in its first hit: within 200 tokens it still finds all of it.
+    decision = _budget_decision(wide_evidence_rank=0)
+    assert decision.status == "winner" and decision.best == "wide"
+    assert decision.budget_matched["means"] == {"wide": 1.0, "lean": pytest.approx(0.8)}
+    assert decision.budget_matched["rule"] == (
+        "wide keeps the win at equal context: cut to 200 tokens, it scores 1.000 on recall, above every "
+        "configuration that sends less context."
+    )

@@ -7,10 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from chunkbench.benchmarking import budget as budgets
 from chunkbench.benchmarking import cost as pricing
-from chunkbench.benchmarking.decision import decide
+from chunkbench.benchmarking.decision import BudgetScores, decide
 from chunkbench.benchmarking.experiments import cells, get
-from chunkbench.benchmarking.model import CellResult, Configuration, Experiment
+from chunkbench.benchmarking.model import CellResult, Configuration, Experiment, question_to_json
 from chunkbench.benchmarking.schemas import METRIC_DIRECTIONS
 from chunkbench.config import Settings
 from chunkbench.evaluation.questions import BenchmarkQuestion
@@ -94,8 +95,10 @@ def decision_for(
     metric: str,
     seed: int,
     resamples: int,
+    budget: int | None = None,
 ) -> dict[str, Any]:
-    """The Decision on the primary metric: paired over questions, ties broken by context cost (tok@k)."""
+    """The Decision on the primary metric: paired over questions, ties broken by context cost (tok@k), and
+    compared at an equal context ``budget`` (default: the smallest median tok@k)."""
     by_cell = {(r.config_key, r.question_id): r for r in results}
     scores: dict[str, list[float | None]] = {}
     for configuration in configurations:
@@ -115,7 +118,25 @@ def decision_for(
         n_resamples=resamples,
         seed=seed,
         min_prob_best=0.975,
+        budget=budget_scores(questions, list(scores), results, metric=metric, budget=budget),
     ).to_dict()
+
+
+def budget_scores(
+    questions: Sequence[BenchmarkQuestion], keys: Sequence[str], results: Sequence[CellResult], *, metric: str,
+    budget: int | None,
+) -> BudgetScores | None:  # fmt: skip
+    """The scores at equal context budget (``budget.py``); None when nothing has context or evidence."""
+    context = budgets.median_context(keys, results)
+    limit = budget or budgets.default_budget(context)
+    stored = [question_to_json(q) for q in questions]
+    if limit is None or not any(budgets.references_of(q) for q in stored):
+        return None
+    scored = budgets.budget_metric(metric)
+    return BudgetScores(
+        limit, scored, budgets.rescore(stored, keys, results, metric=scored, budget=limit), context,
+        "request" if budget else "default",
+    )  # fmt: skip
 
 
 def finalize(database: Database, settings: Settings, experiment_id: str, *, tenant_id: str) -> ExperimentRow:
@@ -137,7 +158,7 @@ def finalize(database: Database, settings: Settings, experiment_id: str, *, tena
         row.aggregate_metrics = aggregates
         row.decision = decision_for(
             questions, experiment.configurations, results, aggregates,
-            metric=metric, seed=seed, resamples=resamples,
+            metric=metric, seed=seed, resamples=resamples, budget=experiment.config.budget,
         )  # fmt: skip
         prompt = sum(a["tokens"]["prompt"] for a in aggregates.values())
         completion = sum(a["tokens"]["completion"] for a in aggregates.values())

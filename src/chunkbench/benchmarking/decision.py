@@ -12,29 +12,71 @@ interval of its difference to the leader. Then:
 * **tie_broken_by_cost**: several contenders, each within ``max(practical_margin, half its interval)`` of
   the leader — the data cannot tell them apart — and one is clearly cheaper in context tokens (``tok@k``,
   at least ``cost_margin`` below every other contender): that one is ``best``, and the reasons say so;
-* **no_clear_winner** otherwise (``best`` is None), with an estimate of how many more questions would
-  likely separate the leader from the runner-up (80 % power, two-sided ``confidence``):
-  ``n ≈ ((z_(1+c)/2 + z_0.8) · σ / (δ − margin))² − n_now``, σ the SD of their per-question differences, δ
-  the observed mean difference; ``None`` when δ is 0 or within the margin (more questions would not change
-  the decision);
+* **cannot_tell** otherwise (``best`` is None): the benchmark cannot separate the contenders, and
+  ``cannot_tell["cause"]`` says why, in this order:
+
+  - ``ceiling``: at least 2 contenders' means are the best value the metric can take (``METRIC_CEILINGS``):
+    the questions are too easy (fix: harder questions, a smaller k, a larger corpus);
+  - ``too_few_questions``: more questions would likely separate the leader from the runner-up (80 % power,
+    two-sided ``confidence``): ``n ≈ ((z_(1+c)/2 + z_0.8) · σ / (δ − margin))² − n_now``, σ the SD of their
+    per-question differences, δ the observed mean difference;
+  - ``noise``: δ is 0 or within the practical margin, or the estimate says the questions should already
+    suffice (more questions would not change the decision; fix: harder questions, a smaller k, a larger
+    corpus);
 * **insufficient_data**: fewer than 2 configurations or fewer than ``MIN_QUESTIONS`` usable questions.
+
+**Equal context budget.** Given the scores of every configuration with its context cut to B tokens
+(``budget.py``) on the same metric, the Decision also ranks the configurations at B (``budget_matched``), and
+a **winner keeps its name only if, at B tokens, its mean still beats that of every configuration sending less
+context (a lower median tok@k) by more than the practical margin**. Otherwise its lead came from sending more
+text: the status is **cannot_tell** with cause ``context``. (A tie broken by cost already picks the cheapest.)
+
+``summary`` is the one sentence a reader sees first; ``reasons`` are the details, per configuration.
+``no_clear_winner`` is the status Experiments decided before ``cannot_tell`` existed stored for "no winner".
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import Any, Literal
 
 from chunkbench.evaluation.stats import BootstrapResult, complete_matrix, paired_bootstrap
 
-DecisionStatus = Literal["winner", "tie_broken_by_cost", "no_clear_winner", "insufficient_data"]
+# no_clear_winner: stored by Experiments decided before cannot_tell; decide() no longer returns it.
+DecisionStatus = Literal["winner", "tie_broken_by_cost", "cannot_tell", "no_clear_winner", "insufficient_data"]
+CannotTellCause = Literal["ceiling", "too_few_questions", "noise", "context"]
 
 MIN_QUESTIONS = 5
 POWER = 0.8
 TIE_BREAK_COST = "context cost tok@k"
+# The best value a metric can take: scores in [0, 1], the judge's 1–10 scores, the hallucination rate (0).
+METRIC_CEILINGS: dict[str, float] = {
+    **dict.fromkeys(
+        ("recall", "precision", "precision_omega", "iou", "recall_at_k", "hit_at_k", "mrr", "ndcg_at_k",
+         "exact_match", "token_f1", "answer_similarity"), 1.0,
+    ),
+    **dict.fromkeys(("judge_context_relevance", "judge_answer_similarity", "judge_faithfulness"), 10.0),
+    "judge_hallucination": 0.0,
+}  # fmt: skip
+FIX_HARDER = "harder questions, a smaller k or a larger corpus would separate them"
+# How many configurations the ceiling sentence names before it counts the rest.
+NAMED_AT_CEILING = 4
+
+
+@dataclass(frozen=True)
+class BudgetScores:
+    """Every configuration's scores on ``metric`` with its context cut to ``budget`` tokens, and its median
+    context (tok@k) uncut: what the equal-budget rule needs."""
+
+    budget: int
+    metric: str
+    scores: Mapping[str, Sequence[float | None]]
+    context: Mapping[str, float | None]
+    source: Literal["request", "default"] = "default"
+    higher_is_better: bool = True
 
 
 @dataclass
@@ -60,6 +102,12 @@ class Decision:
     confidence: float = 0.95
     practical_margin: float = 0.0
     costs: dict[str, float | None] = field(default_factory=dict)
+    # The one sentence shown first; ``reasons`` are the details.
+    summary: str = ""
+    # Why the benchmark cannot tell (status cannot_tell): cause, the configurations concerned and the figures.
+    cannot_tell: dict[str, Any] | None = None
+    # The ranking at equal context budget (``BudgetScores``), beside the raw one.
+    budget_matched: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: tuples as lists, non-finite floats as None."""
@@ -85,6 +133,9 @@ class Decision:
             "confidence": self.confidence,
             "practical_margin": self.practical_margin,
             "costs": {name: _finite(value) for name, value in self.costs.items()},
+            "summary": self.summary,
+            "cannot_tell": self.cannot_tell,
+            "budget_matched": self.budget_matched,
         }
 
 
@@ -129,7 +180,7 @@ def _insufficient(
         diff_to_leader={}, ruled_out=[], contenders=list(scores), questions_needed=None, tie_break=None,
         reasons=reasons, n_questions=n_questions, dropped_questions=dropped, higher_is_better=higher_is_better,
         confidence=confidence, practical_margin=practical_margin,
-        costs={name: _cost_of(costs, name) for name in scores},
+        costs={name: _cost_of(costs, name) for name in scores}, summary=reasons[0],
     )  # fmt: skip
 
 
@@ -152,12 +203,16 @@ def decide(
     n_resamples: int = 2000,
     seed: int = 0,
     cost_margin: float = 0.1,
+    ceiling: float | None = None,
+    budget: BudgetScores | None = None,
 ) -> Decision:
     """The Decision on ``metric`` from ``scores[config][question]`` and context costs ``costs[config]`` (tok@k).
 
     See the module docstring for the rules. ``cost_margin``: how much cheaper (as a share) the cheapest tied
-    contender must be than every other one to break a tie. A ``ValueError`` when configurations have different
-    numbers of questions or the margin is negative.
+    contender must be than every other one to break a tie. ``ceiling``: the metric's best possible value
+    (default ``METRIC_CEILINGS``). ``budget``: the scores at equal context budget, for ``budget_matched`` and
+    the equal-budget rule. A ``ValueError`` when configurations have different numbers of questions or the
+    margin is negative.
     """
     if practical_margin < 0:
         raise ValueError(f"practical_margin must be >= 0, got {practical_margin}")
@@ -182,7 +237,13 @@ def decide(
     result = paired_bootstrap(
         scores, n_resamples=n_resamples, seed=seed, higher_is_better=higher_is_better, confidence=confidence
     )
-    return _decide(result, costs, metric=metric, min_prob_best=min_prob_best, cost_margin=cost_margin, **options)
+    decision = _decide(
+        result, costs, metric=metric, min_prob_best=min_prob_best, cost_margin=cost_margin,
+        ceiling=METRIC_CEILINGS.get(metric) if ceiling is None else ceiling, **options,
+    )  # fmt: skip
+    if budget is None:
+        return decision
+    return _at_equal_budget(decision, budget, n_resamples=n_resamples, seed=seed)
 
 
 def _decide(
@@ -195,6 +256,7 @@ def _decide(
     practical_margin: float,
     min_prob_best: float,
     cost_margin: float,
+    ceiling: float | None,
 ) -> Decision:
     leader = result.leader
     sign = 1.0 if higher_is_better else -1.0
@@ -220,6 +282,7 @@ def _decide(
     best: str | None = None
     tie_break: str | None = None
     needed: int | None = None
+    why_not: dict[str, Any] | None = None
 
     if not others or (prob >= min_prob_best and clear_lead):
         status, best = "winner", leader
@@ -243,7 +306,7 @@ def _decide(
                 f"({_fmt(priced[0][0])} tokens vs {listed})."
             )
         else:
-            status = "no_clear_winner"
+            status = "cannot_tell"
             if tied and unpriced:
                 why = f"; the tie cannot be broken by context cost because it is unknown for {', '.join(unpriced)}"
             elif tied:
@@ -251,10 +314,22 @@ def _decide(
             else:
                 why = ""
             reasons.append(
-                f"No clear winner on {metric}: {leader} leads with mean {_fmt(result.means[leader])} but is best in "
-                f"only {prob:.0%} of resamples, and {', '.join(others)} cannot be ruled out{why}."
+                f"{leader} leads on {metric} with mean {_fmt(result.means[leader])} but is best in only {prob:.0%} "
+                f"of resamples, and {', '.join(others)} cannot be ruled out{why}."
             )
         needed = _questions_needed_sentence(result, leader, others[0], gain, practical_margin, confidence, reasons)
+        if status == "cannot_tell":
+            at_ceiling = [
+                name for name in contenders if ceiling is not None and abs(result.means[name] - ceiling) <= 1e-9
+            ]
+            difference = abs(gain(others[0])[0])
+            why_not = {"n_questions": result.n_questions, "configurations": [leader, others[0]]}
+            if len(at_ceiling) >= 2:
+                why_not.update(cause="ceiling", configurations=at_ceiling, ceiling=ceiling)
+            elif needed:
+                why_not.update(cause="too_few_questions", difference=difference, questions_needed=needed)
+            else:
+                why_not.update(cause="noise", difference=difference, practical_margin=practical_margin)
 
     for name in others:
         _observed, low, high = result.diff_to_leader[name]
@@ -298,6 +373,126 @@ def _decide(
         confidence=confidence,
         practical_margin=practical_margin,
         costs={name: _cost_of(costs, name) for name in result.configs},
+        summary=cannot_tell_sentence(metric, why_not) if why_not else reasons[0],
+        cannot_tell=why_not,
+    )
+
+
+def _join(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def cannot_tell_sentence(metric: str, why: Mapping[str, Any]) -> str:
+    """The cannot-tell Decision in one sentence: why the benchmark cannot separate the configurations (``why`` is
+    ``Decision.cannot_tell``) and what would; ``metric`` as the reader should see it."""
+    cause, names, n = why.get("cause"), list(why.get("configurations") or []), why.get("n_questions")
+    if cause == "ceiling":
+        named = names[:NAMED_AT_CEILING]
+        rest = len(names) - len(named)
+        listed = _join([*named, f"{rest} more"]) if rest else _join(named)
+        return (
+            f"The benchmark cannot tell {len(names)} configurations apart on {metric}: {listed} all reach its ceiling "
+            f"of {_fmt(float(why.get('ceiling') or 0.0))} on the {n} questions; {FIX_HARDER}."
+        )
+    first, second = names[0], names[1]  # every other cause names the two it could not separate
+    if cause == "context":
+        context, means = why.get("context") or {}, why.get("budget_means") or {}
+        return (
+            f"The benchmark cannot tell whether {first} is better on {metric}: it leads only by sending more context "
+            f"({_fmt(context.get(first) or 0.0)} tokens per question against {_fmt(context.get(second) or 0.0)} for "
+            f"{second}), and with both cut to {why.get('budget'):,} tokens {second} scores "
+            f"{_fmt(means.get(second) or 0.0)} against {_fmt(means.get(first) or 0.0)}; compare them at equal "
+            f"budget, or rerun {first} with a smaller k."
+        )
+    difference = float(why.get("difference") or 0.0)
+    if cause == "too_few_questions":
+        needed = int(why.get("questions_needed") or 0)
+        total = f" ({needed + n:,} in all)" if isinstance(n, int) else ""
+        return (
+            f"The benchmark cannot tell {first} from {second} on {metric} with {n} questions ({_fmt(difference)} "
+            f"apart on average): about {needed:,} more questions{total} would likely separate them."
+        )
+    margin = float(why.get("practical_margin") or 0.0)
+    if difference == 0:
+        gap = "they have the same mean"
+    elif difference <= margin:
+        gap = f"they differ by {_fmt(difference)} on average, within the practical margin of {_fmt(margin)}"
+    else:
+        gap = f"they differ by {_fmt(difference)} on average, less than the noise between the {n} questions"
+    return f"The benchmark cannot tell {first} from {second} on {metric}: {gap}; {FIX_HARDER}."
+
+
+def _at_equal_budget(decision: Decision, budget: BudgetScores, *, n_resamples: int, seed: int) -> Decision:
+    """The Decision with its ranking at equal context budget, and the equal-budget rule applied to a winner."""
+    matched: dict[str, Any] = {
+        "budget": budget.budget, "source": budget.source, "metric": budget.metric,
+        "context": {name: _finite(value) for name, value in budget.context.items()},
+        "means": {}, "prob_best": {}, "ranking": [], "leader": None, "n_questions": 0, "rule": None,
+    }  # fmt: skip
+    _configs, matrix, _dropped = complete_matrix(budget.scores)
+    if matrix.shape[0] == 0:
+        return replace(decision, budget_matched=matched)
+    result = paired_bootstrap(
+        budget.scores, n_resamples=n_resamples, seed=seed, higher_is_better=budget.higher_is_better,
+        confidence=decision.confidence,
+    )  # fmt: skip
+    sign = 1.0 if budget.higher_is_better else -1.0
+    matched.update(
+        means={name: _finite(value) for name, value in result.means.items()},
+        prob_best=dict(result.prob_best),
+        ranking=sorted(result.configs, key=lambda name: -sign * result.means[name]),
+        leader=result.leader,
+        n_questions=result.n_questions,
+    )
+    winner = decision.best if decision.status == "winner" else None
+    # The rule compares like with like: only a Decision on the rescored metric itself, with enough questions.
+    if winner is None or budget.metric != decision.metric or result.n_questions < MIN_QUESTIONS:
+        return replace(decision, budget_matched=matched)
+    mine = budget.context.get(winner)
+    leaner = [
+        name for name in result.configs
+        if name != winner and mine is not None and (theirs := budget.context.get(name)) is not None and theirs < mine
+    ]  # fmt: skip
+    rivals = [n for n in leaner if sign * (result.means[winner] - result.means[n]) <= decision.practical_margin]
+    rival = max(rivals, key=lambda name: sign * result.means[name]) if rivals else None
+    matched["rule"] = equal_budget_sentence(
+        decision.metric, winner, rival, budget=budget.budget, means=result.means, context=budget.context
+    )
+    reasons = [*decision.reasons, matched["rule"]]
+    if rival is None:
+        return replace(decision, budget_matched=matched, reasons=reasons)
+    why = {
+        "cause": "context", "configurations": [winner, rival], "n_questions": decision.n_questions,
+        "budget": budget.budget, "budget_means": {name: result.means[name] for name in (winner, rival)},
+        "context": {name: budget.context.get(name) for name in (winner, rival)},
+    }  # fmt: skip
+    return replace(
+        decision, status="cannot_tell", best=None, cannot_tell=why, summary=cannot_tell_sentence(decision.metric, why),
+        budget_matched=matched, reasons=reasons,
+    )  # fmt: skip
+
+
+def equal_budget_sentence(
+    metric: str,
+    winner: str,
+    rival: str | None,
+    *,
+    budget: int,
+    means: Mapping[str, float],
+    context: Mapping[str, float | None],
+) -> str:
+    """The equal-budget rule as computed: the winner's lead holds with every context cut to ``budget`` tokens,
+    or ``rival`` (sending less context) scores at least as well there."""
+    at = f"cut to {budget:,} tokens"
+    if rival is None:
+        return (
+            f"{winner} keeps the win at equal context: {at}, it scores {_fmt(means[winner])} on {metric}, above "
+            "every configuration that sends less context."
+        )
+    return (
+        f"{winner}'s lead does not hold at equal context: {at}, {rival} (median {_fmt(context.get(rival) or 0.0)} "
+        f"context tokens against {_fmt(context.get(winner) or 0.0)}) scores {_fmt(means[rival])} on {metric} "
+        f"against {_fmt(means[winner])}."
     )
 
 

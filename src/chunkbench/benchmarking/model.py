@@ -76,6 +76,8 @@ class BenchmarkConfig:
     # None: the run uses CHUNKBENCH_BENCHMARK_CONCURRENCY.
     concurrency: int | None = None
     seed: int = 0
+    # Context tokens of the budget-matched comparison; None: the smallest median tok@k (``budget.default_budget``).
+    budget: int | None = None
 
     @classmethod
     def of(cls, configurations: Iterable[Configuration], **settings: Any) -> BenchmarkConfig:
@@ -92,7 +94,7 @@ class BenchmarkConfig:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "strategies": list(self.strategies),
             "retrievers": list(self.retrievers),
             "top_k": list(self.top_k),
@@ -108,6 +110,9 @@ class BenchmarkConfig:
             "concurrency": self.concurrency,
             "seed": self.seed,
         }
+        if self.budget is not None:  # written only when asked for: Experiments without one keep their JSON
+            data["budget"] = self.budget
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> BenchmarkConfig:
@@ -128,6 +133,7 @@ class BenchmarkConfig:
             question_set=data.get("question_set"),
             concurrency=data.get("concurrency"),
             seed=int(data.get("seed", 0)),
+            budget=data.get("budget"),
         )
 
 
@@ -173,18 +179,23 @@ class RetrievedChunk:
     role: str | None
     score: float | None
     tokens: int
+    # The chunk's document when an Experiment spans several; None: the Experiment's one document.
+    document_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "chunk_index": self.chunk_index, "start_index": self.start_index, "end_index": self.end_index,
             "role": self.role, "score": self.score, "tokens": self.tokens,
         }  # fmt: skip
+        if self.document_id is not None:
+            data["document_id"] = self.document_id
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RetrievedChunk:
         return cls(
             data["chunk_index"], data["start_index"], data["end_index"], data.get("role"), data.get("score"),
-            data.get("tokens", 0),
+            data.get("tokens", 0), data.get("document_id"),
         )  # fmt: skip
 
 

@@ -118,6 +118,7 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
             # nothing on the cores and would put queueing into every cell's latency. With one, cells wait on it.
             concurrency=request.concurrency or (settings.benchmark_concurrency if llm else 1),
             seed=request.seed,
+            budget=request.budget,
         ),
         strategy_runs=strategy_runs,
     )

@@ -109,6 +109,9 @@ class BenchmarkIn(BaseModel):
         description="Cells in flight at once; default CHUNKBENCH_BENCHMARK_CONCURRENCY with an LLM, else 1",
     )
     seed: int = 0
+    budget: int | None = Field(
+        None, ge=1, description="Context tokens of the budget-matched comparison; default: the smallest median tok@k"
+    )
     dry_run: bool = False
 
     @field_validator("top_k")

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from chunkbench.admin.commands import cache_app, collections_app, models_app
-from chunkbench.benchmarking.commands import bench_app, report_command, sweep_app
+from chunkbench.benchmarking.commands import bench_app, check_command, report_command, sweep_app
 from chunkbench.config import get_settings
 from chunkbench.console import (
     JsonOption,
@@ -383,3 +383,4 @@ def query(
 
 # Defined with the benchmarks; a top-level command after the others in --help.
 app.command("report")(report_command)
+app.command("check")(check_command)

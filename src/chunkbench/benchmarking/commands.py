@@ -1,7 +1,8 @@
-"""``chunkbench bench|report|sweep``: benchmarks, Experiments, reports and sweeps from the command line."""
+"""``chunkbench bench|report|sweep|check``: benchmarks, Experiments, reports, sweeps and the CI gate."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -58,6 +59,10 @@ QuestionsOption = Annotated[
     Path | None, typer.Option("--questions", "-q", help="Question file: seed JSON, JSONL or Chroma CSV")
 ]
 QuestionSetOption = Annotated[str | None, typer.Option(help="A question file under the data directory's files/")]
+BudgetOption = Annotated[
+    int | None,
+    typer.Option(min=1, help="Context tokens of the equal-budget comparison (default: smallest median tok@k)"),
+]
 
 
 @bench_app.command("run")
@@ -80,14 +85,20 @@ def bench_run(
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap")] = 0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Estimate cells, tokens and USD; run nothing")] = False,
     resume: Annotated[str | None, typer.Option(help="Resume an interrupted or failed Experiment by id")] = None,
+    budget: BudgetOption = None,
+    fail_under: Annotated[
+        list[str] | None,
+        typer.Option("--fail-under", help="METRIC=VALUE: exit 1 when the chosen configuration's mean is worse"),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Benchmark a document's strategies on a question set: an Experiment with a Decision."""
-    from chunkbench.benchmarking import experiments, planning, runner, service
+    from chunkbench.benchmarking import check, experiments, planning, runner, service
     from chunkbench.documents import service as documents
 
     settings, database = open_database()
     try:
+        thresholds = check.parse_thresholds(fail_under or [], option="--fail-under")
         if resume is None and document is None:
             raise typer.BadParameter("give a DOCUMENT to benchmark, or --resume EXPERIMENT_ID")
         if resume is not None:
@@ -100,6 +111,7 @@ def bench_run(
                 top_k=[int(k) for k in _csv(top_k) or []], neighbor_prev=prev, neighbor_next=next_,
                 rerank=_csv(rerank), judge=judge, judge_repeats=repeats, primary_metric=metric,
                 corpus_model_id=corpus_model, concurrency=concurrency, name=name, seed=seed, dry_run=dry_run,
+                budget=budget,
             )  # fmt: skip
             with database.session() as session:
                 if dry_run:
@@ -114,12 +126,17 @@ def bench_run(
             runner.execute(database, settings, store, experiment_id, tenant_id=DEFAULT_TENANT, progress=report)
         with database.session() as session:
             experiment = service.experiment_dict(session, service.get(session, experiment_id, tenant_id=DEFAULT_TENANT))
+        failures = check.below(experiment, thresholds) if thresholds else []
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc
     if as_json:
         print_json(experiment)
     else:
         _show_experiment(experiment)
+    for failure in failures:
+        err.print(f"[red]fail-under:[/red] {failure}", highlight=False)
+    if failures:
+        raise typer.Exit(code=1)
 
 
 def _show_estimate(estimate: Any, as_json: bool) -> None:
@@ -163,10 +180,23 @@ def _show_experiment(experiment: dict[str, Any]) -> None:
         )
     out.print(table)
     if decision:
+        from chunkbench.benchmarking.report.prose import decision_sentence
+
         best = decision.get("best")
         out.print(f"decision ({decision['status']}): {best or 'no winner'}", highlight=False)
+        out.print(decision_sentence(experiment), highlight=False)
+        _show_budget(decision.get("budget_matched"))
         for reason in decision.get("reasons", []):
             out.print(f"- {reason}", highlight=False)
+
+
+def _show_budget(matched: dict[str, Any] | None) -> None:
+    """The ranking at equal context budget, one line, beside the raw table."""
+    if not matched or not matched.get("ranking"):
+        return
+    means, context = matched.get("means") or {}, matched.get("context") or {}
+    ranked = ", ".join(f"{key} {_fmt(means.get(key))} ({_fmt(context.get(key), 0)} tok)" for key in matched["ranking"])
+    out.print(f"at an equal budget of {matched['budget']:,} tokens, {matched['metric']}: {ranked}", highlight=False)
 
 
 @bench_app.command("list")
@@ -249,6 +279,7 @@ def report_command(
     experiment_id: str,
     view: Annotated[str, typer.Option(help="managerial, technical or json")] = "managerial",
     output: Annotated[Path, typer.Option("--output", "-o", help="File to write")] = Path("report.html"),
+    budget: BudgetOption = None,
 ) -> None:
     """Write an Experiment's self-contained HTML report (or its JSON export) to a file."""
     from chunkbench.benchmarking import service
@@ -273,7 +304,7 @@ def report_command(
                 )
                 text = render_report(
                     experiment, view=view, document_text=document.parsed_text if document else None,  # type: ignore[arg-type]
-                    boundaries=boundaries,
+                    boundaries=boundaries, budget=budget,
                 )  # fmt: skip
     except ChunkbenchError as exc:
         raise fail(exc, False) from exc
@@ -356,3 +387,84 @@ def _run_sweep(document: str, as_json: bool, make_request: Any, run: Any, **knob
             f"{_fmt(level['mean'])} [{_fmt(level['ci_low'])}, {_fmt(level['ci_high'])}]", _fmt(level["tok_at_k"], 0),
         )  # fmt: skip
     out.print(table)
+
+
+def check_command(
+    experiment_id: Annotated[str, typer.Argument(help="The Experiment to gate (id)")],
+    baseline: Annotated[
+        str, typer.Option(help="The baseline: an Experiment id, or a FILE.json that `bench show ID --json` wrote")
+    ],
+    config: Annotated[
+        str | None, typer.Option("--config", help="Configuration key (default: the Decision's best, else leader)")
+    ] = None,
+    max_drop: Annotated[
+        list[str] | None,
+        typer.Option("--max-drop", help="METRIC=TOLERANCE, repeatable (default: the primary metric at 0.02)"),
+    ] = None,
+    fail_on_judge: Annotated[
+        bool, typer.Option("--fail-on-judge", help="Fail on judge metrics too (they only warn by default)")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """CI gate: exit 0 when no metric of the chosen configuration dropped beyond its tolerance against the
+    baseline, 1 when one did, 2 when the two cannot be compared (each difference named)."""
+    from chunkbench.benchmarking import check, service
+
+    _settings, database = open_database()
+    try:
+        tolerances = check.parse_thresholds(max_drop or [], option="--max-drop")
+        with database.session() as session:
+            current = service.experiment_dict(
+                session, service.get(session, experiment_id, tenant_id=DEFAULT_TENANT), cells_view="scores"
+            )
+            if Path(baseline).is_file():
+                reference = _baseline_file(Path(baseline))
+            else:
+                row = service.get(session, baseline, tenant_id=DEFAULT_TENANT)
+                reference = service.experiment_dict(session, row, cells_view="scores")
+        result = check.check(current, reference, config_key=config, max_drop=tolerances, fail_on_judge=fail_on_judge)
+    except ChunkbenchError as exc:
+        # The gate could not compare at all: the same exit as two incomparable Experiments, never a "drop".
+        raise fail(exc, as_json, code=check.EXIT_NOT_COMPARABLE) from exc
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        _show_check(result)
+    raise typer.Exit(code=result.exit_code)
+
+
+def _baseline_file(path: Path) -> dict[str, Any]:
+    from chunkbench.errors import InvalidRequestError
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidRequestError(
+            f"The baseline file {path} is not JSON ({exc}); write one with `chunkbench bench show ID --json > {path}`."
+        ) from exc
+    if not isinstance(data, dict) or "aggregate" not in data or "configurations" not in data:
+        raise InvalidRequestError(
+            f"The baseline file {path} is not an Experiment; write one with `chunkbench bench show ID --json`."
+        )
+    return data
+
+
+def _show_check(result: Any) -> None:
+    title = f"{result.experiment_id} vs baseline {result.baseline_id} · {result.config_key}"
+    if result.differences:
+        err.print(f"[red]not comparable:[/red] {title}", highlight=False)
+        for difference in result.differences:
+            err.print(f"- {difference}", highlight=False)
+        return
+    table = Table("metric", "baseline", "current", "change", "tolerance", "verdict", title=title)
+    colours = {"ok": "green", "dropped": "red", "warn": "yellow", "not measured": "dim"}
+    for m in result.metrics:
+        change = "—" if m.change is None else f"{m.change:+.4f}"
+        table.add_row(
+            m.metric, _fmt(m.baseline, 4), _fmt(m.current, 4), change, f"{m.tolerance:g}",
+            f"[{colours[m.verdict]}]{m.verdict}[/{colours[m.verdict]}]",
+        )  # fmt: skip
+    out.print(table)
+    for warning in result.warnings:
+        err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+    out.print(f"check: {result.verdict}", highlight=False)

@@ -243,3 +243,59 @@ def usage(experiment: Mapping[str, Any]) -> dict[str, Any]:
         "row_h": row_h,
         "totals": (experiment.get("cost") or {}).get("tokens") or {},
     }
+
+
+# The curve chart's series colours: one per configuration, cycled (the same hues as the latency stages).
+SERIES_COLOURS = ("#60a5fa", "#f59e0b", "#a78bfa", "#34d399", "#f472b6", "#94a3b8", "#fde047", "#fb7185")
+
+
+def budget_curve(
+    series: Mapping[str, list[float | None]], budgets: list[int], *, metric: str, budget: int | None
+) -> dict[str, Any]:
+    """A line per configuration: ``metric`` (y, its chart domain) against context tokens (x, the ``budgets``),
+    with a vertical mark at the compared budget, as SVG geometry."""
+    spec = METRIC_BY_KEY.get(metric) or MetricSpec(metric, metric, 2)
+    left, top, plot_w, plot_h, legend_w = 48, 10, 420, 200, 250
+    right_x = _nice_ceiling(float(max(budgets, default=1)))
+    high = spec.high if spec.high is not None else 1.0
+
+    def x(tokens: float) -> float:
+        return round(left + plot_w * min(tokens / right_x, 1.0), 1)
+
+    def y(value: float) -> float:
+        return round(top + plot_h * (1 - min(max((value - spec.low) / (high - spec.low), 0.0), 1.0)), 1)
+
+    lines = []
+    for i, (key, values) in enumerate(series.items()):
+        points = [(x(b), y(v), b, v) for b, v in zip(budgets, values, strict=True) if v is not None]
+        lines.append(
+            {
+                "key": key,
+                "colour": SERIES_COLOURS[i % len(SERIES_COLOURS)],
+                "path": " ".join(f"{px},{py}" for px, py, _, _ in points),
+                "points": [
+                    {"x": px, "y": py, "tip": f"{key}: {spec.label} {fmt(v, spec.digits)} at {b:,} tokens"}
+                    for px, py, b, v in points
+                ],
+                "legend_y": top + 14 + i * 18,
+            }
+        )
+    return {
+        "metric": metric,
+        "label": spec.label,
+        "left": left,
+        "top": top,
+        "plot_w": plot_w,
+        "plot_h": plot_h,
+        "legend_x": left + plot_w + 24,
+        "width": left + plot_w + 24 + legend_w,
+        "height": max(top + plot_h + 34, top + 18 * len(lines) + 20),
+        "x_ticks": [{"x": x(right_x * t), "text": f"{right_x * t:,.0f}"} for t in (0, 0.25, 0.5, 0.75, 1)],
+        "y_ticks": [
+            {"y": y(spec.low + (high - spec.low) * t), "text": fmt(spec.low + (high - spec.low) * t, 1)}
+            for t in (0, 0.5, 1)
+        ],
+        "budget_x": x(budget) if budget else None,
+        "budget": budget,
+        "lines": lines,
+    }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from chunkbench.benchmarking.decision import cannot_tell_sentence
 from chunkbench.benchmarking.report.experiment import experiment_config, experiment_configurations, metric_mean
 from chunkbench.benchmarking.report.formatting import (
     as_number,
@@ -19,8 +20,8 @@ from chunkbench.chunking.base import capabilities
 
 
 def decision_sentence(experiment: Mapping[str, Any]) -> str:
-    """The decision in one sentence: the winner and its probability of being best, a tie broken by cost, or why
-    there is no winner and how many questions would settle it."""
+    """The decision in one sentence: the winner and its probability of being best, a tie broken by cost, why the
+    benchmark cannot tell (and what would), or why there is no winner and how many questions would settle it."""
     decision = experiment.get("decision") or {}
     status = decision.get("status")
     if not status:
@@ -47,8 +48,10 @@ def decision_sentence(experiment: Mapping[str, Any]) -> str:
             f"No configuration is clearly best on {metric}; {best} is{others} within the uncertainty of "
             f"{questions}, and the tie is broken by cost: it has the lowest {decision.get('tie_break') or 'cost'}."
         )
+    if status == "cannot_tell" and decision.get("cannot_tell"):
+        return cannot_tell_sentence(metric, decision["cannot_tell"])
     settle = _settle_clause(decision)
-    if status == "no_clear_winner":
+    if status == "no_clear_winner":  # Experiments decided before cannot_tell
         rivals = [c for c in decision.get("contenders") or [] if c != leader]
         lead = f"{leader} leads ({pct(prob_best.get(leader))} probability of being best)" if leader else "nothing leads"
         rest = f", but {join_words(rivals)} cannot be ruled out" if rivals else ""
@@ -96,11 +99,23 @@ def recommendations(experiment: Mapping[str, Any]) -> list[str]:
             )
         else:
             out.append(f"Use {best}: it answers as well as the other contenders on {metric} at the lowest cost.")
-    elif status in ("no_clear_winner", "insufficient_data"):
+    elif status in ("cannot_tell", "no_clear_winner", "insufficient_data"):
         needed, n = decision.get("questions_needed"), decision.get("n_questions")
         more = f"about {needed + n} questions in all" if needed is not None and isinstance(n, int) else "more questions"
         failed_cells = sum(int(a.get("failed_cells") or 0) for a in aggregate.values())
-        if status == "insufficient_data" and failed_cells:
+        why = decision.get("cannot_tell") or {}
+        if status == "cannot_tell" and why.get("cause") == "context":
+            lead, lean = why["configurations"][:2]  # the context cause names the leader and the leaner rival
+            out.append(
+                f"Do not pick {lead} for its raw lead: compare at the equal context budget below, where {lean} does "
+                "at least as well with less context."
+            )
+        elif status == "cannot_tell" and why.get("cause") in ("ceiling", "noise"):
+            out.append(
+                "Do not pick on these figures: more questions like these will not separate them; write harder "
+                "questions (evidence spread over several passages), lower k, or benchmark a larger corpus."
+            )
+        elif status == "insufficient_data" and failed_cells:
             out.append(
                 "Do not pick on these figures: fix the failed cells below and rerun, so every configuration "
                 "answers every question."

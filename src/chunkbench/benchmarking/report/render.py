@@ -14,6 +14,7 @@ from typing import Any, Literal
 from jinja2 import ChainableUndefined, Environment, PackageLoader
 
 from chunkbench.benchmarking.report.boundaries import boundary_views
+from chunkbench.benchmarking.report.budget import budget_view
 from chunkbench.benchmarking.report.charts import COLOUR_STOPS, NOT_MEASURED, heatmap, metric_bars, scale_colour, usage
 from chunkbench.benchmarking.report.experiment import experiment_config, experiment_configurations, has_metric
 from chunkbench.benchmarking.report.formatting import fmt, fmt_ms, fmt_tokens, fmt_usd, fmt_when, metric_name, pct
@@ -37,17 +38,19 @@ def render_report(
     view: ReportView,
     document_text: str | None = None,
     boundaries: Mapping[str, Sequence[tuple[int, int]]] | None = None,
+    budget: int | None = None,
 ) -> str:
     """One self-contained HTML page: the managerial or the technical report of an Experiment.
 
     ``document_text`` (the document's markdown) and ``boundaries`` (``strategy → [(start, end), …]`` character
     offsets into it) feed the technical report's chunk-boundary view; without them that section says so.
+    ``budget``: the context tokens of the equal-budget comparison (default: the Decision's).
     """
     if view not in REPORT_VIEWS:
         raise InvalidRequestError(
             f"Unknown report view {view!r}: use one of {', '.join(REPORT_VIEWS)}.", view=view, allowed=REPORT_VIEWS
         )
-    context = build_context(experiment, view=view, document_text=document_text, boundaries=boundaries)
+    context = build_context(experiment, view=view, document_text=document_text, boundaries=boundaries, budget=budget)
     return _environment().get_template(f"{view}.html").render(**context)
 
 
@@ -62,6 +65,7 @@ def build_context(
     view: ReportView,
     document_text: str | None = None,
     boundaries: Mapping[str, Sequence[tuple[int, int]]] | None = None,
+    budget: int | None = None,
 ) -> dict[str, Any]:
     """Everything the templates show, computed: sentences, tables and chart geometry."""
     config = experiment_config(experiment)
@@ -85,6 +89,7 @@ def build_context(
         "reasons": list(decision.get("reasons") or []),
         "kpis": kpis(experiment, primary=primary, answer_metric=answer_metric),
         "ranking": ranking(experiment, primary=primary, answer_metric=answer_metric),
+        "budget_view": budget_view(experiment, budget=budget),
         "charts": [metric_bars(experiment, m) for m in chart_metrics],
         "ruled_out": ruled_out(experiment),
         "recommendations": recommendations(experiment),

@@ -38,6 +38,7 @@ TRAVEL_QUESTIONS = [
 STATUS_LABELS = {
     "winner": "Winner",
     "tie_broken_by_cost": "Tie broken by cost",
+    "cannot_tell": "Cannot tell",
     "no_clear_winner": "No clear winner",
     "insufficient_data": "Insufficient data",
 }

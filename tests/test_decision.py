@@ -258,15 +258,20 @@ def _cell(key: str, question: int, chunks: list[tuple[int, int, int]]) -> CellRe
     return CellResult(f"q{question}", key, "ok", retrieved=retrieved, metrics=metrics)
 
 
-def _budget_decision(wide_evidence_rank: int) -> Decision:
-    """ "wide": five 100-token hits of 400 characters, the whole evidence in hit ``wide_evidence_rank`` (0-based);
-    "lean": two 100-token hits, its first covering 80 of the 100 evidence characters."""
+def _budget_results(wide_evidence_rank: int) -> list[CellResult]:
+    """Cells of "wide": five 100-token hits of 400 characters, the whole evidence in hit ``wide_evidence_rank``
+    (0-based); and of "lean": two 100-token hits, its first covering 80 of the 100 evidence characters."""
     results = []
     for q in range(N_BUDGET_QUESTIONS):
         wide = [(-2000 - 500 * r, -1600 - 500 * r, 100) for r in range(5)]
         wide[wide_evidence_rank] = (-100, 300, 100)
         results.append(_cell("wide", q, wide))
         results.append(_cell("lean", q, [(20, 300, 100), (-3000, -2800, 100)]))
+    return results
+
+
+def _budget_decision(wide_evidence_rank: int) -> Decision:
+    results = _budget_results(wide_evidence_rank)
     questions, keys = _budget_questions(), ["wide", "lean"]
     raw = budget.rescore(questions, keys, results, metric="recall", budget=float("inf"))
     context = budget.median_context(keys, results)
@@ -307,3 +312,35 @@ def test_a_winner_whose_lead_holds_at_equal_budget_keeps_its_name() -> None:
         "wide keeps the win at equal context: cut to 200 tokens, it scores 1.000 on recall, above every "
         "configuration that sends less context."
     )
+
+
+def test_reports_and_the_cli_sentence_show_the_cannot_tell_decision_and_the_equal_budget_view() -> None:
+    from lxml import html as lxml_html
+
+    from chunkbench.benchmarking.report.prose import decision_sentence
+    from chunkbench.benchmarking.report.render import render_report
+
+    decision = _budget_decision(wide_evidence_rank=3)
+    questions = _budget_questions()
+    cells = [c.to_dict() for c in _budget_results(wide_evidence_rank=3)]
+    experiment = {
+        "id": "e1", "name": "budget", "status": "completed", "config": {"primary_metric": "recall"},
+        "configurations": [{"key": "wide"}, {"key": "lean"}], "questions": questions, "cells": cells,
+        "aggregate": {key: {"metrics": {"recall": {"mean": decision.means[key]}}} for key in ("wide", "lean")},
+        "decision": decision.to_dict(),
+    }  # fmt: skip
+    assert decision_sentence(experiment) == decision.summary
+    for view in ("managerial", "technical"):
+        tree = lxml_html.document_fromstring(render_report(experiment, view=view))
+        assert tree.get_element_by_id("decision-sentence").text_content() == decision.summary
+        assert tree.get_element_by_id("budget-rule").text_content() == decision.budget_matched["rule"]
+        rows = tree.xpath("//table[@id='budget-table']/tbody/tr")
+        assert [r.get("data-budget-config") for r in rows] == ["lean", "wide"]
+        assert [td.text_content() for td in rows[1].xpath("td")] == ["wide", "500", "1.00", "0.00"]
+        [curve] = tree.xpath("//figure[@data-curve='recall']")
+        assert len(curve.xpath(".//polyline")) == 2
+    # Asked for another budget, the report compares there (the Decision's rule belongs to its own budget).
+    tree = lxml_html.document_fromstring(render_report(experiment, view="managerial", budget=500))
+    rows = tree.xpath("//table[@id='budget-table']/tbody/tr")
+    assert [td.text_content() for td in rows[0].xpath("td")] == ["wide", "500", "1.00", "1.00"]
+    assert not tree.xpath("//*[@id='budget-rule']")

@@ -22,7 +22,8 @@ const KEY_METRICS = ["recall", "recall_at_k", "mrr", "ndcg_at_k", "token_f1", "a
   "judge_answer_similarity", "judge_faithfulness"];
 const DECISION_LABELS = {
   winner: ["winner", "good"], tie_broken_by_cost: ["tie broken by context cost", "accent"],
-  no_clear_winner: ["no clear winner", "warn"], insufficient_data: ["insufficient data", "bad"],
+  cannot_tell: ["cannot tell", "warn"], no_clear_winner: ["no clear winner", "warn"],
+  insufficient_data: ["insufficient data", "bad"],
 };
 const NO_LLM = "No LLM is connected: answers are extractive, and the judge and LLM reranking are off (set " +
   "CHUNKBENCH_LLM_BASE_URL and CHUNKBENCH_LLM_MODEL to use one).";
@@ -392,7 +393,9 @@ function ExperimentList({ selectedId, onSelect, version }) {
 function DecisionView({ decision }) {
   if (!decision) return null;
   const [text, tone] = DECISION_LABELS[decision.status] || [decision.status, ""];
-  const [sentence, ...reasons] = decision.reasons || [];
+  // The one sentence first (``summary``; Experiments decided before it have it as their first reason).
+  const sentence = decision.summary || (decision.reasons || [])[0];
+  const reasons = (decision.reasons || []).filter((r) => r !== sentence);
   return html`<section class="stack" aria-label="Decision">
     <h3>Decision <span class=${`badge ${tone}`}>${text}</span></h3>
     ${decision.best ? html`<div>Winner: <strong>${decision.best}</strong>${

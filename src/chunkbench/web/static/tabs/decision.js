@@ -30,6 +30,7 @@ const METRICS = [
 const STATUS = {
   winner: ["good", "Winner"],
   tie_broken_by_cost: ["accent", "Tie broken by cost"],
+  cannot_tell: ["warn", "Cannot tell"],
   no_clear_winner: ["warn", "No clear winner"],
   insufficient_data: ["bad", "Insufficient data"],
 };
@@ -312,7 +313,11 @@ function Verdict({ summary, experiment }) {
           <dt>contenders</dt><dd class="mono">${decision.contenders?.length ? decision.contenders.join(", ") : "—"}</dd>
           <dt>more questions</dt><dd data-testid="questions-needed">${questionsNeeded(decision)}</dd>
         </dl>
-        <ul class="reasons">${decision.reasons.map((reason) => html`<li>${reason}</li>`)}</ul>
+        ${decision.summary ? html`<p data-testid="decision-summary"><strong>${decision.summary}</strong></p>` : null}
+        ${decision.budget_matched?.ranking?.length ? html`<p class="muted" data-testid="budget-ranking">At an equal
+          budget of ${decision.budget_matched.budget} context tokens (${decision.budget_matched.metric}):
+          ${decision.budget_matched.ranking.map((k) => `${k} ${fmt(decision.budget_matched.means[k])}`).join(", ")}</p>` : null}
+        <ul class="reasons">${decision.reasons.filter((r) => r !== decision.summary).map((reason) => html`<li>${reason}</li>`)}</ul>
         <${Standing} decision=${decision} />`}
       <p class="links">Reports:${" "}
         <a href=${`/benchmarks/${summary.id}/report?view=managerial`} target="_blank" rel="noopener" onClick=${withKey}>managerial</a>${" · "}

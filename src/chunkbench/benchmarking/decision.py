@@ -32,7 +32,7 @@ context (a lower median tok@k) by more than the practical margin**. Otherwise it
 text: the status is **cannot_tell** with cause ``context``. (A tie broken by cost already picks the cheapest.)
 
 ``summary`` is the one sentence a reader sees first; ``reasons`` are the details, per configuration.
-``no_clear_winner`` is the status Experiments decided before ``cannot_tell`` existed stored for "no winner".
+Experiments decided before ``cannot_tell`` existed store ``no_clear_winner`` for "no winner".
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
+from lxml import html as lxml_html
 from typer.testing import CliRunner
 
 from chunkbench.app import create_app
@@ -16,6 +17,7 @@ from chunkbench.benchmarking import experiments, planning, runner, service
 from chunkbench.benchmarking.aggregation import decision_for
 from chunkbench.benchmarking.model import CellResult, Configuration, question_from_json
 from chunkbench.benchmarking.planning import PlannedDocument
+from chunkbench.benchmarking.report.render import render_report
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.cli import app as cli_app
 from chunkbench.config import get_settings
@@ -24,6 +26,7 @@ from chunkbench.storage.repositories import CorpusRepository
 from chunkbench.storage.schema import DEFAULT_TENANT, DocumentRow
 from chunkbench.storage.vectors import get_vector_store
 from fake_openai import running_fake_openai
+from report_fixtures import make_experiment
 from test_benchmarks import _figures
 from test_embedding import NOMIC
 
@@ -165,6 +168,22 @@ def test_retrieval_searches_the_whole_corpus_and_another_documents_chunk_is_neve
     assert [d["source_key"] for d in provenance["documents"]] == ["630.txt", "sub/notes.txt", "travel.txt"]
     runs = experiment["provenance"]["strategy_runs"]["fixed_size"]["runs"]
     assert {r["document_id"] for r in runs} == set(ids.values()) and all(r["run_id"] for r in runs)
+
+    # Breakdowns: per document (by source key) and per category, worst first, failures = recall 0.
+    split = experiment["breakdowns"]
+    assert split["metric"] == "recall"
+    assert {g["source_key"] for g in split["documents"]} == {"630.txt", "sub/notes.txt", "travel.txt"}
+    owners = {lisbon: ["hotel", "train"], madrid: ["ticket", "printer"], berlin: ["leave", "laptops"]}
+    for group in split["documents"]:
+        recalls = [cells[q]["metrics"]["recall"] for q in owners[group["id"]]]
+        figures = group["configurations"]["fixed_size/dense/k5"]
+        assert group["questions"] == 2 and figures["mean"] == pytest.approx(sum(recalls) / 2)
+        assert figures["failures"] == recalls.count(0.0)
+    means = [g["configurations"]["fixed_size/dense/k5"]["mean"] for g in split["documents"]]
+    assert means == sorted(means)
+    assert {g["category"]: g["questions"] for g in split["categories"]} == {"leave": 1, "equipment": 3, "travel": 2}
+    page = client.get(f"/benchmarks/{experiment['id']}/report", params={"view": "technical"}).text
+    assert 'id="breakdown-documents"' in page and "sub/notes.txt" in page and f"corpus {CORPUS} (3 documents)" in page
 
     listed = client.get("/experiments", params={"corpus": CORPUS}).json()
     assert [(e["id"], e["document_id"], e["documents"]) for e in listed] == [(experiment["id"], None, 3)]
@@ -312,3 +331,21 @@ def test_cli_bench_run_list_and_resume_a_corpus(corpus, settings, tmp_path, monk
         assert finished.exit_code == 1 and "completed" in finished.output
     finally:
         get_settings.cache_clear()
+
+
+def test_the_breakdown_tables_show_the_20_worst_documents_and_say_how_many_are_hidden():
+    experiment = make_experiment()
+    [first, *_] = [c["key"] for c in experiment["configurations"]]
+    experiment["breakdowns"] = {
+        "metric": "recall",
+        "documents": [
+            {"id": f"d{i}", "source_key": f"part/{i:02}.txt", "questions": 1,
+             "configurations": {first: {"mean": i / 25, "measured": 1, "failures": int(i == 0)}}}
+            for i in range(25)
+        ],
+    }  # fmt: skip
+    page = lxml_html.document_fromstring(render_report(experiment, view="technical"))
+    rows = page.get_element_by_id("breakdown-documents").findall(".//tbody/tr")
+    assert [row[0].text_content() for row in rows] == [f"part/{i:02}.txt" for i in range(20)]
+    assert rows[0][3].text_content() == "1"  # the failure of the worst document
+    assert "5 more documents are not shown" in page.text_content()

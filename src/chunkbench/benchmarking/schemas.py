@@ -331,6 +331,35 @@ class ExperimentProgressOut(BaseModel):
     cells_total: int
 
 
+class BreakdownFiguresOut(BaseModel):
+    """One configuration on one group of questions."""
+
+    mean: float | None = Field(description="The primary metric's mean over the cells that measured it")
+    measured: int
+    failures: int = Field(description="Failed cells and scores of 0 (on a metric where higher is better)")
+
+
+class DocumentBreakdownOut(BaseModel):
+    id: str
+    source_key: str | None
+    questions: int
+    configurations: dict[str, BreakdownFiguresOut]
+
+
+class CategoryBreakdownOut(BaseModel):
+    category: str = Field(description="'(none)' for questions without one")
+    questions: int
+    configurations: dict[str, BreakdownFiguresOut]
+
+
+class BreakdownsOut(BaseModel):
+    """Per document (Experiments of several documents) and per question category, worst first."""
+
+    metric: str
+    documents: list[DocumentBreakdownOut] | None = None
+    categories: list[CategoryBreakdownOut] | None = None
+
+
 class ExperimentOut(BaseModel):
     """An Experiment (``model.Experiment``): plan, provenance, cells, aggregates and the Decision."""
 
@@ -352,3 +381,4 @@ class ExperimentOut(BaseModel):
     aggregate: dict[str, Any] = Field(description="Per configuration key: metric summaries, failures, latency, cost")
     decision: dict[str, Any] | None = Field(description="The Decision on the primary metric, once completed")
     cost: dict[str, Any]
+    breakdowns: BreakdownsOut | None = Field(None, description="Where each configuration fails: documents, categories")

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from chunkbench.benchmarking import cost as pricing
 from chunkbench.benchmarking import experiments, ownership, planning, runner
+from chunkbench.benchmarking.breakdowns import breakdowns
 from chunkbench.benchmarking.experiments import ExperimentNotFoundError, cells, get  # noqa: F401  (the error is re-exported)
 from chunkbench.benchmarking.model import BenchmarkConfig, Experiment, question_to_json
 from chunkbench.benchmarking.schemas import (
@@ -121,7 +122,8 @@ def experiment_dict(session: Session, row: ExperimentRow, *, cells_view: CellsVi
     with ``cells_view="scores"`` each cell keeps only its ids, status, metrics, latency and tokens."""
     experiment = Experiment.from_row(row)
     document = session.get(DocumentRow, row.document_id) if row.document_id is not None else None
-    results = [cell.to_dict() for cell in cells(session, row.id)]
+    finished = cells(session, row.id)
+    results = [cell.to_dict() for cell in finished]
     if cells_view == "scores":
         results = [{name: result.get(name) for name in SCORE_FIELDS} for result in results]
     view: dict[str, Any] = {
@@ -152,6 +154,16 @@ def experiment_dict(session: Session, row: ExperimentRow, *, cells_view: CellsVi
         "decision": experiment.decision,
         "cost": experiment.cost,
     }
+    metric = (experiment.decision or {}).get("metric") or experiment.config.primary_metric
+    if metric is not None:
+        recorded = (experiment.provenance.get("corpus") or {}).get("documents") or []
+        keys = {d["id"]: d.get("source_key") for d in recorded}
+        split = breakdowns(
+            experiment.questions, experiment.configurations, finished, metric=metric,
+            documents={d: keys.get(d) for d in experiment.document_ids},
+        )  # fmt: skip
+        if len(split) > 1:  # documents or categories to show
+            view["breakdowns"] = split
     return view
 
 

@@ -15,13 +15,14 @@ from typer.testing import CliRunner
 from chunkbench.app import create_app
 from chunkbench.benchmarking import experiments, planning, runner, service
 from chunkbench.benchmarking.aggregation import decision_for
-from chunkbench.benchmarking.model import CellResult, Configuration, question_from_json
+from chunkbench.benchmarking.model import BenchmarkConfig, CellResult, Configuration, question_from_json
 from chunkbench.benchmarking.planning import PlannedDocument
 from chunkbench.benchmarking.report.render import render_report
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.cli import app as cli_app
 from chunkbench.config import get_settings
 from chunkbench.evaluation.spans import union_ranges
+from chunkbench.models import StrategyName
 from chunkbench.storage.repositories import CorpusRepository
 from chunkbench.storage.schema import DEFAULT_TENANT, DocumentRow
 from chunkbench.storage.vectors import get_vector_store
@@ -218,6 +219,9 @@ def test_two_corpus_models_in_one_grid_are_paired_question_by_question(corpus):
         recalls = [cells[q["id"]]["metrics"]["recall"] for q in questions]
         assert decision["means"][key] == pytest.approx(sum(recalls) / len(recalls))
 
+    estimate = client.post("/benchmarks", json={"corpus": CORPUS, "questions": questions, "strategies": ["fixed_size"],
+                                                 "corpus_models": [MINILM, NOMIC.id], "dry_run": True})  # fmt: skip
+    assert estimate.status_code == 200 and estimate.json()["cells"] == 2 * len(questions)
     listed = client.get("/experiments", params={"corpus_model_id": NOMIC.id}).json()
     assert [e["id"] for e in listed] == [experiment["id"]] and listed[0]["corpus_models"] == [MINILM, NOMIC.id]
 
@@ -349,3 +353,15 @@ def test_the_breakdown_tables_show_the_20_worst_documents_and_say_how_many_are_h
     assert [row[0].text_content() for row in rows] == [f"part/{i:02}.txt" for i in range(20)]
     assert rows[0][3].text_content() == "1"  # the failure of the worst document
     assert "5 more documents are not shown" in page.text_content()
+
+
+def test_a_configuration_names_its_corpus_model_in_its_key_only_on_a_model_axis():
+    plain = Configuration(StrategyName.FIXED_SIZE, "dense", 5)
+    modelled = Configuration(StrategyName.FIXED_SIZE, "dense", 5, corpus_model="BAAI/bge-m3")
+    assert (plain.key, modelled.key) == ("fixed_size/dense/k5", "fixed_size/dense/k5/m-BAAI-bge-m3")
+    assert "corpus_model" not in plain.to_dict() and modelled.to_dict()["corpus_model"] == "BAAI/bge-m3"
+    assert Configuration.from_dict(modelled.to_dict()) == modelled
+    config = BenchmarkConfig.of([modelled, Configuration(StrategyName.FIXED_SIZE, "dense", 5, corpus_model="x")])
+    assert config.to_dict()["corpus_models"] == ["BAAI/bge-m3", "x"]
+    assert BenchmarkConfig.from_dict(config.to_dict()) == config and config.models == ("BAAI/bge-m3", "x")
+    assert "corpus_models" not in BenchmarkConfig.of([plain], corpus_model_id=MINILM).to_dict()

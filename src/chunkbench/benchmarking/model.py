@@ -43,8 +43,8 @@ class Configuration:
         if self.rerank != "none":
             parts.append(f"rerank-{self.rerank}")
         if self.corpus_model is not None:
-            # The model's own name without its organisation (``BAAI/bge-m3`` → ``bge-m3``): one path segment.
-            parts.append(f"m-{self.corpus_model.rsplit('/', 1)[-1]}")
+            # One segment of the key: ``BAAI/bge-m3`` → ``m-BAAI-bge-m3`` (the id whole, so two models never collide).
+            parts.append(f"m-{self.corpus_model.replace('/', '-')}")
         return "/".join(parts)
 
     def to_dict(self) -> dict[str, Any]:

@@ -82,8 +82,7 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
         documents = corpora.documents(corpus_row)
         if not documents:
             raise BenchmarkError(
-                f"The corpus '{corpus_row.name}' has no documents. Add some: chunkbench ingest PATH --corpus "
-                f"{corpus_row.name}",
+                f"The corpus '{corpus_row.name}' has no documents: add documents to it and process them first.",
                 corpus=corpus_row.name,
             )
     else:

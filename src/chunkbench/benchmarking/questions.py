@@ -108,8 +108,8 @@ def _refuse_outsiders(questions: Sequence[BenchmarkQuestion], catalog: DocumentC
     more = f" (and {len(outside) - 5} more questions)" if len(outside) > 5 else ""
     raise QuestionDocumentError(
         f"{len(outside)} question(s) name documents that are not in the corpus '{corpus_name}': {shown}{more}. "
-        f"Add the documents to the corpus (chunkbench ingest PATH --corpus {corpus_name}) or fix the questions' "
-        "document names (an id, source key, filename or filename stem).",
+        "Add those documents to the corpus (and process them), or fix the questions' document names (an id, source "
+        "key, filename or filename stem).",
         corpus=corpus_name,
         questions=list(outside),
     )

@@ -126,14 +126,14 @@ def test_experiments_that_cannot_be_compared_exit_2_naming_each_difference(
         "pass --config to gate on one both have.",
     ]
     other = copy.deepcopy(experiment)
-    other["provenance"]["document_sha256"] = "f" * 64
+    other["provenance"]["corpus"]["hash"] = "f" * 64
     other["provenance"]["corpus_model"] = "all-mpnet-base-v2"
     other["questions"][0]["question"] = "How much leave?"
     code, body = _check(cli, experiment["id"], "--baseline", _file(tmp_path, other))
     assert code == 2
     assert body["differences"][0] == (
         f"Different corpus: content hash ffffffffffff in the baseline, "
-        f"{experiment['provenance']['document_sha256'][:12]} now."
+        f"{experiment['provenance']['corpus']['hash'][:12]} now."
     )
     assert body["differences"][1:] == [
         "Different questions (5 in the baseline, 5 now): reworded leave.",
@@ -154,6 +154,16 @@ def test_experiments_that_cannot_be_compared_exit_2_naming_each_difference(
     assert code == 2 and "METRIC one of recall" in body["message"]
     shown = cli.invoke(cli_app, ["check", experiment["id"], "--baseline", _file(tmp_path, other)])
     assert shown.exit_code == 2 and "not comparable" in shown.output and "Different Corpus model" in shown.output
+
+
+def test_experiments_from_before_corpus_provenance_compare_by_their_document_hash(experiment):
+    old = copy.deepcopy(experiment)
+    del old["provenance"]["corpus"]
+    edited = copy.deepcopy(old)
+    assert check.check(old, edited).exit_code == 0
+    edited["provenance"]["document_sha256"] = "e" * 64
+    result = check.check(old, edited)
+    assert result.exit_code == 2 and result.differences[0].startswith("Different corpus: content hash eeeeeeeeeeee")
 
 
 def test_bench_run_fail_under(cli, document_id, tmp_path):  # noqa: F811

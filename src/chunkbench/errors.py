@@ -189,6 +189,12 @@ class BenchmarkError(ChunkbenchError):
     code = "benchmark_error"
 
 
+class QuestionDocumentError(BenchmarkError):
+    """A corpus benchmark's question names a document that is not in the corpus."""
+
+    code = "question_document_not_in_corpus"
+
+
 class ExperimentStateError(ChunkbenchError):
     """An Experiment in a state that forbids the operation (resume a completed run, report a missing one)."""
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from sqlalchemy import select
 
 from chunkbench.benchmarking import scoring
 from chunkbench.benchmarking.model import CellResult, CellTokens, Configuration, MetricValue, RetrievedChunk
@@ -15,7 +16,7 @@ from chunkbench.chunking.base import capabilities
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import EmbeddingModelSpec
-from chunkbench.errors import BenchmarkError, ChunkbenchError, LlmUnavailableError
+from chunkbench.errors import BenchmarkError, ChunkbenchError, DocumentNotFoundError, LlmUnavailableError
 from chunkbench.evaluation.judge import judge
 from chunkbench.evaluation.questions import BenchmarkQuestion
 from chunkbench.llm.client import LlmClient
@@ -23,6 +24,7 @@ from chunkbench.retrieval import pipeline
 from chunkbench.retrieval.pipeline import QueryResult, Scope
 from chunkbench.storage.db import Database
 from chunkbench.storage.repositories import QueryRepository
+from chunkbench.storage.schema import DocumentRow
 from chunkbench.storage.vectors import VectorStore
 from chunkbench.text.tokens import get_tokenizer
 
@@ -35,13 +37,24 @@ class CellContext:
     settings: Settings
     store: VectorStore
     tenant_id: str
-    document_id: str
-    corpus: EmbeddingModelSpec
+    # Every document the Experiment searches (one for a one-document Experiment).
+    document_ids: tuple[str, ...]
+    # The grid's Corpus models by id; a configuration without one uses the first (``corpus_model_id``).
+    corpora: dict[str, EmbeddingModelSpec]
+    corpus_model_id: str
     judge_client: LlmClient | None
     judge_repeats: int
-    chunkings: dict[str, scoring.Chunking]
-    # Each question's expected answer, embedded once for the run (every configuration compares against it).
-    expected_vectors: dict[str, np.ndarray]
+    # Per (strategy, Corpus model): the chunking of every document, on one axis.
+    chunkings: dict[tuple[str, str], scoring.Chunking]
+    # Per Corpus model, each question's expected answer, embedded once for the run.
+    expected_vectors: dict[str, dict[str, np.ndarray]]
+
+    def corpus(self, configuration: Configuration) -> EmbeddingModelSpec:
+        return self.corpora[configuration.corpus_model or self.corpus_model_id]
+
+    @property
+    def spans_documents(self) -> bool:
+        return len(self.document_ids) > 1
 
 
 def run_cell(
@@ -51,14 +64,14 @@ def run_cell(
     if stop.is_set():
         raise BenchmarkError("The run was stopped.")
     try:
-        with context.database.engine.connect() as connection:  # deleted mid-run: a failed cell, not empty hits
-            QueryRepository(connection, context.tenant_id).query_target(context.document_id)
+        _check_documents(context)
         plan = pipeline.make_plan(
             context.settings,
             question=question.question,
-            scope=Scope.document(context.tenant_id, context.document_id),
+            # The Experiment's documents, never the tenant's others.
+            scope=Scope(context.tenant_id, context.document_ids),
             strategy=configuration.strategy,
-            corpus=context.corpus,
+            corpus=context.corpus(configuration),
             retriever=configuration.retriever,
             top_k=configuration.top_k,
             rerank=configuration.rerank,
@@ -72,21 +85,45 @@ def run_cell(
         return CellResult.failed(question.id, configuration.key, exc.message)
 
 
+def _check_documents(context: CellContext) -> None:
+    """A document deleted mid-run makes the cell fail, not answer from fewer documents."""
+    with context.database.engine.connect() as connection:
+        if not context.spans_documents:
+            QueryRepository(connection, context.tenant_id).query_target(context.document_ids[0])
+            return
+        present = set(
+            connection.scalars(
+                select(DocumentRow.id).where(
+                    DocumentRow.tenant_id == context.tenant_id, DocumentRow.id.in_(context.document_ids)
+                )
+            )
+        )
+    if missing := [d for d in context.document_ids if d not in present]:
+        raise DocumentNotFoundError(
+            f"{len(missing)} document(s) of this Experiment were deleted during the run "
+            f"({', '.join(missing[:5])}{' …' if len(missing) > 5 else ''}): its figures would mix two corpora. "
+            "Start a new benchmark.",
+            document_ids=missing,
+        )
+
+
 def _grade(
     context: CellContext, configuration: Configuration, question: BenchmarkQuestion, result: QueryResult
 ) -> CellResult:
-    evidence = [r.span for r in question.references]
+    sole = context.document_ids[0]
+    evidence = [(r.document or sole, *r.span) for r in question.references]
     answer = result.answer
     assert answer is not None  # a benchmark always answers
+    corpus = context.corpus(configuration)
     # Stored: the hits by rank, then the Neighbor Expansion neighbours in context order.
     retrieved = tuple(
         RetrievedChunk(chunk.chunk_index, chunk.start_index, chunk.end_index, chunk.role, _rounded(chunk.score),
-                       chunk.token_count)
+                       chunk.token_count, chunk.document_id if context.spans_documents else None)
         for chunk in (*result.hits, *result.neighbours)
     )  # fmt: skip
     passages = [source.passage for source in result.sources]
     metrics: dict[str, MetricValue] = scoring.retrieval_metrics(
-        evidence, retrieved, context.chunkings[configuration.strategy.value], top_k=configuration.top_k
+        evidence, retrieved, context.chunkings[(configuration.strategy.value, corpus.id)], top_k=configuration.top_k
     )
     # tok@k: the tokens of the context the answerer actually receives (parents included).
     context_tokens = sum(get_tokenizer().count_many(passages)) if passages else 0
@@ -94,8 +131,8 @@ def _grade(
     expected = question.expected_answer
     vectors = None
     if expected:
-        answer_vector = embedding.embed_texts(context.corpus, [answer.text], "query", context.settings)[0]
-        vectors = np.stack([answer_vector, context.expected_vectors[question.id]])
+        answer_vector = embedding.embed_texts(corpus, [answer.text], "query", context.settings)[0]
+        vectors = np.stack([answer_vector, context.expected_vectors[corpus.id][question.id]])
     metrics.update(scoring.answer_scores(answer.text, expected, vectors))
     verdict = None
     latency = dict(result.latency_ms)

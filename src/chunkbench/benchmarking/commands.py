@@ -40,7 +40,7 @@ def read_questions(path: Path) -> list[dict[str, Any]]:
     return [question.to_dict() for question in load_question_set(path)]
 
 
-def _request(document_id: str, questions: Path | None, question_set: str | None, **fields: Any):
+def _request(document_id: str | None, questions: Path | None, question_set: str | None, **fields: Any):
     from chunkbench.benchmarking.schemas import BenchmarkIn
 
     inline = read_questions(questions) if questions is not None else None
@@ -67,9 +67,10 @@ BudgetOption = Annotated[
 
 @bench_app.command("run")
 def bench_run(
-    document: Annotated[str | None, typer.Argument(help="Document id or filename")] = None,
+    document: Annotated[str | None, typer.Argument(help="Document id or filename (or give --corpus)")] = None,
     questions: QuestionsOption = None,
     question_set: QuestionSetOption = None,
+    corpus: Annotated[str | None, typer.Option(help="A corpus (name or id) to benchmark: all its documents")] = None,
     strategies: Annotated[str | None, typer.Option(help="Comma-separated (default: every processed one)")] = None,
     retrievers: Annotated[str, typer.Option(help="Comma-separated: dense, bm25, hybrid")] = "dense",
     top_k: Annotated[str, typer.Option("--top-k", help="Comma-separated k values (one configuration each)")] = "5",
@@ -79,7 +80,9 @@ def bench_run(
     judge: Annotated[bool | None, typer.Option("--judge/--no-judge", help="LLM-as-judge (default: if an LLM)")] = None,
     repeats: Annotated[int, typer.Option(help="Judge repeats (mean and spread)")] = 1,
     metric: Annotated[str | None, typer.Option(help="Primary metric of the Decision")] = None,
-    corpus_model: Annotated[str | None, typer.Option(help="Corpus model id")] = None,
+    corpus_model: Annotated[
+        str | None, typer.Option(help="Corpus model id; comma-separated ids compare the models in one grid")
+    ] = None,
     concurrency: Annotated[int | None, typer.Option(help="Cells in flight at once")] = None,
     name: Annotated[str | None, typer.Option(help="A name for the Experiment")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap")] = 0,
@@ -92,26 +95,30 @@ def bench_run(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Benchmark a document's strategies on a question set: an Experiment with a Decision."""
+    """Benchmark a document's (or a corpus's) strategies on a question set: an Experiment with a Decision."""
     from chunkbench.benchmarking import check, experiments, planning, runner, service
     from chunkbench.documents import service as documents
 
     settings, database = open_database()
     try:
         thresholds = check.parse_thresholds(fail_under or [], option="--fail-under")
-        if resume is None and document is None:
-            raise typer.BadParameter("give a DOCUMENT to benchmark, or --resume EXPERIMENT_ID")
+        if resume is None and (document is None) == (corpus is None):
+            raise typer.BadParameter("give a DOCUMENT or --corpus NAME to benchmark (one of them), or --resume ID")
         if resume is not None:
             experiment_id = service.prepare_resume(database, resume, tenant_id=DEFAULT_TENANT).id
         else:
-            with database.session() as session:
-                document_id = documents.resolve(session, document or "", tenant_id=DEFAULT_TENANT).id
+            document_id = None
+            if document is not None:
+                with database.session() as session:
+                    document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
+            models = _csv(corpus_model) or []
             request = _request(
-                document_id, questions, question_set, strategies=_csv(strategies), retrievers=_csv(retrievers),
-                top_k=[int(k) for k in _csv(top_k) or []], neighbor_prev=prev, neighbor_next=next_,
-                rerank=_csv(rerank), judge=judge, judge_repeats=repeats, primary_metric=metric,
-                corpus_model_id=corpus_model, concurrency=concurrency, name=name, seed=seed, dry_run=dry_run,
-                budget=budget,
+                document_id, questions, question_set, corpus=corpus, strategies=_csv(strategies),
+                retrievers=_csv(retrievers), top_k=[int(k) for k in _csv(top_k) or []], neighbor_prev=prev,
+                neighbor_next=next_, rerank=_csv(rerank), judge=judge, judge_repeats=repeats, primary_metric=metric,
+                corpus_model_id=models[0] if len(models) == 1 else None,
+                corpus_models=models if len(models) > 1 else None,
+                concurrency=concurrency, name=name, seed=seed, dry_run=dry_run, budget=budget,
             )  # fmt: skip
             with database.session() as session:
                 if dry_run:
@@ -202,6 +209,7 @@ def _show_budget(matched: dict[str, Any] | None) -> None:
 @bench_app.command("list")
 def bench_list(
     document: Annotated[str | None, typer.Option(help="Only this document (id or filename)")] = None,
+    corpus: Annotated[str | None, typer.Option(help="Only corpus Experiments of this corpus (name or id)")] = None,
     strategy: Annotated[str | None, typer.Option(help="Only Experiments that include this strategy")] = None,
     corpus_model: Annotated[str | None, typer.Option(help="Only this Corpus model")] = None,
     as_json: JsonOption = False,
@@ -215,7 +223,7 @@ def bench_list(
         with database.session() as session:
             document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id if document else None
             rows = service.get_all(
-                session, tenant_id=DEFAULT_TENANT, document_id=document_id, strategy=strategy,
+                session, tenant_id=DEFAULT_TENANT, document_id=document_id, corpus=corpus, strategy=strategy,
                 corpus_model_id=corpus_model,
             )  # fmt: skip
     except ChunkbenchError as exc:
@@ -223,14 +231,21 @@ def bench_list(
     if as_json:
         print_json([row.model_dump(mode="json") for row in rows])
         return
-    table = Table("id", "name", "status", "document", "strategies", "±n", "cells", "metric", "best", "created")
+    table = Table("id", "name", "status", "document / corpus", "strategies", "±n", "cells", "metric", "best", "created")
     for row in rows:
         table.add_row(
-            row.id, row.name or "", row.status, row.document_name or row.document_id, ",".join(row.strategies),
+            row.id, row.name or "", row.status, _searched(row), ",".join(row.strategies),
             f"{row.neighbor_prev}/{row.neighbor_next}", f"{row.cells_done}/{row.cells_total}",
             row.primary_metric or "", row.best or "—", row.created_at.strftime("%Y-%m-%d %H:%M"),
         )  # fmt: skip
     out.print(table)
+
+
+def _searched(row: Any) -> str:
+    """A list row's document, or its corpus with how many documents it searched."""
+    if row.document_id is not None:
+        return row.document_name or row.document_id
+    return f"corpus {row.corpus_name or row.corpus_id} ({row.documents} documents)"
 
 
 @bench_app.command("show")
@@ -296,7 +311,7 @@ def report_command(
             if view == "json":
                 text = experiment_json(experiment)
             else:
-                document = session.get(DocumentRow, row.document_id)
+                document = session.get(DocumentRow, row.document_id) if row.document_id is not None else None
                 boundaries = (
                     service.boundaries(vector_store(settings), row, tenant_id=DEFAULT_TENANT)
                     if view == "technical"

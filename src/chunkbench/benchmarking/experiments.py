@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import platform
 import uuid
+from collections.abc import Iterable
 from importlib import metadata
 from typing import Any
 
@@ -12,11 +14,10 @@ from sqlalchemy.orm import Session
 
 from chunkbench.benchmarking import ownership
 from chunkbench.benchmarking.model import CellResult, question_to_json
-from chunkbench.benchmarking.planning import BenchmarkPlan
+from chunkbench.benchmarking.planning import BenchmarkPlan, PlannedDocument
 from chunkbench.config import Settings
 from chunkbench.errors import NotFoundError
 from chunkbench.storage.db import Database
-from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.schema import BenchmarkCellRow, ExperimentRow, utcnow
 
 # Versions stored with every Experiment, so a figure can be traced to the code that produced it.
@@ -53,7 +54,14 @@ def cells(session: Session, experiment_id: str) -> list[CellResult]:
     ]
 
 
-def provenance(plan_: BenchmarkPlan, settings: Settings, document_sha256: str | None) -> dict[str, Any]:
+def corpus_hash(documents: Iterable[PlannedDocument]) -> str:
+    """The identity of what an Experiment searched: sha256 over the sorted ``source_key\\0content_hash`` lines, so two
+    Experiments on the same documents (same keys, same contents) have the same hash, whatever the corpus is called."""
+    lines = sorted(f"{d.source_key}\0{d.content_hash}" for d in documents)
+    return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+
+
+def provenance(plan_: BenchmarkPlan, settings: Settings) -> dict[str, Any]:
     """Models, parameters, library versions and seeds: what it takes to reproduce the Experiment's figures."""
     versions: dict[str, str] = {}
     for package in _PROVENANCE_PACKAGES:
@@ -61,13 +69,22 @@ def provenance(plan_: BenchmarkPlan, settings: Settings, document_sha256: str | 
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             continue
+    models = [m.id for m in plan_.corpus_models]
     return {
         "corpus_model": plan_.corpus.id,
         "corpus_provider": plan_.corpus.provider,
+        **({"corpus_models": models} if len(models) > 1 else {}),
         "boundary_model": plan_.boundary_model_id,
         "llm_model": settings.llm_model if settings.llm_configured else None,
         "answer_mode": plan_.config.answer_mode,
-        "document_sha256": document_sha256,
+        "document_sha256": plan_.documents[0].content_hash if plan_.document_id is not None else None,
+        "corpus": {
+            "name": plan_.corpus_name,
+            "hash": corpus_hash(plan_.documents),
+            "documents": [
+                {"id": d.id, "source_key": d.source_key, "content_hash": d.content_hash} for d in plan_.documents
+            ],
+        },
         "strategy_runs": plan_.strategy_runs,
         "library_versions": versions,
         "python": platform.python_version(),
@@ -80,17 +97,19 @@ def provenance(plan_: BenchmarkPlan, settings: Settings, document_sha256: str | 
 def create(database: Database, settings: Settings, plan_: BenchmarkPlan) -> ExperimentRow:
     """Record a running Experiment with its whole plan; cells are added as they finish."""
     with database.session() as session:
-        document = DocumentRepository(session, plan_.tenant_id).get(plan_.document_id)
         row = ExperimentRow(
             id=uuid.uuid4().hex,
             tenant_id=plan_.tenant_id,
             document_id=plan_.document_id,
+            corpus_id=plan_.corpus_id,
+            corpus_name=plan_.corpus_name,
+            document_ids=list(plan_.document_ids),
             name=plan_.name,
             status="running",
             benchmark_config=plan_.config.to_dict(),
-            questions=[question_to_json(q) for q in plan_.questions],
+            questions=[question_to_json(q, with_documents=len(plan_.documents) > 1) for q in plan_.questions],
             configurations=[c.to_dict() for c in plan_.configurations],
-            provenance=provenance(plan_, settings, document.content_hash),
+            provenance=provenance(plan_, settings),
             strategies_used=list(plan_.config.strategies),
             embedding_model_id=plan_.corpus.id,
             embedding_provider=plan_.corpus.provider,

@@ -31,35 +31,47 @@ class Configuration:
     rerank: str = "none"
     neighbor_prev: int = 0
     neighbor_next: int = 0
+    # Set only when the Experiment compares two or more Corpus models; None: the Experiment's one model.
+    corpus_model: str | None = None
 
     @property
     def key(self) -> str:
-        """Stable, readable id: ``fixed_size/hybrid/k5/n1-1/rerank-llm`` (defaults omitted)."""
+        """Stable, readable id: ``fixed_size/hybrid/k5/n1-1/rerank-llm/m-all-MiniLM-L6-v2`` (defaults omitted)."""
         parts = [self.strategy.value, self.retriever, f"k{self.top_k}"]
         if self.neighbor_prev or self.neighbor_next:
             parts.append(f"n{self.neighbor_prev}-{self.neighbor_next}")
         if self.rerank != "none":
             parts.append(f"rerank-{self.rerank}")
+        if self.corpus_model is not None:
+            # One segment of the key: ``BAAI/bge-m3`` → ``m-BAAI-bge-m3`` (the id whole, so two models never collide).
+            parts.append(f"m-{self.corpus_model.replace('/', '-')}")
         return "/".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "key": self.key, "strategy": self.strategy.value, "retriever": self.retriever, "top_k": self.top_k,
             "neighbor_prev": self.neighbor_prev, "neighbor_next": self.neighbor_next, "rerank": self.rerank,
         }  # fmt: skip
+        if self.corpus_model is not None:
+            data["corpus_model"] = self.corpus_model
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Configuration:
         return cls(
             StrategyName.stored(data["strategy"]), data["retriever"], int(data["top_k"]), data.get("rerank", "none"),
-            int(data.get("neighbor_prev", 0)), int(data.get("neighbor_next", 0)),
+            int(data.get("neighbor_prev", 0)), int(data.get("neighbor_next", 0)), data.get("corpus_model"),
         )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class BenchmarkConfig:
-    """An Experiment's settings as a whole: the grid's axes, the Corpus model, how answers are made and graded,
-    and how the run goes (what the report and the Decision Board show)."""
+    """An Experiment's settings as a whole: the grid's axes, the Corpus model(s), how answers are made and graded,
+    and how the run goes (what the report and the Decision Board show).
+
+    ``corpus_model_id`` is the first (with one model, the only) Corpus model; ``corpus_models`` lists them all
+    and is written only when there are two or more, so one-model Experiments keep the JSON they always had.
+    """
 
     strategies: tuple[str, ...] = ()
     retrievers: tuple[str, ...] = ()
@@ -76,8 +88,14 @@ class BenchmarkConfig:
     # None: the run uses CHUNKBENCH_BENCHMARK_CONCURRENCY.
     concurrency: int | None = None
     seed: int = 0
+    corpus_models: tuple[str, ...] = ()
     # Context tokens of the budget-matched comparison; None: the smallest median tok@k (``budget.default_budget``).
     budget: int | None = None
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """Every Corpus model of the grid, in grid order."""
+        return self.corpus_models or ((self.corpus_model_id,) if self.corpus_model_id else ())
 
     @classmethod
     def of(cls, configurations: Iterable[Configuration], **settings: Any) -> BenchmarkConfig:
@@ -90,6 +108,7 @@ class BenchmarkConfig:
             neighbor_prev=max(c.neighbor_prev for c in grid),
             neighbor_next=max(c.neighbor_next for c in grid),
             rerank=tuple(dict.fromkeys(c.rerank for c in grid)),
+            corpus_models=tuple(dict.fromkeys(c.corpus_model for c in grid if c.corpus_model is not None)),
             **settings,
         )
 
@@ -112,6 +131,8 @@ class BenchmarkConfig:
         }
         if self.budget is not None:  # written only when asked for: Experiments without one keep their JSON
             data["budget"] = self.budget
+        if len(self.corpus_models) > 1:
+            data["corpus_models"] = list(self.corpus_models)
         return data
 
     @classmethod
@@ -134,24 +155,31 @@ class BenchmarkConfig:
             concurrency=data.get("concurrency"),
             seed=int(data.get("seed", 0)),
             budget=data.get("budget"),
+            corpus_models=tuple(data.get("corpus_models", ())),
         )
 
 
-def question_to_json(question: BenchmarkQuestion) -> dict[str, Any]:
-    """A question as an Experiment stores it: every field of seed 000 §10.1, and the references as offsets into
-    the Experiment's one document with the text they select (the document itself is the Experiment's)."""
-    return {
+def question_to_json(question: BenchmarkQuestion, *, with_documents: bool = False) -> dict[str, Any]:
+    """A question as an Experiment stores it: every field of seed 000 §10.1, and the references as offsets with
+    the text they select. An Experiment of one document leaves the document implicit (it is the Experiment's);
+    one spanning several (``with_documents``) names the question's document, where it has one, and each
+    reference's."""
+    data: dict[str, Any] = {
         "id": question.id,
         "question": question.question,
         "expected_answer": question.expected_answer,
         "category": question.category,
         "difficulty": question.difficulty,
-        "references": [
-            {"start_index": r.start_index, "end_index": r.end_index, "content": r.content}
-            for r in question.references
-            if r.has_offsets
-        ],
     }
+    if with_documents and question.document_id is not None:
+        data["document_id"] = question.document_id
+    data["references"] = [
+        {"start_index": r.start_index, "end_index": r.end_index, "content": r.content}
+        | ({"document_id": r.document} if with_documents else {})
+        for r in question.references
+        if r.has_offsets
+    ]
+    return data
 
 
 def question_from_json(data: Mapping[str, Any]) -> BenchmarkQuestion:
@@ -162,8 +190,9 @@ def question_from_json(data: Mapping[str, Any]) -> BenchmarkQuestion:
         expected_answer=data.get("expected_answer"),
         category=data.get("category"),
         difficulty=data.get("difficulty"),
+        document_id=data.get("document_id"),
         references=tuple(
-            QuestionReference(r["content"], int(r["start_index"]), int(r["end_index"]))
+            QuestionReference(r["content"], int(r["start_index"]), int(r["end_index"]), r.get("document_id"))
             for r in data.get("references") or ()
         ),
     )
@@ -171,7 +200,11 @@ def question_from_json(data: Mapping[str, Any]) -> BenchmarkQuestion:
 
 @dataclass(frozen=True)
 class RetrievedChunk:
-    """A chunk a cell's query put in the context: a hit (in rank order) or a Neighbor Expansion neighbour."""
+    """A chunk a cell's query put in the context: a hit (in rank order) or a Neighbor Expansion neighbour.
+
+    ``document_id`` is set when the Experiment spans several documents (None: the Experiment's one document)
+    and written to JSON only then, so one-document cells keep the JSON they always had.
+    """
 
     chunk_index: int
     start_index: int
@@ -294,7 +327,12 @@ class Experiment:
 
     id: str
     tenant_id: str
-    document_id: str
+    # A one-document Experiment's document; None for a corpus Experiment (``corpus_id``/``corpus_name``).
+    document_id: str | None
+    corpus_id: str | None
+    corpus_name: str | None
+    # Every document the Experiment ran on (a one-document Experiment's one; older rows: empty, see below).
+    document_ids: tuple[str, ...]
     name: str | None
     status: str
     error: dict[str, Any] | None
@@ -317,12 +355,21 @@ class Experiment:
     def cells_total(self) -> int:
         return len(self.configurations) * len(self.questions)
 
+    @property
+    def spans_documents(self) -> bool:
+        """Whether the Experiment searched several documents (its stored references then name theirs)."""
+        return len(self.document_ids) > 1
+
     @classmethod
     def from_row(cls, row: ExperimentRow) -> Experiment:
         return cls(
             id=row.id,
             tenant_id=row.tenant_id,
             document_id=row.document_id,
+            corpus_id=row.corpus_id,
+            corpus_name=row.corpus_name,
+            # Rows written before corpora have no document_ids: their one document is the list.
+            document_ids=tuple(row.document_ids or ([row.document_id] if row.document_id else [])),
             name=row.name,
             status=row.status,
             error=row.error,

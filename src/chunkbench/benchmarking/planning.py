@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from chunkbench.benchmarking.model import BenchmarkConfig, Configuration
@@ -17,9 +18,9 @@ from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.errors import BenchmarkError
 from chunkbench.evaluation.questions import BenchmarkQuestion
-from chunkbench.indexing import service as processing
 from chunkbench.models import StrategyName
-from chunkbench.storage.repositories import DocumentRepository
+from chunkbench.storage.repositories import CorpusRepository, DocumentRepository
+from chunkbench.storage.schema import DocumentRow, StrategyRunRow
 
 _METRICS_NEEDING_EVIDENCE = {"recall", "precision", "precision_omega", "iou", "recall_at_k", "hit_at_k", "mrr",
                              "ndcg_at_k"}  # fmt: skip
@@ -27,16 +28,32 @@ _METRICS_NEEDING_ANSWERS = {"exact_match", "token_f1", "answer_similarity", "jud
 
 
 @dataclass(frozen=True)
+class PlannedDocument:
+    """A document a benchmark runs on, as its provenance records it."""
+
+    id: str
+    source_key: str
+    filename: str
+    content_hash: str
+
+
+@dataclass(frozen=True)
 class BenchmarkPlan:
     """A validated benchmark request: everything ``create`` stores and ``execute`` needs."""
 
     tenant_id: str
-    document_id: str
-    document_name: str
+    # A one-document benchmark's document (None for a corpus benchmark, which names its corpus instead).
+    document_id: str | None
+    document_name: str | None
+    corpus_id: str | None
+    corpus_name: str | None
+    # Every document retrieval searches (one for a one-document benchmark), by source key.
+    documents: tuple[PlannedDocument, ...]
     name: str | None
     configurations: tuple[Configuration, ...]
     questions: tuple[BenchmarkQuestion, ...]
-    corpus: EmbeddingModelSpec
+    # The grid's Corpus models, in order (usually one).
+    corpus_models: tuple[EmbeddingModelSpec, ...]
     boundary_model_id: str | None
     # The grid's axes, answering, grading and running: stored as the Experiment's ``benchmark_config``.
     config: BenchmarkConfig
@@ -46,33 +63,38 @@ class BenchmarkPlan:
     def cells(self) -> int:
         return len(self.configurations) * len(self.questions)
 
+    @property
+    def corpus(self) -> EmbeddingModelSpec:
+        """The first Corpus model (the only one, but in a grid that compares models)."""
+        return self.corpus_models[0]
+
+    @property
+    def document_ids(self) -> tuple[str, ...]:
+        return tuple(d.id for d in self.documents)
+
 
 def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_id: str) -> BenchmarkPlan:
     """Validate a benchmark request; raises 404/400 saying what to fix before anything runs."""
-    document = DocumentRepository(session, tenant_id).get(request.document_id)
-    processed = document.chunk_counts or {}
-    strategies = list(dict.fromkeys(request.strategies or [s for s in StrategyName if s.value in processed]))
-    missing = [s.value for s in strategies if s.value not in processed]
-    if not strategies or missing:
-        names = " ".join(missing) or "<strategies>"
-        raise BenchmarkError(
-            f"'{document.filename}' has not been processed with {', '.join(missing) or 'any strategy'}. "
-            f"Run: chunkbench process {document.id} --strategies {names}",
-            document_id=document.id,
-        )
-    corpus = embedding.resolve_corpus_model(session, request.corpus_model_id or document.last_corpus_embedding_model_id)
-    strategy_runs: dict[str, dict[str, Any]] = {}
-    for strategy in strategies:
-        run = processing.latest_run(session, document.id, strategy, corpus.id, tenant_id=tenant_id)
-        if run is None:
+    corpus_row = None
+    if request.corpus is not None:
+        corpora = CorpusRepository(session, tenant_id)
+        corpus_row = corpora.get(request.corpus)
+        documents = corpora.documents(corpus_row)
+        if not documents:
             raise BenchmarkError(
-                f"'{document.filename}' has no completed {strategy.value} run with the Corpus model {corpus.id}. "
-                f"Run: chunkbench process {document.id} --strategies {strategy.value} --corpus-model {corpus.id}",
-                document_id=document.id,
+                f"The corpus '{corpus_row.name}' has no documents: add documents to it and process them first.",
+                corpus=corpus_row.name,
             )
-        strategy_runs[strategy.value] = {"run_id": run.id, "params": run.params}
-        if window := (run.diagnostics or {}).get("window"):  # chunks longer than the Corpus model reads
-            strategy_runs[strategy.value]["window"] = window
+    else:
+        assert request.document_id is not None  # BenchmarkIn asks for one of the two
+        documents = [DocumentRepository(session, tenant_id).get(request.document_id)]
+    target = _Target(documents, corpus_row.name if corpus_row is not None else None)
+    strategies = _strategies(request, target)
+    models = tuple(
+        embedding.resolve_corpus_model(session, model_id)
+        for model_id in request.corpus_models or [request.corpus_model_id or _last_corpus_model(documents)]
+    )
+    strategy_runs = _strategy_runs(session, target, strategies, models, tenant_id=tenant_id)
 
     llm = settings.llm_configured
     use_judge = llm if request.judge is None else request.judge
@@ -85,30 +107,41 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
     if "cross_encoder" in request.rerank and not settings.cross_encoder_model:
         raise BenchmarkError("Cross-encoder reranking needs CHUNKBENCH_CROSS_ENCODER_MODEL (a CrossEncoder folder).")
 
-    questions = resolve_benchmark_questions(session, settings, request, document, tenant_id=tenant_id)
+    questions = resolve_benchmark_questions(
+        session, settings, request, documents, corpus_name=target.corpus_name, tenant_id=tenant_id
+    )
     primary = request.primary_metric or _default_metric(questions, use_judge)
     _check_metric(primary, questions, use_judge)
+    # A configuration names its Corpus model only when the grid compares models: one-model keys stay as they were.
+    axis: list[str | None] = [m.id for m in models] if len(models) > 1 else [None]
     configurations = tuple(
         Configuration(
             strategy, retriever, top_k, rerank,
             request.neighbor_prev if capabilities(strategy).expands_neighbours else 0,
             request.neighbor_next if capabilities(strategy).expands_neighbours else 0,
+            model,
         )
-        for strategy in strategies for retriever in request.retrievers for top_k in request.top_k
+        for strategy in strategies for model in axis for retriever in request.retrievers for top_k in request.top_k
         for rerank in request.rerank
     )  # fmt: skip
+    boundary_models = {d.last_boundary_embedding_model_id for d in documents}
+    one = documents[0] if corpus_row is None else None
     return BenchmarkPlan(
         tenant_id=tenant_id,
-        document_id=document.id,
-        document_name=document.filename,
+        document_id=one.id if one is not None else None,
+        document_name=one.filename if one is not None else None,
+        corpus_id=corpus_row.id if corpus_row is not None else None,
+        corpus_name=corpus_row.name if corpus_row is not None else None,
+        documents=tuple(PlannedDocument(d.id, d.source_key, d.filename, d.content_hash) for d in documents),
         name=request.name,
         configurations=configurations,
         questions=tuple(questions),
-        corpus=corpus,
-        boundary_model_id=document.last_boundary_embedding_model_id,
+        corpus_models=models,
+        # Documents processed with different Boundary models have no one model: each strategy run records its own.
+        boundary_model_id=boundary_models.pop() if len(boundary_models) == 1 else None,
         config=BenchmarkConfig.of(
             configurations,
-            corpus_model_id=corpus.id,
+            corpus_model_id=models[0].id,
             answer_mode="llm" if llm else "extractive",
             judge=use_judge,
             judge_repeats=request.judge_repeats,
@@ -122,6 +155,138 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
         ),
         strategy_runs=strategy_runs,
     )
+
+
+# Documents named in a refusal: the first few, then how many more.
+_SHOWN_DOCUMENTS = 5
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What a benchmark runs on, for its refusals: one document or a corpus's documents."""
+
+    documents: Sequence[DocumentRow]
+    corpus_name: str | None
+
+    def named(self, documents: Sequence[DocumentRow]) -> str:
+        """``'a.md', 'b.md' and 3 more``."""
+        shown = ", ".join(f"'{d.source_key}'" for d in documents[:_SHOWN_DOCUMENTS])
+        more = len(documents) - _SHOWN_DOCUMENTS
+        return shown + (f" and {more} more" if more > 0 else "")
+
+    def process_command(self, strategies: Sequence[str], model_id: str | None = None) -> str:
+        target = f"--corpus {self.corpus_name}" if self.corpus_name is not None else self.documents[0].id
+        model = f" --corpus-model {model_id}" if model_id else ""
+        return f"chunkbench process {target} --strategies {' '.join(strategies) or '<strategies>'}{model}"
+
+
+def _strategies(request: BenchmarkIn, target: _Target) -> list[StrategyName]:
+    """The requested strategies, or every one each document has been processed with; 400 naming what to run."""
+    processed = [set(d.chunk_counts or {}) for d in target.documents]
+    common = set.intersection(*processed)
+    strategies = list(dict.fromkeys(request.strategies or [s for s in StrategyName if s.value in common]))
+    if target.corpus_name is None:
+        [document] = target.documents
+        missing = [s.value for s in strategies if s.value not in common]
+        if not strategies or missing:
+            raise BenchmarkError(
+                f"'{document.filename}' has not been processed with {', '.join(missing) or 'any strategy'}. "
+                f"Run: {target.process_command(missing)}",
+                document_id=document.id,
+            )
+        return strategies
+    if not strategies:
+        raise BenchmarkError(
+            f"No strategy has been run on every document of the corpus '{target.corpus_name}'. "
+            f"Run: {target.process_command([])}",
+            corpus=target.corpus_name,
+        )
+    lacking = [d for d, done in zip(target.documents, processed, strict=True) if any(s not in done for s in strategies)]
+    if lacking:
+        names = [s.value for s in strategies]
+        raise BenchmarkError(
+            f"{len(lacking)} document(s) of the corpus '{target.corpus_name}' have not been processed with "
+            f"{', '.join(names)}: {target.named(lacking)}. Run: {target.process_command(names)}",
+            corpus=target.corpus_name,
+            document_ids=[d.id for d in lacking],
+        )
+    return strategies
+
+
+def _last_corpus_model(documents: Sequence[DocumentRow]) -> str | None:
+    """The documents' last Corpus model, when they agree on one (else the configured default)."""
+    models = {d.last_corpus_embedding_model_id for d in documents} - {None}
+    return models.pop() if len(models) == 1 else None
+
+
+def _strategy_runs(
+    session: Session,
+    target: _Target,
+    strategies: Sequence[StrategyName],
+    models: Sequence[EmbeddingModelSpec],
+    *,
+    tenant_id: str,
+) -> dict[str, dict[str, Any]]:
+    """Each strategy's completed run on every document with every Corpus model (400 naming what to run).
+
+    One document with one model: ``{run_id, params, boundary_model[, window]}`` per strategy, as always.
+    Otherwise ``{params, runs: [{document_id, corpus_model, run_id, params, boundary_model[, window]}]}``,
+    ``params`` being the first run's (the chunking parameters the report shows).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for strategy in strategies:
+        runs: list[dict[str, Any]] = []
+        for model in models:
+            latest = _latest_runs(session, [d.id for d in target.documents], strategy, model.id, tenant_id=tenant_id)
+            lacking = [d for d in target.documents if d.id not in latest]
+            if lacking:
+                if target.corpus_name is None:
+                    raise BenchmarkError(
+                        f"'{lacking[0].filename}' has no completed {strategy.value} run with the Corpus model "
+                        f"{model.id}. Run: {target.process_command([strategy.value], model.id)}",
+                        document_id=lacking[0].id,
+                    )
+                raise BenchmarkError(
+                    f"{len(lacking)} document(s) of the corpus '{target.corpus_name}' have no completed "
+                    f"{strategy.value} run with the Corpus model {model.id}: {target.named(lacking)}. "
+                    f"Run: {target.process_command([strategy.value], model.id)}",
+                    corpus=target.corpus_name,
+                    document_ids=[d.id for d in lacking],
+                )
+            for document in target.documents:
+                run = latest[document.id]
+                entry: dict[str, Any] = {
+                    "run_id": run.id, "params": run.params, "boundary_model": run.boundary_model_id,
+                }  # fmt: skip
+                if window := (run.diagnostics or {}).get("window"):  # chunks longer than the Corpus model reads
+                    entry["window"] = window
+                runs.append({"document_id": document.id, "corpus_model": model.id, **entry})
+        if len(runs) == 1:
+            out[strategy.value] = {k: v for k, v in runs[0].items() if k not in ("document_id", "corpus_model")}
+        else:
+            out[strategy.value] = {"params": runs[0]["params"], "runs": runs}
+    return out
+
+
+def _latest_runs(
+    session: Session, document_ids: Sequence[str], strategy: StrategyName, model_id: str, *, tenant_id: str
+) -> dict[str, StrategyRunRow]:
+    """Each document's most recent completed run of the strategy with the Corpus model (``latest_run`` for many
+    documents in one query: a corpus may hold thousands)."""
+    latest: dict[str, StrategyRunRow] = {}
+    for run in session.scalars(
+        select(StrategyRunRow)
+        .where(
+            StrategyRunRow.tenant_id == tenant_id,
+            StrategyRunRow.document_id.in_(list(document_ids)),
+            StrategyRunRow.strategy_name == strategy.value,
+            StrategyRunRow.corpus_model_id == model_id,
+            StrategyRunRow.status == "completed",
+        )
+        .order_by(StrategyRunRow.created_at)
+    ):
+        latest[run.document_id] = run  # the newest comes last
+    return latest
 
 
 def _default_metric(questions: Sequence[BenchmarkQuestion], use_judge: bool) -> str:

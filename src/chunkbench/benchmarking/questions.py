@@ -1,21 +1,23 @@
-"""A benchmark's questions: inline or a question-set file, every evidence span placed in the document's text.
+"""A benchmark's questions: inline or a question-set file, every evidence span placed in its document's text.
 
 Loading and placing are the question-set library's (``evaluation.questions`` / ``evaluation.locate``); this
-module picks the questions that are about the benchmarked document and refuses a set whose evidence cannot
-all be placed, naming each snippet and the closest text, before anything runs.
+module picks the questions that are about the benchmarked document (or refuses, in a corpus benchmark, a
+question about a document outside the corpus) and refuses a set whose evidence cannot all be placed, naming
+each snippet and the closest text, before anything runs.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 
 from sqlalchemy.orm import Session
 
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.config import Settings
-from chunkbench.errors import BenchmarkError
+from chunkbench.errors import BenchmarkError, QuestionDocumentError
 from chunkbench.evaluation import service as question_files
 from chunkbench.evaluation.locate import DocumentCatalog, resolve_evidence
 from chunkbench.evaluation.questions import BenchmarkQuestion, QuestionSet, parse_question_set
@@ -24,41 +26,62 @@ from chunkbench.storage.schema import DocumentRow
 _SHOWN_PROBLEMS = 5
 
 
-def _names(document: DocumentRow) -> set[str]:
-    return {document.id, document.filename, Path(document.filename).stem}
+def catalog_of(documents: Sequence[DocumentRow]) -> DocumentCatalog:
+    """The documents' parsed texts by id, found by id, source key, filename or either's stem.
+
+    A filename that two documents share (``a/notes.txt``, ``b/notes.txt``) names neither: their source keys do.
+    """
+    filenames = Counter(d.filename for d in documents)
+    aliases = {d.source_key: d.id for d in documents}
+    aliases |= {d.filename: d.id for d in documents if filenames[d.filename] == 1 and d.filename not in aliases}
+    return DocumentCatalog({d.id: d.parsed_text or "" for d in documents}, aliases)
 
 
-def _about(question: BenchmarkQuestion, names: set[str]) -> bool:
-    """A question is about the document unless it (or its evidence) names another one."""
-    named = {question.document_id} | {r.document for r in question.references}
-    named.discard(None)
-    return not named or bool(named & names) or any(Path(str(n)).stem in names for n in named)
+def _named(question: BenchmarkQuestion) -> list[str]:
+    """The documents a question or its evidence names, in order."""
+    names = [question.document_id, *(r.document for r in question.references)]
+    return list(dict.fromkeys(n for n in names if n is not None))
 
 
 def resolve_benchmark_questions(
-    session: Session, settings: Settings, request: BenchmarkIn, document: DocumentRow, *, tenant_id: str
+    session: Session,
+    settings: Settings,
+    request: BenchmarkIn,
+    documents: Sequence[DocumentRow],
+    *,
+    corpus_name: str | None,
+    tenant_id: str,
 ) -> list[BenchmarkQuestion]:
-    """The questions about the document: unique ids, every reference placed in the document (its id, exact
-    offsets and the text they select)."""
+    """The questions of the benchmark: unique ids, every reference placed in its document (its id, exact offsets
+    and the text they select).
+
+    One document (``corpus_name`` None): questions naming other documents are left out and every reference is
+    that document's. A corpus: a question naming a document outside it is refused; a reference names its
+    document, else the question's, else its snippet is located across the corpus.
+    """
     if request.question_set is not None:
         question_set = question_files.read_question_file(settings, request.question_set, tenant_id)
     else:
         body = {"questions": [q.model_dump(exclude_none=True) for q in request.questions or []]}
         question_set = parse_question_set(json.dumps(body), "request.json")
-    names = _names(document)
-    about = [q for q in question_set if _about(q, names)]
-    if not about:
-        raise BenchmarkError(
-            f"None of the {len(question_set)} questions is about '{document.filename}': they name other documents.",
-            document_id=document.id,
-        )
-    catalog = DocumentCatalog({document.id: document.parsed_text or ""}, {document.filename: document.id})
-    # Every reference is placed in this document: a question naming it by file name or stem still matches.
-    text = document.parsed_text or ""
+    catalog = catalog_of(documents)
+    if corpus_name is None:
+        [document] = documents
+        # A question is about the document unless it (or its evidence) names only other ones.
+        about = [q for q in question_set if not (names := _named(q)) or any(catalog.find(n) for n in names)]
+        if not about:
+            raise BenchmarkError(
+                f"None of the {len(question_set)} questions is about '{document.filename}': they name other documents.",
+                document_id=document.id,
+            )
+        where = f"'{document.filename}'"
+    else:
+        about = list(question_set)
+        _refuse_outsiders(about, catalog, corpus_name)
+        where = f"the corpus '{corpus_name}'"
     anchored = QuestionSet(
-        [_anchored(q, document.id, text) for q in about], question_set.format, question_set.source,
-        question_set.metadata,
-    )  # fmt: skip
+        [_anchored(q, catalog) for q in about], question_set.format, question_set.source, question_set.metadata
+    )
     report = resolve_evidence(anchored, catalog, threshold=settings.question_match_threshold)
     if not report.ok:
         shown = "; ".join(
@@ -67,36 +90,57 @@ def resolve_benchmark_questions(
             for p in report.problems[:_SHOWN_PROBLEMS]
         )
         raise BenchmarkError(
-            f"{len(report.problems)} evidence snippet(s) cannot be placed in '{document.filename}': {shown}. "
+            f"{len(report.problems)} evidence snippet(s) cannot be placed in {where}: {shown}. "
             "Fix them (chunkbench questions validate shows every one) or remove the references.",
-            document_id=document.id,
+            **({"document_id": documents[0].id} if corpus_name is None else {"corpus": corpus_name}),
         )
-    return [_in_document(q, text) for q in report.resolved()]
+    return [_in_documents(q, catalog) for q in report.resolved()]
 
 
-def _anchored(question: BenchmarkQuestion, document_id: str, text: str) -> BenchmarkQuestion:
-    """The question pinned to the document; offsets that do not select their content in the parsed text become
-    snippets to locate, since a user's offsets usually count in the source file, not in our markdown of it."""
-    references = tuple(
-        replace(
-            reference,
-            document=document_id,
-            **(
-                {}
-                if text[reference.start_index or 0 : reference.end_index or 0] == reference.content
-                else {"start_index": None, "end_index": None}
-            ),
-        )
-        for reference in question.references
+def _refuse_outsiders(questions: Sequence[BenchmarkQuestion], catalog: DocumentCatalog, corpus_name: str) -> None:
+    outside = {q.id: [n for n in _named(q) if catalog.find(n) is None] for q in questions}
+    outside = {qid: names for qid, names in outside.items() if names}
+    if not outside:
+        return
+    shown = "; ".join(
+        f"question {qid}: {', '.join(repr(n) for n in names)}" for qid, names in list(outside.items())[:5]
     )
-    return replace(question, document_id=document_id, references=references)
+    more = f" (and {len(outside) - 5} more questions)" if len(outside) > 5 else ""
+    raise QuestionDocumentError(
+        f"{len(outside)} question(s) name documents that are not in the corpus '{corpus_name}': {shown}{more}. "
+        "Add those documents to the corpus (and process them), or fix the questions' document names (an id, source "
+        "key, filename or filename stem).",
+        corpus=corpus_name,
+        questions=list(outside),
+    )
 
 
-def _in_document(question: BenchmarkQuestion, text: str) -> BenchmarkQuestion:
-    """The resolved question with only its placed references, each with the text its offsets select."""
+def _anchored(question: BenchmarkQuestion, catalog: DocumentCatalog) -> BenchmarkQuestion:
+    """The question with its document names resolved to ids (one document: that one); offsets that do not select
+    their content in the parsed text become snippets to locate, since a user's offsets usually count in the
+    source file, not in our markdown of it."""
+    single = next(iter(catalog.texts)) if len(catalog.texts) == 1 else None
+    own = single or (catalog.find(question.document_id) if question.document_id is not None else None)
+    references = []
+    for reference in question.references:
+        key = single or (catalog.find(reference.document) if reference.document is not None else own)
+        texts = [catalog.texts[key]] if key is not None else list(catalog.texts.values())
+        fits = reference.has_offsets and any(
+            text[reference.start_index or 0 : reference.end_index or 0] == reference.content for text in texts
+        )
+        offsets = {} if fits else {"start_index": None, "end_index": None}
+        references.append(replace(reference, document=key, **offsets))
+    return replace(question, document_id=own, references=tuple(references))
+
+
+def _in_documents(question: BenchmarkQuestion, catalog: DocumentCatalog) -> BenchmarkQuestion:
+    """The resolved question with only its placed references, each with the text its offsets select; a question
+    that names no document is about its evidence's document when there is exactly one."""
     references = tuple(
-        replace(r, content=text[r.start_index : r.end_index])
+        replace(r, content=catalog.texts[str(r.document)][r.start_index : r.end_index])
         for r in question.references
         if r.start_index is not None and r.end_index is not None
     )
-    return replace(question, references=references)
+    documents = {r.document for r in references}
+    own = question.document_id or (documents.pop() if len(documents) == 1 else None)
+    return replace(question, document_id=own, references=references)

@@ -29,11 +29,11 @@ class BenchmarkAccepted(JobAccepted):
     experiment_url: str
 
 
-def _submit(request: Request, database, settings, store, experiment_id: str, tenant_id: str, document_id: str):
+def _submit(request: Request, database, settings, store, experiment_id: str, tenant_id: str, document_id: str | None):
     job = request.app.state.jobs.submit(
         kind="benchmark",
         tenant_id=tenant_id,
-        document_id=document_id,
+        document_id=document_id,  # None for a corpus benchmark
         request={"experiment_id": experiment_id},
         work=lambda progress: {
             "experiment_id": runner.execute(
@@ -126,7 +126,7 @@ def benchmark_report(
     experiment = service.experiment_dict(session, row)
     if view == "json":
         return Response(experiment_json(experiment), media_type="application/json")
-    document = session.get(DocumentRow, row.document_id)
+    document = session.get(DocumentRow, row.document_id) if row.document_id is not None else None
     html = render_report(
         experiment,
         view=view,
@@ -146,8 +146,9 @@ def delete_benchmark(experiment_id: str, session: SessionDep, tenant_id: TenantD
 def list_experiments(
     session: SessionDep,
     tenant_id: TenantDep,
-    document_id: str | None = None,
-    corpus_model_id: str | None = None,
+    document_id: str | None = Query(None, description="One-document Experiments of this document"),
+    corpus: str | None = Query(None, description="Corpus Experiments of this corpus (name or id)"),
+    corpus_model_id: str | None = Query(None, description="Experiments with this Corpus model (on any axis)"),
     boundary_model_id: str | None = None,
     strategy: str | None = None,
     neighbor_prev: int | None = Query(None, ge=0, le=MAX_NEIGHBORS),
@@ -157,7 +158,7 @@ def list_experiments(
 ) -> list[ExperimentSummary]:
     """Experiments newest first, filtered as the Decision Board needs."""
     return service.get_all(
-        session, tenant_id=tenant_id, document_id=document_id, corpus_model_id=corpus_model_id,
+        session, tenant_id=tenant_id, document_id=document_id, corpus=corpus, corpus_model_id=corpus_model_id,
         boundary_model_id=boundary_model_id, strategy=strategy, neighbor_prev=neighbor_prev,
         neighbor_next=neighbor_next, status=status_, limit=limit,
     )  # fmt: skip

@@ -8,7 +8,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import Session
 
 from chunkbench.benchmarking import aggregation, experiments, ownership, scoring
 from chunkbench.benchmarking.cells import CellContext, run_cell
@@ -21,7 +22,7 @@ from chunkbench.evaluation.questions import BenchmarkQuestion
 from chunkbench.jobs.service import Progress
 from chunkbench.llm.client import get_llm_client
 from chunkbench.storage.db import Database
-from chunkbench.storage.schema import BenchmarkCellRow, ExperimentRow, utcnow
+from chunkbench.storage.schema import BenchmarkCellRow, DocumentRow, ExperimentRow, utcnow
 from chunkbench.storage.vectors import VectorStore
 
 
@@ -73,20 +74,29 @@ def _execute(
         )
         row.status, row.error, row.finished_at = "running", None, None
         ownership.claim(row)
-        document_id = row.document_id
-        corpus = embedding.resolve_corpus_model(session, row.embedding_model_id)
+        document_ids = experiment.document_ids
+        corpora = {
+            model_id: embedding.resolve_corpus_model(session, model_id)
+            for model_id in config.models or (row.embedding_model_id,)
+        }
+        lengths = _text_lengths(session, document_ids, tenant_id=tenant_id)
 
+    strategies = dict.fromkeys(c.strategy.value for c in configurations)
     context = CellContext(
-        database, settings, store, tenant_id, document_id, corpus,
+        database, settings, store, tenant_id, document_ids, corpora, next(iter(corpora)),
         get_llm_client(settings) if config.judge else None, config.judge_repeats,
         {
-            strategy: scoring.Chunking.from_payloads(
-                store.scroll_document(strategy, corpus.id, tenant_id=tenant_id, document_id=document_id,
-                                      include_parents=False)
+            (strategy, model_id): scoring.Chunking.from_payloads(
+                lengths,
+                [
+                    payload for document_id in document_ids
+                    for payload in store.scroll_document(strategy, model_id, tenant_id=tenant_id,
+                                                         document_id=document_id, include_parents=False)
+                ],
             )
-            for strategy in dict.fromkeys(c.strategy.value for c in configurations)
+            for strategy in strategies for model_id in corpora
         },
-        _expected_vectors(questions, corpus, settings),
+        {model_id: _expected_vectors(questions, corpus, settings) for model_id, corpus in corpora.items()},
     )  # fmt: skip
     todo = [(c, q) for c in configurations for q in questions if (c.key, q.id) not in done]
     total = len(configurations) * len(questions)
@@ -106,6 +116,18 @@ def _execute(
         raise
     report(1.0, "aggregating")
     return aggregation.finalize(database, settings, experiment_id, tenant_id=tenant_id)
+
+
+def _text_lengths(session: Session, document_ids: Sequence[str], *, tenant_id: str) -> dict[str, int]:
+    """Each document's parsed-text length, in the Experiment's order (a document deleted since: 0; its cells fail)."""
+    lengths = dict(
+        session.execute(
+            select(DocumentRow.id, func.length(DocumentRow.parsed_text)).where(
+                DocumentRow.tenant_id == tenant_id, DocumentRow.id.in_(list(document_ids))
+            )
+        ).all()
+    )
+    return {document_id: int(lengths.get(document_id) or 0) for document_id in document_ids}
 
 
 def _expected_vectors(

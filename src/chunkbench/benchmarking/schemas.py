@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from chunkbench.benchmarking.model import BenchmarkConfig, CellTokens, MetricValue, RetrievedChunk
+from chunkbench.benchmarking.model import CellTokens, MetricValue
 from chunkbench.limits import MAX_NEIGHBORS, MAX_QUESTION_CHARS, MAX_TOP_K
 from chunkbench.models import StrategyName
 from chunkbench.retrieval.schemas import RerankField, RetrieverField
@@ -67,6 +67,9 @@ class QuestionIn(BaseModel):
     expected_answer: str | None = None
     category: str | None = None
     difficulty: str | None = None
+    document_id: str | None = Field(
+        None, description="The question's document: an id, source key, filename or filename stem"
+    )
     references: list[ReferenceIn] = Field(default_factory=list)
 
     @field_validator("id", mode="before")
@@ -76,11 +79,12 @@ class QuestionIn(BaseModel):
 
 
 class BenchmarkIn(BaseModel):
-    """What to benchmark: one document, its questions, and the configuration grid to compare."""
+    """What to benchmark: one document or a corpus, its questions, and the configuration grid to compare."""
 
     model_config = ConfigDict(extra="forbid")
 
-    document_id: str
+    document_id: str | None = Field(None, description="One document (or give corpus)")
+    corpus: str | None = Field(None, description="A corpus by name or id: retrieval searches all its documents")
     name: str | None = Field(None, max_length=200)
     questions: list[QuestionIn] | None = Field(None, description="Inline questions (or give question_set)")
     question_set: str | None = Field(None, description="A question file under the data directory's files/")
@@ -96,7 +100,12 @@ class BenchmarkIn(BaseModel):
         0, ge=0, le=MAX_NEIGHBORS, description="Neighbor Expansion after each hit (fixed_size only)"
     )
     rerank: list[RerankField] = Field(default_factory=lambda: ["none"], min_length=1)
-    corpus_model_id: str | None = None
+    corpus_model_id: str | None = Field(None, description="The one Corpus model (or give corpus_models)")
+    corpus_models: list[str] | None = Field(
+        None,
+        min_length=1,
+        description="The grid's Corpus-model axis; default: corpus_model_id, else the documents' last Corpus model",
+    )
     judge: bool | None = Field(None, description="LLM-as-judge; default: on when an LLM is configured")
     judge_repeats: int = Field(1, ge=1, le=10)
     primary_metric: MetricField | None = Field(
@@ -121,8 +130,17 @@ class BenchmarkIn(BaseModel):
             raise ValueError(f"every top_k must be between 1 and {MAX_TOP_K}")
         return list(dict.fromkeys(value))
 
+    @field_validator("corpus_models")
+    @classmethod
+    def _unique_models(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else list(dict.fromkeys(value))
+
     @model_validator(mode="after")
     def _one_question_source(self) -> BenchmarkIn:
+        if (self.document_id is None) == (self.corpus is None):
+            raise ValueError("give either 'document_id' (one document) or 'corpus' (a corpus name or id), not both")
+        if self.corpus_model_id is not None and self.corpus_models is not None:
+            raise ValueError("give either 'corpus_model_id' (one model) or 'corpus_models' (the axis), not both")
         if (self.questions is None) == (self.question_set is None):
             raise ValueError("give either 'questions' (inline) or 'question_set' (a file name), not both or neither")
         if self.questions is not None and not self.questions:
@@ -151,8 +169,12 @@ class ExperimentSummary(BaseModel):
     id: str
     name: str | None
     status: str
-    document_id: str
+    document_id: str | None = Field(description="A one-document Experiment's document; None for a corpus one")
     document_name: str | None = None
+    corpus_id: str | None = Field(None, description="A corpus Experiment's corpus (None once the corpus is deleted)")
+    corpus_name: str | None = None
+    documents: int = Field(1, description="How many documents retrieval searched")
+    corpus_models: list[str] = Field(default_factory=list, description="The grid's Corpus models")
     strategies: list[str]
     retrievers: list[str]
     corpus_model_id: str | None
@@ -187,9 +209,23 @@ class CompareOut(BaseModel):
 
 
 class ExperimentDocumentOut(BaseModel):
-    id: str
+    id: str | None = Field(description="None for a corpus Experiment (see corpus)")
     filename: str | None = Field(description="None when the document was deleted since")
     tokens: int | None
+
+
+class ExperimentCorpusDocumentOut(BaseModel):
+    id: str
+    source_key: str | None
+    filename: str | None = Field(description="None when the document was deleted since")
+
+
+class ExperimentCorpusOut(BaseModel):
+    """A corpus Experiment's corpus and the documents retrieval searched."""
+
+    id: str | None = Field(description="None when the corpus was deleted since")
+    name: str | None
+    documents: list[ExperimentCorpusDocumentOut]
 
 
 class ConfigurationOut(BaseModel):
@@ -202,14 +238,16 @@ class ConfigurationOut(BaseModel):
     neighbor_prev: int
     neighbor_next: int
     rerank: str
+    corpus_model: str | None = Field(None, description="Set when the Experiment compares Corpus models")
 
 
 class ExperimentReferenceOut(BaseModel):
-    """Evidence placed in the Experiment's document: the offsets and the text they select."""
+    """Evidence placed in a document: the offsets and the text they select."""
 
     start_index: int
     end_index: int
     content: str
+    document_id: str | None = Field(None, description="Set when the Experiment spans several documents")
 
 
 class ExperimentQuestionOut(BaseModel):
@@ -220,7 +258,40 @@ class ExperimentQuestionOut(BaseModel):
     expected_answer: str | None
     category: str | None
     difficulty: str | None
+    document_id: str | None = Field(None, description="Set when the Experiment spans several documents")
     references: list[ExperimentReferenceOut]
+
+
+class RetrievedChunkOut(BaseModel):
+    """``model.RetrievedChunk``: a hit or a Neighbor Expansion neighbour of a cell's context."""
+
+    chunk_index: int
+    start_index: int
+    end_index: int
+    role: str | None
+    score: float | None
+    tokens: int
+    document_id: str | None = Field(None, description="Set when the Experiment spans several documents")
+
+
+class BenchmarkConfigOut(BaseModel):
+    """``model.BenchmarkConfig``: the grid's axes, answering, grading and running."""
+
+    strategies: list[str]
+    retrievers: list[str]
+    top_k: list[int]
+    neighbor_prev: int
+    neighbor_next: int
+    rerank: list[str]
+    corpus_model_id: str | None
+    answer_mode: str | None
+    judge: bool
+    judge_repeats: int
+    primary_metric: str | None
+    question_set: str | None
+    concurrency: int | None
+    seed: int
+    corpus_models: list[str] | None = Field(None, description="The Corpus models compared (two or more)")
 
 
 class OkCellOut(BaseModel):
@@ -233,7 +304,7 @@ class OkCellOut(BaseModel):
     answer: str | None = None
     answer_mode: str | None = None
     citations: list[int] = Field(default_factory=list)
-    retrieved: list[RetrievedChunk] = Field(default_factory=list)
+    retrieved: list[RetrievedChunkOut] = Field(default_factory=list)
     expansion_tree: list[dict[str, Any]] | None = Field(None, description="fixed_size: hits with their neighbours")
     metrics: dict[str, MetricValue] = Field(default_factory=dict)
     judge: dict[str, Any] | None = Field(None, description="The judge's verdict; None when not judged")
@@ -249,7 +320,7 @@ class FailedCellOut(BaseModel):
     status: Literal["failed"]
     error: str | None = None
     metrics: dict[str, MetricValue] = Field(default_factory=dict)
-    retrieved: list[RetrievedChunk] = Field(default_factory=list)
+    retrieved: list[RetrievedChunkOut] = Field(default_factory=list)
     # Present (None) in the scores view.
     latency_ms: dict[str, float] | None = None
     tokens: CellTokens | None = None
@@ -263,6 +334,35 @@ class ExperimentProgressOut(BaseModel):
     cells_total: int
 
 
+class BreakdownFiguresOut(BaseModel):
+    """One configuration on one group of questions."""
+
+    mean: float | None = Field(description="The primary metric's mean over the cells that measured it")
+    measured: int
+    failures: int = Field(description="Failed cells and scores of 0 (on a metric where higher is better)")
+
+
+class DocumentBreakdownOut(BaseModel):
+    id: str
+    source_key: str | None
+    questions: int
+    configurations: dict[str, BreakdownFiguresOut]
+
+
+class CategoryBreakdownOut(BaseModel):
+    category: str = Field(description="'(none)' for questions without one")
+    questions: int
+    configurations: dict[str, BreakdownFiguresOut]
+
+
+class BreakdownsOut(BaseModel):
+    """Per document (Experiments of several documents) and per question category, worst first."""
+
+    metric: str
+    documents: list[DocumentBreakdownOut] | None = None
+    categories: list[CategoryBreakdownOut] | None = None
+
+
 class ExperimentOut(BaseModel):
     """An Experiment (``model.Experiment``): plan, provenance, cells, aggregates and the Decision."""
 
@@ -274,7 +374,8 @@ class ExperimentOut(BaseModel):
     started_at: str | None
     finished_at: str | None
     document: ExperimentDocumentOut
-    config: BenchmarkConfig
+    corpus: ExperimentCorpusOut | None = Field(None, description="A corpus Experiment's corpus and documents")
+    config: BenchmarkConfigOut
     provenance: dict[str, Any] = Field(description="Models, parameters, library versions and seeds")
     configurations: list[ConfigurationOut]
     questions: list[ExperimentQuestionOut]
@@ -283,3 +384,4 @@ class ExperimentOut(BaseModel):
     aggregate: dict[str, Any] = Field(description="Per configuration key: metric summaries, failures, latency, cost")
     decision: dict[str, Any] | None = Field(description="The Decision on the primary metric, once completed")
     cost: dict[str, Any]
+    breakdowns: BreakdownsOut | None = Field(None, description="Where each configuration fails: documents, categories")

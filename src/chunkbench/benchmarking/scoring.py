@@ -18,27 +18,50 @@ from chunkbench.evaluation.judge import JudgeVerdict
 from chunkbench.evaluation.spans import precision_omega, span_metrics
 
 Range = tuple[int, int]
+# Evidence: (document id, start, end).
+Span = tuple[str, int, int]
 
 
 @dataclass(frozen=True)
 class Chunking:
-    """A strategy's whole chunking of the document (children only for parent-child), as rank-metric chunks."""
+    """A strategy's whole chunking (children only for parent-child) of every document of the Experiment, embedded
+    with one Corpus model, as rank-metric chunks, and the documents on one global character axis.
+
+    Document ``d`` starts on the axis where the previous one ended, plus one, so ranges of different documents
+    never meet, not even at an end point: a retrieved chunk of another document counts in the precision and IoU
+    denominators and never as evidence (Chroma's protocol; ``evaluation.corpus_scores`` does the same). With one
+    document the axis is its own offsets.
+    """
 
     chunks: tuple[ranking.ChunkRef, ...]
+    # Where each document starts on the global axis.
+    offsets: Mapping[str, int]
 
     @classmethod
-    def from_payloads(cls, payloads: Sequence[Mapping[str, Any]]) -> Chunking:
-        return cls(tuple(_chunk_ref(p) for p in payloads))
+    def from_payloads(cls, lengths: Mapping[str, int], payloads: Sequence[Mapping[str, Any]]) -> Chunking:
+        """``lengths``: each document's text length, in the Experiment's document order."""
+        offsets: dict[str, int] = {}
+        position = 0
+        for document_id, length in lengths.items():
+            offsets[document_id] = position
+            position += length + 1
+        return cls(tuple(_chunk_ref(p) for p in payloads), offsets)
 
     @property
-    def ranges(self) -> list[Range]:
-        return [(c.start_index, c.end_index) for c in self.chunks]
+    def sole_document(self) -> str | None:
+        return next(iter(self.offsets)) if len(self.offsets) == 1 else None
+
+    def place(self, document_id: str, start: int, end: int) -> Range:
+        offset = self.offsets[document_id]
+        return (offset + start, offset + end)
+
+    def of_documents(self, document_ids: set[str]) -> list[ranking.ChunkRef]:
+        return [c for c in self.chunks if c.document_id in document_ids]
 
 
 def _chunk_ref(chunk: Mapping[str, Any]) -> ranking.ChunkRef:
-    # One document per benchmark: the document id plays no part in matching chunks to evidence.
     return ranking.ChunkRef(
-        document_id="",
+        document_id=str(chunk["document_id"]),
         chunk_index=int(chunk["chunk_index"]),
         start_index=int(chunk["start_index"]),
         end_index=int(chunk["end_index"]),
@@ -51,22 +74,32 @@ RANK_METRICS = ("recall_at_k", "hit_at_k", "mrr", "ndcg_at_k")
 
 
 def retrieval_metrics(
-    evidence: Sequence[Range], retrieved: Sequence[RetrievedChunk], chunking: Chunking, *, top_k: int
+    evidence: Sequence[Span], retrieved: Sequence[RetrievedChunk], chunking: Chunking, *, top_k: int
 ) -> dict[str, MetricValue]:
-    """Chroma's span metrics over the whole context (hits and neighbours), rank metrics over the ranked hits."""
+    """Chroma's span metrics over the whole context (hits and neighbours), rank metrics over the ranked hits.
+
+    A chunk without a document id is the Experiment's one document's. Relevant chunks and precision_Ω come from
+    the evidence documents' chunks only: another document's chunks never touch the evidence on the axis.
+    """
     if not evidence:
         return dict.fromkeys((*SPAN_METRICS, *RANK_METRICS))
-    context = [(c.start_index, c.end_index) for c in retrieved]
-    spans = span_metrics(context, evidence, chunking.ranges) if context else None
-    relevant = ranking.relevant_chunk_ids(chunking.chunks, [ranking.Evidence("", s, e) for s, e in evidence])
+    sole = chunking.sole_document
+    located = [(c, c.document_id or sole) for c in retrieved]
+    context = [chunking.place(str(d), c.start_index, c.end_index) for c, d in located]
+    references = [chunking.place(*span) for span in evidence]
+    own = chunking.of_documents({d for d, _, _ in evidence})
+    own_ranges = [chunking.place(c.document_id, c.start_index, c.end_index) for c in own]
+    spans = span_metrics(context, references, own_ranges) if context else None
+    relevant = ranking.relevant_chunk_ids(own, [ranking.Evidence(*span) for span in evidence])
     hits = [
-        ranking.ChunkRef("", c.chunk_index, c.start_index, c.end_index, c.tokens) for c in retrieved if c.role == "hit"
-    ]
+        ranking.ChunkRef(str(d), c.chunk_index, c.start_index, c.end_index, c.tokens) for c, d in located
+        if c.role == "hit"
+    ]  # fmt: skip
     ranks = ranking.rank_metrics(hits, relevant, k=top_k)
     return {
         "recall": spans.recall if spans else 0.0,
         "precision": spans.precision if spans else 0.0,
-        "precision_omega": spans.precision_omega if spans else precision_omega(chunking.ranges, evidence),
+        "precision_omega": spans.precision_omega if spans else precision_omega(own_ranges, references),
         "iou": spans.iou if spans else 0.0,
         **{name: getattr(ranks, name) for name in RANK_METRICS},
     }

@@ -10,11 +10,12 @@ from datetime import UTC
 from typing import Any, Literal
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from chunkbench.benchmarking import cost as pricing
 from chunkbench.benchmarking import experiments, ownership, planning, runner
+from chunkbench.benchmarking.breakdowns import breakdowns
 from chunkbench.benchmarking.experiments import ExperimentNotFoundError, cells, get  # noqa: F401  (the error is re-exported)
 from chunkbench.benchmarking.model import BenchmarkConfig, Experiment, question_to_json
 from chunkbench.benchmarking.schemas import (
@@ -120,11 +121,12 @@ def experiment_dict(session: Session, row: ExperimentRow, *, cells_view: CellsVi
     """The whole Experiment as one JSON-ready dict: what ``GET /benchmarks/{id}``, reports and exports give;
     with ``cells_view="scores"`` each cell keeps only its ids, status, metrics, latency and tokens."""
     experiment = Experiment.from_row(row)
-    document = session.get(DocumentRow, row.document_id)
-    results = [cell.to_dict() for cell in cells(session, row.id)]
+    document = session.get(DocumentRow, row.document_id) if row.document_id is not None else None
+    finished = cells(session, row.id)
+    results = [cell.to_dict() for cell in finished]
     if cells_view == "scores":
         results = [{name: result.get(name) for name in SCORE_FIELDS} for result in results]
-    return {
+    view: dict[str, Any] = {
         "id": experiment.id,
         "name": experiment.name,
         "status": experiment.status,
@@ -132,21 +134,60 @@ def experiment_dict(session: Session, row: ExperimentRow, *, cells_view: CellsVi
         "created_at": _iso(experiment.created_at),
         "started_at": _iso(experiment.started_at),
         "finished_at": _iso(experiment.finished_at),
+        # A corpus Experiment has no one document: its documents are under "corpus".
         "document": {
             "id": experiment.document_id,
             "filename": document.filename if document else None,
             "tokens": count_tokens(document.parsed_text) if document is not None else None,
         },
+    }
+    if experiment.document_id is None:
+        view["corpus"] = _corpus_view(session, experiment)
+    view |= {
         "config": experiment.config.to_dict(),
         "provenance": experiment.provenance,
         "configurations": [c.to_dict() for c in experiment.configurations],
-        "questions": [question_to_json(q) for q in experiment.questions],
+        "questions": [question_to_json(q, with_documents=experiment.spans_documents) for q in experiment.questions],
         "progress": {"cells_done": len(results), "cells_total": experiment.cells_total},
         "cells": results,
         "aggregate": experiment.aggregate,
         "decision": experiment.decision,
         "cost": experiment.cost,
     }
+    metric = (experiment.decision or {}).get("metric") or experiment.config.primary_metric
+    if metric is not None:
+        recorded = (experiment.provenance.get("corpus") or {}).get("documents") or []
+        keys = {d["id"]: d.get("source_key") for d in recorded}
+        split = breakdowns(
+            experiment.questions, experiment.configurations, finished, metric=metric,
+            documents={d: keys.get(d) for d in experiment.document_ids},
+        )  # fmt: skip
+        if len(split) > 1:  # documents or categories to show
+            view["breakdowns"] = split
+    return view
+
+
+def _corpus_view(session: Session, experiment: Experiment) -> dict[str, Any]:
+    """A corpus Experiment's corpus: its id (None once deleted), name and documents (source key, filename; None
+    for one deleted since), in the Experiment's order."""
+    rows = {
+        row.id: row
+        for row in session.execute(
+            select(DocumentRow.id, DocumentRow.source_key, DocumentRow.filename).where(
+                DocumentRow.tenant_id == experiment.tenant_id, DocumentRow.id.in_(list(experiment.document_ids))
+            )
+        )
+    }
+    recorded = {d["id"]: d for d in (experiment.provenance.get("corpus") or {}).get("documents") or []}
+    documents = []
+    for document_id in experiment.document_ids:
+        found = rows.get(document_id)
+        documents.append({
+            "id": document_id,
+            "source_key": found.source_key if found else recorded.get(document_id, {}).get("source_key"),
+            "filename": found.filename if found else None,
+        })  # fmt: skip
+    return {"id": experiment.corpus_id, "name": experiment.corpus_name, "documents": documents}
 
 
 def _iso(value: Any) -> str | None:
@@ -165,7 +206,7 @@ def summary(session: Session, row: ExperimentRow, cells_done: int | None = None)
         cells_done = session.scalar(
             select(func.count()).select_from(BenchmarkCellRow).where(BenchmarkCellRow.experiment_id == row.id)
         )
-    document = session.get(DocumentRow, row.document_id)
+    document = session.get(DocumentRow, row.document_id) if row.document_id is not None else None
     decision = experiment.decision or {}
     return ExperimentSummary(
         id=experiment.id,
@@ -173,6 +214,10 @@ def summary(session: Session, row: ExperimentRow, cells_done: int | None = None)
         status=experiment.status,
         document_id=experiment.document_id,
         document_name=document.filename if document else None,
+        corpus_id=experiment.corpus_id,
+        corpus_name=experiment.corpus_name,
+        documents=len(experiment.document_ids),
+        corpus_models=list(config.models),
         strategies=list(experiment.strategies),
         retrievers=list(config.retrievers),
         corpus_model_id=experiment.corpus_model_id,
@@ -195,6 +240,7 @@ def get_all(
     *,
     tenant_id: str,
     document_id: str | None = None,
+    corpus: str | None = None,
     corpus_model_id: str | None = None,
     boundary_model_id: str | None = None,
     strategy: str | None = None,
@@ -203,12 +249,13 @@ def get_all(
     status: str | None = None,
     limit: int = 100,
 ) -> list[ExperimentSummary]:
-    """Experiments newest first, filtered as the Decision Board needs."""
+    """Experiments newest first, filtered as the Decision Board needs: ``document_id`` selects one-document
+    Experiments, ``corpus`` (a name or id) corpus Experiments, ``corpus_model_id`` any that has the model."""
     statement = select(ExperimentRow).where(ExperimentRow.tenant_id == tenant_id)
     if document_id is not None:
         statement = statement.where(ExperimentRow.document_id == document_id)
-    if corpus_model_id is not None:
-        statement = statement.where(ExperimentRow.embedding_model_id == corpus_model_id)
+    if corpus is not None:
+        statement = statement.where(or_(ExperimentRow.corpus_name == corpus, ExperimentRow.corpus_id == corpus))
     if boundary_model_id is not None:
         statement = statement.where(ExperimentRow.boundary_embedding_model_id == boundary_model_id)
     if status is not None:
@@ -220,6 +267,7 @@ def get_all(
         config = BenchmarkConfig.from_dict(row.benchmark_config)
         return (
             (strategy is None or strategy in row.strategies_used)
+            and (corpus_model_id is None or corpus_model_id in (config.models or (row.embedding_model_id,)))
             and (neighbor_prev is None or config.neighbor_prev == neighbor_prev)
             and (neighbor_next is None or config.neighbor_next == neighbor_next)
         )
@@ -240,10 +288,11 @@ def compare(session: Session, a_id: str, b_id: str, *, tenant_id: str) -> Compar
     rows = get(session, a_id, tenant_id=tenant_id), get(session, b_id, tenant_id=tenant_id)
     a, b = (Experiment.from_row(row) for row in rows)
     warnings: list[str] = []
-    if a.document_id != b.document_id:
+    if not _same_documents(a, b):
         warnings.append("Different documents: the figures are not paired.")
-    if a.corpus_model_id != b.corpus_model_id:
-        warnings.append(f"Different Corpus models ({a.corpus_model_id} vs {b.corpus_model_id}).")
+    models = [", ".join(e.config.models or (e.corpus_model_id or "—",)) for e in (a, b)]
+    if models[0] != models[1]:
+        warnings.append(f"Different Corpus models ({models[0]} vs {models[1]}).")
     if a.boundary_model_id != b.boundary_model_id:
         warnings.append(f"Different Boundary models ({a.boundary_model_id} vs {b.boundary_model_id}).")
     neighbours = [(e.config.neighbor_prev, e.config.neighbor_next) for e in (a, b)]
@@ -270,9 +319,19 @@ def compare(session: Session, a_id: str, b_id: str, *, tenant_id: str) -> Compar
     )
 
 
+def _same_documents(a: Experiment, b: Experiment) -> bool:
+    """Whether two Experiments searched the same documents: the same contents (corpus hash) where both recorded
+    it, else (rows from before corpora) the same document ids."""
+    hashes = [(e.provenance.get("corpus") or {}).get("hash") for e in (a, b)]
+    return hashes[0] == hashes[1] if all(hashes) else a.document_ids == b.document_ids
+
+
 def boundaries(store: VectorStore, row: ExperimentRow, *, tenant_id: str) -> dict[str, list[tuple[int, int]]]:
-    """Each benchmarked strategy's chunk ranges of the document (the report's chunk-boundary view)."""
+    """Each benchmarked strategy's chunk ranges of a one-document Experiment's document (the report's
+    chunk-boundary view); a corpus Experiment has no one document to draw them on."""
     out: dict[str, list[tuple[int, int]]] = {}
+    if row.document_id is None:
+        return out
     for strategy in row.strategies_used:
         try:
             payloads = store.scroll_document(

@@ -22,7 +22,7 @@ from chunkbench.jobs.service import Progress
 from chunkbench.limits import MAX_NEIGHBORS
 from chunkbench.models import StrategyName
 from chunkbench.storage.db import Database
-from chunkbench.storage.repositories import DocumentRepository
+from chunkbench.storage.repositories import CorpusRepository, DocumentRepository
 from chunkbench.storage.schema import ExperimentRow
 from chunkbench.storage.vectors import VectorStore
 
@@ -87,11 +87,17 @@ def neighbors(
 
 
 def _expanding(database: Database, request: BenchmarkIn, *, tenant_id: str) -> list[StrategyName]:
-    """The request's strategies that expand neighbours; none named: those the document was processed with."""
+    """The request's strategies that expand neighbours; none named: those every document (the one, or each of
+    the corpus's) was processed with."""
     names = list(request.strategies or [])
     if not names:
         with database.session() as session:
-            processed = DocumentRepository(session, tenant_id).get(request.document_id).chunk_counts or {}
+            if request.corpus is not None:
+                corpora = CorpusRepository(session, tenant_id)
+                documents = corpora.documents(corpora.get(request.corpus))
+            else:
+                documents = [DocumentRepository(session, tenant_id).get(str(request.document_id))]
+            processed = set.intersection(*(set(d.chunk_counts or {}) for d in documents)) if documents else set()
         names = [name for name in StrategyName if name.value in processed] or list(StrategyName)
     return [name for name in names if capabilities(name).expands_neighbours]
 
@@ -109,6 +115,11 @@ def chunk_grid(
     progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
     """Re-process ``strategy`` at every chunk_size × chunk_overlap point (overlap < size) and benchmark each."""
+    if request.document_id is None:
+        raise BenchmarkError(
+            "A chunk-size sweep re-processes one document at every grid point: give a document, not a corpus."
+        )
+    document_id = request.document_id
     fields = strategy_class(strategy).params_model.model_fields
     if "chunk_size" not in fields or ("chunk_overlap" not in fields and any(overlaps)):
         raise BenchmarkError(f"{strategy.value} has no chunk_size/chunk_overlap to sweep; use fixed_size or recursive.")
@@ -116,7 +127,7 @@ def chunk_grid(
     if not points:
         raise BenchmarkError("No grid point has an overlap smaller than its chunk size.")
     with database.session() as session:
-        document = DocumentRepository(session, tenant_id).get(request.document_id)
+        document = DocumentRepository(session, tenant_id).get(document_id)
         corpus = embedding.resolve_corpus_model(
             session, request.corpus_model_id or document.last_corpus_embedding_model_id
         )
@@ -126,7 +137,7 @@ def chunk_grid(
     try:
         for index, (size, overlap) in enumerate(points):
             params = {"chunk_size": size} | ({"chunk_overlap": overlap} if "chunk_overlap" in fields else {})
-            _process(database, settings, store, request.document_id, strategy, params, corpus.id, tenant_id)
+            _process(database, settings, store, document_id, strategy, params, corpus.id, tenant_id)
             point_request = request.model_copy(
                 update={"strategies": [strategy], "name": request.name or f"{strategy.value} {size}/{overlap}",
                         "corpus_model_id": corpus.id}
@@ -139,7 +150,7 @@ def chunk_grid(
     finally:
         # The sweep must not leave the document chunked at its last grid point.
         if original is not None:
-            _process(database, settings, store, request.document_id, strategy, original, corpus.id, tenant_id)
+            _process(database, settings, store, document_id, strategy, original, corpus.id, tenant_id)
     return results
 
 

@@ -20,7 +20,15 @@ from chunkbench.benchmarking.report.experiment import experiment_config, experim
 from chunkbench.benchmarking.report.formatting import fmt, fmt_ms, fmt_tokens, fmt_usd, fmt_when, metric_name, pct
 from chunkbench.benchmarking.report.metrics import METRICS
 from chunkbench.benchmarking.report.prose import decision_sentence, recommendations, status_banner
-from chunkbench.benchmarking.report.tables import cell_rows, expansion_samples, judge_details, kpis, ranking, ruled_out
+from chunkbench.benchmarking.report.tables import (
+    breakdown_tables,
+    cell_rows,
+    expansion_samples,
+    judge_details,
+    kpis,
+    ranking,
+    ruled_out,
+)
 from chunkbench.errors import InvalidRequestError
 
 # The renderer reads the Experiment dict the runner produces and nothing else: no database, no network. Every
@@ -78,7 +86,7 @@ def build_context(
         "view": view,
         "exp": experiment,
         "config": config,
-        "document": experiment.get("document") or {},
+        "document": _searched(experiment),
         "provenance": experiment.get("provenance") or {},
         "cost": experiment.get("cost") or {},
         "decision": decision,
@@ -105,12 +113,22 @@ def build_context(
             usage=usage(experiment),
             judge=judge_details(experiment),
             expansion_samples=expansion_samples(experiment),
+            breakdowns=breakdown_tables(experiment),
             boundary_views=boundary_views(document_text, boundaries),
             document_text_given=document_text is not None,
             failed_cells=[c for c in experiment.get("cells") or [] if c.get("status") == "failed"],
             question_by_id={q.get("id"): q for q in experiment.get("questions") or []},
         )
     return context
+
+
+def _searched(experiment: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What the header and provenance name: the document, or for a corpus Experiment its corpus."""
+    corpus = experiment.get("corpus")
+    if not corpus:
+        return experiment.get("document") or {}
+    count = len(corpus.get("documents") or [])
+    return {"id": corpus.get("id"), "filename": f"corpus {corpus.get('name') or '(deleted)'} ({count} documents)"}
 
 
 def _jsonable(value: Any) -> Any:

@@ -197,3 +197,37 @@ def _tree_nodes(tree: Any) -> list[Mapping[str, Any]]:
     if isinstance(tree, Mapping):
         tree = tree.get("nodes") or tree.get("tree") or []
     return [n for n in tree or [] if isinstance(n, Mapping)]
+
+
+# Groups a breakdown table shows: the worst ones; the report says how many more there are.
+BREAKDOWN_ROWS = 20
+
+
+def breakdown_tables(experiment: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The technical report's breakdown tables (per document, per category): worst first, at most
+    ``BREAKDOWN_ROWS`` rows each, every configuration's mean and failures per row."""
+    split = experiment.get("breakdowns") or {}
+    metric = split.get("metric")
+    keys = [c["key"] for c in experiment_configurations(experiment)]
+    tables = []
+    for kind, title in (("documents", "Per document"), ("categories", "Per question category")):
+        groups = split.get(kind) or []
+        if not groups:
+            continue
+        rows = [
+            {
+                "label": g.get("source_key") or g.get("id") if kind == "documents" else g.get("category"),
+                "id": g.get("id") if kind == "documents" else None,
+                "questions": g.get("questions"),
+                "cells": [
+                    {
+                        "mean": fmt((g["configurations"].get(k) or {}).get("mean"), metric_digits(metric or "")),
+                        "failures": (g["configurations"].get(k) or {}).get("failures", 0),
+                    }
+                    for k in keys
+                ],
+            }
+            for g in groups[:BREAKDOWN_ROWS]
+        ]
+        tables.append({"kind": kind, "title": title, "rows": rows, "hidden": max(0, len(groups) - BREAKDOWN_ROWS)})
+    return tables

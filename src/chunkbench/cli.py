@@ -23,6 +23,7 @@ from chunkbench.console import (
     progress_bar,
     vector_store,
 )
+from chunkbench.corpora.commands import corpora_app
 from chunkbench.documents.commands import documents_app
 from chunkbench.errors import ChunkbenchError
 from chunkbench.evaluation.commands import eval_app
@@ -65,6 +66,7 @@ def load_plugins() -> None:
 
 app.callback()(load_plugins)
 app.add_typer(documents_app, name="documents")
+app.add_typer(corpora_app, name="corpora")
 app.add_typer(models_app, name="models")
 app.add_typer(collections_app, name="collections")
 app.add_typer(cache_app, name="cache")

@@ -22,6 +22,7 @@ from chunkbench.admin.routes import router as admin_router
 from chunkbench.benchmarking import ownership as benchmark_ownership
 from chunkbench.benchmarking.routes import router as benchmarks_router
 from chunkbench.config import Settings, get_settings
+from chunkbench.corpora.routes import router as corpora_router
 from chunkbench.documents.routes import router as documents_router
 from chunkbench.errors import ChunkbenchError, RateLimitedError
 from chunkbench.evaluation.routes import router as questions_router
@@ -90,6 +91,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.semantic_cache = rag.build_cache(settings)
     app.include_router(documents_router)
+    app.include_router(corpora_router)
     app.include_router(processing_router)
     app.include_router(jobs_router)
     app.include_router(admin_router)

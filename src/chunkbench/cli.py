@@ -23,6 +23,7 @@ from chunkbench.console import (
     progress_bar,
     vector_store,
 )
+from chunkbench.corpora.commands import corpora_app
 from chunkbench.documents.commands import documents_app
 from chunkbench.errors import ChunkbenchError
 from chunkbench.evaluation.commands import eval_app
@@ -65,6 +66,7 @@ def load_plugins() -> None:
 
 app.callback()(load_plugins)
 app.add_typer(documents_app, name="documents")
+app.add_typer(corpora_app, name="corpora")
 app.add_typer(models_app, name="models")
 app.add_typer(collections_app, name="collections")
 app.add_typer(cache_app, name="cache")
@@ -115,21 +117,28 @@ def serve(
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or directories (searched recursively)")],
+    corpus: Annotated[str | None, typer.Option(help="Every file ingested joins this corpus (made if missing)")] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Parse files into documents; each file succeeds or fails on its own."""
+    """Parse files into documents; each file succeeds or fails on its own.
+
+    A file found in a folder is keyed by its path below that folder, a file named directly by its filename.
+    """
     from chunkbench.documents import service
     from chunkbench.documents.schemas import IngestOut
 
     settings, database = open_database()
     files = list(service.discover_files(paths))
     results: list[IngestOut] = []
+    try:
+        ingesting = service.ingest_paths(database, settings, files, tenant_id=DEFAULT_TENANT, corpus=corpus)
+    except ChunkbenchError as exc:  # a bad corpus name: nothing was read
+        database.dispose()
+        raise fail(exc, as_json) from exc
     with progress_bar() as progress:
         task = progress.add_task("ingesting", total=len(files))
-        for path, result in zip(
-            files, service.ingest_paths(database, settings, files, tenant_id=DEFAULT_TENANT), strict=True
-        ):
-            progress.update(task, advance=1, description=f"ingesting {path.name}")
+        for source, result in zip(files, ingesting, strict=True):
+            progress.update(task, advance=1, description=f"ingesting {source.source_key}")
             results.append(IngestOut.of(result))
     database.dispose()
 
@@ -137,17 +146,17 @@ def ingest(
     if as_json:
         print_json([r.model_dump(mode="json") for r in results])
     else:
-        table = Table("file", "state", "pages", "headings", "language", "id / error")
+        table = Table("file", "state", "pages", "headings", "language", "id / error")  # file: its source key
         for r in results:
             if r.error is not None:
-                table.add_row(r.filename, "[red]failed[/red]", "", "", "", f"[red]{r.error.message}[/red]")
+                table.add_row(r.source_key, "[red]failed[/red]", "", "", "", f"[red]{r.error.message}[/red]")
                 continue
             doc = r.document
             state = f"{doc.status} ({r.outcome.value})"
             if r.duplicate_of:
                 state += f", same content as {r.duplicate_of}"
             table.add_row(
-                r.filename,
+                r.source_key,
                 state,
                 str(doc.page_count or "–"),
                 str(doc.heading_count),

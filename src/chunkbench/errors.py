@@ -39,6 +39,12 @@ class CorpusNotFoundError(NotFoundError):
     code = "corpus_not_found"
 
 
+class NotInCorpusError(NotFoundError):
+    """The document exists but is not a member of the corpus it is to be removed from."""
+
+    code = "not_in_corpus"
+
+
 class InvalidRequestError(ChunkbenchError):
     """The request itself is wrong (bad parameter, bad path)."""
 
@@ -48,6 +54,17 @@ class InvalidRequestError(ChunkbenchError):
 
 class PathOutsideDataDirError(InvalidRequestError):
     code = "path_outside_data_dir"
+
+
+class AmbiguousDocumentError(InvalidRequestError):
+    """A filename that several documents share (in different folders): the source key tells them apart."""
+
+    code = "ambiguous_document"
+
+
+class InvalidCorpusNameError(InvalidRequestError):
+    status_code = 422
+    code = "invalid_corpus_name"
 
 
 class DocumentProcessingError(ChunkbenchError):

@@ -1,4 +1,4 @@
-"""Core domain types shared by every package: the Document Tree, parse results, lifecycle states."""
+"""Core domain types shared by every package: the Document Tree, parse results, lifecycle states, corpus names."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from typing import Any, ClassVar
 
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
+
+from chunkbench.errors import InvalidCorpusNameError
 
 
 class _OpenNameType(type):
@@ -268,3 +270,24 @@ class ParseResult:
     # How headings were found (PDF: "outline" | "font" | "heuristic" | "none"); informative only.
     heading_source: str | None = None
     warnings: list[str] = field(default_factory=list)
+
+
+CORPUS_NAME_MAX_CHARS = 200
+CORPUS_NAME_RULE = (
+    f"1–{CORPUS_NAME_MAX_CHARS} characters (spaces around it are dropped): letters of any script, digits, spaces, "
+    "'.', '_' and '-', starting with a letter or digit, and not 32 hexadecimal characters (the shape of a corpus id)"
+)
+# ZWNJ (U+200C) is part of Farsi words; '/' never appears, so a name is always one URL path segment.
+_CORPUS_NAME = re.compile(r"[^\W_][\w .\-\u200c]*")
+_CORPUS_ID = re.compile(r"[0-9a-fA-F]{32}")
+
+
+def corpus_name(raw: str) -> str:
+    """The corpus name ``raw`` stands for (trimmed), or :class:`InvalidCorpusNameError` stating the rule.
+
+    Corpora are looked up by name or by id, so a name shaped like an id could shadow another corpus.
+    """
+    name = raw.strip()
+    if len(name) > CORPUS_NAME_MAX_CHARS or not _CORPUS_NAME.fullmatch(name) or _CORPUS_ID.fullmatch(name):
+        raise InvalidCorpusNameError(f"{raw!r} is not a valid corpus name: a name is {CORPUS_NAME_RULE}.", name=raw)
+    return name

@@ -24,6 +24,7 @@ documents_app = typer.Typer(help="List, show and delete ingested documents.", no
 @documents_app.command("list")
 def list_documents(
     status: Annotated[DocumentState | None, typer.Option(help="Only documents in this state")] = None,
+    corpus: Annotated[str | None, typer.Option(help="Only the members of this corpus")] = None,
     limit: Annotated[int, typer.Option(min=1, max=1000)] = 100,
     offset: Annotated[int, typer.Option(min=0)] = 0,
     as_json: JsonOption = False,
@@ -33,16 +34,21 @@ def list_documents(
     from chunkbench.documents.schemas import DocumentSummary
 
     _settings, database = open_database()
-    with database.session() as session:
-        rows, total = service.get_all(session, tenant_id=DEFAULT_TENANT, status=status, limit=limit, offset=offset)
-        items = [DocumentSummary.of(row) for row in rows]
+    try:
+        with database.session() as session:
+            rows, total = service.get_all(
+                session, tenant_id=DEFAULT_TENANT, status=status, corpus=corpus, limit=limit, offset=offset
+            )
+            items = [DocumentSummary.of(row) for row in rows]
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
     if as_json:
         print_json({"items": [i.model_dump(mode="json") for i in items], "total": total})
         return
-    table = Table("id", "filename", "state", "type", "pages", "headings", "language", "created")
+    table = Table("id", "source key", "state", "type", "pages", "headings", "language", "created")
     for i in items:
         table.add_row(
-            i.id, i.filename, i.status, i.mime_type.rsplit("/", 1)[-1], str(i.page_count or "–"),
+            i.id, i.source_key, i.status, i.mime_type.rsplit("/", 1)[-1], str(i.page_count or "–"),
             str(i.heading_count), i.language or "–", i.created_at.strftime("%Y-%m-%d %H:%M"),
         )  # fmt: skip
     out.print(table)
@@ -51,32 +57,33 @@ def list_documents(
 
 @documents_app.command("show")
 def show_document(
-    document_id: Annotated[str, typer.Argument(help="Document id or filename")],
+    document_id: Annotated[str, typer.Argument(help="Document id, source key or unique filename")],
     markdown: Annotated[bool, typer.Option("--markdown", help="Print the whole markdown")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Show a document's metadata, headings and markdown preview."""
+    """Show a document's metadata, corpora, headings and markdown preview."""
     from chunkbench.documents import service
     from chunkbench.documents.schemas import DocumentDetail
 
     _settings, database = open_database()
     try:
         with database.session() as session:
-            detail = DocumentDetail.of_row(
-                service.resolve(session, document_id, tenant_id=DEFAULT_TENANT), 0 if markdown else 1500
-            )
+            row = service.resolve(session, document_id, tenant_id=DEFAULT_TENANT)
+            corpora = service.corpora_of(session, row.id, tenant_id=DEFAULT_TENANT)
+            detail = DocumentDetail.of_row(row, 0 if markdown else 1500, corpora)
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc
     if as_json:
         print_json(detail.model_dump(mode="json"))
         return
-    out.print(f"[bold]{detail.filename}[/bold]  {detail.id}")
+    out.print(f"[bold]{detail.source_key}[/bold]  {detail.id}")
     out.print(
         f"state {detail.status} · {detail.mime_type} · {detail.file_size} bytes"
         f" · pages {detail.page_count or '–'}"
         f" · language {detail.language or '–'} · {detail.paragraph_count} paragraphs"
         f" · headings from {detail.heading_source or '–'}"
     )
+    out.print(f"corpora: {', '.join(detail.corpora) or '–'}", markup=False, highlight=False)
     for heading in detail.headings:
         out.print(f"{'  ' * (heading.level - 1)}{'#' * min(heading.level, 6)} {heading.heading}", markup=False)
     out.rule("markdown")
@@ -87,11 +94,11 @@ def show_document(
 
 @documents_app.command("delete")
 def delete_document(
-    document_id: Annotated[str, typer.Argument(help="Document id or filename")],
+    document_id: Annotated[str, typer.Argument(help="Document id, source key or unique filename")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Delete a document and its queries and experiments."""
+    """Delete a document and its queries and experiments (it leaves its corpora)."""
     from chunkbench.documents import service
 
     if not yes:
@@ -106,6 +113,6 @@ def delete_document(
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc
     if as_json:
-        print_json({"deleted": row.id, "filename": row.filename})
+        print_json({"deleted": row.id, "filename": row.filename, "source_key": row.source_key})
     else:
-        out.print(f"deleted {row.filename} ({row.id})")
+        out.print(f"deleted {row.source_key} ({row.id})")

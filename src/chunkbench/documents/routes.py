@@ -39,7 +39,8 @@ def upload_document(
 ) -> IngestOut:
     """Upload a document: it is parsed into a section tree and markdown, or refused with a reason.
 
-    The same filename again replaces the old document; the same bytes again change nothing (200).
+    Its source key is the filename: the same filename again replaces the old document (keeping its corpora);
+    the same bytes again change nothing (200).
     """
     result = service.ingest_upload(database, settings, file.file, file.filename or "", tenant_id=tenant_id)
     if result.outcome is IngestOutcome.UNCHANGED:
@@ -47,23 +48,32 @@ def upload_document(
     return IngestOut.of(result)
 
 
-@router.get("", response_model=DocumentPage)
+@router.get("", response_model=DocumentPage, responses={404: {"model": ErrorOut, "description": "Unknown corpus"}})
 def list_documents(
     session: SessionDep,
     tenant_id: TenantDep,
     status_filter: DocumentState | None = Query(None, alias="status"),
     mime_type: list[str] = Query([], description="Only these MIME types (repeat the parameter for several)"),
+    corpus: str | None = Query(None, description="Only the members of this corpus (name or id)"),
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0),
 ) -> DocumentPage:
     rows, total = service.get_all(
-        session, tenant_id=tenant_id, status=status_filter, mime_types=mime_type, limit=limit, offset=offset
+        session,
+        tenant_id=tenant_id,
+        status=status_filter,
+        mime_types=mime_type,
+        corpus=corpus,
+        limit=limit,
+        offset=offset,
     )
     return DocumentPage(items=[DocumentSummary.of(row) for row in rows], total=total, limit=limit, offset=offset)
 
 
 @router.post(
-    "/index-directory", response_model=IndexDirectoryOut, responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}}
+    "/index-directory",
+    response_model=IndexDirectoryOut,
+    responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}, 422: unprocessable("An invalid corpus name")},
 )
 def index_directory(
     body: IndexDirectoryIn,
@@ -71,8 +81,10 @@ def index_directory(
     settings: SettingsDep,
     tenant_id: TenantDep,
 ) -> IndexDirectoryOut:
-    """Ingest every supported file under a folder of the data directory; each file fails on its own."""
-    results = [IngestOut.of(r) for r in service.index_directory(database, settings, body.path, tenant_id=tenant_id)]
+    """Ingest every supported file under a folder of the data directory, each keyed by its path below that folder;
+    each file fails on its own. With ``corpus``, every file ingested joins it."""
+    ingested = service.index_directory(database, settings, body.path, tenant_id=tenant_id, corpus=body.corpus)
+    results = [IngestOut.of(r) for r in ingested]
     failed = sum(r.outcome is IngestOutcome.FAILED for r in results)
     unchanged = sum(r.outcome is IngestOutcome.UNCHANGED for r in results)
     return IndexDirectoryOut(
@@ -91,8 +103,9 @@ def get_document(
     tenant_id: TenantDep,
     preview_chars: int = Query(5000, ge=0, description="Markdown preview length; 0 = whole markdown"),
 ) -> DocumentDetail:
-    """Metadata, section tree, headings and a markdown preview."""
-    return DocumentDetail.of_row(service.get(session, document_id, tenant_id=tenant_id), preview_chars)
+    """Metadata, the corpora it belongs to, section tree, headings and a markdown preview."""
+    row = service.get(session, document_id, tenant_id=tenant_id)
+    return DocumentDetail.of_row(row, preview_chars, service.corpora_of(session, row.id, tenant_id=tenant_id))
 
 
 @router.get("/{document_id}/markdown", response_class=PlainTextResponse, responses={404: {"model": ErrorOut}})

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from chunkbench.documents.service import IngestOutcome, IngestResult
-from chunkbench.models import DocumentTree
+from chunkbench.models import CORPUS_NAME_RULE, DocumentTree
 from chunkbench.schemas import ErrorOut
 from chunkbench.storage.schema import DocumentRow
 
@@ -23,7 +23,11 @@ class DocumentSummary(BaseModel):
 
     id: str
     tenant_id: str
-    filename: str
+    filename: str = Field(description="The base name, for display")
+    source_key: str = Field(
+        description="The document's identity: its path relative to the folder it was ingested from, or the "
+        "filename of a single file or upload"
+    )
     status: str
     mime_type: str
     file_size: int
@@ -45,6 +49,7 @@ class DocumentSummary(BaseModel):
 
 
 class DocumentDetail(DocumentSummary):
+    corpora: list[str] = Field(description="Names of the corpora the document belongs to")
     headings: list[HeadingOut]
     tree: dict[str, Any]
     markdown_preview: str
@@ -52,12 +57,13 @@ class DocumentDetail(DocumentSummary):
     markdown_truncated: bool
 
     @classmethod
-    def of_row(cls, row: DocumentRow, preview_chars: int) -> DocumentDetail:
+    def of_row(cls, row: DocumentRow, preview_chars: int, corpora: list[str]) -> DocumentDetail:
         tree = DocumentTree.from_dict(row.document_tree)
         markdown = row.parsed_text
         preview = markdown if preview_chars == 0 else markdown[:preview_chars]
         return cls(
             **DocumentSummary.of(row).model_dump(),
+            corpora=corpora,
             headings=[HeadingOut(level=level, heading=text) for level, text in tree.headings()],
             tree=row.document_tree,
             markdown_preview=preview,
@@ -75,6 +81,7 @@ class DocumentPage(BaseModel):
 
 class IngestOut(BaseModel):
     filename: str
+    source_key: str
     outcome: IngestOutcome
     document: DocumentSummary | None = None
     duplicate_of: str | None = None
@@ -86,6 +93,7 @@ class IngestOut(BaseModel):
     def of(cls, result: IngestResult) -> IngestOut:
         return cls(
             filename=result.filename,
+            source_key=result.source_key,
             outcome=result.outcome,
             document=DocumentSummary.of(result.document) if result.document is not None else None,
             duplicate_of=result.duplicate_of,
@@ -97,6 +105,11 @@ class IngestOut(BaseModel):
 
 class IndexDirectoryIn(BaseModel):
     path: str = Field(min_length=1, description="Folder relative to the data directory")
+    corpus: str | None = Field(
+        None,
+        description="Every file ingested (created, replaced or unchanged) joins this corpus, made if missing. "
+        f"A name is {CORPUS_NAME_RULE}.",
+    )
 
 
 class IndexDirectoryOut(BaseModel):

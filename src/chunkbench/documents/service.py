@@ -1,4 +1,9 @@
-"""Documents service: ingest (upload or directory), list, show, delete. Routes and CLI call only this."""
+"""Documents service: ingest (upload or directory), list, show, delete. Routes and CLI call only this.
+
+A document's identity within its tenant is its **source key**: the path relative to the folder it was ingested
+from (POSIX separators), or the filename of a single file or upload. Replacement, "unchanged" and
+``duplicate_of`` are decided on it; ``filename`` (the base name) is only what a person reads.
+"""
 
 from __future__ import annotations
 
@@ -18,17 +23,19 @@ from sqlalchemy.orm import Session
 from chunkbench.config import Settings
 from chunkbench.documents.parsers import parse_document, parser_for, supported_suffixes
 from chunkbench.errors import (
+    AmbiguousDocumentError,
     ChunkbenchError,
+    DocumentNotFoundError,
     EmptyDocumentError,
     FileTooLargeError,
     InvalidRequestError,
     NotFoundError,
     PathOutsideDataDirError,
 )
-from chunkbench.models import DocumentState, ParseResult
+from chunkbench.models import DocumentState, ParseResult, corpus_name
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
-from chunkbench.storage.repositories import DocumentRepository
+from chunkbench.storage.repositories import CorpusRepository, DocumentRepository
 from chunkbench.storage.schema import DocumentRow
 from chunkbench.storage.vectors import get_vector_store
 
@@ -36,13 +43,23 @@ logger = logging.getLogger(__name__)
 
 _COPY_BLOCK = 1024 * 1024
 _LANGUAGE_SAMPLE_CHARS = 4000
+_SOURCE_KEY_MAX_CHARS = 1024  # documents.source_key
+_AMBIGUOUS_SHOWN = 10
 
 
 class IngestOutcome(StrEnum):
     CREATED = "created"
-    REPLACED = "replaced"  # same filename, new content: the old document (and what hangs on it) is gone
-    UNCHANGED = "unchanged"  # same filename, same bytes: nothing to do
+    REPLACED = "replaced"  # same source key, new content: the old document (and what hangs on it) is gone
+    UNCHANGED = "unchanged"  # same source key, same bytes: nothing to do
     FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file to ingest and the source key it is stored under."""
+
+    path: Path
+    source_key: str
 
 
 @dataclass
@@ -51,8 +68,9 @@ class IngestResult:
 
     filename: str
     outcome: IngestOutcome
+    source_key: str
     document: DocumentRow | None = None
-    duplicate_of: str | None = None  # another document (other filename) with identical content
+    duplicate_of: str | None = None  # another document (other source key) with identical content
     replaced_id: str | None = None
     error: ChunkbenchError | None = None
     warnings: tuple[str, ...] = ()
@@ -83,15 +101,36 @@ def _safe_filename(filename: str) -> str:
     return name
 
 
+def _clean_source_key(source_key: str) -> str:
+    """A source key as stored: relative, POSIX separators, no empty, ``.`` or ``..`` parts."""
+    parts = [part for part in source_key.replace("\\", "/").split("/") if part not in ("", ".")]
+    key = "/".join(parts)
+    if not parts or ".." in parts or len(key) > _SOURCE_KEY_MAX_CHARS:
+        raise InvalidRequestError(
+            f"{source_key!r} is not a usable source key: give a relative path of at most {_SOURCE_KEY_MAX_CHARS} "
+            "characters without '..' parts.",
+            source_key=source_key,
+        )
+    return key
+
+
 def ingest_file(
-    session: Session, settings: Settings, path: Path, *, filename: str | None = None, tenant_id: str
+    session: Session,
+    settings: Settings,
+    path: Path,
+    *,
+    filename: str | None = None,
+    source_key: str | None = None,
+    tenant_id: str,
 ) -> IngestResult:
-    """Parse one file and store it as a document; a failure raises and leaves nothing stored.
+    """Parse one file and store it as a document under ``source_key`` (default: the filename); a failure raises
+    and leaves nothing stored.
 
     Parsing happens before any write, so a bad file never leaves a row, and a bad re-upload never
-    destroys the good document it would have replaced.
+    destroys the good document it would have replaced. A replacement keeps the replaced document's corpora.
     """
     filename = _safe_filename(filename or path.name)
+    key = _clean_source_key(source_key) if source_key is not None else filename
     parser = parser_for(filename)  # 415 before reading anything
     size = path.stat().st_size
     if size == 0:
@@ -104,21 +143,28 @@ def ingest_file(
         )
     content_hash = sha256_file(path)
     repo = DocumentRepository(session, tenant_id)
-    existing = repo.get_by_filename(filename)
+    existing = repo.get_by_source_key(key)
     if existing is not None and existing.content_hash == content_hash:
-        return IngestResult(filename, IngestOutcome.UNCHANGED, document=existing)
+        return IngestResult(filename, IngestOutcome.UNCHANGED, key, document=existing)
 
     parsed = parse_document(path, settings, filename=filename)
     twin = repo.find_by_hash(content_hash)
     replaced_id = None
+    corpora = CorpusRepository(session, tenant_id)
+    memberships: list[str] = []
     if existing is not None:
         replaced_id = existing.id
+        # Deleting the row cascades to its memberships: a re-ingest must not drop the document from its corpora.
+        memberships = corpora.corpora_of(existing.id)
         repo.delete(existing)
-    row = repo.add(_new_row(filename, content_hash, size, parser.mime_type, parsed))
+    row = repo.add(_new_row(filename, key, content_hash, size, parser.mime_type, parsed))
+    for name in memberships:
+        corpora.add_documents(corpora.get(name), [row.id])
     corpus_generation.bump(session, tenant_id)  # in the same transaction as the change
     return IngestResult(
         filename,
         IngestOutcome.REPLACED if replaced_id else IngestOutcome.CREATED,
+        key,
         document=row,
         duplicate_of=twin.id if twin is not None and twin.id != replaced_id else None,
         replaced_id=replaced_id,
@@ -126,10 +172,13 @@ def ingest_file(
     )
 
 
-def _new_row(filename: str, content_hash: str, size: int, mime_type: str, parsed: ParseResult) -> DocumentRow:
+def _new_row(
+    filename: str, source_key: str, content_hash: str, size: int, mime_type: str, parsed: ParseResult
+) -> DocumentRow:
     row = DocumentRow(
         id=uuid.uuid4().hex,
         filename=filename,
+        source_key=source_key,
         content_hash=content_hash,
         file_size=size,
         mime_type=mime_type,
@@ -170,17 +219,23 @@ def spool_upload(stream: BinaryIO, filename: str, settings: Settings, directory:
 def ingest_upload(
     database: Database, settings: Settings, stream: BinaryIO, filename: str, *, tenant_id: str
 ) -> IngestResult:
-    """Ingest an uploaded stream (the API's ``POST /documents``)."""
+    """Ingest an uploaded stream (the API's ``POST /documents``); its source key is the sanitised filename."""
     parser_for(_safe_filename(filename))  # refuse an unsupported type before spooling megabytes
     with tempfile.TemporaryDirectory(prefix="chunkbench-upload-") as tmp:
         path = spool_upload(stream, filename, settings, Path(tmp))
-        return _ingest_committed(database, settings, path, tenant_id=tenant_id)
+        return _ingest_committed(database, settings, SourceFile(path, path.name), tenant_id=tenant_id)
 
 
-def _ingest_committed(database: Database, settings: Settings, path: Path, *, tenant_id: str) -> IngestResult:
-    """Ingest in its own transaction; a replaced document's vectors go once the replacement is committed."""
+def _ingest_committed(
+    database: Database, settings: Settings, source: SourceFile, *, tenant_id: str, corpus: str | None = None
+) -> IngestResult:
+    """Ingest in its own transaction, joining ``corpus`` (made if missing) in the same one; a replaced document's
+    vectors go once the replacement is committed."""
     with database.session() as session:
-        result = ingest_file(session, settings, path, tenant_id=tenant_id)
+        result = ingest_file(session, settings, source.path, source_key=source.source_key, tenant_id=tenant_id)
+        if corpus is not None:
+            corpora = CorpusRepository(session, tenant_id)
+            corpora.add_documents(corpora.get_or_create(corpus), [result.document.id])
     if result.replaced_id is not None:
         _forget_vectors(database, settings, tenant_id, result.replaced_id)
     return result
@@ -195,8 +250,12 @@ def _forget_vectors(database: Database, settings: Settings, tenant_id: str, docu
         corpus_generation.bump(session, tenant_id)
 
 
-def discover_files(paths: Iterable[Path]) -> Iterator[Path]:
-    """Supported files under the given files and directories, recursively, sorted, hidden ones skipped."""
+def discover_files(paths: Iterable[Path]) -> Iterator[SourceFile]:
+    """Supported files under the given files and directories, recursively, sorted, hidden ones skipped.
+
+    A file found in a folder is keyed by its path relative to that folder (``a/notes.txt`` and ``b/notes.txt``
+    are two documents); a file named directly, by its filename.
+    """
     suffixes = set(supported_suffixes())
     for path in paths:
         if path.is_dir():
@@ -205,22 +264,38 @@ def discover_files(paths: Iterable[Path]) -> Iterator[Path]:
                 if any(part.startswith(".") for part in relative.parts):
                     continue
                 if candidate.is_file() and candidate.suffix.lower() in suffixes:
-                    yield candidate
+                    yield SourceFile(candidate, relative.as_posix())
         else:
-            yield path
+            yield SourceFile(path, path.name)
 
 
 def ingest_paths(
-    database: Database, settings: Settings, paths: Iterable[Path], *, tenant_id: str
+    database: Database,
+    settings: Settings,
+    sources: Iterable[SourceFile],
+    *,
+    tenant_id: str,
+    corpus: str | None = None,
 ) -> Iterator[IngestResult]:
-    """Ingest files one by one, each in its own transaction: a hostile file fails alone."""
-    for path in paths:
+    """Ingest files one by one, each in its own transaction (a hostile file fails alone); every file ingested
+    (created, replaced or unchanged) joins ``corpus``, which is made if missing.
+
+    A bad corpus name refuses the whole call here, before any file is read.
+    """
+    name = corpus_name(corpus) if corpus is not None else None
+    return _ingest_each(database, settings, sources, tenant_id=tenant_id, corpus=name)
+
+
+def _ingest_each(
+    database: Database, settings: Settings, sources: Iterable[SourceFile], *, tenant_id: str, corpus: str | None
+) -> Iterator[IngestResult]:
+    for source in sources:
         try:
-            if not path.is_file():
-                raise NotFoundError(f"'{path}' does not exist or is not a file.")
-            result = _ingest_committed(database, settings, path, tenant_id=tenant_id)
+            if not source.path.is_file():
+                raise NotFoundError(f"'{source.path}' does not exist or is not a file.")
+            result = _ingest_committed(database, settings, source, tenant_id=tenant_id, corpus=corpus)
         except ChunkbenchError as exc:
-            result = IngestResult(path.name, IngestOutcome.FAILED, error=exc)
+            result = IngestResult(source.path.name, IngestOutcome.FAILED, source.source_key, error=exc)
         yield result
 
 
@@ -238,10 +313,13 @@ def resolve_in_data_dir(settings: Settings, relative: str) -> Path:
     return candidate
 
 
-def index_directory(database: Database, settings: Settings, relative: str, *, tenant_id: str) -> list[IngestResult]:
-    """Ingest every supported file under a folder of the data directory (``index-directory``)."""
+def index_directory(
+    database: Database, settings: Settings, relative: str, *, tenant_id: str, corpus: str | None = None
+) -> list[IngestResult]:
+    """Ingest every supported file under a folder of the data directory (``index-directory``), keyed by its path
+    below that folder; with ``corpus``, every file ingested joins it."""
     root = resolve_in_data_dir(settings, relative)
-    return list(ingest_paths(database, settings, discover_files([root]), tenant_id=tenant_id))
+    return list(ingest_paths(database, settings, discover_files([root]), tenant_id=tenant_id, corpus=corpus))
 
 
 def get_all(
@@ -250,14 +328,24 @@ def get_all(
     tenant_id: str,
     status: DocumentState | None = None,
     mime_types: Sequence[str] = (),
+    corpus: str | None = None,
     limit: int = 100,
     offset: int = 0,
 ):
-    return DocumentRepository(session, tenant_id).list(status=status, mime_types=mime_types, limit=limit, offset=offset)
+    """A page of documents (only the members of ``corpus``, by name or id, when given) and the total."""
+    member_of = CorpusRepository(session, tenant_id).get(corpus) if corpus is not None else None
+    return DocumentRepository(session, tenant_id).list(
+        status=status, mime_types=mime_types, corpus=member_of, limit=limit, offset=offset
+    )
 
 
 def get(session: Session, document_id: str, *, tenant_id: str) -> DocumentRow:
     return DocumentRepository(session, tenant_id).get(document_id)
+
+
+def corpora_of(session: Session, document_id: str, *, tenant_id: str) -> list[str]:
+    """The names of the corpora a document belongs to."""
+    return CorpusRepository(session, tenant_id).corpora_of(document_id)
 
 
 def delete(database: Database, settings: Settings, document_id: str, *, tenant_id: str) -> DocumentRow:
@@ -272,6 +360,21 @@ def delete(database: Database, settings: Settings, document_id: str, *, tenant_i
 
 
 def resolve(session: Session, reference: str, *, tenant_id: str) -> DocumentRow:
-    """A document by id, or by its exact filename (the CLI accepts either)."""
+    """A document by id, by source key, or by a filename that only one document has (the CLI's ``DOC``)."""
     repo = DocumentRepository(session, tenant_id)
-    return repo.get_optional(reference) or repo.get_by_filename(reference) or repo.get(reference)
+    row = repo.get_optional(reference) or repo.get_by_source_key(reference) or repo.get_by_filename(reference)
+    if row is not None:
+        return row
+    keys = repo.source_keys_named(reference)
+    if keys:  # the filename is there, but more than once
+        shown = ", ".join(keys[:_AMBIGUOUS_SHOWN]) + (" …" if len(keys) > _AMBIGUOUS_SHOWN else "")
+        raise AmbiguousDocumentError(
+            f"{len(keys)} documents are named '{reference}': {shown}. Name one by its source key or id.",
+            filename=reference,
+            source_keys=keys,
+        )
+    raise DocumentNotFoundError(
+        f"No document with the id, source key or filename '{reference}'. List documents with "
+        "`chunkbench documents list` or GET /documents.",
+        document=reference,
+    )

@@ -71,20 +71,27 @@ def index_upload(
 
 
 def index_directory(
-    database: Database, settings: Settings, store: VectorStore, relative: str, *, tenant_id: str
+    database: Database,
+    settings: Settings,
+    store: VectorStore,
+    relative: str,
+    *,
+    tenant_id: str,
+    corpus: str | None = None,
 ) -> ChatIndexOut:
-    """``POST /api/index-directory``: every supported file under a folder of the data directory."""
+    """``POST /api/index-directory``: every supported file under a folder of the data directory (joining
+    ``corpus`` when given)."""
     config = _serving(database, tenant_id)
     total, indexed, failures = 0, 0, []
-    for result in documents.index_directory(database, settings, relative, tenant_id=tenant_id):
+    for result in documents.index_directory(database, settings, relative, tenant_id=tenant_id, corpus=corpus):
         if result.error is not None:
-            failures.append(f"{result.filename}: {result.error.message}")
+            failures.append(f"{result.source_key}: {result.error.message}")
             continue
         try:
             total += _index(database, settings, store, result, config, tenant_id)
             indexed += 1
         except ChunkbenchError as exc:
-            failures.append(f"{result.filename}: {exc.message}")
+            failures.append(f"{result.source_key}: {exc.message}")
     message = f"Indexed {total} chunks from {indexed} file(s) under {Path(relative).as_posix()}"
     if failures:
         message += f"; {len(failures)} failed: " + "; ".join(failures)

@@ -96,12 +96,17 @@ def chat_index(
     return chatbot.index_upload(database, settings, store, file.file, file.filename or "", tenant_id=tenant_id)
 
 
-@chat_router.post("/index-directory", response_model=ChatIndexOut, responses=_CHAT_ERRORS)
+@chat_router.post(
+    "/index-directory",
+    response_model=ChatIndexOut,
+    responses={**_CHAT_ERRORS, 422: unprocessable("An invalid corpus name, or an invalid request")},
+)
 def chat_index_directory(
     body: IndexDirectoryIn, database: DatabaseDep, settings: SettingsDep, store: VectorStoreDep, tenant_id: TenantDep
 ) -> ChatIndexOut:
-    """Index every supported file under a folder of the data directory (a path escaping it is a 400)."""
-    return chatbot.index_directory(database, settings, store, body.path, tenant_id=tenant_id)
+    """Index every supported file under a folder of the data directory (a path escaping it is a 400); with
+    ``corpus``, every file ingested joins it."""
+    return chatbot.index_directory(database, settings, store, body.path, tenant_id=tenant_id, corpus=body.corpus)
 
 
 @chat_router.post("/query", response_model=ChatQueryOut, responses=_CHAT_ERRORS)

@@ -52,6 +52,16 @@ class DocumentRepository:
             select(DocumentRow).where(DocumentRow.tenant_id == self.tenant_id, DocumentRow.source_key == source_key)
         )
 
+    def source_keys_named(self, filename: str) -> list[str]:
+        """The source keys of every document with this filename, sorted (what an ambiguous name could mean)."""
+        return list(
+            self.session.scalars(
+                select(DocumentRow.source_key)
+                .where(DocumentRow.tenant_id == self.tenant_id, DocumentRow.filename == filename)
+                .order_by(DocumentRow.source_key)
+            )
+        )
+
     def find_by_hash(self, content_hash: str) -> DocumentRow | None:
         return self.session.scalar(
             select(DocumentRow)
@@ -65,6 +75,7 @@ class DocumentRepository:
         *,
         status: DocumentState | None = None,
         mime_types: Sequence[str] = (),
+        corpus: CorpusRow | None = None,
         limit: int = 100,
         offset: int = 0,
     ) -> tuple[Sequence[DocumentRow], int]:
@@ -74,6 +85,9 @@ class DocumentRepository:
             where.append(DocumentRow.status == status.value)
         if mime_types:
             where.append(DocumentRow.mime_type.in_(mime_types))
+        if corpus is not None:
+            members = select(CorpusDocumentRow.document_id).where(CorpusDocumentRow.corpus_id == corpus.id)
+            where.append(DocumentRow.id.in_(members))
         total = self.session.scalar(select(func.count()).select_from(DocumentRow).where(*where)) or 0
         rows = self.session.scalars(
             select(DocumentRow)
@@ -204,7 +218,8 @@ class CorpusRepository:
         new = [d for d in wanted if d not in present]
         for document_id in new:
             self.session.add(CorpusDocumentRow(corpus_id=corpus.id, document_id=document_id))
-        corpus.updated_at = utcnow()
+        if new:  # re-adding members changes nothing, not even the corpus's updated_at
+            corpus.updated_at = utcnow()
         self.session.flush()
         return len(new)
 
@@ -217,9 +232,11 @@ class CorpusRepository:
                 CorpusDocumentRow.corpus_id == corpus.id, CorpusDocumentRow.document_id.in_(list(document_ids))
             )
         )
-        corpus.updated_at = utcnow()
+        removed = int(result.rowcount or 0)
+        if removed:
+            corpus.updated_at = utcnow()
         self.session.flush()
-        return int(result.rowcount or 0)
+        return removed
 
     def corpora_of(self, document_id: str) -> list[str]:
         """The names of the corpora a document belongs to."""

@@ -76,6 +76,7 @@ bench: $(VENV)/.installed-bench system-deps ## benchmarks against peer libraries
 	$(PY) bench/parse.py
 	$(PY) bench/chunkers.py
 	$(PY) bench/embeddings.py
+	$(PY) bench/corpus_processing.py
 	$(PY) bench/query_pipeline.py
 	$(PY) bench/query_scale.py
 	$(PY) bench/vector_store.py

@@ -3,6 +3,7 @@ when several replicas share one database (owner + lease on documents and jobs)."
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -10,12 +11,14 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 
 import chunkbench
 from chunkbench.app import create_app
@@ -248,3 +251,172 @@ def test_a_job_carries_its_owner_and_a_lease_that_is_renewed(settings: Settings)
     finally:
         runner.shutdown()
         database.dispose()
+
+
+# ------------------------------------------------------------------------------------ the CLI, killed and re-run
+
+
+def _cli_env(data_dir: Path, fake_url: str, **extra: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": str(Path(chunkbench.__file__).parents[1]),
+        "HF_HUB_OFFLINE": "1",
+        "CHUNKBENCH_DATA_DIR": str(data_dir),
+        "CHUNKBENCH_OPENAI_BASE_URL": fake_url,
+        "CHUNKBENCH_OPENAI_API_KEY": "sk-test",
+        **extra,
+    }
+
+
+PROCESS_ARGS = ["--strategies", "fixed_size,recursive", "--corpus-model", REMOTE_MODEL,
+                "--param", "fixed_size.chunk_size=40", "--param", "fixed_size.chunk_overlap=0", "--json"]  # fmt: skip
+
+
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "chunkbench", *args], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def _kill_when_held(env: dict[str, str], fake, args: list[str], held: Callable[[], None]) -> None:
+    """Start ``chunkbench`` with ``args``, wait until its embedding is held, check ``held()``, SIGKILL it."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chunkbench", *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        _wait_for(lambda: fake.embeddings_held.is_set() or process.poll() is not None, "the embedding to be held")
+        assert process.poll() is None, "chunkbench exited before it was caught mid-embedding"
+        held()
+        process.send_signal(signal.SIGKILL)
+        assert process.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+        fake.hold_embeddings_after = None
+        fake.release_embeddings.set()
+
+
+def _ingest(settings: Settings, folder: Path, texts: dict[str, str]) -> dict[str, str]:
+    """Write and ingest ``texts`` (filename → markdown); filename → document id."""
+    from chunkbench.documents.service import ingest_paths
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in texts.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    database = Database.from_settings(settings)
+    try:
+        results = list(ingest_paths(database, settings, [folder / name for name in texts], tenant_id="default"))
+        return {result.filename: result.document.id for result in results}
+    finally:
+        database.dispose()
+
+
+def _status(settings: Settings, document_id: str) -> str:
+    database = Database.from_settings(settings)
+    try:
+        with database.session() as session:
+            return session.get(DocumentRow, document_id).status
+    finally:
+        database.dispose()
+
+
+def test_a_cli_process_killed_mid_embedding_is_recovered_by_the_next_cli_process(tmp_path: Path, database_url: str):
+    data_dir = tmp_path / "data"
+    settings = Settings(_env_file=None, data_dir=data_dir)
+    (document_id,) = _ingest(settings, tmp_path / "files", {"nature.md": DOCUMENT}).values()
+    with running_fake_openai(dimension=1536) as fake:
+        env = _cli_env(data_dir, fake.url)
+        fake.hold_embeddings_after = 1  # fixed_size is embedded and written; recursive hangs mid-embedding
+        held = lambda: _wait_for(lambda: _status(settings, document_id) == "embedding", "the document to embed")  # noqa: E731
+        _kill_when_held(env, fake, ["process", "nature.md", *PROCESS_ARGS], held)
+        assert _status(settings, document_id) == "embedding"  # what the next command used to refuse
+
+        again = _cli(env, "process", "nature.md", *PROCESS_ARGS)
+    assert again.returncode == 0, again.stderr
+    assert "recovered the work of a stopped process" in again.stderr and "1 document(s)" in again.stderr
+    result = json.loads(again.stdout)
+    assert result["status"] == "indexed" and result["failed"] == []
+    assert result["chunk_counts"]["recursive"] == len(SECTIONS)
+    assert _points(settings, "fixed_size", document_id) == result["chunk_counts"]["fixed_size"]
+    assert _points(settings, "recursive", document_id) == len(SECTIONS)
+    database = Database.from_settings(settings)
+    with database.session() as session:
+        runs = session.scalars(select(StrategyRunRow).where(StrategyRunRow.document_id == document_id)).all()
+        assert sorted(run.strategy_name for run in runs) == ["fixed_size", "recursive"]  # the killed run's are gone
+    database.dispose()
+
+
+def _topic_document(topic: str) -> str:
+    sentence = f"The {topic} of the world change slowly over many thousands of years. "
+    return f"## {topic.title()} now\n\n{sentence * 5}\n\n## {topic.title()} later\n\n{sentence * 3}\n"
+
+
+def _snapshot(settings: Settings, document_ids: list[str]) -> list[dict]:
+    """Per document, in order: its state, chunk counts, strategy runs and points (as the engine returns them)."""
+    database = Database.from_settings(settings)
+    store = get_vector_store(settings)
+    snapshot = []
+    try:
+        with database.session() as session:
+            for document_id in document_ids:
+                row = session.get(DocumentRow, document_id)
+                runs = session.scalars(select(StrategyRunRow).where(StrategyRunRow.document_id == document_id)).all()
+                points = {}
+                for strategy in ("fixed_size", "recursive"):
+                    found = store.scroll_document(strategy, REMOTE_MODEL, tenant_id="default", document_id=document_id)
+                    points[strategy] = [(p["chunk_index"], p["start_index"], p["end_index"], p["text"]) for p in found]
+                snapshot.append({
+                    "status": row.status,
+                    "chunk_counts": row.chunk_counts,
+                    "runs": sorted((r.strategy_name, r.status, r.chunk_count, json.dumps(r.params, sort_keys=True),
+                                    json.dumps(r.details, sort_keys=True)) for r in runs),
+                    "points": points,
+                })  # fmt: skip
+    finally:
+        close_vector_stores()
+        database.dispose()
+    return snapshot
+
+
+def test_a_corpus_job_killed_mid_way_ends_as_an_uninterrupted_one_when_run_again(tmp_path: Path, database_url: str):
+    from chunkbench.storage.repositories import CorpusRepository
+
+    data_dir = tmp_path / "data"
+    settings = Settings(_env_file=None, data_dir=data_dir)
+    topics = ["rivers", "forests", "deserts", "glaciers"]
+    killed = list(_ingest(settings, tmp_path / "a", {f"{t}.md": _topic_document(t) for t in topics}).values())
+    # The same texts under other names: the uninterrupted run to compare with.
+    reference = list(_ingest(settings, tmp_path / "b", {f"{t}-copy.md": _topic_document(t) for t in topics}).values())
+    database = Database.from_settings(settings)
+    with database.session() as session:
+        repository = CorpusRepository(session, "default")
+        repository.add_documents(repository.create("killed"), killed)
+        repository.add_documents(repository.create("reference"), reference)
+    database.dispose()
+
+    with running_fake_openai(dimension=1536) as fake:
+        # One document per batch, so a batch is one embedding request per strategy.
+        env = _cli_env(data_dir, fake.url, CHUNKBENCH_CORPUS_BATCH_CHUNKS="1")
+        fake.hold_embeddings_after = 3  # the first document done; the second's recursive chunks held
+
+        def held() -> None:
+            assert [_status(settings, d) for d in killed] == ["indexed", "embedding", "parsed", "parsed"]
+
+        _kill_when_held(env, fake, ["process", "--corpus", "killed", *PROCESS_ARGS], held)
+        assert _points(settings, "fixed_size", killed[1]) > 0  # the second document's half-done work
+
+        resumed = _cli(env, "process", "--corpus", "killed", *PROCESS_ARGS)
+        assert resumed.returncode == 0, resumed.stderr
+        assert "1 document(s) marked failed" in resumed.stderr
+        result = json.loads(resumed.stdout)
+        assert (result["skipped"], result["processed"], result["failed"]) == (1, 3, 0)
+        uninterrupted = _cli(env, "process", "--corpus", "reference", *PROCESS_ARGS)
+        assert uninterrupted.returncode == 0, uninterrupted.stderr
+        assert json.loads(uninterrupted.stdout)["processed"] == len(topics)
+
+    after_kill, expected = _snapshot(settings, killed), _snapshot(settings, reference)
+    assert after_kill == expected
+    assert {item["status"] for item in after_kill} == {"indexed"}
+    assert all(len(item["runs"]) == 2 for item in after_kill)  # one run per strategy: the killed one's removed
+    assert all(item["points"]["fixed_size"] and item["points"]["recursive"] for item in after_kill)

@@ -19,7 +19,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from chunkbench import __version__
 from chunkbench.admin.routes import router as admin_router
-from chunkbench.benchmarking import ownership as benchmark_ownership
 from chunkbench.benchmarking.routes import router as benchmarks_router
 from chunkbench.config import Settings, get_settings
 from chunkbench.corpora.routes import router as corpora_router
@@ -27,7 +26,6 @@ from chunkbench.documents.routes import router as documents_router
 from chunkbench.errors import ChunkbenchError, RateLimitedError
 from chunkbench.evaluation.routes import router as questions_router
 from chunkbench.guard.body_limit import MULTIPART_OVERHEAD_BYTES, BodySizeLimit
-from chunkbench.indexing import service as processing
 from chunkbench.indexing.routes import router as processing_router
 from chunkbench.jobs import service as jobs
 from chunkbench.jobs.routes import router as jobs_router
@@ -39,6 +37,7 @@ from chunkbench.plugins import load_plugins
 from chunkbench.rag import service as rag
 from chunkbench.rag.routes import chat_router
 from chunkbench.rag.routes import router as rag_router
+from chunkbench.recovery import recover_dead_owners
 from chunkbench.retrieval.routes import router as queries_router
 from chunkbench.retrieval.routes import serving_router
 from chunkbench.schemas import HealthOut
@@ -62,11 +61,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             logger.info("loaded %d plugin(s) from %s: %s", len(loaded), settings.plugins_dir, [p.name for p in loaded])
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         database = Database.from_settings(settings)
-        interrupted = jobs.fail_interrupted(database) + processing.fail_interrupted(database, settings)
-        if interrupted:
-            logger.warning("%d job(s)/document(s) of a previous run were interrupted: marked failed", interrupted)
-        if stopped := benchmark_ownership.fail_interrupted(database):
-            logger.warning("%d benchmark(s) stopped mid-run: marked interrupted (resume them)", stopped)
+        recover_dead_owners(database, settings)
         app.state.database = database
         if not settings.qdrant_url and legacy_pending(settings):
             # Old embedded data (qdrant-client's local mode) becomes Qdrant Edge before the first request.

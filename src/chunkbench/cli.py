@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -16,6 +16,7 @@ from chunkbench.config import get_settings
 from chunkbench.console import (
     JsonOption,
     fail,
+    install_recovery,
     job_progress,
     open_database,
     out,
@@ -33,6 +34,9 @@ from chunkbench.limits import MAX_TOP_K
 from chunkbench.models import StrategyName
 from chunkbench.storage.schema import DEFAULT_TENANT
 from chunkbench.tenants.commands import admin_app
+
+if TYPE_CHECKING:
+    from chunkbench.indexing.schemas import ProcessIn
 
 
 class LogFormat(StrEnum):
@@ -64,6 +68,14 @@ def load_plugins() -> None:
         raise fail(exc, as_json=False) from None
 
 
+def recover(database: Any, settings: Any) -> Any:
+    """Every command's first step (through ``open_database``): recover the work of dead processes."""
+    from chunkbench.recovery import recover_dead_owners  # imports the services: only when a command runs
+
+    return recover_dead_owners(database, settings)
+
+
+install_recovery(recover)
 app.callback()(load_plugins)
 app.add_typer(documents_app, name="documents")
 app.add_typer(corpora_app, name="corpora")
@@ -187,7 +199,8 @@ def _parse_params(items: list[str]) -> dict[str, dict[str, Any]]:
 
 @app.command()
 def process(
-    document: Annotated[str, typer.Argument(help="Document id or filename")],
+    document: Annotated[str | None, typer.Argument(help="Document id or filename (or --corpus)")] = None,
+    corpus: Annotated[str | None, typer.Option(help="Process every document of this corpus as one job")] = None,
     strategies: Annotated[str, typer.Option(help="Comma-separated strategies, or 'all'")] = "all",
     corpus_model: Annotated[str | None, typer.Option(help="Corpus model id (default: the Admin role)")] = None,
     boundary_model: Annotated[str | None, typer.Option(help="Boundary model id (default: the Admin role)")] = None,
@@ -196,12 +209,11 @@ def process(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Chunk, embed and index a document with one or more strategies."""
-    from chunkbench.documents import service as documents
-    from chunkbench.indexing import service as processing
+    """Chunk, embed and index a document, or every document of a corpus, with one or more strategies."""
     from chunkbench.indexing.schemas import ProcessIn
 
-    settings, database = open_database()
+    if (document is None) == (corpus is None):
+        raise typer.BadParameter("give a document or --corpus NAME (exactly one of them)")
     names = list(StrategyName) if strategies.strip() == "all" else [s.strip() for s in strategies.split(",")]
     try:
         request = ProcessIn(
@@ -210,6 +222,17 @@ def process(
         )  # fmt: skip
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
+    if corpus is not None:
+        _process_corpus(corpus, request, as_json)
+    else:
+        _process_document(document or "", request, as_json)
+
+
+def _process_document(document: str, request: ProcessIn, as_json: bool) -> None:
+    from chunkbench.documents import service as documents
+    from chunkbench.indexing import service as processing
+
+    settings, database = open_database()
     try:
         with database.session() as session:
             document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
@@ -238,6 +261,42 @@ def process(
             )  # fmt: skip
         out.print(table)
         out.print(f"document {result.document_id}: {result.status} (corpus {result.corpus_model_id})")
+    if result.failed:
+        raise typer.Exit(code=1)
+
+
+def _process_corpus(name: str, request: ProcessIn, as_json: bool) -> None:
+    from chunkbench.indexing import corpus_job
+
+    settings, database = open_database()
+    try:
+        with database.session() as session:
+            plan = corpus_job.plan(session, settings, name, request, tenant_id=DEFAULT_TENANT)
+        store = vector_store(settings)
+        with job_progress(f"processing corpus {plan.corpus_name}", total=len(plan.document_ids)) as report:
+            result = corpus_job.run(database, settings, store, plan, report)
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+    else:
+        table = Table("strategy", "processed", "skipped", "failed", "chunks", "time")
+        for row in result.strategies:
+            failed = f"[red]{row.failed}[/red]" if row.failed else "0"
+            table.add_row(row.strategy.value, str(row.processed), str(row.skipped), failed, str(row.chunks),
+                          f"{row.duration_ms / 1000:.1f}s")  # fmt: skip
+        out.print(table)
+        failures = [(row.strategy, o) for row in result.strategies for o in row.documents if o.status == "failed"]
+        if failures:
+            reasons = Table("document", "strategy", "reason", title="failed documents")
+            for strategy, outcome in failures:
+                reasons.add_row(outcome.filename or outcome.document_id, strategy.value, outcome.message or "")
+            out.print(reasons)
+        out.print(
+            f"corpus {result.corpus_name}: {result.documents} documents — {result.processed} processed, "
+            f"{result.skipped} skipped, {result.failed} failed; {result.chunks} chunks indexed in "
+            f"{result.duration_ms / 1000:.1f}s (corpus model {result.corpus_model_id})"
+        )
     if result.failed:
         raise typer.Exit(code=1)
 

@@ -104,6 +104,10 @@ class Settings(BaseSettings):
     # Processing documents and jobs carry a lease their process renews every third of it; at start-up another
     # process takes over (marks failed) only work whose owner is dead or whose lease ran out.
     processing_lease_s: float = Field(60, ge=1)
+    # A corpus job embeds its documents' chunks together in batches of about this many chunks per strategy (a
+    # batch closes once a strategy reaches it): the model's batch throughput, bounded memory, and at most one
+    # batch of work to redo after a kill.
+    corpus_batch_chunks: int = Field(1024, ge=1)
 
     # Benchmarks (seed 000 §10.2): cells whose answer or judge waits on an LLM run this many at a time.
     benchmark_concurrency: int = Field(8, ge=1, le=64)

@@ -36,16 +36,31 @@ def fail(exc: ChunkbenchError, as_json: bool, code: int = 1) -> typer.Exit:
     return typer.Exit(code=code)
 
 
+# What ``open_database`` runs before a command's own work: the recovery of dead owners' work
+# (``chunkbench.recovery.recover_dead_owners``), installed by cli.py. A hook, not an import: every package's
+# commands import this module, and the recovery imports those packages.
+_recovery: Callable[[Any, Settings], Any] | None = None
+
+
+def install_recovery(recover: Callable[[Any, Settings], Any]) -> None:
+    global _recovery
+    _recovery = recover
+
+
 def open_database():
-    """The settings and the migrated metadata store of this process's data directory."""
+    """The settings and the migrated metadata store of this process's data directory, after the recovery of
+    work that dead processes left (a killed ``process`` leaves nothing the next command cannot redo)."""
     from chunkbench.storage.db import Database
 
     settings = get_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     try:
-        return settings, Database.from_settings(settings)
+        database = Database.from_settings(settings)
+        if _recovery is not None and (line := _recovery(database, settings).summary()):
+            err.print(f"[yellow]recovered the work of a stopped process:[/yellow] {line}", highlight=False)
     except ChunkbenchError as exc:  # e.g. the PostgreSQL server is unreachable: its host named, no traceback
         raise fail(exc, as_json=False) from exc
+    return settings, database
 
 
 def vector_store(settings: Settings):
@@ -71,12 +86,13 @@ def progress_bar() -> Progress:
 
 
 @contextmanager
-def job_progress(label: str) -> Iterator[Callable[[float, str], None]]:
-    """A progress bar on stderr and the ``(fraction, message)`` callback that jobs report through."""
+def job_progress(label: str, total: int = 100) -> Iterator[Callable[[float, str], None]]:
+    """A progress bar on stderr (of ``total`` steps: percent, or documents) and the ``(fraction, message)``
+    callback that jobs report through."""
     with progress_bar() as progress:
-        task = progress.add_task(label, total=100)
+        task = progress.add_task(label, total=total)
 
         def report(fraction: float, message: str) -> None:
-            progress.update(task, completed=round(fraction * 100), description=message)
+            progress.update(task, completed=round(fraction * total), description=message)
 
         yield report

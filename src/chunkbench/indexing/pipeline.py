@@ -91,27 +91,45 @@ def index_documents(
 ) -> IndexedRun:
     """Chunk, screen, embed and upsert ``documents`` with ``plan``; raises the first domain error it meets."""
     report = progress or (lambda stage, done, total: None)
-    timings = dict.fromkeys(STAGES, 0.0)
-    corpus, strategy = plan.corpus, plan.strategy
-    collection = collection_name(strategy.name, corpus.id)
-
     started = time.perf_counter()
     report("chunk", 0, len(documents))
     indexed: list[IndexedDocument] = []
     for done, document in enumerate(documents, start=1):
-        chunks = strategy.chunk(document)
-        if not chunks:
-            raise ChunkingError(
-                f"The '{strategy.name.value}' strategy cut no chunks from '{document.document_name}': "
-                "the document has no text to index."
-            )
-        if not plan.keep_parents:
-            chunks = [chunk for chunk in chunks if not chunk.is_parent]
-        flagged = screen_chunks(chunks, plan.detector) if plan.detector is not None else 0
-        indexed.append(IndexedDocument(document, chunks, flagged))
+        indexed.append(chunk_document(plan, document))
         report("chunk", done, len(documents))
-    timings["chunk"] = time.perf_counter() - started
+    chunked = time.perf_counter() - started
+    run = store_documents(settings, store, plan, indexed, cache=cache, progress=progress)
+    run.timings["chunk"] = chunked
+    return run
 
+
+def chunk_document(plan: IndexingPlan, document: ChunkingInput) -> IndexedDocument:
+    """Cut one document with the plan's strategy and screen its chunks; ChunkingError when nothing is cut."""
+    chunks = plan.strategy.chunk(document)
+    if not chunks:
+        raise ChunkingError(
+            f"The '{plan.strategy.name.value}' strategy cut no chunks from '{document.document_name}': "
+            "the document has no text to index."
+        )
+    if not plan.keep_parents:
+        chunks = [chunk for chunk in chunks if not chunk.is_parent]
+    flagged = screen_chunks(chunks, plan.detector) if plan.detector is not None else 0
+    return IndexedDocument(document, chunks, flagged)
+
+
+def store_documents(
+    settings: Settings,
+    store: VectorStore,
+    plan: IndexingPlan,
+    indexed: Sequence[IndexedDocument],
+    *,
+    cache: EmbeddingCache = EMBEDDINGS,
+    progress: StageProgress | None = None,
+) -> IndexedRun:
+    """Embed the chunks of every chunked document in one batch, then write each document's points."""
+    report = progress or (lambda stage, done, total: None)
+    timings = dict.fromkeys(STAGES, 0.0)
+    corpus, strategy = plan.corpus, plan.strategy
     started = time.perf_counter()
     texts = [chunk.embedding_text for item in indexed for chunk in item.searchable]
     report("embed", 0, len(texts))
@@ -140,10 +158,10 @@ def index_documents(
     timings["index"] = time.perf_counter() - started
     flagged = sum(item.flagged for item in indexed)
     details = {**strategy.run_details(), **({"injection_flagged_chunks": flagged} if plan.detector else {})}
-    return IndexedRun(collection, indexed, details, timings)
+    return IndexedRun(collection_name(strategy.name, corpus.id), list(indexed), details, timings)
 
 
-def _attach_windows(indexed: list[IndexedDocument], report: WindowReport | None) -> None:
+def _attach_windows(indexed: Sequence[IndexedDocument], report: WindowReport | None) -> None:
     """Each document's slice of the window report (the texts were embedded in document order)."""
     if report is None:
         return

@@ -6,8 +6,8 @@ from fastapi import APIRouter, Query, Request, Response, status
 
 from chunkbench.chunking.base import all_strategies
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
-from chunkbench.indexing import service
-from chunkbench.indexing.schemas import ProcessIn, ProcessOut, StrategyInfo, StrategyRunOut
+from chunkbench.indexing import corpus_job, service
+from chunkbench.indexing.schemas import CorpusProcessOut, ProcessIn, ProcessOut, StrategyInfo, StrategyRunOut
 from chunkbench.jobs.schemas import JobAccepted
 from chunkbench.schemas import ErrorOut
 
@@ -43,6 +43,40 @@ def process_document(
         document_id=document_id,
         request=process_plan.describe(),
         work=lambda progress: service.run(database, settings, store, process_plan, progress).model_dump(mode="json"),
+    )
+    return JobAccepted(job_id=job.id, status=job.status, status_url=f"/jobs/{job.id}")
+
+
+@router.post(
+    "/corpora/{name}/process",
+    response_model=CorpusProcessOut | JobAccepted,
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={200: {"model": CorpusProcessOut}, 400: {"model": ErrorOut}, 404: {"model": ErrorOut}},
+)
+def process_corpus(
+    name: str,
+    body: ProcessIn,
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    store: VectorStoreDep,
+    tenant_id: TenantDep,
+    wait: bool = Query(False, description="Run now and return the result instead of a job"),
+) -> CorpusProcessOut | JobAccepted:
+    """Process every document of a corpus as one job: current ones skipped, failing ones recorded, resumable."""
+    corpus_plan = corpus_job.plan(session, settings, name, body, tenant_id=tenant_id)
+    if wait:
+        response.status_code = status.HTTP_200_OK
+        return corpus_job.run(database, settings, store, corpus_plan, lambda _f, _m: None)
+    job = request.app.state.jobs.submit(
+        kind="process_corpus",
+        tenant_id=tenant_id,
+        document_id=None,
+        corpus_id=corpus_plan.corpus_id,
+        request=corpus_plan.describe(),
+        work=lambda progress: corpus_job.run(database, settings, store, corpus_plan, progress).model_dump(mode="json"),
     )
     return JobAccepted(job_id=job.id, status=job.status, status_url=f"/jobs/{job.id}")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -109,3 +109,41 @@ class ChunkPreviewOut(BaseModel):
     offset: int
     limit: int
     chunks: list[ChunkOut]
+
+
+class CorpusDocumentOutcome(BaseModel):
+    """What a corpus job did to one document with one strategy."""
+
+    document_id: str
+    filename: str | None = None
+    status: Literal["processed", "skipped", "failed"]
+    chunk_count: int = 0  # processed: chunks indexed now; skipped: those of the current run
+    error: str | None = None
+    message: str | None = None
+
+
+class CorpusStrategyOut(BaseModel):
+    strategy: StrategyName
+    processed: int
+    skipped: int
+    failed: int
+    chunks: int  # indexed by this job
+    duration_ms: int
+    timings: dict[str, float]  # seconds per stage: chunk, embed, index
+    documents: list[CorpusDocumentOutcome]
+
+
+class CorpusProcessOut(BaseModel):
+    corpus_id: str
+    corpus_name: str
+    corpus_model_id: str
+    boundary_model_id: str | None
+    documents: int
+    # Documents with a failed strategy; with none failed and one processed; with every strategy skipped.
+    failed: int
+    processed: int
+    skipped: int
+    chunks: int  # indexed by this job, every strategy
+    duration_ms: int
+    timings: dict[str, float]  # seconds per stage, every strategy
+    strategies: list[CorpusStrategyOut]

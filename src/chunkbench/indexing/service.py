@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,7 @@ from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.errors import ChunkbenchError, ChunkingError, DocumentNotFoundError
 from chunkbench.guard.injection import InjectionDetector
 from chunkbench.indexing.contextual import make_prefixer
-from chunkbench.indexing.pipeline import IndexingPlan, index_documents
+from chunkbench.indexing.pipeline import IndexedDocument, IndexedRun, IndexingPlan, index_documents
 from chunkbench.indexing.schemas import ProcessIn, ProcessOut, StrategyOutcome
 from chunkbench.jobs.service import Progress
 from chunkbench.models import DocumentState, DocumentTree, StrategyName
@@ -67,9 +68,25 @@ class ProcessPlan:
         }
 
 
+@dataclass(frozen=True)
+class ValidatedRequest:
+    """A processing request's strategies with validated parameters and its model snapshots."""
+
+    strategies: tuple[tuple[StrategyName, StrategyParams], ...]
+    corpus: EmbeddingModelSpec
+    boundary: EmbeddingModelSpec | None
+    boundary_threshold: float | None
+
+
 def plan(session: Session, settings: Settings, document_id: str, request: ProcessIn, *, tenant_id: str) -> ProcessPlan:
     """Validate a request completely; raises 404/400 with what to fix."""
     DocumentRepository(session, tenant_id).get(document_id)
+    valid = validate_request(session, settings, request)
+    return ProcessPlan(tenant_id, document_id, valid.strategies, valid.corpus, valid.boundary, valid.boundary_threshold)
+
+
+def validate_request(session: Session, settings: Settings, request: ProcessIn) -> ValidatedRequest:
+    """Strategies, parameters (with Settings defaults) and models of a request; 400 naming what to fix."""
     names = list(dict.fromkeys(request.strategies))
     stray = sorted(set(request.params) - set(names))
     if stray:
@@ -86,7 +103,7 @@ def plan(session: Session, settings: Settings, document_id: str, request: Proces
     if any(strategy_class(name).needs_boundary for name in names):
         boundary = embedding.resolve_boundary_model(session, request.boundary_model_id)
         threshold = embedding.get_semantic_threshold(session, boundary.id)
-    return ProcessPlan(tenant_id, document_id, strategies, corpus, boundary, threshold)
+    return ValidatedRequest(strategies, corpus, boundary, threshold)
 
 
 def run(
@@ -94,25 +111,15 @@ def run(
 ) -> ProcessOut:
     """Run a plan: every strategy is attempted; the document ends ``indexed`` if any succeeded."""
     with database.session() as session:
-        # Locked: of two replicas asked to process the same document at once, the second waits, then sees it
-        # ``chunking`` and gets a 409, instead of both running and interleaving their vector writes.
-        row = DocumentRepository(session, process_plan.tenant_id).get(process_plan.document_id, for_update=True)
-        DocumentRepository.transition(row, DocumentState.CHUNKING)
-        _claim(row, settings, process_plan)
-        tree = DocumentTree.from_dict(row.document_tree)
-        document = ChunkingInput(
-            document_id=row.id, document_name=row.filename, markdown=row.parsed_text, tree=tree, title=tree.root.heading
-        )
+        document = claim(session, settings, process_plan)
 
-    boundary: BoundaryEmbedder | ChunkbenchError | None = None
-    if process_plan.boundary is not None:
-        try:
-            boundary = embedding.boundary_embedder(process_plan.boundary, process_plan.boundary_threshold, settings)
-        except ChunkbenchError as exc:  # fails the strategies that need it, not the others
-            boundary = exc
+    boundary = boundary_embedder(settings, process_plan.boundary, process_plan.boundary_threshold)
     outcomes: list[StrategyOutcome] = []
     total = len(process_plan.strategies)
-    heartbeat = Heartbeat(lambda: _renew_lease(database, settings, process_plan), settings.processing_lease_s / 3)
+    heartbeat = Heartbeat(
+        lambda: renew_leases(database, settings, process_plan.tenant_id, [process_plan.document_id]),
+        settings.processing_lease_s / 3,
+    )
     try:
         heartbeat.start()
         for position, (name, params) in enumerate(process_plan.strategies):
@@ -122,44 +129,75 @@ def run(
 
             outcome = _run_strategy(database, settings, store, process_plan, document, name, params, boundary, step)
             outcomes.append(outcome)
-            _record(database, process_plan, outcome)
+            record(database, process_plan, outcome)
     except Exception as exc:
         # A bug must not leave the document "chunking" forever: it fails, with the reason.
-        _fail_document(database, process_plan, f"Processing stopped unexpectedly: {exc}")
+        fail_document(database, process_plan, f"Processing stopped unexpectedly: {exc}")
         raise
     finally:
         heartbeat.stop()
     progress(1.0, "saving")
-    return _finish(database, store, process_plan, outcomes)
+    return finish(database, store, process_plan, outcomes)
 
 
-def _claim(row: DocumentRow, settings: Settings, process_plan: ProcessPlan) -> None:
-    """Record this process as the one processing the document, with a lease and what the run will write."""
+def boundary_embedder(
+    settings: Settings, spec: EmbeddingModelSpec | None, threshold: float | None
+) -> BoundaryEmbedder | ChunkbenchError | None:
+    """The run's Boundary embedder, or the error that fails the strategies needing it (not the others)."""
+    if spec is None:
+        return None
+    try:
+        return embedding.boundary_embedder(spec, threshold, settings)
+    except ChunkbenchError as exc:
+        return exc
+
+
+def claim(session: Session, settings: Settings, process_plan: ProcessPlan) -> ChunkingInput:
+    """Move the document to ``chunking`` as this process's work (locked row, lease, what the run will write);
+    404 when it is gone, 409 when another process is processing it. Returns what the strategies chunk."""
+    # Locked: of two replicas asked to process the same document at once, the second waits, then sees it
+    # ``chunking`` and gets a 409, instead of both running and interleaving their vector writes.
+    row = DocumentRepository(session, process_plan.tenant_id).get(process_plan.document_id, for_update=True)
+    DocumentRepository.transition(row, DocumentState.CHUNKING)
     me = this_process()
     row.owner_host, row.owner_pid, row.owner_token = me.host, me.pid, me.token
     row.lease_expires_at = lease_until(settings.processing_lease_s)
     row.processing_run = {
         "strategies": [name.value for name, _ in process_plan.strategies],
         "corpus_model_id": process_plan.corpus.id,
+        # The text this run chunks: its runs record it, so a later corpus job knows whether they are current.
+        "content_hash": row.content_hash,
         "strategy_run_ids": [],
     }
+    tree = DocumentTree.from_dict(row.document_tree)
+    return ChunkingInput(
+        document_id=row.id, document_name=row.filename, markdown=row.parsed_text, tree=tree, title=tree.root.heading
+    )
 
 
 def _release(row: DocumentRow) -> None:
     row.owner_host = row.owner_pid = row.owner_token = row.lease_expires_at = row.processing_run = None
 
 
-def _renew_lease(database: Database, settings: Settings, process_plan: ProcessPlan) -> None:
+def renew_leases(database: Database, settings: Settings, tenant_id: str, document_ids: Collection[str]) -> None:
+    """Extend the lease of the documents this process is processing."""
+    if not document_ids:
+        return
     with database.session() as session:
         session.execute(
             update(DocumentRow)
-            .where(DocumentRow.id == process_plan.document_id, DocumentRow.owner_token == this_process().token)
+            .where(
+                DocumentRow.tenant_id == tenant_id,
+                DocumentRow.id.in_(list(document_ids)),
+                DocumentRow.owner_token == this_process().token,
+            )
             # A renewal is not a change of the document: updated_at stays.
             .values(lease_expires_at=lease_until(settings.processing_lease_s), updated_at=DocumentRow.updated_at)
         )
 
 
-def _fail_document(database: Database, process_plan: ProcessPlan, reason: str) -> None:
+def fail_document(database: Database, process_plan: ProcessPlan, reason: str) -> None:
+    """End a document's processing as failed (a bug stopped it), releasing it."""
     with database.session() as session:
         row = DocumentRepository(session, process_plan.tenant_id).get_optional(process_plan.document_id)
         if row is not None and row.status in (DocumentState.CHUNKING.value, DocumentState.EMBEDDING.value):
@@ -188,7 +226,7 @@ def _run_strategy(
         if name_ == "chunk" and done == 0:
             step(0.0, "chunking")
         elif name_ == "embed" and done == 0:
-            _enter_embedding(database, process_plan)
+            enter_embedding(database, process_plan.tenant_id, [process_plan.document_id])
             step(0.3, f"embedding {total} chunks")
         elif name_ == "index" and done == 0:
             step(0.8, "indexing")
@@ -203,44 +241,64 @@ def _run_strategy(
         )
         run = index_documents(settings, store, plan, [document], progress=stage)
     except ChunkbenchError as exc:
-        return StrategyOutcome(
-            strategy=name,
-            status="failed",
-            params=params.model_dump(),
-            error=exc.code,
-            message=exc.message,
-            collection=collection,
-            duration_ms=_elapsed_ms(started),
-        )
+        return failed_outcome(name, params, collection, exc, elapsed_ms(started))
     (indexed,) = run.documents
+    return completed_outcome(name, params, run, indexed, elapsed_ms(started))
+
+
+def failed_outcome(
+    name: StrategyName, params: StrategyParams, collection: str, exc: ChunkbenchError, duration_ms: int
+) -> StrategyOutcome:
+    return StrategyOutcome(
+        strategy=name,
+        status="failed",
+        params=params.model_dump(),
+        error=exc.code,
+        message=exc.message,
+        collection=collection,
+        duration_ms=duration_ms,
+    )
+
+
+def completed_outcome(
+    name: StrategyName, params: StrategyParams, run: IndexedRun, indexed: IndexedDocument, duration_ms: int
+) -> StrategyOutcome:
+    """One document's outcome in ``run`` (which may have indexed several documents together)."""
+    details = dict(run.details)
+    if "injection_flagged_chunks" in details:
+        details["injection_flagged_chunks"] = indexed.flagged  # this document's, not the batch's
     return StrategyOutcome(
         strategy=name,
         status="completed",
         chunk_count=len(indexed.searchable),
-        collection=collection,
+        collection=run.collection,
         params=params.model_dump(),
-        details=run.details,
+        details=details,
         diagnostics=indexed.diagnostics(),
-        duration_ms=_elapsed_ms(started),
+        duration_ms=duration_ms,
     )
 
 
-def _elapsed_ms(started: float) -> int:
+def elapsed_ms(started: float) -> int:
     return int((time.perf_counter() - started) * 1000)
 
 
-def _enter_embedding(database: Database, process_plan: ProcessPlan) -> None:
+def enter_embedding(database: Database, tenant_id: str, document_ids: Collection[str]) -> None:
+    """Move the documents still ``chunking`` to ``embedding``."""
     with database.session() as session:
-        row = DocumentRepository(session, process_plan.tenant_id).get(process_plan.document_id)
-        if row.status == DocumentState.CHUNKING.value:
-            DocumentRepository.transition(row, DocumentState.EMBEDDING)
+        repository = DocumentRepository(session, tenant_id)
+        for document_id in document_ids:
+            row = repository.get_optional(document_id)
+            if row is not None and row.status == DocumentState.CHUNKING.value:
+                DocumentRepository.transition(row, DocumentState.EMBEDDING)
 
 
-def _record(database: Database, process_plan: ProcessPlan, outcome: StrategyOutcome) -> None:
+def record(database: Database, process_plan: ProcessPlan, outcome: StrategyOutcome) -> None:
+    """Write an outcome as a ``strategy_runs`` row, named in the document's ``processing_run`` (for recovery)."""
     with database.session() as session:
         document = DocumentRepository(session, process_plan.tenant_id).get_optional(process_plan.document_id)
         if document is None:
-            return  # deleted while processing: ``_finish`` cleans up its vectors
+            return  # deleted while processing: ``finish`` cleans up its vectors
         run_id = uuid.uuid4().hex
         if document.processing_run is not None:
             # Reassigned, not mutated: the JSON column only notices a new value.
@@ -254,7 +312,7 @@ def _record(database: Database, process_plan: ProcessPlan, outcome: StrategyOutc
                 strategy_name=outcome.strategy.value,
                 status=outcome.status,
                 params=outcome.params,
-                details=outcome.details,
+                details={**outcome.details, "content_hash": (document.processing_run or {}).get("content_hash")},
                 corpus_model_id=process_plan.corpus.id,
                 boundary_model_id=process_plan.boundary.id if process_plan.boundary else None,
                 collection=outcome.collection,
@@ -266,9 +324,11 @@ def _record(database: Database, process_plan: ProcessPlan, outcome: StrategyOutc
         )
 
 
-def _finish(
+def finish(
     database: Database, store: VectorStore, process_plan: ProcessPlan, outcomes: list[StrategyOutcome]
 ) -> ProcessOut:
+    """Record the document's chunk counts and models, move it to ``indexed`` (any strategy completed) or
+    ``failed``, release it; a document deleted meanwhile loses the vectors just written (404)."""
     completed = [o for o in outcomes if o.status == "completed"]
     failed = [o for o in outcomes if o.status == "failed"]
     try:
@@ -367,7 +427,13 @@ def fail_interrupted(database: Database, settings: Settings) -> int:
     store: VectorStore | None = None
     for tenant_id, document_id, run in runs:
         for strategy in run.get("strategies", []):
-            store = store or get_vector_store(settings)
+            if store is None:
+                try:
+                    store = get_vector_store(settings)
+                except ChunkbenchError as exc:
+                    # E.g. the embedded store is another live process's (a server): the next entry point recovers.
+                    logger.warning("interrupted processing left for later: %s", exc.message)
+                    return 0
             try:
                 store.delete_document_strategy(strategy, run["corpus_model_id"], tenant_id, document_id)
             except ChunkbenchError:

@@ -15,6 +15,7 @@ class JobOut(BaseModel):
     kind: str
     status: str
     document_id: str | None
+    corpus_id: str | None = None
     progress: float
     message: str | None
     request: dict[str, Any]

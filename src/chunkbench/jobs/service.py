@@ -101,6 +101,7 @@ class JobRunner:
         document_id: str | None,
         request: dict[str, Any],
         work: Callable[[Progress], dict[str, Any]],
+        corpus_id: str | None = None,
     ) -> JobRow:
         """Record a queued job and start it; ``work`` gets a progress callback and returns the result."""
         with self._database.session() as session:
@@ -110,6 +111,7 @@ class JobRunner:
                 kind=kind,
                 status=JobStatus.QUEUED.value,
                 document_id=document_id,
+                corpus_id=corpus_id,
                 progress=0.0,
                 request=request,
                 owner_host=(me := this_process()).host,

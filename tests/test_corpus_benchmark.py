@@ -191,6 +191,19 @@ def test_retrieval_searches_the_whole_corpus_and_another_documents_chunk_is_neve
     assert client.get("/experiments", params={"document_id": berlin}).json() == []
 
 
+def test_the_comparison_at_equal_budget_scores_a_corpus_experiments_chunks_in_their_own_documents(corpus):
+    # With a budget no context reaches, cutting changes nothing: the scores at "equal budget" must be the stored
+    # ones. (They were all 0 when the rescoring matched a corpus's chunks to references without their documents.)
+    client, ids = corpus
+    experiment = _run(client, questions=_questions(ids["630.txt"]), strategies=["fixed_size"],
+                      retrievers=["dense", "bm25"], corpus_model_id=MINILM, budget=100_000)  # fmt: skip
+    matched = experiment["decision"]["budget_matched"]
+    assert matched["budget"] == 100_000 and matched["n_questions"] == len(experiment["questions"])
+    for key, mean in matched["means"].items():
+        recalls = [cell["metrics"]["recall"] for cell in _cells(experiment, key).values()]
+        assert mean == pytest.approx(sum(recalls) / len(recalls)) and max(recalls) > 0
+
+
 def test_two_corpus_models_in_one_grid_are_paired_question_by_question(corpus):
     client, ids = corpus
     questions = _questions(ids["630.txt"])

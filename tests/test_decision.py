@@ -314,6 +314,20 @@ def test_a_winner_whose_lead_holds_at_equal_budget_keeps_its_name() -> None:
     )
 
 
+def test_a_winner_sending_barely_more_context_is_not_withdrawn_at_equal_budget() -> None:
+    # wide sends 5% more than lean (within the 10% cost margin): the two already send an equal budget, so lean is
+    # not "leaner" and wide's raw win stands even though cutting it to lean's tokens loses its evidence.
+    results = _budget_results(wide_evidence_rank=3)
+    questions, keys = _budget_questions(), ["wide", "lean"]
+    raw = budget.rescore(questions, keys, results, metric="recall", budget=float("inf"))
+    context = {"wide": 210.0, "lean": 200.0}
+    at_budget = budget.rescore(questions, keys, results, metric="recall", budget=200)
+    decision = decide(raw, context, metric="recall", budget=BudgetScores(200, "recall", at_budget, context))
+    assert decision.status == "winner" and decision.best == "wide"
+    assert decision.budget_matched["means"]["wide"] == 0.0  # the cut did lose its evidence
+    assert decision.budget_matched["rule"].startswith("wide keeps the win at equal context")
+
+
 def test_reports_and_the_cli_sentence_show_the_cannot_tell_decision_and_the_equal_budget_view() -> None:
     from lxml import html as lxml_html
 

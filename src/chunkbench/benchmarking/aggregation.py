@@ -96,6 +96,7 @@ def decision_for(
     seed: int,
     resamples: int,
     budget: int | None = None,
+    with_documents: bool = False,
 ) -> dict[str, Any]:
     """The Decision on the primary metric: paired over questions, ties broken by context cost (tok@k), and
     compared at an equal context ``budget`` (default: the smallest median tok@k)."""
@@ -118,18 +119,21 @@ def decision_for(
         n_resamples=resamples,
         seed=seed,
         min_prob_best=0.975,
-        budget=budget_scores(questions, list(scores), results, metric=metric, budget=budget),
+        budget=budget_scores(
+            questions, list(scores), results, metric=metric, budget=budget, with_documents=with_documents
+        ),
     ).to_dict()
 
 
 def budget_scores(
     questions: Sequence[BenchmarkQuestion], keys: Sequence[str], results: Sequence[CellResult], *, metric: str,
-    budget: int | None,
+    budget: int | None, with_documents: bool = False,
 ) -> BudgetScores | None:  # fmt: skip
-    """The scores at equal context budget (``budget.py``); None when nothing has context or evidence."""
+    """The scores at equal context budget (``budget.py``); None when nothing has context or evidence.
+    ``with_documents``: the Experiment spans several documents, so references and chunks name theirs."""
     context = budgets.median_context(keys, results)
     limit = budget or budgets.default_budget(context)
-    stored = [question_to_json(q) for q in questions]
+    stored = [question_to_json(q, with_documents=with_documents) for q in questions]
     if limit is None or not any(budgets.references_of(q) for q in stored):
         return None
     scored = budgets.budget_metric(metric)
@@ -159,6 +163,7 @@ def finalize(database: Database, settings: Settings, experiment_id: str, *, tena
         row.decision = decision_for(
             questions, experiment.configurations, results, aggregates,
             metric=metric, seed=seed, resamples=resamples, budget=experiment.config.budget,
+            with_documents=experiment.spans_documents,
         )  # fmt: skip
         prompt = sum(a["tokens"]["prompt"] for a in aggregates.values())
         completion = sum(a["tokens"]["completion"] for a in aggregates.values())

@@ -28,8 +28,9 @@ interval of its difference to the leader. Then:
 **Equal context budget.** Given the scores of every configuration with its context cut to B tokens
 (``budget.py``) on the same metric, the Decision also ranks the configurations at B (``budget_matched``), and
 a **winner keeps its name only if, at B tokens, its mean still beats that of every configuration sending less
-context (a lower median tok@k) by more than the practical margin**. Otherwise its lead came from sending more
-text: the status is **cannot_tell** with cause ``context``. (A tie broken by cost already picks the cheapest.)
+context (a median tok@k lower by more than the cost margin, 10 %) by more than the practical margin**.
+Otherwise its lead came from sending more text: the status is **cannot_tell** with cause ``context``. (A tie
+broken by cost already picks the cheapest.)
 
 ``summary`` is the one sentence a reader sees first; ``reasons`` are the details, per configuration.
 Experiments decided before ``cannot_tell`` existed store ``no_clear_winner`` for "no winner".
@@ -243,7 +244,7 @@ def decide(
     )  # fmt: skip
     if budget is None:
         return decision
-    return _at_equal_budget(decision, budget, n_resamples=n_resamples, seed=seed)
+    return _at_equal_budget(decision, budget, n_resamples=n_resamples, seed=seed, cost_margin=cost_margin)
 
 
 def _decide(
@@ -422,8 +423,14 @@ def cannot_tell_sentence(metric: str, why: Mapping[str, Any]) -> str:
     return f"The benchmark cannot tell {first} from {second} on {metric}: {gap}; {FIX_HARDER}."
 
 
-def _at_equal_budget(decision: Decision, budget: BudgetScores, *, n_resamples: int, seed: int) -> Decision:
-    """The Decision with its ranking at equal context budget, and the equal-budget rule applied to a winner."""
+def _at_equal_budget(
+    decision: Decision, budget: BudgetScores, *, n_resamples: int, seed: int, cost_margin: float
+) -> Decision:
+    """The Decision with its ranking at equal context budget, and the equal-budget rule applied to a winner.
+
+    A rival is *leaner* when its median context is more than ``cost_margin`` below the winner's: contexts within
+    that margin already are an equal budget (as for the tie-break by cost), and a winner is not withdrawn for
+    sending 1% more text."""
     matched: dict[str, Any] = {
         "budget": budget.budget, "source": budget.source, "metric": budget.metric,
         "context": {name: _finite(value) for name, value in budget.context.items()},
@@ -451,7 +458,8 @@ def _at_equal_budget(decision: Decision, budget: BudgetScores, *, n_resamples: i
     mine = budget.context.get(winner)
     leaner = [
         name for name in result.configs
-        if name != winner and mine is not None and (theirs := budget.context.get(name)) is not None and theirs < mine
+        if name != winner and mine is not None and (theirs := budget.context.get(name)) is not None
+        and theirs < mine * (1 - cost_margin)
     ]  # fmt: skip
     rivals = [n for n in leaner if sign * (result.means[winner] - result.means[n]) <= decision.practical_margin]
     rival = max(rivals, key=lambda name: sign * result.means[name]) if rivals else None

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -140,21 +140,7 @@ def add_documents(name: NameArgument, documents: DocsArgument, as_json: JsonOpti
     """Add documents to a corpus (members already there are skipped)."""
     from chunkbench.corpora import service
 
-    _settings, database = open_database()
-    try:
-        with database.session() as session:
-            corpus, added, count = service.add_documents(
-                session, name, _resolve_all(session, documents), tenant_id=DEFAULT_TENANT
-            )
-            corpus_name = corpus.name
-    except ChunkbenchError as exc:
-        raise fail(exc, as_json) from exc
-    finally:
-        database.dispose()
-    if as_json:
-        print_json({"corpus": corpus_name, "added": added, "document_count": count})
-    else:
-        out.print(f"added {added} to {corpus_name}; {count} documents")
+    _change_membership(service.add_documents, name, documents, as_json, counted="added", preposition="to")
 
 
 @corpora_app.command("remove")
@@ -162,18 +148,23 @@ def remove_documents(name: NameArgument, documents: DocsArgument, as_json: JsonO
     """Remove documents from a corpus (a non-member refuses the whole command); the documents stay."""
     from chunkbench.corpora import service
 
+    _change_membership(service.remove_documents, name, documents, as_json, counted="removed", preposition="from")
+
+
+def _change_membership(
+    change: Any, name: str, documents: list[str], as_json: bool, *, counted: str, preposition: str
+) -> None:
+    """``change`` (the service's add or remove) applied to the named documents, and what it did printed."""
     _settings, database = open_database()
     try:
         with database.session() as session:
-            corpus, removed, count = service.remove_documents(
-                session, name, _resolve_all(session, documents), tenant_id=DEFAULT_TENANT
-            )
+            corpus, changed, count = change(session, name, _resolve_all(session, documents), tenant_id=DEFAULT_TENANT)
             corpus_name = corpus.name
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc
     finally:
         database.dispose()
     if as_json:
-        print_json({"corpus": corpus_name, "removed": removed, "document_count": count})
+        print_json({"corpus": corpus_name, counted: changed, "document_count": count})
     else:
-        out.print(f"removed {removed} from {corpus_name}; {count} documents")
+        out.print(f"{counted} {changed} {preposition} {corpus_name}; {count} documents")

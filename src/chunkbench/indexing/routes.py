@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from fastapi import APIRouter, Query, Request, Response, status
+from pydantic import BaseModel
 
 from chunkbench.chunking.base import all_strategies
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
 from chunkbench.indexing import corpus_job, service
 from chunkbench.indexing.schemas import CorpusProcessOut, ProcessIn, ProcessOut, StrategyInfo, StrategyRunOut
 from chunkbench.jobs.schemas import JobAccepted
+from chunkbench.jobs.service import Progress
 from chunkbench.schemas import ErrorOut
 
 router = APIRouter(tags=["processing"])
@@ -34,16 +39,32 @@ def process_document(
 ) -> ProcessOut | JobAccepted:
     """Chunk, embed and index a document with the chosen strategies (202 + a job to poll, or 200 with wait)."""
     process_plan = service.plan(session, settings, document_id, body, tenant_id=tenant_id)
+    return _run_or_submit(
+        request, response, wait, lambda progress: service.run(database, settings, store, process_plan, progress),
+        kind="process", tenant_id=tenant_id, described=process_plan.describe(), document_id=document_id,
+    )  # fmt: skip
+
+
+def _run_or_submit(
+    request: Request,
+    response: Response,
+    wait: bool,
+    work: Callable[[Progress], BaseModel],
+    *,
+    kind: str,
+    tenant_id: str,
+    described: dict[str, Any],
+    document_id: str | None = None,
+    corpus_id: str | None = None,
+) -> Any:
+    """``work`` run now (``wait``: 200 with its result) or submitted as a job (202 with where to poll it)."""
     if wait:
         response.status_code = status.HTTP_200_OK
-        return service.run(database, settings, store, process_plan, lambda _f, _m: None)
+        return work(lambda _fraction, _message: None)
     job = request.app.state.jobs.submit(
-        kind="process",
-        tenant_id=tenant_id,
-        document_id=document_id,
-        request=process_plan.describe(),
-        work=lambda progress: service.run(database, settings, store, process_plan, progress).model_dump(mode="json"),
-    )
+        kind=kind, tenant_id=tenant_id, document_id=document_id, corpus_id=corpus_id, request=described,
+        work=lambda progress: work(progress).model_dump(mode="json"),
+    )  # fmt: skip
     return JobAccepted(job_id=job.id, status=job.status, status_url=f"/jobs/{job.id}")
 
 
@@ -67,18 +88,10 @@ def process_corpus(
 ) -> CorpusProcessOut | JobAccepted:
     """Process every document of a corpus as one job: current ones skipped, failing ones recorded, resumable."""
     corpus_plan = corpus_job.plan(session, settings, name, body, tenant_id=tenant_id)
-    if wait:
-        response.status_code = status.HTTP_200_OK
-        return corpus_job.run(database, settings, store, corpus_plan, lambda _f, _m: None)
-    job = request.app.state.jobs.submit(
-        kind="process_corpus",
-        tenant_id=tenant_id,
-        document_id=None,
-        corpus_id=corpus_plan.corpus_id,
-        request=corpus_plan.describe(),
-        work=lambda progress: corpus_job.run(database, settings, store, corpus_plan, progress).model_dump(mode="json"),
-    )
-    return JobAccepted(job_id=job.id, status=job.status, status_url=f"/jobs/{job.id}")
+    return _run_or_submit(
+        request, response, wait, lambda progress: corpus_job.run(database, settings, store, corpus_plan, progress),
+        kind="process_corpus", tenant_id=tenant_id, described=corpus_plan.describe(), corpus_id=corpus_plan.corpus_id,
+    )  # fmt: skip
 
 
 @router.get("/strategies", response_model=list[StrategyInfo])

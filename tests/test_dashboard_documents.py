@@ -67,7 +67,7 @@ def test_upload_process_chunk_preview_and_delete(page, live_server, tmp_path: Pa
     listed = _row(documents, "report.docx")
     listed.wait_for()
     cells = listed.get_by_role("cell").all_inner_texts()
-    assert cells[1:5] == ["parsed", "1", "7", "not processed"]
+    assert cells[2:6] == ["parsed", "1", "7", "not processed"]  # after the selection box and the file
 
     # The PDF tab lists PDFs only, and the Word tab never shows them.
     page.get_by_role("tab", name="PDF").click()
@@ -75,7 +75,7 @@ def test_upload_process_chunk_preview_and_delete(page, live_server, tmp_path: Pa
     pdf_panel.get_by_label("Choose files to upload").set_input_files(pdf_path)
     pdf_row = _row(pdf_panel, pdf_path.name)
     pdf_row.wait_for()
-    assert pdf_row.get_by_role("cell").nth(2).inner_text() == str(len(PdfReader(pdf_path).pages))
+    assert pdf_row.get_by_role("cell").nth(3).inner_text() == str(len(PdfReader(pdf_path).pages))
     assert pdf_panel.get_by_role("table", name="PDF list").get_by_role("row").count() == 2  # header + the PDF
     pdf_row.get_by_role("button", name=pdf_path.name).click()
     tree = pdf_panel.get_by_label("Section tree")
@@ -108,7 +108,7 @@ def test_upload_process_chunk_preview_and_delete(page, live_server, tmp_path: Pa
     }
     assert rows["fixed_size"][1:3] == ["completed", str(windows)]
     assert rows["recursive"][1:3] == ["completed", str(runs["recursive"]["chunk_count"])]
-    assert _row(documents, "report.docx").get_by_role("cell").nth(1).inner_text() == "indexed"
+    assert _row(documents, "report.docx").get_by_role("cell").nth(2).inner_text() == "indexed"
     assert f"fixed_size {windows}" in _row(documents, "report.docx").inner_text()
 
     # Chunk Preview: the text the chunks cover, every start and end marked, and the three overlaps drawn.

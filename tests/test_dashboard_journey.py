@@ -108,7 +108,7 @@ def test_a_person_goes_from_upload_to_the_decision_board(page, tmp_path: Path):
     assert rows["fixed_size"][2] == str(windows)
     chunk_counts = {name: int(cells[2]) for name, cells in rows.items()}
     assert all(count > 0 for count in chunk_counts.values())
-    expect(report.get_by_role("cell").nth(1)).to_have_text("indexed")
+    expect(report.get_by_role("cell").nth(2)).to_have_text("indexed")
     _shoot(page, "2-processed")
 
     # 3. Ask a question: fixed_size, one hit, Neighbor Expansion ±1 — the tree shows the hit and its neighbours.

@@ -25,6 +25,11 @@ export const fmt = (value, digits = 3) =>
 export const fmtInt = (value) => (value === null || value === undefined ? "—" : Number(value).toLocaleString());
 export const ms = (value) => (value === null || value === undefined ? "—" : `${Number(value).toFixed(1)} ms`);
 
+// What an Experiment summary (GET /experiments) searched: its corpus (name, document count) or its one document.
+export const targetName = (row) => (row.corpus_name || row.corpus_id
+  ? `corpus ${row.corpus_name || "(deleted)"} · ${fmtInt(row.documents)} documents`
+  : row.document_name || row.document_id || "(deleted document)");
+
 // A loader hook: {data, error, loading, reload}; the request re-runs when a dependency changes.
 export function useApi(load, deps) {
   const [state, setState] = useState({ data: null, error: null, loading: true });

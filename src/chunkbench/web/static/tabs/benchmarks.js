@@ -2,10 +2,11 @@
 // against it, the configuration grid, the judge), dry-run its cost, run it with live progress; the Experiment
 // list with the ±P/N Neighbor badge and mismatch warnings (seed 000 §12); an Experiment's aggregates, Decision
 // and reports; and Retrieval Inspect, a full-page view of one question × configuration at a time.
-import { html, useEffect, useRef, useState, ErrorBox, Spinner, ProgressBar, fmt, fmtInt, ms, useApi, usePager, LIMITS }
-  from "../ui.js";
+import { html, useEffect, useRef, useState, ErrorBox, Spinner, ProgressBar, fmt, fmtInt, ms, useApi, usePager, LIMITS,
+  targetName } from "../ui.js";
 import { useMemo } from "../vendor/htm-preact-standalone.module.js";
 import { api, strategyCatalog, upload, waitForJob, withKey } from "../api.js";
+import { Breakdowns } from "../breakdowns.js";
 import { on } from "../bus.js";
 
 const RETRIEVERS = ["dense", "bm25", "hybrid"];
@@ -48,6 +49,9 @@ const when = (stamp) => {
   return date.toLocaleString(undefined, { dateStyle: "short", timeStyle: "short" });
 };
 const clip = (text, size = 140) => (text && text.length > size ? `${text.slice(0, size)}…` : text || "");
+
+const targetKey = (row) => (row.corpus_name || row.corpus_id ? `corpus:${row.corpus_id || row.corpus_name}`
+  : `document:${row.document_id}`);
 
 function StatusBadge({ status }) {
   return html`<span class=${`badge ${STATUS_CLASS[status] || ""}`}>${status}</span>`;
@@ -211,10 +215,31 @@ questions = ${fmtInt(estimate.cells)} cells`}</strong>${` · ${fmtInt(estimate.l
   </section>`;
 }
 
+// The strategies every indexed member of a corpus has been processed with (what a corpus benchmark can compare).
+function corpusStrategies(detail) {
+  const indexed = (detail?.documents || []).filter((d) => d.status === "indexed");
+  if (!indexed.length) return [];
+  return Object.keys(indexed[0].chunk_counts || {}).filter((name) => indexed.every((d) => name in (d.chunk_counts || {})));
+}
+
 function BenchmarkForm({ llm, preselect, onStarted, onFinished }) {
   const documents = useApi(() => api("/documents", { query: { status: "indexed", limit: 1000 } }), []);
   const [fileTick, setFileTick] = useState(0);
   const files = useApi(() => api("/admin/questions"), [fileTick]);
+  const [target, setTarget] = useState("document"); // what retrieval searches: one document or a corpus
+  const [corpusTick, setCorpusTick] = useState(0);
+  const corpora = useApi(() => api("/corpora"), [corpusTick]);
+  const [corpusName, setCorpusName] = useState("");
+  // Read after the list (not with it): a corpus deleted since is not asked for.
+  const listed = (corpora.data || []).some((c) => c.name === corpusName);
+  const corpus = useApi(
+    () => (target === "corpus" && listed ? api(`/corpora/${encodeURIComponent(corpusName)}`) : Promise.resolve(null)),
+    [target, corpusName, corpora.data],
+  );
+  // A corpus made, changed or processed in the Documents tab: its members and strategies are read again.
+  useEffect(() => on("documents-changed", () => setCorpusTick((t) => t + 1)), []);
+  const models = useApi(() => api("/admin/embedding-models"), []);
+  const [corpusModels, setCorpusModels] = useState(new Set()); // none ticked: the documents' last Corpus model
   const [documentId, setDocumentId] = useState("");
   const [fileName, setFileName] = useState("");
   const [strategies, setStrategies] = useState(new Set());
@@ -230,25 +255,33 @@ function BenchmarkForm({ llm, preselect, onStarted, onFinished }) {
 
   const docs = documents.data?.items || [];
   const doc = docs.find((d) => d.id === documentId);
-  const processed = doc ? Object.keys(doc.chunk_counts || {}) : [];
+  const onCorpus = target === "corpus";
+  const corpusList = corpora.data || [];
+  const members = corpus.data?.documents || [];
+  const notIndexed = members.filter((d) => d.status !== "indexed").length;
+  const processed = onCorpus ? corpusStrategies(corpus.data) : doc ? Object.keys(doc.chunk_counts || {}) : [];
   const questionFiles = files.data || [];
+  const modelOptions = (models.data?.models || []).filter((m) => m.available).map((m) => [m.id, m.display_name || m.id]);
 
   // First load, or a document chosen elsewhere (Documents tab): pick it when it is processed.
   useEffect(() => {
     const wanted = docs.find((d) => d.id === preselect) || (!documentId && docs[0]);
     if (wanted && wanted.id !== documentId) setDocumentId(wanted.id);
   }, [documents.data, preselect]);
-  useEffect(() => { setStrategies(new Set(processed)); }, [documentId, documents.data]);
+  useEffect(() => { if (corpora.data && !listed) setCorpusName(corpusList[0]?.name || ""); }, [corpora.data]);
+  useEffect(() => { setStrategies(new Set(processed)); }, [target, documentId, documents.data, corpus.data]);
   useEffect(() => { if (!fileName && questionFiles[0]) setFileName(questionFiles[0].name); }, [files.data]);
   useEffect(() => { setJudge(Boolean(llm)); }, [llm]);
   // A different document or file makes the last validation and estimate stale.
   useEffect(() => {
     setValidation({ data: null, error: null, busy: false });
     setEstimate({ data: null, error: null, busy: false });
-  }, [documentId, fileName, fileTick]);
+  }, [target, documentId, corpusName, fileName, fileTick]);
 
   const body = (dryRun) => ({
-    document_id: documentId, question_set: fileName, strategies: [...strategies], retrievers: [...retrievers],
+    ...(onCorpus ? { corpus: corpusName } : { document_id: documentId }),
+    ...(corpusModels.size ? { corpus_models: [...corpusModels] } : {}),
+    question_set: fileName, strategies: [...strategies], retrievers: [...retrievers],
     top_k: parseTopK(topK), neighbor_prev: Number(prev), neighbor_next: Number(next), rerank: [...rerank],
     judge: Boolean(llm && judge), dry_run: dryRun,
   });
@@ -283,35 +316,59 @@ function BenchmarkForm({ llm, preselect, onStarted, onFinished }) {
     if (accepted) onFinished(accepted.experiment_id);
   };
 
-  const ready = documentId && fileName && strategies.size && retrievers.size && rerank.size;
+  const ready = (onCorpus ? corpusName : documentId) && fileName && strategies.size && retrievers.size && rerank.size;
   const busy = validation.busy || estimate.busy || run.busy;
   return html`<section class="panel stack" aria-label="New benchmark">
     <h2>New benchmark</h2>
-    <${ErrorBox} error=${documents.error || files.error} />
-    ${documents.loading && !documents.data ? html`<${Spinner} label="Loading documents…" />` : null}
-    ${documents.data && !docs.length ? html`<div class="notice">No processed document yet: upload one in the
+    <${ErrorBox} error=${documents.error || files.error || corpora.error || corpus.error || models.error} />
+    <fieldset><legend>Retrieval searches</legend><div class="checks">
+      <label><input type="radio" name="bench-target" checked=${!onCorpus} onChange=${() => setTarget("document")} />
+        one document</label>
+      <label><input type="radio" name="bench-target" checked=${onCorpus}
+        onChange=${() => { setTarget("corpus"); setCorpusTick((t) => t + 1); }} />a corpus</label>
+    </div></fieldset>
+    ${!onCorpus && documents.loading && !documents.data ? html`<${Spinner} label="Loading documents…" />` : null}
+    ${!onCorpus && documents.data && !docs.length ? html`<div class="notice">No processed document yet: upload one in the
       Documents tab and process it, then come back.</div>` : null}
+    ${onCorpus && corpora.data && !corpusList.length ? html`<div class="notice">No corpus yet: tick documents in the
+      Documents tab and make one (or <span class="mono">chunkbench ingest DIR --corpus NAME</span>), then process it.
+      </div>` : null}
     <div class="row">
-      <label>Document
+      ${onCorpus ? html`<label>Corpus
+        <select value=${corpusName} onChange=${(e) => setCorpusName(e.target.value)}>
+          ${corpusList.map((c) => html`<option key=${c.id} value=${c.name}>${
+            `${c.name} (${fmtInt(c.document_count)} documents)`}</option>`)}
+        </select></label>` : html`<label>Document
         <select value=${documentId} onChange=${(e) => setDocumentId(e.target.value)}>
-          ${docs.map((d) => html`<option key=${d.id} value=${d.id}>${d.filename}</option>`)}
-        </select></label>
+          ${docs.map((d) => html`<option key=${d.id} value=${d.id}>${d.source_key || d.filename}</option>`)}
+        </select></label>`}
       <label>Question file
         <select value=${fileName} onChange=${(e) => setFileName(e.target.value)}>
           ${!questionFiles.length ? html`<option value="">— upload one below —</option>` : null}
           ${questionFiles.map((f) => html`<option key=${f.name} value=${f.name}>
             ${f.name}${f.error ? " (unreadable)" : ` (${f.question_count} questions)`}</option>`)}
         </select></label>
-      <button class="secondary" disabled=${!documentId || !fileName || busy} onClick=${validate}>Validate</button>
+      ${onCorpus ? null : html`<button class="secondary" disabled=${!documentId || !fileName || busy}
+        onClick=${validate}>Validate</button>`}
     </div>
+    ${onCorpus ? html`<div class="muted">Each question names its document (<span class="mono">document_id</span>: an id,
+      source key, filename or stem); the dry run and the run place every snippet in it and refuse what cannot be
+      placed.${corpus.data ? ` ${fmtInt(members.length)} documents${notIndexed ? `, ${fmtInt(notIndexed)} not indexed`
+      : ""}.` : ""}</div>` : null}
     <${QuestionUpload} onUploaded=${(name) => { setFileName(name); setFileTick((t) => t + 1); }} />
     ${validation.busy ? html`<${Spinner} label="Placing the evidence in the document…" />` : null}
     <${ErrorBox} error=${validation.error} />
     ${validation.data ? html`<${ValidationReport} report=${validation.data} />` : null}
 
-    <${Checks} legend="Strategies (processed for this document)" options=${processed.map((s) => [s, s])}
+    <${Checks} legend=${onCorpus ? "Strategies (processed for every document of the corpus)"
+      : "Strategies (processed for this document)"} options=${processed.map((s) => [s, s])}
       selected=${strategies} onChange=${setStrategies} />
-    ${doc && !processed.length ? html`<div class="muted">This document has no processed strategy.</div>` : null}
+    ${!onCorpus && doc && !processed.length ? html`<div class="muted">This document has no processed strategy.</div>`
+      : null}
+    ${onCorpus && corpus.data && !processed.length ? html`<div class="muted">No strategy has been processed for every
+      document of this corpus: process the corpus in the Documents tab.</div>` : null}
+    <${Checks} legend="Corpus models (none ticked: the one the documents were last processed with)"
+      options=${modelOptions} selected=${corpusModels} onChange=${setCorpusModels} />
     <${Checks} legend="Retrievers" options=${RETRIEVERS.map((r) => [r, r])} selected=${retrievers}
       onChange=${setRetrievers} />
     <${Checks} legend="Rerank" options=${RERANKS} selected=${rerank} onChange=${setRerank}
@@ -343,9 +400,9 @@ function BenchmarkForm({ llm, preselect, onStarted, onFinished }) {
 
 function ExperimentList({ selectedId, onSelect, version }) {
   const list = useApi(() => api("/experiments", { query: { limit: 1000 } }), [version]);
-  const [documentFilter, setDocumentFilter] = useState("");
-  const rows = (list.data || []).filter((row) => !documentFilter || row.document_id === documentFilter);
-  const documents = [...new Map((list.data || []).map((row) => [row.document_id, row.document_name])).entries()];
+  const [documentFilter, setDocumentFilter] = useState(""); // "": all; else a targetKey
+  const rows = (list.data || []).filter((row) => !documentFilter || targetKey(row) === documentFilter);
+  const targets = [...new Map((list.data || []).map((row) => [targetKey(row), targetName(row)])).entries()];
   const [page, pager] = usePager(rows, 15);
   const selected = (list.data || []).find((row) => row.id === selectedId);
   const catalog = useApi(() => strategyCatalog(), []);
@@ -357,8 +414,8 @@ function ExperimentList({ selectedId, onSelect, version }) {
       <div class="row">
         <label>Show document
           <select value=${documentFilter} onChange=${(e) => setDocumentFilter(e.target.value)}>
-            <option value="">all documents</option>
-            ${documents.map(([id, name]) => html`<option key=${id} value=${id}>${name || id}</option>`)}
+            <option value="">all documents and corpora</option>
+            ${targets.map(([key, name]) => html`<option key=${key} value=${key}>${name}</option>`)}
           </select></label>
         <button class="secondary" onClick=${list.reload}>Refresh</button>
       </div>
@@ -368,7 +425,7 @@ function ExperimentList({ selectedId, onSelect, version }) {
     ${list.data && !rows.length ? html`<div class="muted">No Experiment yet: run a benchmark.</div>` : null}
     ${warnings.map((w) => html`<div class="notice" role="note"><span class="badge warn">mismatch</span> ${w}</div>`)}
     ${rows.length ? html`<div class="scroll"><table class="data" aria-label="Experiments">
-      <thead><tr><th>status</th><th>document</th><th>strategies</th><th>neighbors</th><th class="num">cells</th>
+      <thead><tr><th>status</th><th>document</th><th>strategies</th><th>models</th><th>neighbors</th><th class="num">cells</th>
         <th>metric</th><th>best</th><th>created</th></tr></thead>
       <tbody>${page.map((row) => {
         const differs = differences(row, selected);
@@ -376,11 +433,13 @@ function ExperimentList({ selectedId, onSelect, version }) {
           aria-selected=${row.id === selectedId} onClick=${() => onSelect(row.id)}>
           <td><${StatusBadge} status=${row.status} /></td>
           <td><button class="link" onClick=${(e) => { e.stopPropagation(); onSelect(row.id); }}
-            aria-label=${`${row.name || row.document_name || row.document_id}: open the Experiment of ${when(row.created_at)}`}>
-            ${row.name || row.document_name || row.document_id}</button>
+            aria-label=${`${row.name || targetName(row)}: open the Experiment of ${when(row.created_at)}`}>
+            ${row.name || targetName(row)}</button>
+            ${row.name && row.corpus_name ? html`<div class="muted">${targetName(row)}</div>` : null}
             ${differs.length ? html` <span class="badge warn" title="differs from the selected Experiment">≠ ${
               differs.join(", ")}</span>` : null}</td>
           <td>${row.strategies.join(", ")}</td>
+          <td class="mono">${(row.corpus_models?.length ? row.corpus_models : [row.corpus_model_id || "—"]).join(", ")}</td>
           <td><${NeighborBadge} prev=${row.neighbor_prev} next=${row.neighbor_next} /></td>
           <td class="num">${fmtInt(row.cells_done)}/${fmtInt(row.cells_total)}</td>
           <td>${row.primary_metric ? label(row.primary_metric) : "—"}</td>
@@ -437,6 +496,9 @@ function AggregatesTable({ experiment }) {
     })}</tbody></table></div>`;
 }
 
+const experimentTarget = (experiment) => (experiment.corpus ? `corpus ${experiment.corpus.name || "(deleted)"}`
+  : experiment.document.filename);
+
 function ExperimentView({ id, version, onInspect, onChanged }) {
   const [tick, setTick] = useState(0);
   const loaded = useApi(() => api(`/benchmarks/${id}`), [id, version, tick]);
@@ -449,7 +511,9 @@ function ExperimentView({ id, version, onInspect, onChanged }) {
     if (!running) return undefined;
     const timer = setInterval(async () => {
       try {
-        const rows = await api("/experiments", { query: { document_id: experiment.document.id, limit: 1000 } });
+        const rows = await api("/experiments", { query: experiment.corpus
+          ? { corpus: experiment.corpus.id || undefined, limit: 1000 }
+          : { document_id: experiment.document.id, limit: 1000 } });
         const row = rows.find((r) => r.id === id);
         setLive(row || null);
         if (row && row.status !== "running") { setTick((t) => t + 1); onChanged(); }
@@ -483,7 +547,7 @@ function ExperimentView({ id, version, onInspect, onChanged }) {
   const report = (view) => `/benchmarks/${id}/report?view=${view}`;
   return html`<section class="panel stack" aria-label="Experiment">
     <div class="row" style="justify-content: space-between">
-      <h2>Experiment: ${experiment.name || experiment.document.filename} <${StatusBadge} status=${experiment.status} />
+      <h2>Experiment: ${experiment.name || experimentTarget(experiment)} <${StatusBadge} status=${experiment.status} />
       </h2>
       <div class="row">
         <button class="primary" onClick=${() => onInspect(experiment)} disabled=${!experiment.cells.length}>
@@ -493,11 +557,13 @@ function ExperimentView({ id, version, onInspect, onChanged }) {
       </div>
     </div>
     <dl class="kv">
-      <dt>document</dt><dd>${experiment.document.filename}</dd>
+      ${experiment.corpus ? html`<dt>corpus</dt><dd>${experiment.corpus.name || "(deleted)"} · ${
+        fmtInt(experiment.corpus.documents.length)} documents</dd>`
+        : html`<dt>document</dt><dd>${experiment.document.filename}</dd>`}
       <dt>configurations</dt><dd>${[config.strategies.join(", "), config.retrievers.join(", "),
         `top_k ${config.top_k.join(", ")}`, `rerank ${config.rerank.join(", ")}`].join(" × ")}</dd>
       <dt>neighbors</dt><dd><${NeighborBadge} prev=${config.neighbor_prev} next=${config.neighbor_next} /></dd>
-      <dt>models</dt><dd>${`Corpus ${config.corpus_model_id || "—"} · Boundary ${experiment.provenance?.boundary_model
+      <dt>models</dt><dd>${`Corpus ${config.corpus_models?.join(", ") || config.corpus_model_id || "—"} · Boundary ${experiment.provenance?.boundary_model
         || "—"} · answers ${config.answer_mode} · judge ${config.judge ? "on" : "off"}`}</dd>
       <dt>questions</dt><dd>${fmtInt(experiment.questions.length)} · cells ${fmtInt(done)}/${fmtInt(total)}</dd>
       <dt>cost</dt><dd>$${fmt(experiment.cost?.actual_usd, 4)}</dd>
@@ -509,6 +575,7 @@ function ExperimentView({ id, version, onInspect, onChanged }) {
     <${ErrorBox} error=${resume.error} />
     <${DecisionView} decision=${experiment.decision} />
     <${AggregatesTable} experiment=${experiment} />
+    <${Breakdowns} experiment=${experiment} />
     <div class="row">
       <a href=${report("managerial")} target="_blank" rel="noopener" onClick=${withKey}>Managerial report</a>
       <a href=${report("technical")} target="_blank" rel="noopener" onClick=${withKey}>Technical report</a>
@@ -542,8 +609,10 @@ function highlight(text, start, ranges) {
 function rankOrder(cell) {
   const retrieved = cell.retrieved || [];
   const hits = retrieved.filter((chunk) => chunk.role === "hit");
-  const ranked = (cell.expansion_tree || []).map((node) => node.chunk_index);
-  if (ranked.length) hits.sort((a, b) => ranked.indexOf(a.chunk_index) - ranked.indexOf(b.chunk_index));
+  // A tree node names no document: in a corpus, chunk n of two documents is told apart by its (rounded) score.
+  const rankKey = (chunk) => `${chunk.chunk_index}\u0000${chunk.score}`;
+  const ranked = (cell.expansion_tree || []).map(rankKey);
+  if (ranked.length) hits.sort((a, b) => ranked.indexOf(rankKey(a)) - ranked.indexOf(rankKey(b)));
   return [...hits, ...retrieved.filter((chunk) => chunk.role !== "hit")];
 }
 
@@ -586,8 +655,29 @@ function QuestionRail({ questions, index, onPick, valueOf }) {
   </div>`;
 }
 
+// The markdown of the documents ``ids`` (a corpus Experiment's chunks come from several), each fetched once:
+// {texts: Map id → text, loading, error}.
+function useMarkdowns(ids) {
+  const [texts, setTexts] = useState(() => new Map());
+  const [state, setState] = useState({ loading: false, error: null });
+  const wanted = ids.filter(Boolean).join(",");
+  useEffect(() => {
+    const missing = wanted ? wanted.split(",").filter((id) => !texts.has(id)) : [];
+    if (!missing.length) return undefined;
+    let live = true;
+    setState({ loading: true, error: null });
+    Promise.all(missing.map((id) => api(`/documents/${encodeURIComponent(id)}/markdown`).then((text) => [id, text])))
+      .then((entries) => {
+        if (!live) return;
+        setTexts((map) => new Map([...map, ...entries]));
+        setState({ loading: false, error: null });
+      }, (error) => live && setState({ loading: false, error }));
+    return () => { live = false; };
+  }, [wanted]);
+  return { texts, ...state };
+}
+
 function RetrievalInspect({ experiment, onClose }) {
-  const markdown = useApi(() => api(`/documents/${experiment.document.id}/markdown`), [experiment.document.id]);
   // 100 questions × 5 strategies = 500 cells: index them once, render only the selected question's cell.
   const cells = useMemo(() => {
     const index = new Map();
@@ -602,9 +692,15 @@ function RetrievalInspect({ experiment, onClose }) {
   const questions = experiment.questions;
   const question = questions[index];
   const cell = question && cells.get(`${question.id}\u0000${configKey}`);
-  const ranges = (question?.references || []).filter((r) => r.start_index !== null && r.start_index !== undefined)
+  // A one-document Experiment's chunks and evidence carry no document id: they are all the Experiment's document's.
+  const docOf = (item) => item.document_id || experiment.document.id;
+  const markdown = useMarkdowns([...new Set((cell?.retrieved || []).map(docOf))]);
+  const questionDoc = question ? docOf(question) : null;
+  const sourceKeys = new Map((experiment.corpus?.documents || []).map((d) => [d.id, d.source_key || d.filename]));
+  const rangesIn = (documentId) => (question?.references || [])
+    .filter((r) => r.start_index !== null && r.start_index !== undefined && docOf(r) === documentId)
     .map((r) => [r.start_index, r.end_index]);
-  const text = typeof markdown.data === "string" ? markdown.data : null;
+  const ranges = rangesIn(questionDoc);
   const valueOf = (q) => {
     const c = cells.get(`${q.id}\u0000${configKey}`);
     if (!c) return "—";
@@ -617,7 +713,7 @@ function RetrievalInspect({ experiment, onClose }) {
     <div class="panel row" style="justify-content: space-between">
       <div class="row">
         <button class="secondary" onClick=${onClose}>← Back to the Experiment</button>
-        <h2 style="margin: 0">Retrieval Inspect · ${experiment.document.filename}</h2>
+        <h2 style="margin: 0">Retrieval Inspect · ${experimentTarget(experiment)}</h2>
       </div>
       <label class="row" style="align-items: center">Configuration
         <select value=${configKey} onChange=${(e) => setConfigKey(e.target.value)}>
@@ -639,7 +735,8 @@ function RetrievalInspect({ experiment, onClose }) {
             <section aria-label="Expected answer"><h3>Expected</h3>
               ${question.expected_answer ? html`<div>${question.expected_answer}</div>`
                 : html`<div class="muted">no expected answer</div>`}
-              <div class="muted">${ranges.length} evidence span(s)</div></section>
+              <div class="muted">${(question.references || []).filter((r) => r.start_index !== null
+                && r.start_index !== undefined).length} evidence span(s)</div></section>
           </div>
           ${!cell ? html`<div class="notice">This question has not been run with ${configKey} yet.</div>` : null}
           ${cell?.error ? html`<div class="error">${cell.error}</div>` : null}
@@ -656,18 +753,23 @@ function RetrievalInspect({ experiment, onClose }) {
           ${rankOrder(cell).map((chunk) => {
             const isHit = chunk.role === "hit";
             if (isHit) rank += 1;
-            const body = text !== null && chunk.start_index !== null ? text.slice(chunk.start_index, chunk.end_index) : null;
-            const evidence = chunk.start_index !== null && overlaps(chunk.start_index, chunk.end_index, ranges);
+            const text = markdown.texts.get(docOf(chunk));
+            const chunkRanges = rangesIn(docOf(chunk));
+            const body = typeof text === "string" && chunk.start_index !== null
+              ? text.slice(chunk.start_index, chunk.end_index) : null;
+            const evidence = chunk.start_index !== null && overlaps(chunk.start_index, chunk.end_index, chunkRanges);
             return html`<article key=${`${chunk.role}-${chunk.chunk_index}`}
               aria-label=${`${isHit ? `rank ${rank}` : chunk.role}, chunk #${chunk.chunk_index}`}
               style="border-top: 1px solid var(--line); padding-top: 0.5rem">
               <div class="row" style="align-items: center">
                 <strong>${isHit ? `#${rank}` : chunk.role}</strong> <span class="muted">chunk #${chunk.chunk_index}</span>
+                ${chunk.document_id ? html`<span class="mono">${sourceKeys.get(chunk.document_id) || chunk.document_id}</span>`
+                  : null}
                 ${chunk.score !== null && chunk.score !== undefined ? html`<span>score ${fmt(chunk.score)}</span>` : null}
                 <span class="muted">${fmtInt(chunk.tokens)} tokens · ${chunk.start_index}–${chunk.end_index}</span>
                 ${evidence ? html`<span class="badge good">evidence</span>` : null}
               </div>
-              ${body !== null ? html`<div class="doc-text">${highlight(body, chunk.start_index, ranges)}</div>` : null}
+              ${body !== null ? html`<div class="doc-text">${highlight(body, chunk.start_index, chunkRanges)}</div>` : null}
             </article>`;
           })}
         </section>

@@ -1,9 +1,10 @@
 // The Decision Board (seed 000 §12): candidate Experiments from /experiments, filtered and pruned by hand, then
 // a two-stage heat comparison — configurations × metrics, then questions × the chosen configurations — and the
 // Decision each Experiment stored. Every figure comes from the server; nothing statistical is computed here.
-import { html, useState, useEffect, ErrorBox, Spinner, ProgressBar, fmt, useApi, usePager } from "../ui.js";
+import { html, useState, useEffect, ErrorBox, Spinner, ProgressBar, fmt, useApi, usePager, targetName } from "../ui.js";
 import { useMemo } from "../vendor/htm-preact-standalone.module.js";
 import { api, withKey } from "../api.js";
+import { Breakdowns } from "../breakdowns.js";
 
 const EXCLUDED_KEY = "chunkbench.decision.excluded";
 // More than this many Experiments at once is rarely a comparison anyone can read; it also bounds the download.
@@ -82,7 +83,7 @@ const heat = (t) => (t === null ? undefined : `background: rgba(245, 165, 36, ${
 function mismatches(summaries, loaded) {
   const distinct = (values) => [...new Set(values)];
   const out = [];
-  const documents = distinct(summaries.map((s) => s.document_name || s.document_id));
+  const documents = distinct(summaries.map(targetName));
   if (documents.length > 1) out.push(`Different documents (${documents.join(", ")}): the figures are not paired.`);
   const corpus = distinct(summaries.map((s) => s.corpus_model_id || "—"));
   if (corpus.length > 1) out.push(`Different Corpus models (${corpus.join(", ")}).`);
@@ -117,9 +118,9 @@ function Candidates({ rows, excluded, toggle, compared }) {
               <td><input type="checkbox" checked=${excluded.has(s.id)} onChange=${() => toggle(s.id)}
                 aria-label=${`Exclude experiment ${expLabel(s)}`} /></td>
               <td><strong>${expLabel(s)}</strong><div class="muted mono">${s.id.slice(0, 12)}</div></td>
-              <td>${s.document_name || s.document_id.slice(0, 8)}</td>
+              <td>${targetName(s)}</td>
               <td>${s.strategies.join(", ")}</td>
-              <td>${s.corpus_model_id || "—"}</td>
+              <td>${s.corpus_models?.length ? s.corpus_models.join(", ") : s.corpus_model_id || "—"}</td>
               <td>${s.boundary_model_id || "—"}</td>
               <td><span class="badge" title="Neighbor Expansion: previous/next chunks">${neighbours(s)}</span></td>
               <td class="num">${s.questions}</td>
@@ -301,7 +302,7 @@ function Verdict({ summary, experiment }) {
   const [tone, title] = STATUS[decision?.status] || ["", decision?.status || "no decision"];
   return html`
     <article class="verdict" data-testid="verdict" aria-label=${`Decision of ${expLabel(summary)}`}>
-      <h3>${expLabel(summary)} <span class="muted">· ${summary.document_name || ""}</span></h3>
+      <h3>${expLabel(summary)} <span class="muted">· ${targetName(summary)}</span></h3>
       ${!decision ? html`<p class="muted">This Experiment has no stored Decision.</p>` : html`
         <p><span class=${`badge ${tone}`}>${title}</span>
           ${decision.best ? html` <strong class="mono">${decision.best}</strong>` : null}
@@ -318,7 +319,8 @@ function Verdict({ summary, experiment }) {
           budget of ${decision.budget_matched.budget} context tokens (${decision.budget_matched.metric}):
           ${decision.budget_matched.ranking.map((k) => `${k} ${fmt(decision.budget_matched.means[k])}`).join(", ")}</p>` : null}
         <ul class="reasons">${decision.reasons.filter((r) => r !== decision.summary).map((reason) => html`<li>${reason}</li>`)}</ul>
-        <${Standing} decision=${decision} />`}
+        <${Standing} decision=${decision} />
+        <${Breakdowns} experiment=${experiment} />`}
       <p class="links">Reports:${" "}
         <a href=${`/benchmarks/${summary.id}/report?view=managerial`} target="_blank" rel="noopener" onClick=${withKey}>managerial</a>${" · "}
         <a href=${`/benchmarks/${summary.id}/report?view=technical`} target="_blank" rel="noopener" onClick=${withKey}>technical</a></p>
@@ -339,9 +341,13 @@ export function DecisionTab({ active, openTab }) {
   const [loadState, setLoadState] = useState({ done: 0, total: 0, error: null });
 
   const all = list.data || [];
-  const documents = useMemo(() => [...new Map(all.map((s) => [s.document_id, s.document_name || s.document_id]))], [all]);
-  const corpora = useMemo(() => [...new Set(all.map((s) => s.corpus_model_id).filter(Boolean))], [all]);
-  const filtered = all.filter((s) => (!documentId || s.document_id === documentId) && (!corpus || s.corpus_model_id === corpus));
+  // What an Experiment searched: its corpus or its one document (the filter picks either).
+  const targetOf = (s) => (s.corpus_name || s.corpus_id ? `corpus:${s.corpus_id || s.corpus_name}` : s.document_id);
+  const documents = useMemo(() => [...new Map(all.map((s) => [targetOf(s), targetName(s)]))], [all]);
+  const corpora = useMemo(() => [...new Set(all.flatMap((s) => [s.corpus_model_id, ...(s.corpus_models || [])])
+    .filter(Boolean))], [all]);
+  const filtered = all.filter((s) => (!documentId || targetOf(s) === documentId)
+    && (!corpus || s.corpus_model_id === corpus || s.corpus_models?.includes(corpus)));
   const included = filtered.filter((s) => !excluded.has(s.id));
   const compared = included.slice(0, MAX_COMPARED);
   const comparedIds = compared.map((s) => s.id).join(",");
@@ -405,9 +411,9 @@ export function DecisionTab({ active, openTab }) {
       <section class="panel" aria-labelledby="decision-candidates">
         <h2 id="decision-candidates">Candidates</h2>
         <div class="row">
-          <label>Document
+          <label>Document or corpus
             <select value=${documentId} onChange=${(e) => setDocumentId(e.target.value)}>
-              <option value="">All documents</option>
+              <option value="">All documents and corpora</option>
               ${documents.map(([id, name]) => html`<option value=${id}>${name}</option>`)}
             </select></label>
           <label>Corpus model

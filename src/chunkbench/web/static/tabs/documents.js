@@ -38,9 +38,13 @@ export function PdfTab(props) {
 function DocumentsView({ format, openTab }) {
   const spec = FORMATS[format];
   const [selected, setSelected] = useState(null);
+  const [corpus, setCorpus] = useState(""); // the corpus the list shows ("": every document)
+  const [picked, setPicked] = useState(() => new Set()); // documents ticked for a corpus action
   return html`<div class="stack">
     <${Uploader} spec=${spec} onSelect=${setSelected} />
-    <${DocumentList} spec=${spec} selected=${selected} onSelect=${setSelected} />
+    <${CorpusPanel} corpus=${corpus} onCorpus=${setCorpus} picked=${picked} onPicked=${setPicked} />
+    <${DocumentList} spec=${spec} selected=${selected} onSelect=${setSelected} corpus=${corpus}
+      picked=${picked} onPicked=${setPicked} />
     ${selected && html`<${DocumentDetail} key=${selected} id=${selected} openTab=${openTab}
       onDeleted=${() => setSelected(null)} />`}
   </div>`;
@@ -122,31 +126,188 @@ function UploadRow({ item, spec, onSelect }) {
   return html`<tr><td>${file.name}</td><td class="num">${bytes(file.size)}</td><td>${result}</td></tr>`;
 }
 
+// ------------------------------------------------------------------------------------------------ corpora
+
+// The corpus picker (which documents the list shows), corpus membership of the ticked documents, and a corpus's
+// own actions: delete (its documents stay) and processing every document of it as one job.
+function CorpusPanel({ corpus, onCorpus, picked, onPicked }) {
+  const [tick, setTick] = useState(0);
+  useEffect(() => on(CHANGED, () => setTick((t) => t + 1)), []);
+  const corpora = useApi(() => api("/corpora"), [tick]);
+  const [target, setTarget] = useState(""); // the corpus the ticked documents join or leave
+  const [creating, setCreating] = useState(false);
+  const [name, setName] = useState("");
+  const [description, setDescription] = useState("");
+  const [confirming, setConfirming] = useState(false);
+  const [processing, setProcessing] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState(null);
+  const [note, setNote] = useState(null);
+  const list = corpora.data || [];
+  const shown = list.find((c) => c.name === corpus);
+  // A corpus deleted (here or elsewhere) is no longer a place to show or to add to.
+  useEffect(() => {
+    if (!corpora.data) return;
+    if (corpus && !shown) onCorpus("");
+    if (!list.some((c) => c.name === target)) setTarget(corpus || list[0]?.name || "");
+  }, [corpora.data]);
+  useEffect(() => { if (corpus) setTarget(corpus); setConfirming(false); setProcessing(false); }, [corpus]);
+
+  const act = async (work, done) => {
+    setBusy(true);
+    setError(null);
+    setNote(null);
+    try {
+      setNote(await work());
+      done?.();
+      emit(CHANGED, {});
+    } catch (e) {
+      setError(e);
+    }
+    setBusy(false);
+  };
+  const ids = [...picked];
+  const path = (n) => `/corpora/${encodeURIComponent(n)}`;
+  const create = (event) => {
+    event.preventDefault();
+    act(async () => {
+      const made = await api("/corpora", { method: "POST",
+        json: { name: name.trim(), description: description.trim() || null, document_ids: ids } });
+      return `Created ${made.name} with ${fmtInt(made.document_count)} document${made.document_count === 1 ? "" : "s"}.`;
+    }, () => { setCreating(false); setName(""); setDescription(""); onPicked(new Set()); });
+  };
+  const add = () => act(async () => {
+    const body = await api(`${path(target)}/documents`, { method: "POST", json: { document_ids: ids } });
+    return `Added ${fmtInt(body.added)} to ${body.corpus} (${fmtInt(ids.length - body.added)} already there); it has ${
+      fmtInt(body.document_count)} documents.`;
+  }, () => onPicked(new Set()));
+  const remove = () => act(async () => {
+    // Only the members: removing a document that is not in the corpus would be a 404 for nothing.
+    const members = new Set((await api(path(target))).documents.map((d) => d.id));
+    const leaving = ids.filter((id) => members.has(id));
+    for (const id of leaving) await api(`${path(target)}/documents/${encodeURIComponent(id)}`, { method: "DELETE" });
+    return `Removed ${fmtInt(leaving.length)} from ${target}${leaving.length < ids.length
+      ? ` (${fmtInt(ids.length - leaving.length)} were not in it)` : ""}; the documents stay.`;
+  }, () => onPicked(new Set()));
+  const drop = () => act(async () => {
+    await api(path(corpus), { method: "DELETE" });
+    return `Deleted the corpus ${corpus}; its documents stay.`;
+  }, () => { setConfirming(false); onCorpus(""); });
+
+  return html`<div class="panel" aria-label="Corpora" role="region">
+    <h2>Corpora ${corpora.data && html`<span class="muted">(${fmtInt(list.length)})</span>`}</h2>
+    <${ErrorBox} error=${corpora.error} />
+    <div class="row">
+      <label>Show
+        <select aria-label="Show corpus" value=${corpus} onChange=${(e) => onCorpus(e.target.value)}>
+          <option value="">all documents</option>
+          ${list.map((c) => html`<option key=${c.id} value=${c.name}>${c.name} (${fmtInt(c.document_count)})</option>`)}
+        </select></label>
+      ${shown && html`<button class="secondary" onClick=${() => setProcessing(!processing)} aria-expanded=${processing}>
+          Process corpus…</button>
+        <button class="danger" onClick=${() => setConfirming(true)} disabled=${confirming || busy}>Delete corpus…</button>`}
+    </div>
+    ${shown?.description && html`<p class="muted" style="margin:0.5rem 0 0">${shown.description}</p>`}
+    ${confirming && html`<div class="notice" role="alertdialog" aria-label="Confirm corpus deletion" style="margin-top:0.75rem">
+      Delete the corpus <strong>${corpus}</strong>? Its ${fmtInt(shown?.document_count)} documents stay, with their
+      chunks and experiments; only the grouping goes.
+      <div class="row" style="margin-top:0.5rem">
+        <button class="danger" onClick=${drop} disabled=${busy}>${busy ? "Deleting…" : "Delete the corpus"}</button>
+        <button class="secondary" onClick=${() => setConfirming(false)} disabled=${busy}>Cancel</button>
+      </div></div>`}
+    <div class="row" style="margin-top:0.75rem">
+      <span class="muted" data-testid="picked-count">${ids.length ? `${fmtInt(ids.length)} selected:`
+        : "Tick documents in the list to put them in a corpus."}</span>
+      ${ids.length > 0 && html`
+        ${list.length > 0 && html`<label>Corpus
+          <select aria-label="Corpus for the selected documents" value=${target} onChange=${(e) => setTarget(e.target.value)}>
+            ${list.map((c) => html`<option key=${c.id} value=${c.name}>${c.name}</option>`)}</select></label>
+          <button class="secondary" onClick=${add} disabled=${busy || !target}>Add to corpus</button>
+          <button class="secondary" onClick=${remove} disabled=${busy || !target}>Remove from corpus</button>`}
+        <button class="secondary" onClick=${() => setCreating(true)} disabled=${creating}>New corpus…</button>
+        <button class="link" onClick=${() => onPicked(new Set())}>clear selection</button>`}
+    </div>
+    ${creating && html`<form class="row" style="margin-top:0.75rem" aria-label="New corpus" onSubmit=${create}>
+      <label>Name<input type="text" required maxlength="200" value=${name} onInput=${(e) => setName(e.target.value)}
+        placeholder="letters, digits, space . _ -" /></label>
+      <label style="flex:1">Description<input type="text" value=${description} placeholder="optional"
+        onInput=${(e) => setDescription(e.target.value)} /></label>
+      <button type="submit" class="primary" disabled=${busy}>Create with ${fmtInt(ids.length)} document${ids.length === 1 ? "" : "s"}</button>
+      <button type="button" class="secondary" onClick=${() => setCreating(false)}>Cancel</button>
+    </form>`}
+    ${note && html`<div class="muted" role="status" style="margin-top:0.5rem">${note}</div>`}
+    <${ErrorBox} error=${error} />
+    ${shown && processing && html`<div style="margin-top:1rem"><${ProcessPanel} key=${shown.id}
+      title=${`Process the corpus ${shown.name}`} path=${`${path(shown.name)}/process`} Result=${CorpusOutcome}
+      onDone=${() => emit(CHANGED, {})} /></div>`}
+  </div>`;
+}
+
+// The corpus job's result: per strategy, documents processed / skipped / failed, then the failed ones and why.
+function CorpusOutcome({ result }) {
+  const failures = result.strategies.flatMap((s) => s.documents.filter((d) => d.status === "failed")
+    .map((d) => ({ ...d, strategy: s.strategy })));
+  return html`<div class="stack">
+    <h3>${`Outcome · ${fmtInt(result.documents)} documents · ${fmtInt(result.processed)} processed, ${
+      fmtInt(result.skipped)} skipped, ${fmtInt(result.failed)} failed`}</h3>
+    <div style="overflow-x:auto"><table class="data" aria-label="Corpus outcome per strategy">
+      <thead><tr><th>strategy</th><th class="num">processed</th><th class="num">skipped</th><th class="num">failed</th>
+        <th class="num">chunks indexed</th><th class="num">chunk / embed / index</th><th class="num">time</th></tr></thead>
+      <tbody>${result.strategies.map((s) => html`<tr key=${s.strategy}>
+        <td>${s.strategy}</td><td class="num">${fmtInt(s.processed)}</td><td class="num">${fmtInt(s.skipped)}</td>
+        <td class="num">${s.failed ? html`<span class="badge bad">${fmtInt(s.failed)}</span>` : "0"}</td>
+        <td class="num">${fmtInt(s.chunks)}</td>
+        <td class="num">${["chunk", "embed", "index"].map((stage) => `${fmt(s.timings?.[stage], 1)} s`).join(" / ")}</td>
+        <td class="num">${(s.duration_ms / 1000).toFixed(1)} s</td></tr>`)}</tbody>
+    </table></div>
+    ${failures.length > 0 && html`<div class="scroll" style="max-height:40vh"><table class="data" aria-label="Failed documents">
+      <thead><tr><th>document</th><th>strategy</th><th>reason</th></tr></thead>
+      <tbody>${failures.map((d) => html`<tr key=${`${d.strategy}-${d.document_id}`}>
+        <td>${d.filename || d.document_id}</td><td>${d.strategy}</td>
+        <td style="overflow-wrap:anywhere">${d.message || d.error}</td></tr>`)}</tbody>
+    </table></div>`}
+  </div>`;
+}
+
 // ------------------------------------------------------------------------------------------------ list
 
-function DocumentList({ spec, selected, onSelect }) {
+function DocumentList({ spec, selected, onSelect, corpus, picked, onPicked }) {
   const [page, setPage] = useState(0);
   const [tick, setTick] = useState(0);
   useEffect(() => on(CHANGED, () => setTick((t) => t + 1)), []);
+  useEffect(() => setPage(0), [corpus]);
   const { data, error, loading } = useApi(
-    () => api("/documents", { query: { mime_type: spec.mimeTypes, limit: LIST_PAGE, offset: page * LIST_PAGE } }),
-    [page, tick],
+    () => api("/documents", { query: { mime_type: spec.mimeTypes, corpus, limit: LIST_PAGE, offset: page * LIST_PAGE } }),
+    [page, tick, corpus],
   );
   const pages = data ? Math.max(1, Math.ceil(data.total / LIST_PAGE)) : 1;
   // A deletion can empty the last page: step back to one that exists.
   useEffect(() => { if (data && page > 0 && page >= pages) setPage(pages - 1); }, [data, pages]);
+  const toggle = (ids, on) => onPicked((set) => {
+    const next = new Set(set);
+    for (const id of ids) on ? next.add(id) : next.delete(id);
+    return next;
+  });
+  const pageIds = (data?.items || []).map((doc) => doc.id);
+  const allPicked = pageIds.length > 0 && pageIds.every((id) => picked.has(id));
   return html`<div class="panel">
-    <h2>${spec.title} ${data && html`<span class="muted">(${fmtInt(data.total)})</span>`}</h2>
+    <h2>${spec.title}${corpus ? ` in ${corpus}` : ""} ${data && html`<span class="muted">(${fmtInt(data.total)})</span>`}</h2>
     <${ErrorBox} error=${error} />
     ${loading && !data && html`<${Spinner} label="Loading documents…" />`}
-    ${data && data.total === 0 && html`<p class="muted">No ${spec.noun} yet: upload one above.</p>`}
+    ${data && data.total === 0 && html`<p class="muted">${corpus ? `No ${spec.noun} in this corpus.`
+      : `No ${spec.noun} yet: upload one above.`}</p>`}
     ${data && data.total > 0 && html`<div style="overflow-x:auto"><table class="data" aria-label=${`${spec.title} list`}>
-      <thead><tr><th>file</th><th>state</th><th class="num">pages</th><th class="num">headings</th>
+      <thead><tr><th><input type="checkbox" checked=${allPicked} aria-label="Select every document on this page"
+          onChange=${(e) => toggle(pageIds, e.target.checked)} /></th>
+        <th>file</th><th>state</th><th class="num">pages</th><th class="num">headings</th>
         <th>chunks per strategy</th><th class="num">size</th></tr></thead>
       <tbody>${data.items.map((doc) => html`<tr key=${doc.id} class=${`clickable${doc.id === selected ? " selected" : ""}`}
           onClick=${() => onSelect(doc.id)}>
+        <td onClick=${(e) => e.stopPropagation()}><input type="checkbox" checked=${picked.has(doc.id)}
+          aria-label=${`Select ${doc.source_key}`} onChange=${(e) => toggle([doc.id], e.target.checked)} /></td>
         <td><button class="link" aria-pressed=${doc.id === selected} onClick=${(e) => { e.stopPropagation(); onSelect(doc.id); }}>
-          ${doc.filename}</button></td>
+          ${doc.filename}</button>
+          ${doc.source_key !== doc.filename && html`<div class="muted mono" title="source key">${doc.source_key}</div>`}</td>
         <td><${StateBadge} doc=${doc} /></td>
         <td class="num">${doc.page_count ?? "—"}</td>
         <td class="num">${doc.heading_count}</td>
@@ -185,7 +346,8 @@ function DocumentDetail({ id, openTab, onDeleted }) {
       <div class="panel"><h2>Sections</h2><${SectionTree} tree=${doc.tree} /></div>
       <${MarkdownPreview} doc=${doc} />
     </div>
-    <${ProcessPanel} doc=${doc} onDone=${processed} />
+    <div class="panel"><${ProcessPanel} title="Process" path=${`/documents/${doc.id}/process`} Result=${Outcome}
+      onDone=${processed} /></div>
     <${ChunkPreview} doc=${doc} refresh=${runTick} />
   </div>`;
 }
@@ -230,6 +392,8 @@ function Summary({ doc, openTab, onDeleted }) {
     ${doc.status === "failed" && doc.error_message && html`<div class="error" role="alert" style="margin-top:0.75rem">
       ${doc.error_message}</div>`}
     <dl class="kv" style=${{ ...KV_WRAP, marginTop: "0.75rem" }}>
+      <dt>source key</dt><dd class="mono">${doc.source_key}</dd>
+      <dt>corpora</dt><dd>${doc.corpora?.length ? doc.corpora.join(", ") : "none"}</dd>
       <dt>type</dt><dd>${doc.mime_type}</dd>
       <dt>size</dt><dd>${bytes(doc.file_size)}</dd>
       <dt>pages</dt><dd>${doc.page_count ?? "—"}</dd>
@@ -285,7 +449,9 @@ function MarkdownPreview({ doc }) {
 
 // ------------------------------------------------------------------------------------------------ process
 
-function ProcessPanel({ doc, onDone }) {
+// The processing form (strategies, models, parameters) for one document or a whole corpus: ``path`` is where it
+// posts, ``Result`` renders the finished job's result.
+function ProcessPanel({ title, path, Result, onDone }) {
   const strategies = useApi(() => api("/strategies"), []);
   const models = useApi(() => api("/admin/embedding-models"), []);
   const [checked, setChecked] = useState(null); // null until /strategies answers: then every strategy
@@ -303,9 +469,9 @@ function ProcessPanel({ doc, onDone }) {
     setBoundary((v) => v || models.data.boundary_model_id);
   }, [models.data]);
 
-  if (strategies.error || models.error) return html`<div class="panel"><h2>Process</h2>
+  if (strategies.error || models.error) return html`<div><h2>${title}</h2>
     <${ErrorBox} error=${strategies.error || models.error} /></div>`;
-  if (!strategies.data || !models.data || !checked) return html`<div class="panel"><h2>Process</h2>
+  if (!strategies.data || !models.data || !checked) return html`<div><h2>${title}</h2>
     <${Spinner} label="Loading strategies and models…" /></div>`;
 
   const chosen = strategies.data.filter((s) => checked.has(s.name));
@@ -332,7 +498,7 @@ function ProcessPanel({ doc, onDone }) {
     }
     setJob({ progress: 0, message: "starting" });
     try {
-      const started = await api(`/documents/${doc.id}/process`, { method: "POST", json: body });
+      const started = await api(path, { method: "POST", json: body });
       const done = await waitForJob(started.job_id, { onProgress: (progress, message) => setJob({ progress, message }) });
       setResult(done.result);
       onDone();
@@ -342,8 +508,8 @@ function ProcessPanel({ doc, onDone }) {
     setJob(null);
   };
 
-  return html`<div class="panel">
-    <h2>Process</h2>
+  return html`<section aria-label=${title}>
+    <h2>${title}</h2>
     <div class="stack">
       <fieldset><legend>Strategies</legend><div class="checks">
         ${strategies.data.map((s) => html`<label title=${s.description}><input type="checkbox" checked=${checked.has(s.name)}
@@ -366,9 +532,9 @@ function ProcessPanel({ doc, onDone }) {
       </div>
       ${job && html`<${ProgressBar} value=${job.progress} label=${`${Math.round(job.progress * 100)}% · ${job.message}`} />`}
       <${ErrorBox} error=${error} />
-      ${result && html`<${Outcome} result=${result} />`}
+      ${result && html`<${Result} result=${result} />`}
     </div>
-  </div>`;
+  </section>`;
 }
 
 function ModelSelect({ label, models, value, onChange, disabled }) {

@@ -225,7 +225,7 @@ def test_two_corpus_models_in_one_grid_are_paired_question_by_question(corpus):
     again = decision_for(
         [question_from_json(q) for q in experiment["questions"]],
         [Configuration.from_dict(c) for c in experiment["configurations"]], shuffled, experiment["aggregate"],
-        metric="recall", seed=0, resamples=experiment["provenance"]["bootstrap_resamples"],
+        metric="recall", seed=0, resamples=experiment["provenance"]["bootstrap_resamples"], with_documents=True,
     )  # fmt: skip
     assert again == decision
     for key, cells in zip(keys, by_model, strict=True):

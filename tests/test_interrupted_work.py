@@ -299,14 +299,15 @@ def _kill_when_held(env: dict[str, str], fake, args: list[str], held: Callable[[
 
 def _ingest(settings: Settings, folder: Path, texts: dict[str, str]) -> dict[str, str]:
     """Write and ingest ``texts`` (filename → markdown); filename → document id."""
-    from chunkbench.documents.service import ingest_paths
+    from chunkbench.documents.service import discover_files, ingest_paths
 
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in texts.items():
         (folder / name).write_text(text, encoding="utf-8")
     database = Database.from_settings(settings)
     try:
-        results = list(ingest_paths(database, settings, [folder / name for name in texts], tenant_id="default"))
+        files = discover_files([folder / name for name in texts])
+        results = list(ingest_paths(database, settings, files, tenant_id="default"))
         return {result.filename: result.document.id for result in results}
     finally:
         database.dispose()

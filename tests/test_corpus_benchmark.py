@@ -5,6 +5,10 @@ with retrieval over the whole corpus."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -25,10 +29,11 @@ from chunkbench.evaluation.spans import union_ranges
 from chunkbench.models import StrategyName
 from chunkbench.storage.repositories import CorpusRepository
 from chunkbench.storage.schema import DEFAULT_TENANT, DocumentRow
-from chunkbench.storage.vectors import get_vector_store
-from fake_openai import running_fake_openai
+from chunkbench.storage.vectors import close_vector_stores, get_vector_store
+from fake_openai import Reply, running_fake_openai
 from report_fixtures import make_experiment
-from test_benchmarks import _figures
+from test_benchmarks import _cell_rows, _figures
+from test_benchmarks import _cells as _committed_cells
 from test_embedding import NOMIC
 
 MINILM = "all-MiniLM-L6-v2"
@@ -268,6 +273,59 @@ def test_a_stopped_corpus_experiment_resumes_to_the_figures_of_an_uninterrupted_
 
     fresh = _run(client, **request.model_dump(exclude_none=True, exclude={"corpus"}))
     assert _figures(resumed) == _figures(fresh)
+
+
+def test_a_corpus_benchmark_killed_mid_way_resumes_to_the_figures_of_an_uninterrupted_run(
+    corpus, settings, tmp_path, monkeypatch
+):
+    # A real CLI process, killed with SIGKILL after a few cells, resumed by the next CLI command; an LLM that
+    # takes 0.3 s an answer keeps the run slow enough to be caught half-way.
+    _client, ids = corpus
+    questions = tmp_path / "questions.json"
+    questions.write_text(json.dumps(_questions(ids["630.txt"])), encoding="utf-8")
+    database_url = settings.sqlalchemy_url
+    close_vector_stores()  # the CLI process opens the embedded Qdrant folder
+
+    def slow(body):
+        time.sleep(0.3)
+        return Reply("The handbook says so [Source 1].")
+
+    run = ["bench", "run", "--corpus", CORPUS, "-q", str(questions), "--strategies", "fixed_size,recursive",
+           "--corpus-model", MINILM, "--no-judge", "--concurrency", "1", "--json"]  # fmt: skip
+    with running_fake_openai(responder=slow) as server:
+        environment = {
+            **os.environ, "CHUNKBENCH_DATA_DIR": str(settings.data_dir), "CHUNKBENCH_LLM_BASE_URL": server.url,
+            "CHUNKBENCH_LLM_MODEL": "fake-model", "CHUNKBENCH_LLM_MAX_RETRIES": "0", "HF_HUB_OFFLINE": "1",
+        }  # fmt: skip
+        process = subprocess.Popen([sys.executable, "-m", "chunkbench", *run], env=environment,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 180
+            while _committed_cells(database_url) < 3:
+                assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
+                assert time.monotonic() < deadline, "the CLI run never wrote three cells"
+                time.sleep(0.2)
+        finally:
+            process.kill()
+            process.wait()
+        kept = _cell_rows(database_url)
+        assert 3 <= len(kept) < 12
+        for key, value in environment.items():
+            if key.startswith("CHUNKBENCH_"):
+                monkeypatch.setenv(key, value)
+        get_settings.cache_clear()
+        try:
+            [experiment_id] = {row[0] for row in kept}
+            resumed = CliRunner().invoke(cli_app, ["bench", "run", "--resume", experiment_id, "--json"])
+            fresh = CliRunner().invoke(cli_app, run)
+        finally:
+            get_settings.cache_clear()
+    assert resumed.exit_code == 0, resumed.output
+    assert fresh.exit_code == 0, fresh.output
+    resumed_experiment, fresh_experiment = json.loads(resumed.stdout), json.loads(fresh.stdout)
+    assert resumed_experiment["status"] == "completed" and len(resumed_experiment["cells"]) == 12
+    assert set(kept) <= set(_cell_rows(database_url))  # the cells written before the kill were kept as they were
+    assert _figures(resumed_experiment) == _figures(fresh_experiment)
 
 
 def test_a_question_about_a_document_outside_the_corpus_is_refused_and_nothing_is_written(corpus):

@@ -96,6 +96,7 @@ def test_a_corpus_made_processed_and_benchmarked_from_the_dashboard(page, live_s
         "berlin/handbook.txt"
     ]
     corpora.get_by_label("Show corpus").select_option(label="all documents")
+    expect(listing.get_by_role("row")).to_have_count(3)  # the whole list is back before "select all"
     listing.get_by_label("Select every document on this page").check()
     corpora.get_by_role("button", name="Add to corpus").click()
     expect(corpora.get_by_role("status")).to_have_text("Added 1 to offices (1 already there); it has 2 documents.")

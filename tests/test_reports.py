@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from lxml import html as lxml_html
 
+from chunkbench.benchmarking.report import render as render_module
 from chunkbench.benchmarking.report.boundaries import boundary_view
 from chunkbench.benchmarking.report.charts import scale_colour
 from chunkbench.benchmarking.report.formatting import fmt, pct
@@ -231,6 +232,28 @@ def test_heatmap_has_a_cell_per_question_and_configuration() -> None:
     _, failed = render(make_failed(), "technical")
     states = {c.get("data-state") for c in failed.xpath("//rect[@data-config='semantic_parent_child/dense/k5']")}
     assert states == {"failed"}
+
+
+def test_a_large_experiment_shows_the_questions_the_configurations_differ_on_most(monkeypatch) -> None:
+    # Every configuration scores 0.5 on every question, except: q2 and q4 split 0.5 / 1.0, q6 has a failed cell.
+    experiment = make_experiment()
+    first = experiment["cells"][0]["config_key"]
+    for cell in experiment["cells"]:
+        cell["metrics"]["recall"] = 1.0 if cell["question_id"] in ("q2", "q4") and cell["config_key"] == first else 0.5
+        if cell["question_id"] == "q6" and cell["config_key"] == first:
+            cell["status"] = "failed"
+    widest = ["q2", "q4", "q6"]
+    shown = render_module.questions_shown(experiment, primary="recall", limit=3)
+    assert [q["id"] for q in shown["questions"]] == [q["id"] for q in experiment["questions"] if q["id"] in widest]
+    assert {c["question_id"] for c in shown["cells"]} == set(widest)
+    assert render_module.questions_shown(experiment, primary="recall", limit=N_QUESTIONS) is experiment
+
+    monkeypatch.setattr(render_module, "REPORT_QUESTION_LIMIT", 3)
+    _, tree = render(experiment, "technical")
+    cells = tree.xpath("//svg[@id='heatmap']/rect[contains(@class, 'hm-cell')]")
+    assert {c.get("data-question") for c in cells} == set(widest)
+    note = tree.get_element_by_id("questions-hidden").text_content()
+    assert f"Showing the 3 of {N_QUESTIONS} questions" in note and f"the other {N_QUESTIONS - 3} are" in note
 
 
 def test_scale_colour_ends_and_middle() -> None:

@@ -501,7 +501,8 @@ const experimentTarget = (experiment) => (experiment.corpus ? `corpus ${experime
 
 function ExperimentView({ id, version, onInspect, onChanged }) {
   const [tick, setTick] = useState(0);
-  const loaded = useApi(() => api(`/benchmarks/${id}`), [id, version, tick]);
+  // The lean cells (ids, status, metrics): a corpus Experiment's full cells are tens of MB; Inspect loads them.
+  const loaded = useApi(() => api(`/benchmarks/${id}`, { query: { cells: "scores" } }), [id, version, tick]);
   const [live, setLive] = useState(null);
   const [resume, setResume] = useState({ busy: false, progress: 0, message: "", error: null });
   const experiment = loaded.data;
@@ -793,14 +794,13 @@ export function BenchmarksTab({ openTab }) {
   const [listVersion, setListVersion] = useState(0);
   const [experimentVersion, setExperimentVersion] = useState(0);
   const [preselect, setPreselect] = useState(null);
-  // Inspect what the Experiment view already holds (a 500-cell Experiment is a few MB); another tab's link loads it.
-  const [loadedForInspect, setLoadedForInspect] = useState(null);
+  // Inspect loads the full cells (retrieved chunks, answers, Expansion Trees) only when asked for.
   const inspected = useApi(
-    () => (inspecting && loadedForInspect?.id !== inspecting ? api(`/benchmarks/${inspecting}`) : Promise.resolve(null)),
+    () => (inspecting ? api(`/benchmarks/${inspecting}`) : Promise.resolve(null)),
     [inspecting],
   );
-  const inspectedData = loadedForInspect?.id === inspecting ? loadedForInspect : inspected.data;
-  const inspect = (experiment) => { setLoadedForInspect(experiment); setInspecting(experiment.id); };
+  const inspectedData = inspected.data;
+  const inspect = (experiment) => setInspecting(experiment.id);
   useEffect(() => on("inspect-experiment", ({ id }) => { setSelectedId(id); setInspecting(id); openTab?.("benchmarks"); }), []);
   useEffect(() => on("open-experiment", ({ id }) => { setSelectedId(id); setInspecting(null); openTab?.("benchmarks"); }), []);
   useEffect(() => on("select-document", ({ id }) => setPreselect(id)), []);

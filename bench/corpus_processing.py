@@ -49,7 +49,7 @@ def run_job(work: Path, papers: list[Path], strategy: str) -> tuple[dict[str, An
     """Ingest ``papers`` into a fresh data directory, process them as a corpus job; the result and the texts
     the job embedded, in the order it embedded them."""
     from chunkbench.config import Settings
-    from chunkbench.documents.service import ingest_paths
+    from chunkbench.documents.service import discover_files, ingest_paths
     from chunkbench.embedding.cache import EMBEDDINGS
     from chunkbench.indexing import corpus_job
     from chunkbench.indexing.schemas import ProcessIn
@@ -59,7 +59,8 @@ def run_job(work: Path, papers: list[Path], strategy: str) -> tuple[dict[str, An
 
     settings = Settings(_env_file=None, data_dir=work, embedding_cache_enabled=False)
     database = Database.from_settings(settings)
-    ids = [result.document.id for result in ingest_paths(database, settings, papers, tenant_id="default")]
+    ingested = ingest_paths(database, settings, discover_files(papers), tenant_id="default")
+    ids = [result.document.id for result in ingested]
     with database.session() as session:
         repository = CorpusRepository(session, "default")
         repository.add_documents(repository.create("covid"), ids)

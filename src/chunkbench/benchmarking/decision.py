@@ -44,6 +44,12 @@ from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import Any, Literal
 
+from chunkbench.benchmarking.verdicts import (
+    cannot_tell_sentence,
+    dropped_sentence,
+    equal_budget_sentence,
+    figure,
+)
 from chunkbench.evaluation.stats import BootstrapResult, complete_matrix, paired_bootstrap
 
 # no_clear_winner: stored by Experiments decided before cannot_tell; decide() no longer returns it.
@@ -62,9 +68,6 @@ METRIC_CEILINGS: dict[str, float] = {
     **dict.fromkeys(("judge_context_relevance", "judge_answer_similarity", "judge_faithfulness"), 10.0),
     "judge_hallucination": 0.0,
 }  # fmt: skip
-FIX_HARDER = "harder questions, a smaller k or a larger corpus would separate them"
-# How many configurations the ceiling sentence names before it counts the rest.
-NAMED_AT_CEILING = 4
 
 
 @dataclass(frozen=True)
@@ -144,10 +147,6 @@ def _finite(value: float | None) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
-def _fmt(value: float) -> str:
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3f}"
-
-
 def _cost_of(costs: Mapping[str, float | None], name: str) -> float | None:
     value = costs.get(name)
     return float(value) if value is not None and math.isfinite(value) else None
@@ -175,7 +174,7 @@ def _insufficient(
         if n_questions:
             means = {name: float(matrix[:, i].mean()) for i, name in enumerate(configs)}
     if dropped:
-        reasons.append(_dropped_sentence(dropped))
+        reasons.append(dropped_sentence(dropped))
     return Decision(
         metric=metric, status="insufficient_data", best=None, leader=None, prob_best={}, means=means,
         diff_to_leader={}, ruled_out=[], contenders=list(scores), questions_needed=None, tie_break=None,
@@ -183,13 +182,6 @@ def _insufficient(
         confidence=confidence, practical_margin=practical_margin,
         costs={name: _cost_of(costs, name) for name in scores}, summary=reasons[0],
     )  # fmt: skip
-
-
-def _dropped_sentence(dropped: int) -> str:
-    return (
-        f"{dropped} question{'s were' if dropped != 1 else ' was'} left out because at least one configuration "
-        "has no score for it."
-    )
 
 
 def decide(
@@ -287,9 +279,9 @@ def _decide(
 
     if not others or (prob >= min_prob_best and clear_lead):
         status, best = "winner", leader
-        against = f" vs {_fmt(result.means[runner_up])} for {runner_up}" if runner_up else ""
+        against = f" vs {figure(result.means[runner_up])} for {runner_up}" if runner_up else ""
         reasons.append(
-            f"{leader} is the best configuration on {metric}: mean {_fmt(result.means[leader])}{against}, best in "
+            f"{leader} is the best configuration on {metric}: mean {figure(result.means[leader])}{against}, best in "
             f"{prob:.0%} of {result.n_resamples:,} bootstrap resamples of the {result.n_questions} questions."
         )
     else:
@@ -300,11 +292,11 @@ def _decide(
         cheapest_clear = not unpriced and len(priced) >= 2 and priced[0][0] <= (1 - cost_margin) * priced[1][0]
         if tied and cheapest_clear:
             status, best, tie_break = "tie_broken_by_cost", priced[0][1], TIE_BREAK_COST
-            listed = ", ".join(f"{_fmt(cost)} for {name}" for cost, name in priced[1:])
+            listed = ", ".join(f"{figure(cost)} for {name}" for cost, name in priced[1:])
             reasons.append(
                 f"tie on {metric}, broken by {TIE_BREAK_COST}: {', '.join(contenders)} cannot be told apart "
                 f"(leader {leader} best in only {prob:.0%} of resamples), and {best} needs the least context "
-                f"({_fmt(priced[0][0])} tokens vs {listed})."
+                f"({figure(priced[0][0])} tokens vs {listed})."
             )
         else:
             status = "cannot_tell"
@@ -315,7 +307,7 @@ def _decide(
             else:
                 why = ""
             reasons.append(
-                f"{leader} leads on {metric} with mean {_fmt(result.means[leader])} but is best in only {prob:.0%} "
+                f"{leader} leads on {metric} with mean {figure(result.means[leader])} but is best in only {prob:.0%} "
                 f"of resamples, and {', '.join(others)} cannot be ruled out{why}."
             )
         needed = _questions_needed_sentence(result, leader, others[0], gain, practical_margin, confidence, reasons)
@@ -334,24 +326,24 @@ def _decide(
 
     for name in others:
         _observed, low, high = result.diff_to_leader[name]
-        interval = f"{level} interval of {name} − {leader}: {_fmt(low)} to {_fmt(high)}"
+        interval = f"{level} interval of {name} − {leader}: {figure(low)} to {figure(high)}"
         if status == "winner":
             reasons.append(
-                f"{name} is not ruled out at {level} ({_fmt(abs(gain(name)[0]))} {worse} on average, {interval}), "
+                f"{name} is not ruled out at {level} ({figure(abs(gain(name)[0]))} {worse} on average, {interval}), "
                 f"but {leader} is best in {prob:.0%} of resamples, above the {min_prob_best:.0%} required."
             )
         else:
             gap = abs(gain(name)[0])
-            average = f"{_fmt(gap)} {worse} than {leader} on average" if gap else f"level with {leader} on average"
+            average = f"{figure(gap)} {worse} than {leader} on average" if gap else f"level with {leader} on average"
             reasons.append(f"{name} is still a contender: {average} ({interval}).")
     for name in ruled_out:
         observed, low, high = gain(name)
         reasons.append(
-            f"{name} is ruled out: its {metric} is {worse} than {leader}'s by {_fmt(abs(observed))} "
-            f"({level} interval {_fmt(-high)} to {_fmt(-low)})."
+            f"{name} is ruled out: its {metric} is {worse} than {leader}'s by {figure(abs(observed))} "
+            f"({level} interval {figure(-high)} to {figure(-low)})."
         )
     if result.dropped_questions:
-        reasons.append(_dropped_sentence(result.dropped_questions))
+        reasons.append(dropped_sentence(result.dropped_questions))
     reasons.extend(result.notes)
 
     return Decision(
@@ -377,50 +369,6 @@ def _decide(
         summary=cannot_tell_sentence(metric, why_not) if why_not else reasons[0],
         cannot_tell=why_not,
     )
-
-
-def _join(names: Sequence[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
-def cannot_tell_sentence(metric: str, why: Mapping[str, Any]) -> str:
-    """The cannot-tell Decision in one sentence: why the benchmark cannot separate the configurations (``why`` is
-    ``Decision.cannot_tell``) and what would; ``metric`` as the reader should see it."""
-    cause, names, n = why.get("cause"), list(why.get("configurations") or []), why.get("n_questions")
-    if cause == "ceiling":
-        named = names[:NAMED_AT_CEILING]
-        rest = len(names) - len(named)
-        listed = _join([*named, f"{rest} more"]) if rest else _join(named)
-        return (
-            f"The benchmark cannot tell {len(names)} configurations apart on {metric}: {listed} all reach its ceiling "
-            f"of {_fmt(float(why.get('ceiling') or 0.0))} on the {n} questions; {FIX_HARDER}."
-        )
-    first, second = names[0], names[1]  # every other cause names the two it could not separate
-    if cause == "context":
-        context, means = why.get("context") or {}, why.get("budget_means") or {}
-        return (
-            f"The benchmark cannot tell whether {first} is better on {metric}: it leads only by sending more context "
-            f"({_fmt(context.get(first) or 0.0)} tokens per question against {_fmt(context.get(second) or 0.0)} for "
-            f"{second}), and with both cut to {why.get('budget'):,} tokens {second} scores "
-            f"{_fmt(means.get(second) or 0.0)} against {_fmt(means.get(first) or 0.0)}; compare them at equal "
-            f"budget, or rerun {first} with a smaller k."
-        )
-    difference = float(why.get("difference") or 0.0)
-    if cause == "too_few_questions":
-        needed = int(why.get("questions_needed") or 0)
-        total = f" ({needed + n:,} in all)" if isinstance(n, int) else ""
-        return (
-            f"The benchmark cannot tell {first} from {second} on {metric} with {n} questions ({_fmt(difference)} "
-            f"apart on average): about {needed:,} more questions{total} would likely separate them."
-        )
-    margin = float(why.get("practical_margin") or 0.0)
-    if difference == 0:
-        gap = "they have the same mean"
-    elif difference <= margin:
-        gap = f"they differ by {_fmt(difference)} on average, within the practical margin of {_fmt(margin)}"
-    else:
-        gap = f"they differ by {_fmt(difference)} on average, less than the noise between the {n} questions"
-    return f"The benchmark cannot tell {first} from {second} on {metric}: {gap}; {FIX_HARDER}."
 
 
 def _at_equal_budget(
@@ -480,30 +428,6 @@ def _at_equal_budget(
     )  # fmt: skip
 
 
-def equal_budget_sentence(
-    metric: str,
-    winner: str,
-    rival: str | None,
-    *,
-    budget: int,
-    means: Mapping[str, float],
-    context: Mapping[str, float | None],
-) -> str:
-    """The equal-budget rule as computed: the winner's lead holds with every context cut to ``budget`` tokens,
-    or ``rival`` (sending less context) scores at least as well there."""
-    at = f"cut to {budget:,} tokens"
-    if rival is None:
-        return (
-            f"{winner} keeps the win at equal context: {at}, it scores {_fmt(means[winner])} on {metric}, above "
-            "every configuration that sends less context."
-        )
-    return (
-        f"{winner}'s lead does not hold at equal context: {at}, {rival} (median {_fmt(context.get(rival) or 0.0)} "
-        f"context tokens against {_fmt(context.get(winner) or 0.0)}) scores {_fmt(means[rival])} on {metric} "
-        f"against {_fmt(means[winner])}."
-    )
-
-
 def _questions_needed_sentence(
     result: BootstrapResult,
     leader: str,
@@ -523,8 +447,8 @@ def _questions_needed_sentence(
         return None
     if difference <= practical_margin:
         reasons.append(
-            f"{leader} and {runner_up} differ by {_fmt(difference)}, within the practical margin of "
-            f"{_fmt(practical_margin)}: more questions would not change the decision."
+            f"{leader} and {runner_up} differ by {figure(difference)}, within the practical margin of "
+            f"{figure(practical_margin)}: more questions would not change the decision."
         )
         return None
     needed = questions_needed(
@@ -533,7 +457,7 @@ def _questions_needed_sentence(
     if needed:
         reasons.append(
             f"About {needed:,} more questions (beyond the {result.n_questions} scored) would likely separate "
-            f"{leader} from {runner_up} (80% power), if the observed difference of {_fmt(difference)} is real."
+            f"{leader} from {runner_up} (80% power), if the observed difference of {figure(difference)} is real."
         )
     else:
         reasons.append(

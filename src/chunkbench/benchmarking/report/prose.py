@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from chunkbench.benchmarking.decision import cannot_tell_sentence
 from chunkbench.benchmarking.report.experiment import experiment_config, experiment_configurations, metric_mean
 from chunkbench.benchmarking.report.formatting import (
     as_number,
@@ -16,6 +15,7 @@ from chunkbench.benchmarking.report.formatting import (
     metric_name,
     pct,
 )
+from chunkbench.benchmarking.verdicts import cannot_tell_sentence
 from chunkbench.chunking.base import capabilities
 
 

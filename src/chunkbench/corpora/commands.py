@@ -70,14 +70,9 @@ def show_corpus(name: NameArgument, as_json: JsonOption = False) -> None:
     from chunkbench.corpora import service
     from chunkbench.corpora.schemas import CorpusDetail
 
-    _settings, database = open_database()
-    try:
-        with database.session() as session:
-            detail = CorpusDetail.of_contents(service.get(session, name, tenant_id=DEFAULT_TENANT))
-    except ChunkbenchError as exc:
-        raise fail(exc, as_json) from exc
-    finally:
-        database.dispose()
+    detail = _in_session(
+        as_json, lambda session: CorpusDetail.of_contents(service.get(session, name, tenant_id=DEFAULT_TENANT))
+    )
     if as_json:
         print_json(detail.model_dump(mode="json"))
     else:
@@ -95,21 +90,18 @@ def create_corpus(
     from chunkbench.corpora import service
     from chunkbench.corpora.schemas import CorpusDetail
 
-    _settings, database = open_database()
-    try:
-        with database.session() as session:
-            contents = service.create(
+    detail = _in_session(
+        as_json,
+        lambda session: CorpusDetail.of_contents(
+            service.create(
                 session,
                 name,
                 tenant_id=DEFAULT_TENANT,
                 description=description,
                 document_ids=_resolve_all(session, documents or []),
             )
-            detail = CorpusDetail.of_contents(contents)
-    except ChunkbenchError as exc:
-        raise fail(exc, as_json) from exc
-    finally:
-        database.dispose()
+        ),
+    )
     if as_json:
         print_json(detail.model_dump(mode="json"))
     else:
@@ -121,14 +113,7 @@ def delete_corpus(name: NameArgument, as_json: JsonOption = False) -> None:
     """Delete a corpus; its documents stay."""
     from chunkbench.corpora import service
 
-    _settings, database = open_database()
-    try:
-        with database.session() as session:
-            row = service.delete(session, name, tenant_id=DEFAULT_TENANT)
-    except ChunkbenchError as exc:
-        raise fail(exc, as_json) from exc
-    finally:
-        database.dispose()
+    row = _in_session(as_json, lambda session: service.delete(session, name, tenant_id=DEFAULT_TENANT))
     if as_json:
         print_json({"deleted": row.id, "name": row.name})
     else:
@@ -155,16 +140,25 @@ def _change_membership(
     change: Any, name: str, documents: list[str], as_json: bool, *, counted: str, preposition: str
 ) -> None:
     """``change`` (the service's add or remove) applied to the named documents, and what it did printed."""
-    _settings, database = open_database()
-    try:
-        with database.session() as session:
-            corpus, changed, count = change(session, name, _resolve_all(session, documents), tenant_id=DEFAULT_TENANT)
-            corpus_name = corpus.name
-    except ChunkbenchError as exc:
-        raise fail(exc, as_json) from exc
-    finally:
-        database.dispose()
+
+    def apply(session: Any) -> tuple[str, int, int]:
+        corpus, changed, count = change(session, name, _resolve_all(session, documents), tenant_id=DEFAULT_TENANT)
+        return corpus.name, changed, count
+
+    corpus_name, changed, count = _in_session(as_json, apply)
     if as_json:
         print_json({"corpus": corpus_name, counted: changed, "document_count": count})
     else:
         out.print(f"{counted} {changed} {preposition} {corpus_name}; {count} documents")
+
+
+def _in_session(as_json: bool, work: Any) -> Any:
+    """``work(session)`` in one transaction of the CLI's database; a domain error ends the command as ``fail`` says."""
+    _settings, database = open_database()
+    try:
+        with database.session() as session:
+            return work(session)
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
+    finally:
+        database.dispose()

@@ -47,12 +47,12 @@ def eval_chroma() -> dict[str, Any]:
     from chunkbench.config import Settings
     from chunkbench.embedding.registry import get_spec
     from chunkbench.embedding.service import embed_texts
-    from chunkbench.evaluation.chroma import CHROMA_CONFIGS, CHROMA_MODEL, run_chroma
+    from chunkbench.evaluation.chroma import CHROMA_CONFIGS, CHROMA_MODEL
 
     settings = Settings()
     embed_texts(get_spec(CHROMA_MODEL), ["warm-up"], "query", settings)  # model load outside the timings
     started = time.perf_counter()
-    results = run_chroma(list(CHROMA_CONFIGS), settings=settings)
+    results = chroma_reproduce.span_rows(list(CHROMA_CONFIGS), settings=settings)
     total = time.perf_counter() - started
     chroma_reproduce.print_table(chroma_reproduce.write_results(results))
 
@@ -108,7 +108,10 @@ def eval_chroma_vs_raw() -> dict[str, Any]:
     from chunkbench.embedding.cache import EMBEDDINGS, close_disk_caches, disk_cache
     from chunkbench.embedding.providers import get_provider
     from chunkbench.embedding.registry import get_spec
-    from chunkbench.evaluation.chroma import CHROMA_CONFIGS, CHROMA_MODEL, load_chroma, run_chroma
+    from chunkbench.evaluation.chroma import CHROMA_CONFIGS, CHROMA_MODEL, load_chroma
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import chroma_reproduce
 
     spec = get_spec(CHROMA_MODEL)
     with tempfile.TemporaryDirectory(prefix="chunkbench-bench-") as tmp:
@@ -127,7 +130,7 @@ def eval_chroma_vs_raw() -> dict[str, Any]:
             close_disk_caches()  # the warm run finds only the cache file, as a new process would
             stored_before = disk_cache(settings).stats()["entries"]
             started = time.perf_counter()
-            results = run_chroma(list(CHROMA_CONFIGS), settings=settings)
+            results = chroma_reproduce.span_rows(list(CHROMA_CONFIGS), settings=settings)
             runs[label] = {
                 "seconds": round(time.perf_counter() - started, 2),
                 # New vectors in the cache file: the texts (chunks and questions) this run had to embed.

@@ -415,8 +415,11 @@ def test_open_names_behave_like_the_enum_they_replaced():
         StrategyName("chapter")
     detached = StrategyName.stored("chapter")
     assert detached == "chapter" and "chapter" not in StrategyName  # readable, not registered
-    # Strategy names start collection names ``{strategy}__{model}_collection``: letters and single underscores.
-    for bad in ("Chapter", "chapter2", "two__parts", "_x", "x" * 49):
+    # Strategy names start collection names ``{strategy}__{model}_collection``: lowercase words and digits joined by
+    # single underscores, starting with a letter (digits name variants: ``fixed_size_250_125``).
+    with isolated_registries():
+        assert StrategyName.add("chapter_2") == "chapter_2"
+    for bad in ("Chapter", "2chapter", "two__parts", "_x", "x" * 49):
         with pytest.raises(ValueError, match="is not valid"):
             StrategyName.add(bad)
     assert RetrieverName.add("bm25_strict") == "bm25_strict" and "bm25_strict" in RetrieverName

@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from chunkbench import __version__
 from chunkbench.admin.routes import router as admin_router
 from chunkbench.benchmarking.routes import router as benchmarks_router
+from chunkbench.chunking import variants
 from chunkbench.config import Settings, get_settings
 from chunkbench.corpora.routes import router as corpora_router
 from chunkbench.documents.routes import router as documents_router
@@ -59,6 +60,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # First: a broken plugin (PluginError naming its file) stops the start before anything opens.
         if loaded := load_plugins(settings.plugins_dir):
             logger.info("loaded %d plugin(s) from %s: %s", len(loaded), settings.plugins_dir, [p.name for p in loaded])
+        # Then the strategy variants (a variant may derive from a plugin's strategy); a broken file stops the start.
+        if defined := variants.load(settings):
+            logger.info("strategy variants from %s: %s", settings.resolved_strategies_file, [c.name for c in defined])
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         database = Database.from_settings(settings)
         recover_dead_owners(database, settings)

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from chunkbench.admin.commands import cache_app, collections_app, models_app
-from chunkbench.benchmarking.commands import bench_app, check_command, report_command, sweep_app
+from chunkbench.benchmarking.commands import bench_app, check_command, chroma_command, report_command, sweep_app
 from chunkbench.config import get_settings
 from chunkbench.console import (
     JsonOption,
@@ -50,21 +50,27 @@ class LogFormat(StrEnum):
 app = typer.Typer(help="chunkbench: benchmark RAG chunking strategies on your documents.", no_args_is_help=True)
 
 
-def load_plugins() -> None:
-    """The app callback: import CHUNKBENCH_PLUGINS_DIR's plugins before any command parses its options.
+def load_extensions() -> None:
+    """The app callback: import CHUNKBENCH_PLUGINS_DIR's plugins, then register the strategy variants of the
+    variants file, before any command parses its options (a variant's name is then a valid --strategy).
 
-    A broken plugin prints its error (the file named) and exits 1. Without a plugin directory nothing is
-    imported, so commands keep starting fast.
+    A broken plugin or variants file prints its error (the file named) and exits 1. Without a plugin directory
+    and a variants file nothing is imported, so commands keep starting fast.
     """
-    directory = get_settings().plugins_dir
-    if directory is None or not directory.exists():
-        return
-    from chunkbench.errors import PluginError
-    from chunkbench.plugins import load_plugins as load
+    settings = get_settings()
+    directory = settings.plugins_dir
+    from chunkbench.errors import ChunkingError, PluginError
 
     try:
-        load(directory)
-    except PluginError as exc:
+        if directory is not None and directory.exists():
+            from chunkbench.plugins import load_plugins
+
+            load_plugins(directory)
+        if settings.resolved_strategies_file.is_file():
+            from chunkbench.chunking import variants
+
+            variants.load(settings)
+    except (PluginError, ChunkingError) as exc:
         raise fail(exc, as_json=False) from None
 
 
@@ -76,7 +82,7 @@ def recover(database: Any, settings: Any) -> Any:
 
 
 install_recovery(recover)
-app.callback()(load_plugins)
+app.callback()(load_extensions)
 app.add_typer(documents_app, name="documents")
 app.add_typer(corpora_app, name="corpora")
 app.add_typer(models_app, name="models")
@@ -201,7 +207,7 @@ def _parse_params(items: list[str]) -> dict[str, dict[str, Any]]:
 def process(
     document: Annotated[str | None, typer.Argument(help="Document id or filename (or --corpus)")] = None,
     corpus: Annotated[str | None, typer.Option(help="Process every document of this corpus as one job")] = None,
-    strategies: Annotated[str, typer.Option(help="Comma-separated strategies, or 'all'")] = "all",
+    strategies: Annotated[str, typer.Option(help="Comma-separated strategies, or 'all' (all but variants)")] = "all",
     corpus_model: Annotated[str | None, typer.Option(help="Corpus model id (default: the Admin role)")] = None,
     boundary_model: Annotated[str | None, typer.Option(help="Boundary model id (default: the Admin role)")] = None,
     param: Annotated[
@@ -210,11 +216,12 @@ def process(
     as_json: JsonOption = False,
 ) -> None:
     """Chunk, embed and index a document, or every document of a corpus, with one or more strategies."""
+    from chunkbench.chunking.base import default_strategies
     from chunkbench.indexing.schemas import ProcessIn
 
     if (document is None) == (corpus is None):
         raise typer.BadParameter("give a document or --corpus NAME (exactly one of them)")
-    names = list(StrategyName) if strategies.strip() == "all" else [s.strip() for s in strategies.split(",")]
+    names = default_strategies() if strategies.strip() == "all" else [s.strip() for s in strategies.split(",")]
     try:
         request = ProcessIn(
             strategies=names, corpus_model_id=corpus_model, boundary_model_id=boundary_model,
@@ -366,14 +373,21 @@ def chunks(
     out.print(f"chunks {offset + 1}–{offset + len(preview.chunks)} of {preview.total}")
 
 
-@app.command()
-def strategies(as_json: JsonOption = False) -> None:
-    """The chunking strategies and their parameters."""
+strategies_app = typer.Typer(help="The chunking strategies, and the variants declared in the variants file.")
+app.add_typer(strategies_app, name="strategies")
+
+
+@strategies_app.callback(invoke_without_command=True)
+def strategies(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """The chunking strategies and their parameters (variants: the base and what they pin)."""
+    if ctx.invoked_subcommand is not None:
+        return
     from chunkbench.chunking.base import all_strategies
 
     catalog = [
         {"name": cls.name.value, "description": cls.description, "needs_boundary_model": cls.needs_boundary,
-         "params": {key: field.default for key, field in cls.params_model.model_fields.items()}}
+         "params": {key: field.default for key, field in cls.params_model.model_fields.items()},
+         "variant_of": cls.variant.base if cls.variant else None}
         for cls in all_strategies()
     ]  # fmt: skip
     if as_json:
@@ -384,6 +398,52 @@ def strategies(as_json: JsonOption = False) -> None:
         params = ", ".join(f"{k}={v}" for k, v in item["params"].items())
         table.add_row(item["name"], "yes" if item["needs_boundary_model"] else "", params, item["description"])
     out.print(table)
+
+
+@strategies_app.command("add")
+def strategies_add(
+    name: Annotated[str, typer.Argument(help="The variant's name, e.g. fixed_size_250_125")],
+    base: Annotated[str, typer.Option(help="The strategy it derives from, e.g. fixed_size")],
+    param: Annotated[list[str], typer.Option(help="A pinned parameter key=value, e.g. chunk_size=250 (repeatable)")],
+    as_json: JsonOption = False,
+) -> None:
+    """Declare a strategy variant in the variants file: a strategy of its own, with its own runs and collection."""
+    from chunkbench.chunking import variants
+    from chunkbench.chunking.base import Variant
+    from chunkbench.evaluation.commands import parse_params
+
+    settings = get_settings()
+    try:
+        cls = variants.add(settings, Variant(name, base, parse_params(param)))
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
+    declared = cls.variant
+    if as_json:
+        print_json({"name": declared.name, "base": declared.base, "params": dict(declared.params)})
+        return
+    out.print(
+        f"{declared.name}: {declared.base} with {declared.describe()} (in {settings.resolved_strategies_file}). "
+        f"Process it by name: chunkbench process DOCUMENT --strategies {declared.name}",
+        highlight=False,
+    )
+
+
+@strategies_app.command("remove")
+def strategies_remove(
+    name: Annotated[str, typer.Argument(help="The variant's name")], as_json: JsonOption = False
+) -> None:
+    """Remove a variant from the variants file; its runs and Experiments stay readable as history."""
+    from chunkbench.chunking import variants
+
+    settings = get_settings()
+    try:
+        removed = variants.remove(settings, name)
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
+    if as_json:
+        print_json({"removed": removed.name})
+        return
+    out.print(f"removed {removed.name} ({removed.base} with {removed.describe()})", highlight=False)
 
 
 @app.command()
@@ -452,3 +512,6 @@ def query(
 # Defined with the benchmarks; a top-level command after the others in --help.
 app.command("report")(report_command)
 app.command("check")(check_command)
+# Chroma's reproduction runs the corpus benchmark, so it is defined with the benchmarks (evaluation cannot import
+# them: benchmarking imports evaluation's metrics), and joins the eval group here.
+eval_app.command("chroma")(chroma_command)

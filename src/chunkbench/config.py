@@ -76,6 +76,8 @@ class Settings(BaseSettings):
     # Plugins: every ``*.py`` here is imported at start and registers strategies, parsers, embedders or
     # retrievers through ``chunkbench.plugins``; unset or absent = none.
     plugins_dir: Path | None = None
+    # Strategy variants (chunking/variants.py): a TOML file of named parameter sets; unset = {data_dir}/strategies.toml.
+    strategies_file: Path | None = None
 
     # LLM: any OpenAI-compatible chat server (OpenAI, Ollama, LM Studio, vLLM, llama.cpp server).
     # Empty base URL and model = no LLM: answers are extractive, LLM-only features are off.
@@ -222,6 +224,10 @@ class Settings(BaseSettings):
     @property
     def resolved_models_dir(self) -> Path:
         return self.models_dir or self.data_dir / "models"
+
+    @property
+    def resolved_strategies_file(self) -> Path:
+        return self.strategies_file or self.data_dir / "strategies.toml"
 
     @property
     def sqlalchemy_url(self) -> str:

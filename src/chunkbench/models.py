@@ -123,9 +123,8 @@ class OpenName(str, metaclass=_OpenNameType):
 class StrategyName(OpenName):
     """The chunking strategies: the five built-ins (seed 000 §4.1) plus any a plugin registers."""
 
-    # Letters only: the name starts a Qdrant collection name, parsed back as ``{strategy}__{model}_collection``.
-    _pattern = re.compile(r"^[a-z]+(?:_[a-z]+)*$")
-    _rule = "lowercase letters in words joined by single underscores"
+    # The name starts a Qdrant collection name, parsed back as ``{strategy}__{model}_collection``: words joined
+    # by single underscores never hold the ``__`` separator. Digits make variants' names (``fixed_size_250_125``).
 
     FIXED_SIZE: ClassVar[StrategyName]
     RECURSIVE: ClassVar[StrategyName]

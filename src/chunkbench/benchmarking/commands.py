@@ -483,3 +483,54 @@ def _show_check(result: Any) -> None:
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     out.print(f"check: {result.verdict}", highlight=False)
+
+
+def chroma_command(
+    data: Annotated[
+        Path | None, typer.Option(help="Chroma's evaluation folder (default: the shared chroma_chunking_eval)")
+    ] = None,
+    config: Annotated[str, typer.Option(help="One configuration (e.g. recursive-250-0) or 'all'")] = "all",
+    as_json: JsonOption = False,
+) -> None:
+    """Chroma's MiniLM rows with Chroma's settings (n=5, corpus scope, dense) as a corpus benchmark: an Experiment
+    with a Decision and reports; its figures next to the published."""
+    from chunkbench.benchmarking.chroma import CHROMA_CORPUS, reproduce
+    from chunkbench.evaluation.chroma import CHROMA_MODEL, CHROMA_RETRIEVE, select_configs
+    from chunkbench.evaluation.commands import SPAN_LABELS, metric_cell
+
+    settings, database = open_database()
+    try:
+        configs = select_configs(config)
+        store = vector_store(settings)
+        with job_progress("Chroma reproduction") as report:
+            result = reproduce(database, settings, store, configs, data, tenant_id=DEFAULT_TENANT, progress=report)
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
+    if as_json:
+        print_json(
+            {"model": CHROMA_MODEL, "n": CHROMA_RETRIEVE, "corpus": CHROMA_CORPUS,
+             "experiment_id": result.experiment_id, "timings": result.timings, "configs": result.rows}
+        )  # fmt: skip
+        return
+    table = Table(
+        "config", "source", *SPAN_LABELS.values(), "tokens/chunk",
+        title=f"{CHROMA_MODEL}, n={CHROMA_RETRIEVE}, corpus scope: mean ± population SD (%)",
+    )  # fmt: skip
+    for row in result.rows:
+        ours, published = row["ours"], row["published"]
+        table.add_row(
+            row["name"], "ours", *(metric_cell(ours[name]) for name in SPAN_LABELS), f"{ours['mean_chunk_tokens']:.0f}"
+        )
+        if published:
+            table.add_row(
+                "", f"published ({row['chunker']})", *(metric_cell(published[name]) for name in SPAN_LABELS),
+                f"{published['mean_chunk_tokens']:.0f}",
+            )  # fmt: skip
+    out.print(table)
+    stages = " · ".join(f"{stage} {seconds:.1f}s" for stage, seconds in result.timings.items())
+    out.print(
+        f"experiment {result.experiment_id} (corpus {CHROMA_CORPUS}; {result.processed} processed, {result.skipped} "
+        f"already current): {stages}\nits Decision and reports: chunkbench bench show {result.experiment_id} · "
+        f"chunkbench report {result.experiment_id}",
+        highlight=False,
+    )

@@ -6,7 +6,9 @@ Adding a strategy is one file under ``strategies/`` with a ``@register_strategy`
 from __future__ import annotations
 
 import bisect
+import json
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -86,6 +88,18 @@ class StrategyParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+@dataclass(frozen=True)
+class Variant:
+    """A strategy variant as declared (``chunking/variants.py``): its name, its base strategy, the pinned params."""
+
+    name: str
+    base: str
+    params: Mapping[str, Any]
+
+    def describe(self) -> str:
+        return ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in self.params.items())
+
+
 class ChunkingStrategy(ABC):
     """One way of cutting a document into chunks."""
 
@@ -101,6 +115,8 @@ class ChunkingStrategy(ABC):
     has_parents: ClassVar[bool] = False
     # Parameters whose default is a Settings field (seed 000 §3), as {parameter: Settings field name}.
     settings_defaults: ClassVar[dict[str, str]] = {}
+    # Set on a variant's class only: a variant is never in a default strategy list, it is named explicitly.
+    variant: ClassVar[Variant | None] = None
 
     def __init__(
         self,
@@ -173,6 +189,11 @@ def all_strategies() -> list[type[ChunkingStrategy]]:
     import chunkbench.chunking.strategies  # noqa: F401
 
     return [_STRATEGIES[name] for name in StrategyName if name in _STRATEGIES]
+
+
+def default_strategies() -> list[StrategyName]:
+    """What "all strategies" means (processing's default, ``--strategies all``): every strategy but the variants."""
+    return [cls.name for cls in all_strategies() if cls.variant is None]
 
 
 def validate_params(name: StrategyName | str, params: dict[str, Any] | None) -> StrategyParams:

@@ -2,7 +2,9 @@
 
 Chroma's ``TokenTextSplitter`` rows map to our ``fixed_size`` strategy, its ``RecursiveCharacterTextSplitter``
 rows (``RecursiveTokenChunker`` with cl100k lengths) to our ``recursive`` strategy with Chroma's literal
-separators. Every row retrieves 5 chunks per question across all corpora with MiniLM (dense), as Chroma did.
+separators; each row is a strategy variant (``fixed_size_250_125``). Every row retrieves 5 chunks per question
+across all corpora with MiniLM (dense), as Chroma did. The run itself is a corpus benchmark
+(``benchmarking/chroma.py``): this module holds the rows, the published figures and the data.
 """
 
 from __future__ import annotations
@@ -12,12 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chunkbench.config import Settings
-from chunkbench.embedding.cache import EmbeddingCache
+from chunkbench.chunking.base import Variant
 from chunkbench.errors import EvaluationError
-from chunkbench.evaluation.corpus import evaluate_spans
 from chunkbench.evaluation.corpus_inputs import load_questions
-from chunkbench.evaluation.corpus_scores import SPAN_METRICS, ProgressCallback, SpanEvaluation
+from chunkbench.evaluation.corpus_scores import SPAN_METRICS
 from chunkbench.evaluation.questions import BenchmarkQuestion
 from chunkbench.models import StrategyName
 
@@ -39,6 +39,13 @@ class ChromaConfig:
     @property
     def name(self) -> str:
         return f"{self.strategy.value}-{self.chunk_size}-{self.chunk_overlap}"
+
+    @property
+    def variant(self) -> Variant:
+        """The strategy variant this row runs as: ``fixed_size_250_125`` pins the size, overlap (and separators)."""
+        return Variant(
+            f"{self.strategy.value}_{self.chunk_size}_{self.chunk_overlap}", self.strategy.value, self.params
+        )
 
     @property
     def chunker(self) -> str:
@@ -100,47 +107,3 @@ def load_chroma(data_dir: Path | str | None = None) -> tuple[Path, dict[str, str
         )
     corpora = load_corpora(folder)
     return folder, corpora, load_questions(folder / "questions_df.csv", corpora)
-
-
-def run_chroma(
-    configs: list[ChromaConfig],
-    data_dir: Path | str | None = None,
-    *,
-    settings: Settings | None = None,
-    progress: ProgressCallback | None = None,
-    on_config: Any = None,
-) -> list[dict[str, Any]]:
-    """Evaluate each configuration with Chroma's settings; one entry per config: name, ours, published.
-
-    Embeddings are shared across configurations (identical chunk texts are embedded once). ``on_config``
-    is called with each config before it runs (progress display).
-    """
-    folder, corpora, questions = load_chroma(data_dir)
-    published = published_rows(folder)
-    cache = EmbeddingCache()
-    results: list[dict[str, Any]] = []
-    for config in configs:
-        if on_config is not None:
-            on_config(config)
-        evaluation: SpanEvaluation = evaluate_spans(
-            corpora,
-            questions,
-            strategy=config.strategy,
-            params=config.params,
-            retriever="dense",
-            corpus_model=CHROMA_MODEL,
-            n=CHROMA_RETRIEVE,
-            scope="corpus",
-            settings=settings,
-            cache=cache,
-            progress=progress,
-        )
-        results.append(
-            {
-                "name": config.name,
-                "chunker": config.chunker,
-                "ours": evaluation.to_dict(),
-                "published": published.get((config.chunker, config.chunk_size, config.chunk_overlap)),
-            }
-        )
-    return results

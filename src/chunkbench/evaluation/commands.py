@@ -1,4 +1,5 @@
-"""``chunkbench eval``: span evaluation of a strategy on a corpus, and Chroma's published table reproduced."""
+"""``chunkbench eval``: span evaluation of a strategy on a corpus (``eval chroma``, Chroma's published table
+reproduced as a corpus benchmark, is ``benchmarking/commands.py``'s: cli.py adds it to this group)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ eval_app = typer.Typer(
     help="Evaluate retrieval against span-annotated questions (Chroma's metrics).", no_args_is_help=True
 )
 
-_LABELS = {"recall": "recall", "precision": "precision", "precision_omega": "precision_Ω", "iou": "IoU"}
+SPAN_LABELS = {"recall": "recall", "precision": "precision", "precision_omega": "precision_Ω", "iou": "IoU"}
 _RANK_LABELS = {"recall_at_k": "recall@k", "hit_at_k": "hit@k", "mrr": "MRR", "ndcg_at_k": "nDCG@k"}
 
 
@@ -42,23 +43,18 @@ def parse_params(items: list[str]) -> dict[str, Any]:
 
 
 @contextmanager
-def _progress(label: str = "") -> Iterator[tuple[ProgressCallback, Any]]:
-    """A stage progress callback on stderr, and a setter for the label shown before the stage."""
-    state = {"label": label}
+def _progress(label: str) -> Iterator[ProgressCallback]:
+    """A stage progress callback on stderr, the label shown before the stage."""
     with progress_bar() as progress:
-        task = progress.add_task(label or "evaluating", total=None)
+        task = progress.add_task(label, total=None)
 
         def report(stage: str, done: int, total: int) -> None:
-            description = f"{state['label']} {stage}".strip()
-            progress.update(task, description=description, completed=done, total=max(total, 1))
+            progress.update(task, description=f"{label} {stage}", completed=done, total=max(total, 1))
 
-        def relabel(config: Any) -> None:
-            state["label"] = getattr(config, "name", str(config))
-
-        yield report, relabel
+        yield report
 
 
-def _cell(metric: dict[str, float], digits: int = 1) -> str:
+def metric_cell(metric: dict[str, float], digits: int = 1) -> str:
     return f"{metric['mean']:.{digits}f} ± {metric['std']:.{digits}f}"
 
 
@@ -88,7 +84,7 @@ def spans(
     try:
         loaded_documents = load_documents(documents)
         loaded_questions = load_questions(questions, loaded_documents)
-        with _progress(strategy.value) as (report, _relabel):
+        with _progress(strategy.value) as report:
             evaluation = evaluate_spans(
                 loaded_documents, loaded_questions, strategy=strategy, params=params, retriever=retriever,
                 corpus_model=corpus_model, n=n, scope=scope, progress=report,
@@ -105,11 +101,11 @@ def spans(
         f"{config['corpus_model']} · n={config['n']} · scope {config['scope']}"
     )
     table = Table("metric", "characters (%)", "tokens (%)", title=title)
-    for name, label in _LABELS.items():
-        table.add_row(label, _cell(result[name]), _cell(result["tokens"][name]))
+    for name, label in SPAN_LABELS.items():
+        table.add_row(label, metric_cell(result[name]), metric_cell(result["tokens"][name]))
     for name, label in _RANK_LABELS.items():
-        table.add_row(label, _cell(result[name]), "")
-    table.add_row("tok@k (tokens)", _cell(result["tok_at_k"], 0), "")
+        table.add_row(label, metric_cell(result[name]), "")
+    table.add_row("tok@k (tokens)", metric_cell(result["tok_at_k"], 0), "")
     out.print(table)
     timings = " · ".join(f"{stage} {seconds:.1f}s" for stage, seconds in result["timings"].items())
     out.print(
@@ -117,40 +113,3 @@ def spans(
         f"(mean {result['mean_chunk_tokens']:.0f} tokens); mean ± population SD\n{timings}",
         highlight=False,
     )
-
-
-@eval_app.command("chroma")
-def chroma(
-    data: Annotated[
-        Path | None, typer.Option(help="Chroma's evaluation folder (default: the shared chroma_chunking_eval)")
-    ] = None,
-    config: Annotated[str, typer.Option(help="One configuration (e.g. recursive-250-0) or 'all'")] = "all",
-    as_json: JsonOption = False,
-) -> None:
-    """Chroma's MiniLM rows with Chroma's settings (n=5, corpus scope, dense): ours next to the published."""
-    from chunkbench.evaluation.chroma import CHROMA_MODEL, CHROMA_RETRIEVE, run_chroma, select_configs
-
-    try:
-        configs = select_configs(config)
-        with _progress() as (report, relabel):
-            results = run_chroma(configs, data, progress=report, on_config=relabel)
-    except ChunkbenchError as exc:
-        raise fail(exc, as_json) from exc
-    if as_json:
-        out.print_json(json.dumps({"model": CHROMA_MODEL, "n": CHROMA_RETRIEVE, "configs": results}))
-        return
-    table = Table(
-        "config", "source", *_LABELS.values(), "tokens/chunk",
-        title=f"{CHROMA_MODEL}, n={CHROMA_RETRIEVE}, corpus scope: mean ± population SD (%)",
-    )  # fmt: skip
-    for result in results:
-        ours, published = result["ours"], result["published"]
-        table.add_row(
-            result["name"], "ours", *(_cell(ours[name]) for name in _LABELS), f"{ours['mean_chunk_tokens']:.0f}"
-        )
-        if published:
-            table.add_row(
-                "", f"published ({result['chunker']})", *(_cell(published[name]) for name in _LABELS),
-                f"{published['mean_chunk_tokens']:.0f}",
-            )  # fmt: skip
-    out.print(table)

@@ -105,6 +105,8 @@ def list_strategies() -> list[StrategyInfo]:
             expands_neighbours=cls.expands_neighbours,
             has_parents=cls.has_parents,
             params_schema=cls.params_model.model_json_schema(),
+            variant_of=cls.variant.base if cls.variant else None,
+            pinned_params=dict(cls.variant.params) if cls.variant else {},
         )
         for cls in all_strategies()
     ]

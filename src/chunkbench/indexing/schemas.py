@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from chunkbench.chunking.base import default_strategies
 from chunkbench.models import StrategyName
 
 
@@ -16,7 +17,7 @@ class ProcessIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     strategies: list[StrategyName] = Field(
-        default_factory=lambda: list(StrategyName), description="Default: all five", min_length=1
+        default_factory=default_strategies, description="Default: all but the variants", min_length=1
     )
     corpus_model_id: str | None = Field(None, description="Embeds the chunks; default: the Admin Corpus role")
     boundary_model_id: str | None = Field(None, description="Finds semantic cuts; default: the Admin Boundary role")
@@ -56,6 +57,9 @@ class StrategyInfo(BaseModel):
     expands_neighbours: bool = False
     has_parents: bool = False
     params_schema: dict[str, Any]
+    # A variant (chunking/variants.py): the strategy it derives from and the parameters it pins.
+    variant_of: str | None = None
+    pinned_params: dict[str, Any] = {}
 
 
 class StrategyRunOut(BaseModel):

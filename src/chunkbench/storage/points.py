@@ -22,7 +22,7 @@ from chunkbench.models import StrategyName
 
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "bm25"
-_COLLECTION_NAME = re.compile(r"^(?P<strategy>[a-z_]+?)__(?P<model>.+)_collection$")
+_COLLECTION_NAME = re.compile(r"^(?P<strategy>[a-z0-9_]+?)__(?P<model>.+)_collection$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 

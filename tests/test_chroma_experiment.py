@@ -1,0 +1,103 @@
+"""Chroma's reproduction as a corpus benchmark: strategy variants, one Experiment with a Decision, the same figures
+as the span evaluation of the same rows, and a second run that processes nothing again.
+
+Two of Chroma's real corpora (state_of_the_union, chatlogs) with their own questions from questions_df.csv, and
+two of the six rows, so that the run stays short: every stage is the product's (ingest, corpus job, benchmark).
+"""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+
+import pytest
+
+from chunkbench.benchmarking import service
+from chunkbench.benchmarking.chroma import CHROMA_CORPUS, reproduce
+from chunkbench.benchmarking.report.render import render_report
+from chunkbench.chunking import variants
+from chunkbench.chunking.base import default_strategies, strategy_class
+from chunkbench.config import Settings
+from chunkbench.evaluation.chroma import CHROMA_MODEL, load_chroma, select_configs
+from chunkbench.evaluation.corpus import evaluate_spans
+from chunkbench.plugins import isolated_registries
+from chunkbench.storage.db import Database
+from chunkbench.storage.schema import DEFAULT_TENANT
+from chunkbench.storage.vectors import VectorStore
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "chroma_chunking_eval"
+CORPORA = ("chatlogs", "state_of_the_union")
+ROWS = ("fixed_size-250-125", "recursive-250-0")
+
+
+@pytest.fixture
+def chroma_folder(tmp_path: Path) -> Path:
+    """A Chroma evaluation folder holding two corpora and exactly their questions."""
+    folder = tmp_path / "chroma"
+    (folder / "corpora").mkdir(parents=True)
+    for name in CORPORA:
+        shutil.copy(SHARED / "corpora" / f"{name}.md", folder / "corpora" / f"{name}.md")
+    shutil.copy(SHARED / "published_results_headline.csv", folder)
+    with (SHARED / "questions_df.csv").open(encoding="utf-8", newline="") as source:
+        rows = [row for row in csv.DictReader(source) if row["corpus_id"] in CORPORA]
+    with (folder / "questions_df.csv").open("w", encoding="utf-8", newline="") as target:
+        writer = csv.DictWriter(target, fieldnames=["question", "references", "corpus_id"])
+        writer.writeheader()
+        writer.writerows(rows)
+    return folder
+
+
+@pytest.fixture
+def registries():
+    with isolated_registries():
+        yield
+
+
+def test_chroma_rows_are_one_experiment_with_the_span_evaluations_figures(
+    settings: Settings, chroma_folder: Path, registries
+) -> None:
+    configs = [select_configs(name)[0] for name in ROWS]
+    database = Database.from_settings(settings)
+    store = VectorStore(settings)
+    try:
+        first = reproduce(database, settings, store, configs, chroma_folder, tenant_id=DEFAULT_TENANT)
+        again = reproduce(database, settings, store, configs, chroma_folder, tenant_id=DEFAULT_TENANT)
+        with database.session() as session:
+            row = service.get(session, first.experiment_id, tenant_id=DEFAULT_TENANT)
+            experiment = service.experiment_dict(session, row)
+    finally:
+        store.close()
+        database.dispose()
+
+    # Each row ran as a variant of its own (its own configuration key), recorded in the variants file.
+    assert [r["strategy"] for r in first.rows] == ["fixed_size_250_125", "recursive_250_0"]
+    assert sorted(v.name for v in variants.read_file(settings.resolved_strategies_file)) == [
+        "fixed_size_250_125", "recursive_250_0",
+    ]  # fmt: skip
+    assert strategy_class("fixed_size_250_125").variant.params == {"chunk_size": 250, "chunk_overlap": 125}
+    assert "fixed_size_250_125" not in default_strategies()
+    assert experiment["corpus"]["name"] == CHROMA_CORPUS and len(experiment["corpus"]["documents"]) == len(CORPORA)
+    assert experiment["decision"]["status"] and experiment["decision"]["summary"]
+    assert {c["strategy"] for c in experiment["configurations"]} == {"fixed_size_250_125", "recursive_250_0"}
+    for view in ("managerial", "technical"):
+        page = render_report(experiment, view=view)
+        assert "fixed_size_250_125" in page and "recursive_250_0" in page
+
+    # The same rows through the span evaluation (throwaway index, raw text) give the same figures.
+    _folder, corpora, questions = load_chroma(chroma_folder)
+    for config, ours in zip(configs, first.rows, strict=True):
+        spans = evaluate_spans(
+            corpora, questions, strategy=config.strategy, params=config.params, corpus_model=CHROMA_MODEL, n=5,
+            settings=settings,
+        ).to_dict()  # fmt: skip
+        assert ours["ours"]["questions"] == len(questions) and ours["ours"]["failed"] == 0
+        assert ours["ours"]["mean_chunk_tokens"] == pytest.approx(spans["mean_chunk_tokens"], abs=0.1)
+        for metric in ("recall", "precision", "precision_omega", "iou"):
+            assert ours["ours"][metric]["mean"] == pytest.approx(spans[metric]["mean"], abs=1e-3), metric
+            assert ours["ours"][metric]["std"] == pytest.approx(spans[metric]["std"], abs=1e-3), metric
+
+    # Run again: nothing is ingested or processed twice, and the figures are the same in a new Experiment.
+    assert (again.processed, again.skipped) == (0, len(CORPORA))
+    assert again.experiment_id != first.experiment_id
+    assert [r["ours"] for r in again.rows] == [r["ours"] for r in first.rows]

@@ -9,8 +9,9 @@ PIP := $(PY) -m pip --disable-pip-version-check
 TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX_URL ?=
 # Debian packages the tests need: LibreOffice converts .doc (and makes test PDFs/DOCs),
-# the fonts give LibreOffice Arabic-script glyphs for the Farsi fixtures.
-APT_PACKAGES := libreoffice-writer-nogui fonts-dejavu-core fonts-noto-core chromium
+# the fonts give LibreOffice Arabic-script glyphs for the Farsi fixtures, Tesseract (English and Farsi) reads
+# scanned PDF pages when CHUNKBENCH_OCR=on.
+APT_PACKAGES := libreoffice-writer-nogui fonts-dejavu-core fonts-noto-core chromium tesseract-ocr tesseract-ocr-eng tesseract-ocr-fas
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test test-sqlite test-postgres install install-dev system-deps lint format bench clean

@@ -1,4 +1,5 @@
-"""PDF parser on real generated PDFs (fpdf2, LibreOffice, Pillow, pypdf): no mocks."""
+"""PDF parser on real generated PDFs (fpdf2, LibreOffice, Pillow, pypdf): no mocks. The Text-layer Gate and OCR have
+their own files (test_pdf_text_gate.py, test_pdf_ocr.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from chunkbench.documents.parsers.libreoffice import convert
 from chunkbench.errors import (
     CorruptDocumentError,
     EncryptedDocumentError,
-    ScannedPdfError,
     UnsupportedFileTypeError,
 )
 from chunkbench.models import ParseResult
@@ -161,29 +161,6 @@ def test_farsi_libreoffice_logical_order_and_zwnj(farsi_lo_pdf: Path, settings: 
     result = parse(farsi_lo_pdf, settings)
     assert result.heading_source == "outline"
     _assert_farsi(result, [(1, normalize_text(pdfs.FA_HEADING_1)), (2, normalize_text(pdfs.FA_HEADING_2))])
-
-
-def test_image_only_pdf_fails_the_gate(pdf_dir: Path, settings: Settings) -> None:
-    with pytest.raises(ScannedPdfError) as caught:
-        parse(pdfs.make_image_pdf(pdf_dir, pages=3), settings)
-    error = caught.value
-    assert error.status_code == 422  # readable, but unprocessable without OCR
-    assert "ocrmypdf" in error.message and "scanned" in error.message
-    assert error.details["chars_found"] == 0 and error.details["pages"] == 3
-
-
-def test_pdf_with_a_few_chars_fails_the_gate(pdf_dir: Path, settings: Settings) -> None:
-    with pytest.raises(ScannedPdfError) as caught:
-        parse(pdfs.make_tiny_text_pdf(pdf_dir, pages=3), settings)
-    assert 0 < caught.value.details["chars_found"] < settings.pdf_min_total_chars
-
-
-def test_gate_thresholds_come_from_settings(pdf_dir: Path, settings: Settings) -> None:
-    lenient = settings.model_copy(update={"pdf_min_total_chars": 5, "pdf_min_median_chars_per_page": 5})
-    # Two pages: too few for "Scan N" to count as a running header.
-    result = parse(pdfs.make_tiny_text_pdf(pdf_dir, pages=2), lenient)
-    assert result.page_count == 2
-    assert "Scan 2" in result.plain_text
 
 
 def test_encrypted_pdf(pdf_dir: Path, settings: Settings) -> None:

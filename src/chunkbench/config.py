@@ -39,9 +39,30 @@ class Settings(BaseSettings):
     max_docx_uncompressed_mb: float = Field(200, gt=0)
     max_docx_entries: int = Field(5000, gt=0)
 
-    # Text-layer Gate for PDFs (seed 000 §3): below either figure the PDF is treated as scanned.
+    # Text-layer Gate for PDFs (seed 000 §3; documents/parsers/pdf_gate.py), counting real characters (letters and
+    # digits). A page is scanned when images cover at least pdf_scan_min_image_coverage of it (a scanner's image
+    # covers the whole page, a logo or a photo beside text far less) and it has fewer than
+    # pdf_min_median_chars_per_page characters. A PDF is scanned (refused, or OCRed with CHUNKBENCH_OCR=on) when
+    # more than half of its pages are (the seed's median rule) or its other pages hold fewer than
+    # pdf_min_total_chars; a few scanned pages among text pages are left out with a warning.
     pdf_min_total_chars: int = Field(100, ge=0)
     pdf_min_median_chars_per_page: int = Field(40, ge=0)
+    pdf_scan_min_image_coverage: float = Field(0.5, ge=0, le=1)
+    # Short is not scanned: without scanned pages a PDF is kept down to this many characters (too_little_text
+    # below). 20 because under it a text layer is a page number, a date or a name (`Invoice 4711`, `12 March
+    # 2024`), nothing a question could be answered from, while a memo header or a small table of figures (the
+    # 33–66 characters of real one-page PDFs) passes.
+    pdf_min_real_chars: int = Field(20, ge=0)
+
+    # OCR of scanned PDF pages (CHUNKBENCH_OCR=on) with Tesseract (Debian `tesseract-ocr` plus one language pack
+    # per language, e.g. `tesseract-ocr-fas`); off, scanned PDFs are refused. Languages as Tesseract names them,
+    # joined by '+' (`eng+fas`); pages are rendered at ocr_dpi (300: what Tesseract's models are trained for at
+    # body-text sizes) and each page's recognition may take up to ocr_timeout_s.
+    ocr: bool = False
+    ocr_languages: str = Field("eng", pattern=r"^[A-Za-z0-9_]+(\+[A-Za-z0-9_]+)*$")
+    ocr_dpi: int = Field(300, ge=72, le=600)
+    ocr_timeout_s: float = Field(120, gt=0)
+    tesseract_binary: str = "tesseract"
 
     # Legacy .doc conversion through LibreOffice headless
     libreoffice_binary: str = "soffice"

@@ -94,6 +94,14 @@ class ScannedPdfError(DocumentProcessingError):
     code = "scanned_pdf"
 
 
+class TooLittleTextError(DocumentProcessingError):
+    """A PDF with a text layer and no scanned page, but fewer real characters than the floor
+    (``CHUNKBENCH_PDF_MIN_REAL_CHARS``): nothing to answer a question from."""
+
+    status_code = 422
+    code = "too_little_text"
+
+
 class ArchiveBombError(DocumentProcessingError):
     code = "archive_bomb"
 
@@ -102,6 +110,12 @@ class ConversionError(DocumentProcessingError):
     """An external converter (LibreOffice) failed or timed out."""
 
     code = "conversion_failed"
+
+
+class OcrFailedError(ConversionError):
+    """Tesseract failed or timed out on a page (CHUNKBENCH_OCR=on)."""
+
+    code = "ocr_failed"
 
 
 class UnsupportedFileTypeError(DocumentProcessingError):
@@ -304,3 +318,9 @@ class DependencyUnavailableError(ChunkbenchError):
 
     status_code = 503
     code = "dependency_unavailable"
+
+
+class OcrUnavailableError(DependencyUnavailableError):
+    """OCR is on (CHUNKBENCH_OCR=on) but the Tesseract binary or a language pack it needs is not installed."""
+
+    code = "ocr_unavailable"

@@ -269,6 +269,8 @@ class ParseResult:
     # How headings were found (PDF: "outline" | "font" | "heuristic" | "none"); informative only.
     heading_source: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # Pages (1-based) whose text was read by OCR; None when none was.
+    ocr_pages: list[int] | None = None
 
 
 CORPUS_NAME_MAX_CHARS = 200

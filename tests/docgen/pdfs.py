@@ -8,7 +8,7 @@ from pathlib import Path
 import docx
 from docx.oxml import OxmlElement
 from fpdf import FPDF
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFont
 from pypdf import PdfReader, PdfWriter
 
 FARSI_FONT = Path("/usr/share/fonts/truetype/noto/NotoNaskhArabic-Regular.ttf")
@@ -229,13 +229,84 @@ def make_image_pdf(out_dir: Path, pages: int = 3) -> Path:
 
 
 def make_tiny_text_pdf(out_dir: Path, pages: int = 3) -> Path:
-    """A PDF with a page number and nothing else on each page: under the Text-layer Gate thresholds."""
+    """A PDF with a page number and nothing else on each page: a real text layer under the floor of real characters."""
     pdf = FPDF()
     pdf.set_font("Helvetica", size=11)
     for i in range(pages):
         pdf.add_page()
         pdf.cell(0, 10, f"Scan {i + 1}")
     path = out_dir / "tiny-text.pdf"
+    pdf.output(str(path))
+    return path
+
+
+# What a scanner makes of a page: A4 at 300 dpi, body text of 10 pt (42 px), a larger title.
+SCAN_SIZE = (2480, 3508)
+SCAN_DPI = 300
+SCAN_TITLE = "Quarterly Harvest Report"
+SCAN_LINES = [
+    "The orchard produced nine hundred crates of apples this",
+    "season, more than in any year before. Pears were scarce",
+    "because of the late frost in April.",
+]
+FA_SCAN_LINES = ["کتاب‌خانه مرکزی شهر هزاران کتاب دارد", "و هر روز برای همه باز است"]
+# A memo header: a real text layer of 33 letters and digits on one page.
+MEMO_LINES = ["MEMO", "To: Board", "From: Finance", "Re: Q3 figures"]
+
+
+def render_scan(title: str | None, lines: list[str], rtl: bool = False) -> Image.Image:
+    """A page of text as a scanner returns it: an image, with no text layer anywhere."""
+    page = Image.new("L", SCAN_SIZE, 255)
+    draw = ImageDraw.Draw(page)
+    font_path = str(FARSI_FONT if rtl else LATIN_FONT)
+    body = ImageFont.truetype(font_path, 42)
+    entries = ([(title, ImageFont.truetype(font_path, 72))] if title else []) + [(line, body) for line in lines]
+    y = 250
+    for text, font in entries:
+        if rtl:  # right-aligned, shaped right to left (Pillow with libraqm)
+            draw.text((SCAN_SIZE[0] - 200, y), text, font=font, fill=0, anchor="ra", direction="rtl", language="fa")
+        else:
+            draw.text((200, y), text, font=font, fill=0)
+        y += round(font.size * 1.6)
+    return page
+
+
+def make_scan_pdf(out_dir: Path, pages: list[Image.Image], name: str = "scan.pdf") -> Path:
+    """An image-only PDF made with Pillow, one image per page (what a scanner without OCR writes)."""
+    path = out_dir / name
+    pages[0].save(path, "PDF", save_all=True, append_images=pages[1:], resolution=SCAN_DPI)
+    return path
+
+
+def make_short_text_pdf(out_dir: Path, lines: list[str], name: str = "memo.pdf", logo: bool = False) -> Path:
+    """One page with a short real text layer (a memo header), optionally under a small logo image."""
+    pdf = FPDF()
+    pdf.add_page()
+    if logo:  # 25 × 25 mm: about 1 % of an A4 page
+        pdf.image(Image.new("RGB", (200, 200), (30, 80, 160)), x=10, y=10, w=25, h=25)
+        pdf.set_y(40)
+    pdf.set_font("Helvetica", size=11)
+    for line in lines:
+        pdf.cell(0, 8, line, new_x="LMARGIN", new_y="NEXT")
+    path = out_dir / name
+    pdf.output(str(path))
+    return path
+
+
+def make_mixed_pdf(out_dir: Path, kinds: str, name: str = "mixed.pdf") -> Path:
+    """Pages by ``kinds``: ``t`` a page of real text (its number in it), ``s`` a scanned page (a full-page image of
+    text); ``"ttst"`` is text, text, scan, text."""
+    pdf = FPDF()
+    for number, kind in enumerate(kinds, start=1):
+        pdf.add_page()
+        if kind == "s":
+            pdf.image(render_scan(SCAN_TITLE, SCAN_LINES), x=0, y=0, w=pdf.w, h=pdf.h)
+        else:  # words shuffled per page, or the pages' lines would be taken for running headers
+            words = (LOREM * 2).split()
+            random.Random(number).shuffle(words)
+            pdf.set_font("Helvetica", size=11)
+            pdf.multi_cell(0, 6, f"Text page {number}. {' '.join(words)}.")
+    path = out_dir / name
     pdf.output(str(path))
     return path
 

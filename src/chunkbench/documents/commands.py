@@ -82,6 +82,7 @@ def show_document(
         f" · pages {detail.page_count or '–'}"
         f" · language {detail.language or '–'} · {detail.paragraph_count} paragraphs"
         f" · headings from {detail.heading_source or '–'}"
+        + (f" · OCR on pages {', '.join(map(str, detail.ocr_pages or []))}" if detail.ocr else "")
     )
     out.print(f"corpora: {', '.join(detail.corpora) or '–'}", markup=False, highlight=False)
     for heading in detail.headings:

@@ -25,7 +25,11 @@ _ERRORS = {
     400: {"model": ErrorOut, "description": "Unreadable, corrupt, encrypted, scanned or empty file"},
     413: {"model": ErrorOut, "description": "File larger than CHUNKBENCH_MAX_UPLOAD_MB"},
     415: {"model": ErrorOut, "description": "Unsupported file type, or its converter is not installed"},
-    422: unprocessable("A scanned PDF without a text layer (run OCR first), or an invalid request"),
+    422: unprocessable(
+        "A scanned PDF without a text layer (run OCR first, or set CHUNKBENCH_OCR=on), a PDF with too little text, "
+        "or an invalid request"
+    ),
+    503: {"model": ErrorOut, "description": "OCR is on, but Tesseract or one of its language packs is not installed"},
 }
 
 

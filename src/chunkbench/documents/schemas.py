@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from chunkbench.documents.service import IngestOutcome, IngestResult
 from chunkbench.models import CORPUS_NAME_RULE, DocumentTree
@@ -37,11 +37,19 @@ class DocumentSummary(BaseModel):
     paragraph_count: int
     heading_count: int
     heading_source: str | None
+    ocr_pages: list[int] | None = Field(
+        description="Pages (1-based) of a PDF whose text was read by OCR (CHUNKBENCH_OCR=on); null when none was"
+    )
     chunk_counts: dict[str, int]
     error_message: str | None
     attempts: int
     created_at: datetime
     updated_at: datetime
+
+    @computed_field(description="Whether any of the text was read by OCR: see ocr_pages")
+    @property
+    def ocr(self) -> bool:
+        return bool(self.ocr_pages)
 
     @classmethod
     def of(cls, row: DocumentRow) -> DocumentSummary:

@@ -187,6 +187,7 @@ def _new_row(
         paragraph_count=parsed.paragraph_count,
         heading_count=len(parsed.tree.headings()),
         heading_source=parsed.heading_source,
+        ocr_pages=parsed.ocr_pages,
         parsed_text=parsed.markdown,
         document_tree=parsed.tree.to_dict(),
         chunk_counts={},

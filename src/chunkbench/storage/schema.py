@@ -88,6 +88,8 @@ class DocumentRow(Base):
     paragraph_count: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
     heading_count: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
     heading_source: Mapped[str | None] = mapped_column(String(32))
+    # Pages (1-based) whose text was read by OCR (CHUNKBENCH_OCR=on); NULL when none was.
+    ocr_pages: Mapped[list[int] | None] = mapped_column(JSON)
     # The two big columns load only when read: lists and queries need neither.
     parsed_text: Mapped[str] = mapped_column(Text, nullable=False, deferred=True)
     document_tree: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, deferred=True)

@@ -1,16 +1,19 @@
-"""PDF parser (registered for ``.pdf``): read the lines, gate scans, drop running lines, assemble the blocks."""
+"""PDF parser (registered for ``.pdf``): read the lines, gate scans (or OCR them), drop running lines, assemble the
+blocks."""
 
-# The stages are modules of their own: pdf_reader (pypdfium2: lines, fonts, right-to-left text), pdf_layout
-# (paragraphs, tables, running headers, hyphenation), pdf_headings (outline or font statistics). This one applies
-# the Text-layer Gate and puts headings, paragraphs and tables together in reading order.
+# The stages are modules of their own: pdf_reader (pypdfium2: lines, fonts, right-to-left text, images per page),
+# pdf_gate (the Text-layer Gate: scanned, mixed, short), pdf_ocr (scanned pages through Tesseract, CHUNKBENCH_OCR=on),
+# pdf_layout (paragraphs, tables, running headers, hyphenation), pdf_headings (outline or font statistics). This
+# one runs them and puts headings, paragraphs and tables together in reading order.
 
 from __future__ import annotations
 
-import statistics
+from dataclasses import replace
 from pathlib import Path
 
 from chunkbench.config import Settings
 from chunkbench.documents.parsers.base import DocumentParser, register
+from chunkbench.documents.parsers.pdf_gate import check_text, ocr_note, refuse_scanned, scanned_pages
 from chunkbench.documents.parsers.pdf_headings import heading_spans
 from chunkbench.documents.parsers.pdf_layout import (
     drop_running_lines,
@@ -19,9 +22,9 @@ from chunkbench.documents.parsers.pdf_layout import (
     starts_paragraph,
     typical_pitch,
 )
-from chunkbench.documents.parsers.pdf_reader import PdfLine, read_pdf
+from chunkbench.documents.parsers.pdf_ocr import ocr_pages
+from chunkbench.documents.parsers.pdf_reader import PdfLine, read_pdf, real_chars
 from chunkbench.documents.tree import Block, build_parse_result
-from chunkbench.errors import ScannedPdfError
 from chunkbench.models import ParseResult
 
 
@@ -37,35 +40,29 @@ class PdfParser(DocumentParser):
         return b"%PDF-" in head[:1024]
 
     def parse(self, path: Path, settings: Settings) -> ParseResult:
-        pdf = read_pdf(path)
-        _gate(path, pdf.chars_per_page, settings)
+        pdf = read_pdf(path, images_below_chars=settings.pdf_min_median_chars_per_page)
+        warnings: list[str] = []
+        scans = scanned_pages(pdf.facts, settings)
+        ocr_indexes: list[int] = []
+        if scans and settings.ocr:
+            for index, page_lines in ocr_pages(path, scans, settings).items():
+                pdf.pages[index] = page_lines
+                pdf.facts[index].chars = real_chars(page_lines)
+            ocr_indexes = scans
+            warnings.append(ocr_note(path.name, scans, settings))
+        elif scans:
+            warnings.append(refuse_scanned(path.name, pdf.facts, scans, settings))
+        warnings += check_text(path.name, pdf.facts, settings, ocr_indexes=ocr_indexes)
         removed = drop_running_lines(pdf.pages)
         lines = [line for page_lines in pdf.pages for line in page_lines]
-        blocks, source, warnings = _blocks(lines, pdf.toc)
+        blocks, source, heading_warnings = _blocks(lines, pdf.toc)
+        warnings += heading_warnings
         if removed:
             warnings.append(f"Removed {removed} repeated header/footer/page-number lines.")
-        return build_parse_result(
+        result = build_parse_result(
             blocks, title=pdf.title, page_count=pdf.page_count, heading_source=source, warnings=warnings
         )
-
-
-def _gate(path: Path, chars_per_page: list[int], settings: Settings) -> None:
-    """Text-layer Gate: refuse PDFs with (almost) no extractable text, i.e. scans without OCR."""
-    total = sum(chars_per_page)
-    median = statistics.median(chars_per_page) if chars_per_page else 0
-    if total < settings.pdf_min_total_chars or median < settings.pdf_min_median_chars_per_page:
-        raise ScannedPdfError(
-            f"'{path.name}' looks scanned or image-only: {total} characters of text were found on "
-            f"{len(chars_per_page)} page(s) (median {median:g} per page; needed at least "
-            f"{settings.pdf_min_total_chars} in total and "
-            f"{settings.pdf_min_median_chars_per_page} per page). "
-            "Run OCR on it first (for example `ocrmypdf input.pdf output.pdf`) and upload the result.",
-            chars_found=total,
-            pages=len(chars_per_page),
-            median_chars_per_page=median,
-            min_total_chars=settings.pdf_min_total_chars,
-            min_median_chars_per_page=settings.pdf_min_median_chars_per_page,
-        )
+        return replace(result, ocr_pages=[index + 1 for index in ocr_indexes] or None)
 
 
 def _blocks(lines: list[PdfLine], toc: list[tuple[int, str, int | None]]) -> tuple[list[Block], str, list[str]]:

@@ -43,6 +43,7 @@ ZWNJ = "\u200c"
 _LINE = re.compile(r"[^\r\n]+")
 _RTL_CHAR = re.compile(r"[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]")
 _RTL_STRONG = re.compile(r"[\u0590-\u05ff\u0600-\u064a\u066e-\u06ef\u06fa-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]")
+_NOT_REAL = re.compile(r"[\W_]+")  # what str.isalnum() refuses, removed at C speed
 _LTR_STRONG = re.compile(r"[A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]")
 _BOLD_NAME = re.compile(rb"bold|black|heavy|semibold|demi", re.IGNORECASE)
 _FONT_WEIGHT_BOLD = 600
@@ -286,7 +287,7 @@ def _merge_same_baseline(lines: list[PdfLine]) -> list[PdfLine]:
     return merged
 
 
-def _open(path: Path) -> pdfium.PdfDocument:
+def open_pdf(path: Path) -> pdfium.PdfDocument:
     """Open a PDF, mapping pdfium's load errors to what the user must do."""
     try:
         return pdfium.PdfDocument(path)
@@ -316,6 +317,27 @@ def _read_toc(pdf: pdfium.PdfDocument) -> list[tuple[int, str, int | None]]:
     return items
 
 
+def real_chars(lines: list[PdfLine]) -> int:
+    """Letters and digits on a page: what the Text-layer Gate counts (spaces, punctuation, rules are no text)."""
+    return sum(len(_NOT_REAL.sub("", line.text)) for line in lines)
+
+
+def has_rtl(text: str) -> bool:
+    """Whether a line holds right-to-left letters (Arabic script, Hebrew)."""
+    return bool(_RTL_CHAR.search(text))
+
+
+@dataclass(slots=True)
+class PageFacts:
+    """What the Text-layer Gate knows of a page: its real characters and the images on it."""
+
+    chars: int
+    # Counted only on pages with little text (see read_pdf); 0 elsewhere.
+    images: int = 0
+    # Share of the page (0–1) that images cover: their page-space boxes clipped to the page, summed, capped at 1.
+    image_coverage: float = 0.0
+
+
 @dataclass(slots=True)
 class PdfText:
     """What the reader takes from a PDF: the visual lines of each page, the metadata title, the outline."""
@@ -323,21 +345,60 @@ class PdfText:
     title: str | None
     page_count: int
     pages: list[list[PdfLine]]
-    # Non-space characters per page, for the Text-layer Gate.
-    chars_per_page: list[int]
+    facts: list[PageFacts]
     # (level 1-based, title, page index) of every outline item.
     toc: list[tuple[int, str, int | None]]
 
 
-def read_pdf(path: Path) -> PdfText:
-    """Every page's visual lines, the title and the outline of a PDF; pdfium's errors become what the user must do."""
-    pdf = _open(path)
+_MAX_FORM_DEPTH = 8  # form XObjects nest; a hostile file must not recurse without end
+
+
+def _images_in(obj, depth: int = 0) -> int:
+    """Image objects in a page object: itself, or inside a form XObject (some scanners wrap the page image)."""
+    kind = pdfium_c.FPDFPageObj_GetType(obj)
+    if kind == pdfium_c.FPDF_PAGEOBJ_IMAGE:
+        return 1
+    if kind != pdfium_c.FPDF_PAGEOBJ_FORM or depth >= _MAX_FORM_DEPTH:
+        return 0
+    return sum(
+        _images_in(pdfium_c.FPDFFormObj_GetObject(obj, index), depth + 1)
+        for index in range(pdfium_c.FPDFFormObj_CountObjects(obj))
+    )
+
+
+def _image_facts(page: pdfium.PdfPage) -> tuple[int, float]:
+    """(images, share of the page they cover); a form holding images counts with its own (page-space) box."""
+    page_left, page_bottom, page_right, page_top = page.get_bbox()
+    area = (page_right - page_left) * (page_top - page_bottom)
+    left, bottom, right, top = (ctypes.c_float() for _ in range(4))
+    images, covered = 0, 0.0
+    for index in range(pdfium_c.FPDFPage_CountObjects(page.raw)):
+        obj = pdfium_c.FPDFPage_GetObject(page.raw, index)
+        found = _images_in(obj)
+        if not found:
+            continue
+        images += found
+        if pdfium_c.FPDFPageObj_GetBounds(obj, left, bottom, right, top):
+            width = min(right.value, page_right) - max(left.value, page_left)
+            height = min(top.value, page_top) - max(bottom.value, page_bottom)
+            covered += max(width, 0.0) * max(height, 0.0)
+    return images, min(covered / area, 1.0) if area > 0 else 0.0
+
+
+def read_pdf(path: Path, *, images_below_chars: int) -> PdfText:
+    """Every page's visual lines and facts, the title and the outline of a PDF; pdfium's errors become what the
+    user must do.
+
+    Images are looked for only on pages with fewer than ``images_below_chars`` real characters: a page full of
+    text is no scan, and walking its thousands of objects would cost as much as reading its text.
+    """
+    pdf = open_pdf(path)
     try:
         page_count = len(pdf)
         title = (pdf.get_metadata_dict().get("Title") or "").strip() or None
         reader = _PageReader()
         pages: list[list[PdfLine]] = []
-        chars_per_page: list[int] = []
+        facts: list[PageFacts] = []
         for page_index in range(page_count):
             page = pdf[page_index]
             try:
@@ -347,9 +408,12 @@ def read_pdf(path: Path) -> PdfText:
                     lines = reader.lines(page, textpage, page_index) if count > 0 else []
                 finally:
                     textpage.close()
+                fact = PageFacts(real_chars(lines))
+                if fact.chars < images_below_chars:
+                    fact.images, fact.image_coverage = _image_facts(page)
             finally:
                 page.close()
-            chars_per_page.append(sum(len(ln.text.replace(" ", "")) for ln in lines))
+            facts.append(fact)
             pages.append(lines)
         toc = _read_toc(pdf)
     except pdfium.PdfiumError as exc:
@@ -359,4 +423,4 @@ def read_pdf(path: Path) -> PdfText:
         ) from exc
     finally:
         pdf.close()
-    return PdfText(title, page_count, pages, chars_per_page, toc)
+    return PdfText(title, page_count, pages, facts, toc)

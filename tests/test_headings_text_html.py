@@ -1,5 +1,5 @@
-"""Headings in plain text (keywords, numbering, capitals, markdown marks), on real files through the parser and once
-through the upload API."""
+"""Headings in plain text (keywords, numbering, capitals, markdown marks) and in HTML without h1–h6 (bold or larger
+paragraphs), on real files through the parsers and once through the upload API."""
 
 from __future__ import annotations
 
@@ -183,10 +183,98 @@ def test_txt_without_headings_is_unchanged(tmp_path: Path, settings: Settings) -
     assert result.paragraph_count == 2
 
 
+# An SEC 10-K the way EDGAR filings mark headings: <font size>, inline font-size and font-weight, <b> — no h1–h6.
+FILING = """<html><head><title>acme-10k</title></head><body>
+<div style="text-align:center"><font size="5"><b>UNITED STATES SECURITIES AND EXCHANGE COMMISSION</b></font></div>
+<p align="center"><font size="4"><b>FORM 10-K</b></font></p>
+<table><tr><td><b>Item</b></td><td><b>Page</b></td></tr><tr><td>Business</td><td>3</td></tr></table>
+<p style="font-size:14pt; font-weight:bold">PART I</p>
+<div><span style="font-family:'Times New Roman';font-size:10pt;font-weight:700">Item 1. Business</span></div>
+<div><span style="font-size:10pt;font-weight:400">Acme Corporation designs, manufactures and sells anvils, rockets and
+other equipment to customers worldwide, through its own stores and online.</span></div>
+<div style="font-size:10pt"><span style="font-weight:700">Overview</span> of our strategy: we grow rocket sales
+while we keep the margins of anvils, which we expect to remain stable for several years.</div>
+<p><font size="2"><b>Item 1A. Risk Factors</b></font></p>
+<p><font size="2">Our business depends on a few customers. The loss of any one of them could reduce our
+revenue materially and harm the results of our operations.</font></p>
+<div style="font: bold 10pt Times New Roman">Item 7. Management's Discussion</div>
+<div style="font-size:10pt">Net sales increased 5% compared to the prior year because of higher rocket volumes
+and price increases that took effect in the second quarter of the year.</div>
+<div style="font-size:1.5em"><span style="font-weight:normal">PART II</span></div>
+<p style="font-size:10pt">Other information of the registrant follows in the exhibits filed with this report.</p>
+<p style="font-size:10pt;text-align:center">12</p>
+</body></html>
+"""
+
+
+def test_html_bold_and_large_paragraphs_become_headings(tmp_path: Path, settings: Settings) -> None:
+    result = _parse(tmp_path, settings, "acme-10k.htm", FILING)
+    assert result.heading_source == "html_style"
+    # Levels by size, bold before regular at equal size: 18 pt, 18 pt regular (1.5em), 14 pt, 13.5 pt, 10 pt bold.
+    assert result.tree.headings() == [
+        (1, "UNITED STATES SECURITIES AND EXCHANGE COMMISSION"),
+        (4, "FORM 10-K"),
+        (3, "PART I"),
+        (5, "Item 1. Business"),
+        (5, "Item 1A. Risk Factors"),
+        (5, "Item 7. Management's Discussion"),
+        (2, "PART II"),
+    ]
+    business = _section(result, "Item 1. Business")
+    # Partly bold is no heading; neither is the bold table or the page number.
+    assert [child.text.split()[0] for child in business.children] == ["Acme", "Overview"]
+    assert "Item | Page" in result.plain_text and "\n\n12" in result.markdown
+    assert_offsets_consistent(result)
+
+
+def test_html_font_sizes_in_every_unit(tmp_path: Path, settings: Settings) -> None:
+    body = "<p>Ordinary text of the page, at the size the browser shows by default, long enough to be body.</p>"
+    candidates = [
+        '<p style="font-size:32px">Pixels</p>',  # 24 pt
+        '<div style="font-size:150%"><p>Percent</p></div>',  # 18 pt
+        '<p style="font-size:x-large">Keyword</p>',  # 18 pt
+        '<p><font size="+1">Relative font</font></p>',  # size 4: 13.5 pt
+        "<p><big>Big tag</big></p>",  # 14.4 pt
+        '<p style="font-size:1.25rem">Rem</p>',  # 15 pt
+        '<p style="font-weight:600">Semibold</p>',  # 12 pt bold
+        '<p><b>Bold <span style="font-weight:normal">not all</span></b></p>',  # not wholly bold
+        '<p style="font-size:10pt"><b>Small bold</b></p>',  # bold below the body size
+    ]
+    page = "<html><body>" + "".join(candidate + body for candidate in candidates) + "</body></html>"
+    result = _parse(tmp_path, settings, "units.html", page)
+    assert result.tree.headings() == [
+        (1, "Pixels"),
+        (2, "Percent"),
+        (2, "Keyword"),
+        (5, "Relative font"),
+        (4, "Big tag"),
+        (3, "Rem"),
+        (6, "Semibold"),
+    ]
+
+
+def test_html_with_real_headings_ignores_styles(tmp_path: Path, settings: Settings) -> None:
+    page = (
+        "<html><body><h1>Policy</h1><p><b>Bold note</b></p><p>Staff get paid leave every year, as agreed.</p>"
+        "<h2>Leave</h2><p style='font-size:30px'>Big text</p><p>Twenty five days a year for everyone.</p></body></html>"
+    )
+    result = _parse(tmp_path, settings, "policy.html", page)
+    assert result.heading_source == "html"
+    assert result.tree.headings() == [(1, "Policy"), (2, "Leave")]
+
+
+def test_html_everything_bold_says_nothing(tmp_path: Path, settings: Settings) -> None:
+    lines = ["First short line", "Second short line", "Third one", "A fourth"]
+    page = "<html><body><b>" + "".join(f"<p>{line}</p>" for line in lines) + "</b></body></html>"
+    result = _parse(tmp_path, settings, "bold.html", page)
+    assert result.heading_source == "none" and result.tree.headings() == []
+
+
 @pytest.mark.parametrize(
     ("name", "content", "expected"),
     [
         ("tale.txt", NOVEL, ("text_rules", 5, "CHAPTER II")),
+        ("acme-10k.htm", FILING, ("html_style", 7, "Item 1A. Risk Factors")),
     ],
 )
 def test_uploaded_documents_keep_their_headings(

@@ -6,10 +6,13 @@ import pytest
 
 from chunkbench.documents.headings import (
     HeadingMatch,
+    KeywordLine,
     StyledLine,
     body_size,
     font_heading_levels,
     heuristic_levels,
+    is_capitals_heading,
+    keyword_line,
     match_heading_pattern,
     match_key,
 )
@@ -50,6 +53,7 @@ def test_heading_patterns_match(text: str, expected: HeadingMatch) -> None:
         "Chapter 4 is where the methods are described in detail for the readers.",
         "فصل‌های این کتاب را بخوانید.",
         "ماده‌های این قانون برای همه اجرا می‌شود.",
+        "Book a flight",  # a one-letter "number" must be a capital (Part A, Appendix B)
         "",
     ],
 )
@@ -104,3 +108,48 @@ def test_font_rule_refuses_when_most_lines_would_be_headings() -> None:
 def test_match_key_ignores_space_case_digits_and_zwnj() -> None:
     assert match_key("Chapter  1:\nIntro") == match_key("chapter 1 intro")
     assert match_key("فصل ۱: روش‌ها") == match_key("فصل 1 روشها")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("CHAPTER IV.", KeywordLine("chapter", "", separated=True)),
+        ("Section 2: Definitions", KeywordLine("section", "Definitions", separated=True)),
+        ("Chapter 4 Results", KeywordLine("chapter", "Results", separated=False)),
+        ("Appendix B - Tables", KeywordLine("chapter", "Tables", separated=True)),
+        ("ماده ۵ - تعاریف", KeywordLine("article", "تعاریف", separated=True)),
+        ("فصل دوم", KeywordLine("chapter", "", separated=True)),
+        ("Part 2 of the agreement was signed.", KeywordLine("part", "of the agreement was signed.", separated=False)),
+        ("Book a flight", None),
+        ("The chapter 4 results", None),
+    ],
+)
+def test_keyword_line_splits_number_and_title(text: str, expected: KeywordLine | None) -> None:
+    assert keyword_line(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("INTRODUCTION", True),
+        ("TERMS OF USE", True),
+        ("PART ONE: 1805", True),
+        ("OK", False),  # too few letters
+        ("THE END OF THE STORY.", False),  # a sentence
+        ("We told NASA", False),
+        ("*** START OF THE EBOOK ***", False),  # starts with a mark
+        ("مقدمه", False),  # no case in Farsi
+        ("A VERY LONG LINE IN CAPITALS THAT GOES ON AND ON WITH FAR TOO MANY WORDS FOR ANY HEADING", False),
+    ],
+)
+def test_capitals_heading(text: str, expected: bool) -> None:
+    assert is_capitals_heading(text) is expected
+
+
+def test_font_rule_share_by_characters_for_paragraphs() -> None:
+    # One heading over each paragraph: half of the lines, a small share of the characters.
+    lines = [StyledLine("Scope", 11, True), StyledLine("Body text " * 20, 11, False)] * 3
+    assert font_heading_levels(lines) == {}
+    assert font_heading_levels(lines, share_by_characters=True) == {0: 1, 2: 1, 4: 1}
+    all_bold = [StyledLine("Short bold paragraph", 11, True)] * 5 + [StyledLine("x" * 30, 11, False)]
+    assert font_heading_levels(all_bold, share_by_characters=True) == {}

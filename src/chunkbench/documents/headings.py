@@ -1,7 +1,8 @@
 """Heading Reconstruction helpers: font-statistics rule, numbering/keyword heuristics, title matching.
 
-Pure functions over plain values, so every rule is unit-testable without a PDF. parsers/pdf_headings.py applies
-them to a PDF's lines in the order outline → font statistics → numbering/keyword heuristics.
+Pure functions over plain values, so every rule is unit-testable without a file. parsers/pdf_headings.py applies
+them to a PDF's lines in the order outline → font statistics → numbering/keyword heuristics; parsers/text_headings.py
+applies the heuristics to a text file's lines, parsers/html_headings.py the font rule to an HTML page's blocks.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ MAX_HEURISTIC_CHARS = 80
 MAX_HEURISTIC_WORDS = 12
 # When more than this share of the lines would be headings, the font statistics say nothing useful.
 MAX_HEADING_SHARE = 0.4
+_MIN_CAPITALS = 3
 
 _DIGITS = "0-9۰-۹٠-٩"
 _TO_ASCII_DIGITS = str.maketrans("۰۱۲۳۴۵۶۷۸۹٠١٢٣٤٥٦٧٨٩", "01234567890123456789")
@@ -36,7 +38,7 @@ _KEYWORD_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         kind,
         re.compile(
-            rf"^\s*(?:{words})\s+(?:[{_DIGITS}]+(?:\.[{_DIGITS}]+)*|{_ROMAN}|[a-z]|{_EN_ORDINALS})\b"
+            rf"^\s*(?:{words})\s+(?P<number>[{_DIGITS}]+(?:\.[{_DIGITS}]+)*|{_ROMAN}|[a-z]|{_EN_ORDINALS})\b"
             r"(?:\s*[:.\-–—)]\s*|\s+|$)",
             re.IGNORECASE,
         ),
@@ -51,7 +53,7 @@ _KEYWORD_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         kind,
         # \b does not work across Arabic letters and Persian digits consistently: spell the boundary.
-        re.compile(rf"^\s*(?:{word})\s+(?:[{_DIGITS}]+|{_FA_ORDINAL})(?=$|[\s:.\-–—)،])"),
+        re.compile(rf"^\s*(?:{word})\s+(?P<number>[{_DIGITS}]+|{_FA_ORDINAL})(?=$|[\s:.\-–—)،])"),
     )
     for kind, word in [
         ("part", "بخش|قسمت"),
@@ -64,6 +66,9 @@ _KEYWORD_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 # so years ("2023 in review") and amounts are not numbering.
 _NUMBERED = re.compile(rf"^\s*([{_DIGITS}]{{1,3}}(?:[.\-][{_DIGITS}]{{1,3}}){{0,5}})[.)]?\s+(?=[^\W\d_])")
 _SENTENCE_END = re.compile(r"[.!?؟;,،]\s*$")
+# What may stand between a keyword's number and its title: "Chapter 2: Results", "ماده ۵ - تعاریف".
+_TITLE_SEPARATOR = re.compile(r"^\s*[:.\-–—)،]")
+_SEPARATOR_CHARS = " \t:.-–—)،"
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,19 @@ class HeadingMatch:
 
     kind: str
     depth: int = 1
+
+
+@dataclass(frozen=True)
+class KeywordLine:
+    """A line that starts with a heading keyword and its number (``Chapter 2: Results``).
+
+    ``title`` is what follows the number, separator dropped ("" for a bare ``CHAPTER IV.``); ``separated`` says
+    whether a separator (``:``, ``.``, ``-``, ``–``, ``—``, ``)``) sets the title off, or there is none.
+    """
+
+    kind: str
+    title: str
+    separated: bool
 
 
 @dataclass(frozen=True)
@@ -98,6 +116,26 @@ def looks_like_sentence(text: str) -> bool:
     )
 
 
+def keyword_line(text: str) -> KeywordLine | None:
+    """The heading keyword and number a line starts with (``Chapter 2``, ``PART II``, ``فصل ۲``, ``ماده ۵``).
+
+    A one-letter number must be a capital (``Part A``, ``Appendix B``): "Book a flight" is no heading.
+    Sentences are not ruled out here; callers decide with :func:`looks_like_sentence`.
+    """
+    stripped = text.strip()
+    for kind, pattern in _KEYWORD_PATTERNS:
+        match = pattern.match(stripped)
+        if match is None:
+            continue
+        number = match.group("number")
+        if len(number) == 1 and number.isascii() and number.isalpha() and not number.isupper():
+            return None
+        after = stripped[match.end("number") :]
+        title = after.lstrip(_SEPARATOR_CHARS).strip()
+        return KeywordLine(kind, title, separated=not title or bool(_TITLE_SEPARATOR.match(after)))
+    return None
+
+
 def match_heading_pattern(text: str) -> HeadingMatch | None:
     """The numbering (``1.2.3 Title``) or keyword (``Chapter 2``, ``فصل ۲``, ``ماده ۵``) a line starts with.
 
@@ -107,13 +145,29 @@ def match_heading_pattern(text: str) -> HeadingMatch | None:
     stripped = text.strip()
     if not stripped or looks_like_sentence(stripped):
         return None
-    for kind, pattern in _KEYWORD_PATTERNS:
-        if pattern.match(stripped):
-            return HeadingMatch(kind)
+    keyword = keyword_line(stripped)
+    if keyword is not None:
+        return HeadingMatch(keyword.kind)
     numbered = _NUMBERED.match(stripped)
     if numbered:
         return HeadingMatch("numbered", depth=len(re.split(r"[.\-]", numbered.group(1))))
     return None
+
+
+def is_capitals_heading(text: str) -> bool:
+    """A short line in capitals (``INTRODUCTION``, ``TERMS OF USE``) that does not read like a sentence.
+
+    Every letter must be a capital: scripts without case (Farsi) never qualify, and neither does a line that
+    only contains an acronym among other words. At least three letters, so "I" or "OK" alone are no headings.
+    """
+    stripped = text.strip()
+    letters = [ch for ch in stripped if ch.isalpha()]
+    return (
+        len(letters) >= _MIN_CAPITALS
+        and stripped[0].isalnum()
+        and all(ch.isupper() for ch in letters)
+        and not looks_like_sentence(stripped)
+    )
 
 
 def heuristic_levels(matches: Sequence[HeadingMatch]) -> list[int]:
@@ -151,12 +205,14 @@ def body_size(lines: Sequence[StyledLine]) -> float:
     return weights.most_common(1)[0][0] if weights else 0.0
 
 
-def font_heading_levels(lines: Sequence[StyledLine]) -> dict[int, int]:
+def font_heading_levels(lines: Sequence[StyledLine], *, share_by_characters: bool = False) -> dict[int, int]:
     """``{line index: level}`` by the font rule; empty when the statistics are inconclusive.
 
     A line is a heading if it is under 150 chars and either at least 1.08 × the body size, or bold at
     the body size and under 80 chars. Level = rank of the distinct ``(size, bold)`` styles among the
-    headings, biggest first (bold before regular at equal size).
+    headings, biggest first (bold before regular at equal size). The rule gives up when more than 40 % of
+    the lines would be headings, or of the characters with ``share_by_characters`` (for whole paragraphs
+    rather than lines, where one heading above each paragraph is normal).
     """
     if not lines:
         return {}
@@ -171,7 +227,13 @@ def font_heading_levels(lines: Sequence[StyledLine]) -> dict[int, int]:
         bold_body = line.bold and abs(size - body) < 0.5 and len(text) < MAX_BOLD_HEADING_CHARS
         if bigger or bold_body:
             candidates[index] = (size, line.bold)
-    if not candidates or len(candidates) > MAX_HEADING_SHARE * len(lines):
+    if not candidates:
+        return {}
+    if share_by_characters:
+        heading_chars = sum(len(lines[index].text.strip()) for index in candidates)
+        if heading_chars > MAX_HEADING_SHARE * sum(len(line.text.strip()) for line in lines):
+            return {}
+    elif len(candidates) > MAX_HEADING_SHARE * len(lines):
         return {}
     styles = sorted(set(candidates.values()), key=lambda style: (-style[0], not style[1]))
     rank = {style: position + 1 for position, style in enumerate(styles)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
@@ -10,7 +11,9 @@ from bs4.element import PreformattedString
 from markdownify import MarkdownConverter
 
 from chunkbench.config import Settings
+from chunkbench.documents.headings import StyledLine
 from chunkbench.documents.parsers.base import TextFormatParser, register
+from chunkbench.documents.parsers.html_headings import StyleResolver, infer_headings
 from chunkbench.documents.parsers.text import decode_text
 from chunkbench.documents.tree import Block, build_parse_result
 from chunkbench.models import ParseResult
@@ -170,12 +173,29 @@ def _is_block(node: PageElement) -> bool:
     return node.name in _BLOCK_TAGS or node.find(_BLOCK_TAGS) is not None
 
 
-class _Walker:
-    """Turns a cleaned DOM into Blocks in reading order."""
+def _strings(nodes: list[PageElement]) -> Iterator[NavigableString]:
+    """The page text under some nodes, in order."""
+    for node in nodes:
+        for string in node.descendants if isinstance(node, Tag) else (node,):
+            if _is_text(string):
+                yield string
 
-    def __init__(self) -> None:
+
+class _Walker:
+    """Turns a cleaned DOM into Blocks in reading order, with the font style of each paragraph."""
+
+    def __init__(self, styles: StyleResolver | None = None) -> None:
         self.blocks: list[Block] = []
+        # {block index: style} of the paragraphs, for headings by style on pages without h1–h6.
+        self.styled: dict[int, StyledLine] = {}
+        self._styles = styles or StyleResolver()  # one per page: a quote's inner walker shares it
         self._inline: list[PageElement] = []
+
+    def _paragraph(self, nodes: list[PageElement], text: str, markdown: str) -> None:
+        style = self._styles.styled_line(text, _strings(nodes))
+        if style is not None:
+            self.styled[len(self.blocks)] = style
+        self.blocks.append(Block("paragraph", text, markdown=markdown))
 
     def walk(self, container: Tag) -> None:
         for child in container.children:
@@ -191,22 +211,21 @@ class _Walker:
         nodes, self._inline = self._inline, []
         text = _plain(nodes)
         if text:
-            self.blocks.append(Block("paragraph", text, markdown=_inline_markdown(nodes)))
+            self._paragraph(nodes, text, _inline_markdown(nodes))
 
     def _block(self, tag: Tag) -> None:
         name = tag.name
         if name in _HEADINGS:
             self.blocks.append(Block("heading", _one_line([tag]), level=_HEADINGS[name]))
         elif name == "p":
-            inline = _inline_markdown(list(tag.children))
-            self.blocks.append(Block("paragraph", _plain([tag]), markdown=inline))
+            self._paragraph([tag], _plain([tag]), _inline_markdown(list(tag.children)))
         elif name in ("ul", "ol"):
             texts: list[str] = []
             markdown: list[str] = []
             _list_lines(tag, 0, texts, markdown)
             self.blocks.append(Block("paragraph", "\n".join(texts), markdown="\n".join(markdown)))
         elif name == "blockquote":
-            inner = _Walker()
+            inner = _Walker(self._styles)
             inner.walk(tag)
             quoted = "\n>\n".join(
                 "\n".join(f"> {line}" for line in (block.markdown or block.text).split("\n")) for block in inner.blocks
@@ -308,7 +327,11 @@ class HtmlParser(TextFormatParser):
         _flatten_deep_nesting(root)
         walker = _Walker()
         walker.walk(root)
+        # Real h1–h6 are the author's headings; without them, bold or larger paragraphs are (SEC filings).
+        heading_source = "html"
+        if not any(block.kind == "heading" for block in walker.blocks):
+            heading_source = "html_style" if infer_headings(walker.blocks, walker.styled) else "none"
         if not title:
             headings = (block.text for block in walker.blocks if block.kind == "heading" and block.level == 1)
             title = next(headings, "")
-        return build_parse_result(walker.blocks, title=title or None, heading_source="html")
+        return build_parse_result(walker.blocks, title=title or None, heading_source=heading_source)

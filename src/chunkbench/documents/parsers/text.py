@@ -13,6 +13,7 @@ from markdown_it.token import Token
 
 from chunkbench.config import Settings
 from chunkbench.documents.parsers.base import TextFormatParser, register
+from chunkbench.documents.parsers.text_headings import text_blocks
 from chunkbench.documents.tree import Block, build_parse_result
 from chunkbench.errors import CorruptDocumentError
 from chunkbench.models import ParseResult
@@ -30,7 +31,6 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 _WINDOWS_1252_ALIASES = frozenset({"ascii", "us-ascii", "iso-8859-1", "iso8859-1", "latin1", "latin-1", "l1"})
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _FRONT_MATTER_TITLE = re.compile(r"^title[ \t]*:[ \t]*(.+?)[ \t]*$", re.MULTILINE)
-_BLANK_LINES = re.compile(r"\n[^\S\n]*\n\s*")
 
 
 def decode_text(data: bytes, declared_encoding: str | None = None) -> str:
@@ -157,13 +157,14 @@ class MarkdownParser(TextFormatParser):
 
 @register
 class TextParser(TextFormatParser):
-    """Plain text: paragraphs are separated by blank lines; line breaks inside one are kept."""
+    """Plain text: paragraphs are separated by blank lines (line breaks inside one are kept); headings by the rules
+    of ``text_headings.py``."""
 
     suffixes = (".txt",)
     mime_type = "text/plain"
     label = "text file"
 
     def parse(self, path: Path, settings: Settings) -> ParseResult:
-        paragraphs = _BLANK_LINES.split(_read_text(path))
-        blocks = [Block("paragraph", paragraph) for paragraph in paragraphs if paragraph.strip()]
-        return build_parse_result(blocks, heading_source="none")
+        blocks = text_blocks(_read_text(path))
+        found = any(block.kind == "heading" for block in blocks)
+        return build_parse_result(blocks, heading_source="text_rules" if found else "none")

@@ -11,7 +11,7 @@ from markdownify import MarkdownConverter
 
 from chunkbench.config import Settings
 from chunkbench.documents.parsers.base import TextFormatParser, register
-from chunkbench.documents.parsers.text import decode_text
+from chunkbench.documents.parsers.encoding import decode
 from chunkbench.documents.tree import Block, build_parse_result
 from chunkbench.models import ParseResult
 
@@ -300,7 +300,8 @@ class HtmlParser(TextFormatParser):
 
     def parse(self, path: Path, settings: Settings) -> ParseResult:
         data = path.read_bytes()
-        soup = BeautifulSoup(decode_text(data, _declared_charset(data)), "lxml")
+        decoded = decode(data, _declared_charset(data))
+        soup = BeautifulSoup(decoded.text, "lxml")
         title_tag = soup.find("title")
         title = _one_line([title_tag]) if isinstance(title_tag, Tag) else ""
         root = soup.body or soup
@@ -311,4 +312,4 @@ class HtmlParser(TextFormatParser):
         if not title:
             headings = (block.text for block in walker.blocks if block.kind == "heading" and block.level == 1)
             title = next(headings, "")
-        return build_parse_result(walker.blocks, title=title or None, heading_source="html")
+        return build_parse_result(walker.blocks, title=title or None, heading_source="html", warnings=decoded.notes)

@@ -50,8 +50,16 @@ class LogFormat(StrEnum):
 app = typer.Typer(help="chunkbench: benchmark RAG chunking strategies on your documents.", no_args_is_help=True)
 
 
+def start() -> None:
+    """The app callback, before any command parses its options: library warnings to the log, then the plugins."""
+    from chunkbench.observability.logs import route_warnings_to_log
+
+    route_warnings_to_log()
+    load_plugins()
+
+
 def load_plugins() -> None:
-    """The app callback: import CHUNKBENCH_PLUGINS_DIR's plugins before any command parses its options.
+    """Import CHUNKBENCH_PLUGINS_DIR's plugins.
 
     A broken plugin prints its error (the file named) and exits 1. Without a plugin directory nothing is
     imported, so commands keep starting fast.
@@ -76,7 +84,7 @@ def recover(database: Any, settings: Any) -> Any:
 
 
 install_recovery(recover)
-app.callback()(load_plugins)
+app.callback()(start)
 app.add_typer(documents_app, name="documents")
 app.add_typer(corpora_app, name="corpora")
 app.add_typer(models_app, name="models")

@@ -38,6 +38,9 @@ _DECLARED_CHARSET = re.compile(
     rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)|<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_.:-]+)""",
     re.IGNORECASE,
 )
+# Once the page is decoded its ``<?xml …?>`` says nothing more, and BeautifulSoup warns that an HTML parser fed a
+# page starting with one may be reading XML (it is XHTML, which the HTML parser reads well).
+_XML_DECLARATION = re.compile(r"\A\s*<\?xml[^>]*>")
 # Deeper elements are unwrapped (their text kept in order): the walkers below recurse once or twice per
 # level, and a hostile page nests 100,000 divs. Real pages stay far below this.
 _MAX_DEPTH = 100
@@ -301,7 +304,7 @@ class HtmlParser(TextFormatParser):
     def parse(self, path: Path, settings: Settings) -> ParseResult:
         data = path.read_bytes()
         decoded = decode(data, _declared_charset(data))
-        soup = BeautifulSoup(decoded.text, "lxml")
+        soup = BeautifulSoup(_XML_DECLARATION.sub("", decoded.text, count=1), "lxml")
         title_tag = soup.find("title")
         title = _one_line([title_tag]) if isinstance(title_tag, Tag) else ""
         root = soup.body or soup

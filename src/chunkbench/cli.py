@@ -50,9 +50,18 @@ class LogFormat(StrEnum):
 app = typer.Typer(help="chunkbench: benchmark RAG chunking strategies on your documents.", no_args_is_help=True)
 
 
+def start() -> None:
+    """The app callback, before any command parses its options: library warnings to the log, then the plugins
+    and the strategy variants."""
+    from chunkbench.observability.logs import route_warnings_to_log
+
+    route_warnings_to_log()
+    load_extensions()
+
+
 def load_extensions() -> None:
-    """The app callback: import CHUNKBENCH_PLUGINS_DIR's plugins, then register the strategy variants of the
-    variants file, before any command parses its options (a variant's name is then a valid --strategy).
+    """Import CHUNKBENCH_PLUGINS_DIR's plugins, then register the strategy variants of the variants file (a
+    variant's name is then a valid --strategy).
 
     A broken plugin or variants file prints its error (the file named) and exits 1. Without a plugin directory
     and a variants file nothing is imported, so commands keep starting fast.
@@ -82,7 +91,7 @@ def recover(database: Any, settings: Any) -> Any:
 
 
 install_recovery(recover)
-app.callback()(load_extensions)
+app.callback()(start)
 app.add_typer(documents_app, name="documents")
 app.add_typer(corpora_app, name="corpora")
 app.add_typer(models_app, name="models")

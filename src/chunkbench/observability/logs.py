@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import warnings
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -21,6 +22,7 @@ _RECORD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, No
 # logs each HTTP call at INFO).
 _APP_LOGGERS = ("chunkbench", "uvicorn")
 _HANDLER_NAME = "chunkbench"
+_WARNINGS_LOGGER = "chunkbench.warnings"
 
 
 def resolve_log_format(log_format: LogFormat, stream: Any = None) -> Literal["text", "json"]:
@@ -100,3 +102,15 @@ def configure_logging(level: str = "INFO", log_format: LogFormat = "auto") -> Li
         uvicorn_logger.handlers.clear()
         uvicorn_logger.propagate = True
     return resolved
+
+
+def route_warnings_to_log() -> None:
+    """Python warnings (a library's advice, a deprecation) go to the ``chunkbench.warnings`` log at DEBUG instead
+    of stderr: they are for developers, and would otherwise land in the middle of a command's output."""
+    warnings.showwarning = _log_warning
+
+
+def _log_warning(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None, line: Any = None
+) -> None:
+    logging.getLogger(_WARNINGS_LOGGER).debug("%s: %s (%s:%d)", category.__name__, message, filename, lineno)

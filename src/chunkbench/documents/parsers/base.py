@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from chunkbench.config import Settings
+from chunkbench.documents.parsers.encoding import looks_like_text
 from chunkbench.errors import UnsupportedFileTypeError
 from chunkbench.models import ParseResult
 
@@ -52,13 +53,6 @@ def parser_for(filename: str) -> DocumentParser:
             filename=filename,
         )
     return parser
-
-
-def looks_like_text(head: bytes) -> bool:
-    """Text formats: no NUL bytes (unless UTF-16 with a BOM) in the first block."""
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return True
-    return b"\x00" not in head
 
 
 class TextFormatParser(DocumentParser):

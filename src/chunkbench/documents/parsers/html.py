@@ -13,8 +13,8 @@ from markdownify import MarkdownConverter
 from chunkbench.config import Settings
 from chunkbench.documents.headings import StyledLine
 from chunkbench.documents.parsers.base import TextFormatParser, register
+from chunkbench.documents.parsers.encoding import decode
 from chunkbench.documents.parsers.html_headings import StyleResolver, infer_headings
-from chunkbench.documents.parsers.text import decode_text
 from chunkbench.documents.tree import Block, build_parse_result
 from chunkbench.models import ParseResult
 
@@ -41,6 +41,9 @@ _DECLARED_CHARSET = re.compile(
     rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)|<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_.:-]+)""",
     re.IGNORECASE,
 )
+# Once the page is decoded its ``<?xml …?>`` says nothing more, and BeautifulSoup warns that an HTML parser fed a
+# page starting with one may be reading XML (it is XHTML, which the HTML parser reads well).
+_XML_DECLARATION = re.compile(r"\A\s*<\?xml[^>]*>")
 # Deeper elements are unwrapped (their text kept in order): the walkers below recurse once or twice per
 # level, and a hostile page nests 100,000 divs. Real pages stay far below this.
 _MAX_DEPTH = 100
@@ -319,7 +322,8 @@ class HtmlParser(TextFormatParser):
 
     def parse(self, path: Path, settings: Settings) -> ParseResult:
         data = path.read_bytes()
-        soup = BeautifulSoup(decode_text(data, _declared_charset(data)), "lxml")
+        decoded = decode(data, _declared_charset(data))
+        soup = BeautifulSoup(_XML_DECLARATION.sub("", decoded.text, count=1), "lxml")
         title_tag = soup.find("title")
         title = _one_line([title_tag]) if isinstance(title_tag, Tag) else ""
         root = soup.body or soup
@@ -334,4 +338,6 @@ class HtmlParser(TextFormatParser):
         if not title:
             headings = (block.text for block in walker.blocks if block.kind == "heading" and block.level == 1)
             title = next(headings, "")
-        return build_parse_result(walker.blocks, title=title or None, heading_source=heading_source)
+        return build_parse_result(
+            walker.blocks, title=title or None, heading_source=heading_source, warnings=decoded.notes
+        )

@@ -1,70 +1,30 @@
-"""Markdown and plain-text parsers, and the byte-to-text decoding shared with the HTML parser."""
+"""Markdown and plain-text parsers."""
 
 from __future__ import annotations
 
-import codecs
 import re
 from pathlib import Path
 
 from bs4 import BeautifulSoup
-from charset_normalizer import from_bytes
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from chunkbench.config import Settings
 from chunkbench.documents.parsers.base import TextFormatParser, register
+from chunkbench.documents.parsers.encoding import decode
+from chunkbench.documents.parsers.encoding import decode_text as decode_text  # where plugins import it from
 from chunkbench.documents.parsers.text_headings import text_blocks
 from chunkbench.documents.tree import Block, build_parse_result
-from chunkbench.errors import CorruptDocumentError
 from chunkbench.models import ParseResult
 
-# Longest BOMs first: the UTF-32-LE BOM starts with the UTF-16-LE one.
-_BOMS: tuple[tuple[bytes, str], ...] = (
-    (codecs.BOM_UTF32_LE, "utf-32-le"),
-    (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF8, "utf-8"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-)
-# Labels that browsers decode as windows-1252 (WHATWG Encoding), which also maps 0x80–0x9F to
-# the curly quotes and dashes such pages really contain instead of C1 control characters.
-_WINDOWS_1252_ALIASES = frozenset({"ascii", "us-ascii", "iso-8859-1", "iso8859-1", "latin1", "latin-1", "l1"})
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _FRONT_MATTER_TITLE = re.compile(r"^title[ \t]*:[ \t]*(.+?)[ \t]*$", re.MULTILINE)
 
 
-def decode_text(data: bytes, declared_encoding: str | None = None) -> str:
-    """Decode a text file: BOM, else a declared charset, else UTF-8, else charset-normalizer's best guess."""
-    for bom, encoding in _BOMS:
-        if data.startswith(bom):
-            try:
-                return data[len(bom) :].decode(encoding)
-            except UnicodeDecodeError as exc:
-                raise CorruptDocumentError(
-                    f"The file starts with a {encoding.upper()} byte-order mark but is not valid "
-                    f"{encoding.upper()} ({exc.reason} at byte {exc.start}). Re-save it as UTF-8."
-                ) from exc
-    if declared_encoding:
-        encoding = declared_encoding.strip().lower()
-        encoding = "cp1252" if encoding in _WINDOWS_1252_ALIASES else encoding
-        try:
-            return data.decode(encoding)
-        except (LookupError, UnicodeDecodeError):
-            pass  # an unknown or wrong declaration: guess as if there were none
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    best = from_bytes(data).best()
-    if best is None:
-        raise CorruptDocumentError(
-            "The file's text encoding could not be recognised (it may be binary, not text). Re-save it as UTF-8 text."
-        )
-    return str(best)
-
-
-def _read_text(path: Path) -> str:
-    return decode_text(path.read_bytes()).replace("\r\n", "\n").replace("\r", "\n")
+def _read_text(path: Path) -> tuple[str, list[str]]:
+    """The file's text with ``\\n`` line ends, and the parse notes on its encoding (none for UTF-8)."""
+    decoded = decode(path.read_bytes())
+    return decoded.text.replace("\r\n", "\n").replace("\r", "\n"), decoded.notes
 
 
 def _inline_plain(token: Token) -> str:
@@ -148,11 +108,12 @@ class MarkdownParser(TextFormatParser):
     label = "Markdown file"
 
     def parse(self, path: Path, settings: Settings) -> ParseResult:
-        title, body = _split_front_matter(_read_text(path))
+        source, notes = _read_text(path)
+        title, body = _split_front_matter(source)
         blocks = markdown_blocks(body)
         if title is None:
             title = next((b.text for b in blocks if b.kind == "heading" and b.level == 1), None)
-        return build_parse_result(blocks, title=title, heading_source="markdown")
+        return build_parse_result(blocks, title=title, heading_source="markdown", warnings=notes)
 
 
 @register
@@ -165,6 +126,7 @@ class TextParser(TextFormatParser):
     label = "text file"
 
     def parse(self, path: Path, settings: Settings) -> ParseResult:
-        blocks = text_blocks(_read_text(path))
+        source, notes = _read_text(path)
+        blocks = text_blocks(source)
         found = any(block.kind == "heading" for block in blocks)
-        return build_parse_result(blocks, heading_source="text_rules" if found else "none")
+        return build_parse_result(blocks, heading_source="text_rules" if found else "none", warnings=notes)

@@ -1,14 +1,12 @@
-"""Reproduce Chroma's published all-MiniLM-L6-v2 rows through the span evaluation, in characters and tokens.
+"""Reproduce Chroma's published all-MiniLM-L6-v2 rows: ``chunkbench eval chroma`` (a corpus benchmark) in a script.
 
 Runs the six configurations of ``chunkbench.evaluation.chroma`` (our ``fixed_size`` for Chroma's
-TokenTextSplitter, our ``recursive`` with Chroma's separators for its RecursiveCharacterTextSplitter; n=5,
-dense MiniLM retrieval across all corpora through the real indexing and query pipelines) with
-``evaluate_spans`` (a throwaway index: it also reports token-level and rank metrics and each stage's time),
-prints ours vs published and writes ``bench/results/chroma_reproduce.json``. ``chunkbench eval chroma`` runs
-the same rows as a corpus benchmark (an Experiment); ``tests/test_chroma_experiment.py`` pins that both give the
-same figures. ``bench/eval.py`` writes the same file from its own run.
+TokenTextSplitter, our ``recursive`` with Chroma's separators for its RecursiveCharacterTextSplitter, each a
+strategy variant; n=5, dense MiniLM retrieval across all corpora) through ``benchmarking.chroma.reproduce``: the
+corpora ingested into a corpus, one corpus job, one Experiment. Prints ours vs published and writes
+``bench/results/chroma_reproduce.json``. ``bench/eval.py`` writes the same file from its own run.
 
-Usage: ``python bench/chroma_reproduce.py [DATA_DIR]``.
+Usage: ``python bench/chroma_reproduce.py [CHROMA_DATA_DIR]`` (a fresh data directory each run: cold).
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,59 +23,47 @@ RESULTS = ROOT / "bench" / "results" / "chroma_reproduce.json"
 METRICS = ("recall", "precision", "precision_omega", "iou")
 
 
-def span_rows(configs: list[Any], data_dir: Any = None, settings: Any = None) -> list[dict[str, Any]]:
-    """Each configuration through ``evaluate_spans`` with Chroma's settings (embeddings shared across them)."""
-    from chunkbench.embedding.cache import EmbeddingCache
-    from chunkbench.evaluation.chroma import CHROMA_MODEL, CHROMA_RETRIEVE, load_chroma, published_rows
-    from chunkbench.evaluation.corpus import evaluate_spans
+def run_rows(configs: list[Any], data_dir: Any = None, settings: Any = None) -> Any:
+    """``reproduce`` on ``settings`` (default: a fresh temporary data directory); the ChromaReproduction."""
+    from chunkbench.benchmarking.chroma import reproduce
+    from chunkbench.config import Settings
+    from chunkbench.storage.db import Database
+    from chunkbench.storage.schema import DEFAULT_TENANT
+    from chunkbench.storage.vectors import VectorStore
 
-    folder, corpora, questions = load_chroma(data_dir)
-    published = published_rows(folder)
-    cache = EmbeddingCache()
-    return [
-        {
-            "name": config.name,
-            "chunker": config.chunker,
-            "ours": evaluate_spans(
-                corpora,
-                questions,
-                strategy=config.strategy,
-                params=config.params,
-                retriever="dense",
-                corpus_model=CHROMA_MODEL,
-                n=CHROMA_RETRIEVE,
-                scope="corpus",
-                settings=settings,
-                cache=cache,
-            ).to_dict(),
-            "published": published.get((config.chunker, config.chunk_size, config.chunk_overlap)),
-        }
-        for config in configs
-    ]
+    with tempfile.TemporaryDirectory(prefix="chunkbench-chroma-") as tmp:
+        settings = settings or Settings(_env_file=None, data_dir=Path(tmp) / "data")
+        database, store = Database.from_settings(settings), VectorStore(settings)
+        try:
+            return reproduce(database, settings, store, configs, data_dir, tenant_id=DEFAULT_TENANT)
+        finally:
+            store.close()
+            database.dispose()
 
 
-def write_results(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Write ours vs published (characters and tokens) for every configuration; returns what was written."""
+def write_results(result: Any) -> dict[str, Any]:
+    """Write ours vs published (characters) for every configuration; returns what was written."""
     from chunkbench.evaluation.chroma import CHROMA_MODEL, CHROMA_RETRIEVE
 
     data = {
         "model": CHROMA_MODEL,
         "retrieve": CHROMA_RETRIEVE,
-        "retrieval_scope": "all corpora (as Chroma's collection.query), dense retriever on embedded Qdrant",
+        "retrieval_scope": "all corpora (a corpus benchmark: one Experiment), dense retriever on Qdrant Edge",
         "sd": "population (numpy std, as Chroma)",
+        "experiment_id": result.evaluation.experiment_id,
+        "seconds": result.evaluation.timings,
         "configs": [
             {
                 "name": r["name"],
+                "strategy": r["strategy"],
                 "chunker": r["chunker"],
-                "params": r["ours"]["config"]["params"],
                 "chunks": r["ours"]["chunks"],
                 "mean_chunk_tokens": r["ours"]["mean_chunk_tokens"],
-                "ours": {"chars": {m: r["ours"][m] for m in METRICS}, "tokens": r["ours"]["tokens"]},
+                "ours": {"chars": {m: r["ours"][m] for m in METRICS}},
                 "rank": {m: r["ours"][m] for m in ("recall_at_k", "hit_at_k", "mrr", "ndcg_at_k", "tok_at_k")},
                 "published": r["published"],
-                "seconds": round(sum(r["ours"]["timings"].values()), 1),
             }
-            for r in results
+            for r in result.rows
         ],
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
@@ -85,16 +72,13 @@ def write_results(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def print_table(data: dict[str, Any]) -> None:
-    """Ours (characters, tokens) and published, mean ± SD in percent, per configuration."""
+    """Ours and published (characters), mean ± SD in percent, per configuration."""
     print(f"{data['model']}, n={data['retrieve']}, mean ± sd (%)")
     print(f"{'config':<20} {'source':<14} " + " ".join(f"{m:>16}" for m in METRICS) + "  tokens/chunk")
     for config in data["configs"]:
-        for unit in ("chars", "tokens"):
-            cells = " ".join(
-                f"{config['ours'][unit][m]['mean']:>7.1f} ± {config['ours'][unit][m]['std']:>5.1f}" for m in METRICS
-            )
-            tokens = f"{config['mean_chunk_tokens']:>8.1f}" if unit == "chars" else ""
-            print(f"{config['name']:<20} {'ours/' + unit:<14} {cells}  {tokens}")
+        ours = config["ours"]["chars"]
+        cells = " ".join(f"{ours[m]['mean']:>7.1f} ± {ours[m]['std']:>5.1f}" for m in METRICS)
+        print(f"{config['name']:<20} {'ours':<14} {cells}  {config['mean_chunk_tokens']:>8.1f}")
         if config["published"]:
             pub = config["published"]
             cells = " ".join(f"{pub[m]['mean']:>7.1f} ± {pub[m]['std']:>5.1f}" for m in METRICS)
@@ -108,8 +92,8 @@ def main() -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from chunkbench.evaluation.chroma import CHROMA_CONFIGS
 
-    results = span_rows(list(CHROMA_CONFIGS), sys.argv[1] if len(sys.argv) > 1 else None)
-    print_table(write_results(results))
+    result = run_rows(list(CHROMA_CONFIGS), sys.argv[1] if len(sys.argv) > 1 else None)
+    print_table(write_results(result))
     print(f"wrote {RESULTS.relative_to(ROOT)}")
 
 

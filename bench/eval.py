@@ -35,13 +35,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "eval.json"
-STAGES = ("chunk", "embed", "index", "retrieve", "score")
 LLM_LATENCY_S = 0.2  # the scripted LLM's answer time (issue: "a scripted LLM with 200 ms latency")
 CONCURRENCY_LEVELS = (1, 8, 16)
 
 
 def eval_chroma() -> dict[str, Any]:
-    """Stage wall times of ``eval chroma`` per configuration; prints the table."""
+    """Stage wall times of ``eval chroma`` (ingest, corpus job, benchmark) on a fresh data directory; the table."""
     sys.path.insert(0, str(ROOT / "bench"))
     import chroma_reproduce
     from chunkbench.config import Settings
@@ -52,32 +51,20 @@ def eval_chroma() -> dict[str, Any]:
     settings = Settings()
     embed_texts(get_spec(CHROMA_MODEL), ["warm-up"], "query", settings)  # model load outside the timings
     started = time.perf_counter()
-    results = chroma_reproduce.span_rows(list(CHROMA_CONFIGS), settings=settings)
+    result = chroma_reproduce.run_rows(list(CHROMA_CONFIGS))
     total = time.perf_counter() - started
-    chroma_reproduce.print_table(chroma_reproduce.write_results(results))
-
-    rows = [
-        {
-            "config": r["name"],
-            "chunks": r["ours"]["chunks"],
-            "questions": r["ours"]["questions"],
-            "seconds": r["ours"]["timings"],
-            "total": round(sum(r["ours"]["timings"].values()), 2),
-        }
-        for r in results
-    ]
-    print(f"\neval chroma stage wall times (s), {rows[0]['questions']} questions, shared embedding cache")
-    print(f"{'config':<20} {'chunks':>7} " + " ".join(f"{s:>9}" for s in STAGES) + f" {'total':>9}")
-    for row in rows:
-        cells = " ".join(f"{row['seconds'][s]:>9.2f}" for s in STAGES)
-        print(f"{row['config']:<20} {row['chunks']:>7} {cells} {row['total']:>9.2f}")
-    print(f"all configurations: {total:.1f}s")
+    chroma_reproduce.print_table(chroma_reproduce.write_results(result))
+    chunks = {row["name"]: row["ours"]["chunks"] for row in result.rows}
+    print(f"\neval chroma stage wall times (s), {result.rows[0]['ours']['questions']} questions, six configurations")
+    print(" · ".join(f"{stage} {seconds:.1f}" for stage, seconds in result.evaluation.timings.items()))
+    print(f"all stages: {total:.1f}s")
     return {
-        "what": "chunkbench eval chroma, MiniLM on CPU, n=5, dense, embedded Qdrant; configs in order, one "
-        "process, embeddings shared across configs (model loaded before timing)",
+        "what": "chunkbench eval chroma, MiniLM on CPU, n=5, dense, Qdrant Edge: Chroma's corpora ingested into a "
+        "corpus, one corpus job with the six variants, one Experiment (model loaded before timing)",
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
-        "configs": rows,
+        "chunks": chunks,
+        "seconds": result.evaluation.timings,
         "total_seconds": round(total, 1),
     }
 
@@ -130,13 +117,14 @@ def eval_chroma_vs_raw() -> dict[str, Any]:
             close_disk_caches()  # the warm run finds only the cache file, as a new process would
             stored_before = disk_cache(settings).stats()["entries"]
             started = time.perf_counter()
-            results = chroma_reproduce.span_rows(list(CHROMA_CONFIGS), settings=settings)
+            # The same data directory both times: the warm run finds the corpus processed and only benchmarks.
+            result = chroma_reproduce.run_rows(list(CHROMA_CONFIGS), settings=settings)
             runs[label] = {
                 "seconds": round(time.perf_counter() - started, 2),
                 # New vectors in the cache file: the texts (chunks and questions) this run had to embed.
                 "texts_embedded": disk_cache(settings).stats()["entries"] - stored_before,
-                "figures": {r["name"]: {k: r["ours"][k] for k in ("recall", "iou", "precision")} for r in results},
-                "stages": {stage: round(sum(r["ours"]["timings"][stage] for r in results), 2) for stage in STAGES},
+                "figures": {r["name"]: {k: r["ours"][k] for k in ("recall", "iou", "precision")} for r in result.rows},
+                "stages": result.evaluation.timings,
             }
         close_disk_caches()
     identical = runs["cold"]["figures"] == runs["warm"]["figures"]

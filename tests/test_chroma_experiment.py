@@ -1,5 +1,5 @@
 """Chroma's reproduction as a corpus benchmark: strategy variants, one Experiment with a Decision, the same figures
-as the span evaluation of the same rows, and a second run that processes nothing again.
+as the span evaluation's own index gave for the same rows, and a second run that processes nothing again.
 
 Two of Chroma's real corpora (state_of_the_union, chatlogs) with their own questions from questions_df.csv, and
 two of the six rows, so that the run stays short: every stage is the product's (ingest, corpus job, benchmark).
@@ -19,8 +19,7 @@ from chunkbench.benchmarking.report.render import render_report
 from chunkbench.chunking import variants
 from chunkbench.chunking.base import default_strategies, strategy_class
 from chunkbench.config import Settings
-from chunkbench.evaluation.chroma import CHROMA_MODEL, load_chroma, select_configs
-from chunkbench.evaluation.corpus import evaluate_spans
+from chunkbench.evaluation.chroma import load_chroma, select_configs
 from chunkbench.plugins import isolated_registries
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DEFAULT_TENANT
@@ -29,6 +28,17 @@ from chunkbench.storage.vectors import VectorStore
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "chroma_chunking_eval"
 CORPORA = ("chatlogs", "state_of_the_union")
 ROWS = ("fixed_size-250-125", "recursive-250-0")
+# Per row: (metric → (mean, SD) in percent), searchable chunks, mean chunk tokens.
+SPAN_EVALUATION = {
+    "fixed_size-250-125": (
+        {"recall": (97.107, 15.409), "precision": (4.237, 3.479), "precision_omega": (11.482, 6.599),
+         "iou": (4.233, 3.473)}, 144, 249.5,
+    ),
+    "recursive-250-0": (
+        {"recall": (95.181, 21.005), "precision": (4.501, 3.82), "precision_omega": (18.994, 10.657),
+         "iou": (4.5, 3.82)}, 79, 230.0,
+    ),
+}  # fmt: skip
 
 
 @pytest.fixture
@@ -64,7 +74,7 @@ def test_chroma_rows_are_one_experiment_with_the_span_evaluations_figures(
         first = reproduce(database, settings, store, configs, chroma_folder, tenant_id=DEFAULT_TENANT)
         again = reproduce(database, settings, store, configs, chroma_folder, tenant_id=DEFAULT_TENANT)
         with database.session() as session:
-            row = service.get(session, first.experiment_id, tenant_id=DEFAULT_TENANT)
+            row = service.get(session, first.evaluation.experiment_id, tenant_id=DEFAULT_TENANT)
             experiment = service.experiment_dict(session, row)
     finally:
         store.close()
@@ -84,20 +94,23 @@ def test_chroma_rows_are_one_experiment_with_the_span_evaluations_figures(
         page = render_report(experiment, view=view)
         assert "fixed_size_250_125" in page and "recursive_250_0" in page
 
-    # The same rows through the span evaluation (throwaway index, raw text) give the same figures.
-    _folder, corpora, questions = load_chroma(chroma_folder)
-    for config, ours in zip(configs, first.rows, strict=True):
-        spans = evaluate_spans(
-            corpora, questions, strategy=config.strategy, params=config.params, corpus_model=CHROMA_MODEL, n=5,
-            settings=settings,
-        ).to_dict()  # fmt: skip
-        assert ours["ours"]["questions"] == len(questions) and ours["ours"]["failed"] == 0
-        assert ours["ours"]["mean_chunk_tokens"] == pytest.approx(spans["mean_chunk_tokens"], abs=0.1)
-        for metric in ("recall", "precision", "precision_omega", "iou"):
-            assert ours["ours"][metric]["mean"] == pytest.approx(spans[metric]["mean"], abs=1e-3), metric
-            assert ours["ours"][metric]["std"] == pytest.approx(spans[metric]["std"], abs=1e-3), metric
+    # The figures the span evaluation's own throwaway index gave for these two rows on the same data, before it
+    # became this face of the corpus benchmark (recorded 2026-12-01 with evaluate_spans): the two paths agree.
+    _folder, _corpora, questions = load_chroma(chroma_folder)
+    for ours, (expected, chunks, tokens) in zip(first.rows, SPAN_EVALUATION.values(), strict=True):
+        figures = ours["ours"]
+        assert (figures["questions"], figures["failed"]) == (len(questions), 0) == (132, 0)
+        assert (figures["chunks"], figures["mean_chunk_tokens"]) == (chunks, pytest.approx(tokens, abs=0.1))
+        for metric, (mean, std) in expected.items():
+            assert figures[metric]["mean"] == pytest.approx(mean, abs=1e-3), metric
+            assert figures[metric]["std"] == pytest.approx(std, abs=1e-3), metric
+    # Rank metrics (percent) of the same two runs.
+    assert [(r["ours"]["recall_at_k"]["mean"], r["ours"]["mrr"]["mean"]) for r in first.rows] == [
+        (pytest.approx(83.2702, abs=1e-3), pytest.approx(88.4975, abs=1e-3)),
+        (pytest.approx(95.0758, abs=1e-3), pytest.approx(80.6061, abs=1e-3)),
+    ]
 
     # Run again: nothing is ingested or processed twice, and the figures are the same in a new Experiment.
-    assert (again.processed, again.skipped) == (0, len(CORPORA))
-    assert again.experiment_id != first.experiment_id
+    assert (again.evaluation.processed.processed, again.evaluation.processed.skipped) == (0, len(CORPORA))
+    assert again.evaluation.experiment_id != first.evaluation.experiment_id
     assert [r["ours"] for r in again.rows] == [r["ours"] for r in first.rows]

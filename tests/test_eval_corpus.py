@@ -1,5 +1,6 @@
-"""Corpus-level span evaluation through the real pipeline (strategies, MiniLM, embedded Qdrant, retrievers),
-on three one-chunk documents whose metrics follow by hand; the ``chunkbench eval`` commands and their errors."""
+"""Span evaluation as a face of the corpus benchmark (ingest, corpus job, Experiment: strategies, MiniLM, Qdrant
+Edge, retrievers), on three one-chunk documents whose metrics follow by hand; the ``chunkbench eval`` commands and
+their errors."""
 
 from __future__ import annotations
 
@@ -10,13 +11,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from chunkbench.benchmarking import corpus_eval, service
 from chunkbench.cli import app
-from chunkbench.config import get_settings
+from chunkbench.config import Settings, get_settings
 from chunkbench.errors import ChunkingError, EvaluationError
-from chunkbench.evaluation.corpus import evaluate_spans
-from chunkbench.evaluation.corpus_inputs import load_documents, load_questions
+from chunkbench.evaluation.corpus_inputs import load_documents, load_questions, source_files
 from chunkbench.evaluation.questions import BenchmarkQuestion, QuestionReference
 from chunkbench.plugins import isolated_registries
+from chunkbench.storage.db import Database
+from chunkbench.storage.repositories import DocumentRepository
+from chunkbench.storage.schema import DEFAULT_TENANT
+from chunkbench.storage.vectors import VectorStore
 from chunkbench.text.tokens import count_tokens
 
 # Three topics far apart, each short enough to be a single fixed_size chunk of 512 tokens.
@@ -50,74 +55,111 @@ QUESTIONS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def corpus_scope() -> dict:
-    from chunkbench.config import Settings
-
-    settings = Settings(_env_file=None, data_dir=Path("/nonexistent-unused"))
-    return evaluate_spans(DOCUMENTS, QUESTIONS, params=ONE_CHUNK, n=3, settings=settings).to_dict(per_question=True)
+@pytest.fixture
+def registries():
+    with isolated_registries():  # the strategy variants a test declares are undone after it
+        yield
 
 
-def test_top_n_equal_to_all_chunks_gives_hand_computed_span_metrics(corpus_scope) -> None:
-    assert corpus_scope["chunks"] == 3 and corpus_scope["documents"] == 3 and corpus_scope["questions"] == 2
-    cat, two = corpus_scope["per_question"]
+def _evaluate(settings: Settings, tmp_path: Path, questions, *, n: int, retriever: str = "dense", scope="corpus"):
+    """The three documents as .md files, evaluated as a corpus benchmark with one whole-document chunk each; the
+    evaluation and its cells by question id (the full view: retrieved chunks included)."""
+    folder = tmp_path / "docs"
+    folder.mkdir(exist_ok=True)
+    for name, text in DOCUMENTS.items():
+        (folder / f"{name}.md").write_text(text, encoding="utf-8")
+    database, store = Database.from_settings(settings), VectorStore(settings)
+    try:
+        strategy = corpus_eval.strategy_for(settings, "fixed_size", ONE_CHUNK)
+        evaluation = corpus_eval.evaluate(
+            database, settings, store, corpus="eval-docs", sources=source_files(folder, DOCUMENTS, settings),
+            questions=questions, strategies=[strategy], corpus_model="all-MiniLM-L6-v2", retriever=retriever,
+            top_k=n, scope=scope, name="hand-computed", tenant_id=DEFAULT_TENANT,
+        )  # fmt: skip
+        with database.session() as session:
+            full = service.experiment_dict(session, service.get(session, evaluation.experiment_id, tenant_id="default"))
+    finally:
+        store.close()
+        database.dispose()
+    names = {document["id"]: Path(document["source_key"]).stem for document in full["corpus"]["documents"]}
+    cells = {}
+    for cell in full["cells"]:
+        cell["retrieved_documents"] = [names[c["document_id"]] for c in cell["retrieved"]]
+        cells[cell["question_id"]] = cell
+    return evaluation, strategy, cells
+
+
+def test_top_n_equal_to_all_chunks_gives_hand_computed_span_metrics(settings, tmp_path, registries) -> None:
+    evaluation, strategy, cells = _evaluate(settings, tmp_path, QUESTIONS, n=3)
+    result = corpus_eval.figures(evaluation.experiment, strategy)
+    assert strategy == "fixed_size_512_0" and result["chunks"] == 3 and result["questions"] == 2
+    cat, two = cells["cat"]["metrics"], cells["two"]["metrics"]
     # Every chunk is retrieved: the foreign chunks only enlarge the denominators.
-    assert cat["chars"]["recall"] == 1.0
-    assert cat["chars"]["precision"] == pytest.approx(len(CAT_REF) / TOTAL)
-    assert cat["chars"]["iou"] == pytest.approx(len(CAT_REF) / TOTAL)
-    assert cat["chars"]["precision_omega"] == pytest.approx(len(CAT_REF) / LENGTHS["cats"])
-    assert cat["tokens"]["precision"] == pytest.approx(
-        count_tokens(CAT_REF) / sum(map(count_tokens, DOCUMENTS.values()))
-    )
+    assert cat["recall"] == 1.0
+    assert cat["precision"] == pytest.approx(len(CAT_REF) / TOTAL, abs=1e-5)
+    assert cat["iou"] == pytest.approx(len(CAT_REF) / TOTAL, abs=1e-5)
+    assert cat["precision_omega"] == pytest.approx(len(CAT_REF) / LENGTHS["cats"], abs=1e-5)
     # A question with evidence in two documents: both documents' chunks are evidence, never merged together.
     covered = len(CAT_REF) + len(BANK_REF)
-    assert two["chars"]["recall"] == 1.0
-    assert two["chars"]["precision"] == pytest.approx(covered / TOTAL)
-    assert two["chars"]["precision_omega"] == pytest.approx(covered / (LENGTHS["cats"] + LENGTHS["markets"]))
+    assert two["recall"] == 1.0
+    assert two["precision"] == pytest.approx(covered / TOTAL, abs=1e-5)
+    assert two["precision_omega"] == pytest.approx(covered / (LENGTHS["cats"] + LENGTHS["markets"]), abs=1e-5)
     # The cat question ranks the cat document first; rank metrics then follow by hand.
-    assert cat["retrieved"][0] == ["cats", 0]
-    assert cat["rank"] == {"recall_at_k": 1.0, "hit_at_k": 1.0, "mrr": 1.0, "ndcg_at_k": 1.0,
-                           "tok_at_k": sum(map(count_tokens, DOCUMENTS.values()))}  # fmt: skip
-    assert two["rank"]["recall_at_k"] == 1.0
+    assert cells["cat"]["retrieved_documents"][0] == "cats"
+    assert (cat["recall_at_k"], cat["hit_at_k"], cat["mrr"], cat["ndcg_at_k"]) == (1.0, 1.0, 1.0, 1.0)
+    assert cat["tok_at_k"] == sum(map(count_tokens, DOCUMENTS.values()))
+    assert two["recall_at_k"] == 1.0
     # Summaries are percent, population SD over the two questions.
     precisions = [100 * len(CAT_REF) / TOTAL, 100 * covered / TOTAL]
-    assert corpus_scope["precision"]["mean"] == pytest.approx(sum(precisions) / 2)
-    assert corpus_scope["precision"]["std"] == pytest.approx(abs(precisions[1] - precisions[0]) / 2)
-    assert corpus_scope["recall"] == {"mean": 100.0, "std": 0.0}
-    assert set(corpus_scope["timings"]) == {"chunk", "embed", "index", "retrieve", "score"}
+    assert result["precision"]["mean"] == pytest.approx(sum(precisions) / 2, abs=1e-3)
+    assert result["precision"]["std"] == pytest.approx(abs(precisions[1] - precisions[0]) / 2, abs=1e-3)
+    assert result["recall"] == {"mean": 100.0, "std": 0.0}
+    assert set(evaluation.timings) == {"ingest", "process", "benchmark"}
+    assert evaluation.experiment["decision"]["status"]  # an Experiment like any other, with its Decision
 
 
-def test_document_scope_drops_foreign_chunks_from_the_denominator(settings) -> None:
-    result = evaluate_spans(DOCUMENTS, QUESTIONS[:1], params=ONE_CHUNK, n=3, scope="document", settings=settings)
-    (cat,) = result.per_question
-    assert cat["retrieved"] == [["cats", 0]]
-    assert cat["chars"]["precision"] == pytest.approx(len(CAT_REF) / LENGTHS["cats"])
-    assert cat["chars"]["iou"] == pytest.approx(len(CAT_REF) / LENGTHS["cats"])
-    assert cat["rank"]["tok_at_k"] == count_tokens(DOCUMENTS["cats"])
+def test_document_scope_drops_foreign_chunks_from_the_denominator(settings, tmp_path, registries) -> None:
+    evaluation, _strategy, cells = _evaluate(settings, tmp_path, QUESTIONS[:1], n=3, scope="document")
+    assert evaluation.experiment["config"]["scope"] == "document"  # recorded: a resume searches the same way
+    cat = cells["cat"]
+    assert cat["retrieved_documents"] == ["cats"]
+    assert cat["metrics"]["precision"] == pytest.approx(len(CAT_REF) / LENGTHS["cats"], abs=1e-5)
+    assert cat["metrics"]["iou"] == pytest.approx(len(CAT_REF) / LENGTHS["cats"], abs=1e-5)
+    assert cat["metrics"]["tok_at_k"] == count_tokens(DOCUMENTS["cats"])
 
 
-def test_a_foreign_chunk_is_never_evidence(settings) -> None:
+def test_a_foreign_chunk_is_never_evidence(settings, tmp_path, registries) -> None:
     # BM25 ranks the markets chunk first for a question in its words, though the question's evidence is cats'.
     question = _question("q", "stock markets bank shares rate decision", "cats", (_ref("cats", CAT_REF),))
-    result = evaluate_spans(DOCUMENTS, [question], params=ONE_CHUNK, n=1, retriever="bm25", settings=settings)
-    (scores,) = result.per_question
-    assert scores["retrieved"] == [["markets", 0]]
-    assert scores["chars"] == {"recall": 0.0, "precision": 0.0, "iou": 0.0,
-                               "precision_omega": pytest.approx(len(CAT_REF) / LENGTHS["cats"])}  # fmt: skip
-    assert scores["rank"]["hit_at_k"] == 0.0 and scores["rank"]["tok_at_k"] == count_tokens(DOCUMENTS["markets"])
+    _evaluation, _strategy, cells = _evaluate(settings, tmp_path, [question], n=1, retriever="bm25")
+    scores = cells["q"]
+    assert scores["retrieved_documents"] == ["markets"]
+    metrics = scores["metrics"]
+    assert (metrics["recall"], metrics["precision"], metrics["iou"]) == (0.0, 0.0, 0.0)
+    assert metrics["precision_omega"] == pytest.approx(len(CAT_REF) / LENGTHS["cats"], abs=1e-5)
+    assert metrics["hit_at_k"] == 0.0 and metrics["tok_at_k"] == count_tokens(DOCUMENTS["markets"])
 
 
-def test_typed_errors_before_any_work(settings) -> None:
+def test_typed_errors_before_any_work(settings, tmp_path, registries) -> None:
     unknown = _question("x", "?", "nowhere", (QuestionReference("", 0, 3, "nowhere"),))
-    with pytest.raises(EvaluationError, match=r"unknown document id.*nowhere"):
-        evaluate_spans(DOCUMENTS, [unknown], settings=settings)
-    wrong = _question("x", "?", "cats", (QuestionReference("Lava flowed", 0, 7, "cats"),))
-    with pytest.raises(EvaluationError, match="do not match"):
-        evaluate_spans(DOCUMENTS, [wrong], settings=settings)
+    for document, content, message in [("nowhere", "The", "nowhere"), ("cats", "Lava flowed", "not the content")]:
+        file = tmp_path / f"{document}.jsonl"
+        reference = {"content": content, "start_index": 0, "end_index": 7}
+        file.write_text(json.dumps({"id": "x", "question": "?", "document_id": document, "references": [reference]}))
+        with pytest.raises(EvaluationError, match=message):
+            load_questions(file, DOCUMENTS)
     with pytest.raises(ChunkingError, match="chunk_size"):
-        evaluate_spans(DOCUMENTS, QUESTIONS, params={"chunk_size": 0}, settings=settings)
-    with pytest.raises(EvaluationError, match="scope"):
-        evaluate_spans(DOCUMENTS, QUESTIONS, scope="planet", settings=settings)
+        corpus_eval.strategy_for(settings, "fixed_size", {"chunk_size": 0})
+    for bad in ({"scope": "planet"}, {"retriever": "sonar"}, {"n": 0}):
+        with pytest.raises(EvaluationError, match="Invalid evaluation"):
+            _evaluate(settings, tmp_path, [unknown], **{"n": 3, **bad})
+    # Nothing was ingested or processed by the refusals.
+    database = Database.from_settings(settings)
+    try:
+        with database.session() as session:
+            assert DocumentRepository(session, DEFAULT_TENANT).list() == ([], 0)
+    finally:
+        database.dispose()
 
 
 def _write_chroma_csv(path: Path, question: str, references: list[dict], corpus_id: str) -> None:
@@ -178,21 +220,28 @@ def _eval(*args: str):
     return runner.invoke(app, ["eval", *args], catch_exceptions=False)
 
 
-def test_cli_spans_json_and_table(corpus_files) -> None:
+def test_cli_spans_json_and_table(corpus_files, registries) -> None:
     folder, questions = corpus_files
     common = ["spans", "--documents", str(folder), "--questions", str(questions), "--param", "chunk_size=512"]
     result = _eval(*common, "--param", "chunk_overlap=0", "-n", "3", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    for key in ("recall", "precision", "precision_omega", "iou"):
-        assert set(data[key]) == {"mean", "std"} and set(data["tokens"][key]) == {"mean", "std"}
-    assert {"recall_at_k", "mrr", "ndcg_at_k", "tok_at_k", "timings"} <= set(data)
-    assert data["recall"]["mean"] == 100.0 and data["config"]["params"] == ONE_CHUNK
+    for key in ("recall", "precision", "precision_omega", "iou", "recall_at_k", "mrr", "ndcg_at_k", "tok_at_k"):
+        assert set(data[key]) == {"mean", "std"}
+    assert set(data["timings"]) == {"ingest", "process", "benchmark"} and data["experiment_id"]
+    assert data["recall"]["mean"] == 100.0 and data["config"]["strategy"] == "fixed_size_512_0"
+    assert data["corpus"] == "eval-docs" and data["documents"] == 3 and data["chunks"] == 3
+    # The Experiment is the benchmark's: shown by bench show, with its Decision.
+    shown = runner.invoke(app, ["bench", "show", data["experiment_id"], "--json"], catch_exceptions=False)
+    assert json.loads(shown.stdout)["decision"]["status"]
     table = _eval(*common, "--param", "chunk_overlap=0", "--scope", "document")
-    assert table.exit_code == 0 and "precision_Ω" in table.stdout and "nDCG@k" in table.stdout
+    assert table.exit_code == 0, table.output
+    assert "precision_Ω" in table.stdout and "nDCG@k" in table.stdout and "chunkbench report" in table.stdout
+    # The second run found the corpus processed: nothing embedded again.
+    assert "0 documents processed, 3 already current" in table.stdout
 
 
-def test_cli_errors_exit_non_zero(corpus_files, tmp_path: Path) -> None:
+def test_cli_errors_exit_non_zero(corpus_files, tmp_path: Path, registries) -> None:
     folder, questions = corpus_files
     missing = _eval("spans", "--documents", str(tmp_path / "nope"), "--questions", str(questions), "--json")
     assert missing.exit_code == 1 and json.loads(missing.stdout)["error"] == "evaluation_error"

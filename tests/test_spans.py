@@ -16,13 +16,11 @@ from chunkbench.evaluation.datasets import (
     validate_references,
 )
 from chunkbench.evaluation.spans import (
-    TokenMap,
     difference,
     intersect,
     precision_omega,
     span_metrics,
     sum_of_ranges,
-    token_span_metrics,
     union_ranges,
 )
 
@@ -97,18 +95,6 @@ def test_several_references_and_foreign_chunks() -> None:
 def test_no_references_is_an_error() -> None:
     with pytest.raises(ValueError):
         span_metrics([(0, 1)], [])
-
-
-def test_token_level_metrics() -> None:
-    token_map = TokenMap([0, 3, 7, 10])  # tokens [0,3) [3,7) [7,10)
-    assert token_map((4, 8)) == (1, 3)  # every token the range touches
-    assert token_map((0, 7)) == (0, 2)
-    assert token_map((5, 5)) == (1, 1)
-    m = token_span_metrics([(0, 7)], [(4, 8)], [(0, 7), (7, 10)], token_map, foreign_tokens=[1])
-    assert m.recall == pytest.approx(1 / 2)
-    assert m.precision == pytest.approx(1 / 3)  # 1 covered token / (2 + 1 foreign)
-    assert m.iou == pytest.approx(1 / (3 + 1))
-    assert m.precision_omega == pytest.approx(2 / 3)
 
 
 def test_mismatching_reference_is_reported(tmp_path: Path) -> None:

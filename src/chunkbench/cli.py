@@ -11,7 +11,14 @@ import typer
 from rich.table import Table
 
 from chunkbench.admin.commands import cache_app, collections_app, models_app
-from chunkbench.benchmarking.commands import bench_app, check_command, chroma_command, report_command, sweep_app
+from chunkbench.benchmarking.commands import (
+    bench_app,
+    check_command,
+    chroma_command,
+    report_command,
+    spans_command,
+    sweep_app,
+)
 from chunkbench.config import get_settings
 from chunkbench.console import (
     JsonOption,
@@ -521,6 +528,7 @@ def query(
 # Defined with the benchmarks; a top-level command after the others in --help.
 app.command("report")(report_command)
 app.command("check")(check_command)
-# Chroma's reproduction runs the corpus benchmark, so it is defined with the benchmarks (evaluation cannot import
-# them: benchmarking imports evaluation's metrics), and joins the eval group here.
+# The span evaluations run the corpus benchmark, so they are defined with the benchmarks (evaluation cannot import
+# them: benchmarking imports evaluation's metrics), and join the eval group here.
+eval_app.command("spans")(spans_command)
 eval_app.command("chroma")(chroma_command)

@@ -48,6 +48,8 @@ class CellContext:
     chunkings: dict[tuple[str, str], scoring.Chunking]
     # Per Corpus model, each question's expected answer, embedded once for the run.
     expected_vectors: dict[str, dict[str, np.ndarray]]
+    # "document": a question searches only its own documents (``BenchmarkConfig.scope``).
+    scope: str = "corpus"
 
     def corpus(self, configuration: Configuration) -> EmbeddingModelSpec:
         return self.corpora[configuration.corpus_model or self.corpus_model_id]
@@ -68,8 +70,8 @@ def run_cell(
         plan = pipeline.make_plan(
             context.settings,
             question=question.question,
-            # The Experiment's documents, never the tenant's others.
-            scope=Scope(context.tenant_id, context.document_ids),
+            # The Experiment's documents (or the question's own), never the tenant's others.
+            scope=Scope(context.tenant_id, _searched(context, question)),
             strategy=configuration.strategy,
             corpus=context.corpus(configuration),
             retriever=configuration.retriever,
@@ -83,6 +85,15 @@ def run_cell(
         raise
     except ChunkbenchError as exc:
         return CellResult.failed(question.id, configuration.key, exc.message)
+
+
+def _searched(context: CellContext, question: BenchmarkQuestion) -> tuple[str, ...]:
+    """The documents a question's retrieval searches: the Experiment's, or with scope "document" the question's
+    own (its document and its references' documents)."""
+    if context.scope != "document" or not context.spans_documents:
+        return context.document_ids
+    own = {question.document_id, *(reference.document for reference in question.references)} - {None}
+    return tuple(d for d in context.document_ids if d in own) or context.document_ids
 
 
 def _check_documents(context: CellContext) -> None:

@@ -21,6 +21,7 @@ from chunkbench.console import (
     vector_store,
 )
 from chunkbench.errors import ChunkbenchError
+from chunkbench.limits import MAX_TOP_K
 from chunkbench.storage.schema import DEFAULT_TENANT
 
 bench_app = typer.Typer(help="Run benchmarks and read their Experiments.", no_args_is_help=True)
@@ -89,6 +90,9 @@ def bench_run(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Estimate cells, tokens and USD; run nothing")] = False,
     resume: Annotated[str | None, typer.Option(help="Resume an interrupted or failed Experiment by id")] = None,
     budget: BudgetOption = None,
+    scope: Annotated[
+        str, typer.Option(help="corpus: each question searches every document; document: only its own")
+    ] = "corpus",
     fail_under: Annotated[
         list[str] | None,
         typer.Option("--fail-under", help="METRIC=VALUE: exit 1 when the chosen configuration's mean is worse"),
@@ -118,7 +122,7 @@ def bench_run(
                 neighbor_next=next_, rerank=_csv(rerank), judge=judge, judge_repeats=repeats, primary_metric=metric,
                 corpus_model_id=models[0] if len(models) == 1 else None,
                 corpus_models=models if len(models) > 1 else None,
-                concurrency=concurrency, name=name, seed=seed, dry_run=dry_run, budget=budget,
+                concurrency=concurrency, name=name, seed=seed, dry_run=dry_run, budget=budget, scope=scope,
             )  # fmt: skip
             with database.session() as session:
                 if dry_run:
@@ -485,6 +489,77 @@ def _show_check(result: Any) -> None:
     out.print(f"check: {result.verdict}", highlight=False)
 
 
+def spans_command(
+    documents: Annotated[
+        Path, typer.Option(help="Folder of .md/.txt files (id = file stem) or JSONL of {document_id, text}")
+    ],
+    questions: Annotated[Path, typer.Option(help="Chroma's questions_df.csv or JSONL questions with references")],
+    strategy: Annotated[str, typer.Option(help="Chunking strategy (or a variant)")] = "fixed_size",
+    param: Annotated[
+        list[str] | None,
+        typer.Option(help="Strategy parameter key=value, e.g. chunk_size=250 (repeatable): runs as a variant"),
+    ] = None,
+    retriever: Annotated[str, typer.Option(help="dense, bm25 or hybrid")] = "dense",
+    corpus_model: Annotated[str, typer.Option(help="Corpus model id")] = "all-MiniLM-L6-v2",
+    n: Annotated[int, typer.Option("-n", "--n", min=1, max=MAX_TOP_K, help="Chunks retrieved per question")] = 5,
+    scope: Annotated[str, typer.Option(help="corpus: search every document (as Chroma); document: only its own")] = (
+        "corpus"
+    ),
+    corpus: Annotated[str | None, typer.Option(help="The corpus to ingest into (default: eval-<folder name>)")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Span and rank metrics of one strategy on span-annotated questions, as a corpus benchmark: the documents are
+    ingested into a corpus, processed, and benchmarked as an Experiment (with a Decision and reports)."""
+    from chunkbench.benchmarking import corpus_eval
+    from chunkbench.evaluation.commands import RANK_LABELS, SPAN_LABELS, metric_cell, parse_params
+    from chunkbench.evaluation.corpus_inputs import load_documents, load_questions, source_files
+
+    settings, database = open_database()
+    try:
+        texts = load_documents(documents)
+        loaded = load_questions(questions, texts)
+        name = corpus_eval.strategy_for(settings, strategy, parse_params(param or []))
+        target = corpus or corpus_eval.corpus_for(documents)
+        store = vector_store(settings)
+        with job_progress(f"eval spans · {name}") as report:
+            evaluation = corpus_eval.evaluate(
+                database, settings, store, corpus=target, sources=source_files(documents, texts, settings),
+                questions=loaded, strategies=[name], corpus_model=corpus_model, retriever=retriever,
+                top_k=n, scope=scope, name=f"eval spans: {name} on {documents.name}", tenant_id=DEFAULT_TENANT,
+                progress=report,
+            )  # fmt: skip
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
+    result = {
+        "experiment_id": evaluation.experiment_id, "corpus": target,
+        "config": {"strategy": name, "retriever": retriever, "corpus_model": corpus_model, "n": n, "scope": scope},
+        "documents": len(texts), **corpus_eval.figures(evaluation.experiment, name), "timings": evaluation.timings,
+    }  # fmt: skip
+    if as_json:
+        print_json(result)
+        return
+    title = f"{name} · {retriever} · {corpus_model} · n={n} · scope {scope}"
+    table = Table("metric", "mean ± population SD", title=title)
+    for metric, label in {**SPAN_LABELS, **RANK_LABELS}.items():
+        table.add_row(f"{label} (%)", metric_cell(result[metric]))
+    table.add_row("tok@k (tokens)", metric_cell(result["tok_at_k"], 0))
+    out.print(table)
+    _show_evaluation(evaluation, target, f"{result['documents']} documents, {result['questions']} questions, "
+                     f"{result['chunks']} chunks (mean {result['mean_chunk_tokens']:.0f} tokens)")  # fmt: skip
+
+
+def _show_evaluation(evaluation: Any, corpus: str, counts: str) -> None:
+    """The lines under an evaluation's table: what ran, each stage's time, where the Experiment is."""
+    processed = evaluation.processed
+    stages = " · ".join(f"{stage} {seconds:.1f}s" for stage, seconds in evaluation.timings.items())
+    out.print(
+        f"{counts}\ncorpus {corpus}: {processed.processed} documents processed, {processed.skipped} already "
+        f"current; {stages}\nexperiment {evaluation.experiment_id}, its Decision and reports: "
+        f"chunkbench bench show {evaluation.experiment_id} · chunkbench report {evaluation.experiment_id}",
+        highlight=False,
+    )
+
+
 def chroma_command(
     data: Annotated[
         Path | None, typer.Option(help="Chroma's evaluation folder (default: the shared chroma_chunking_eval)")
@@ -506,10 +581,11 @@ def chroma_command(
             result = reproduce(database, settings, store, configs, data, tenant_id=DEFAULT_TENANT, progress=report)
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc
+    evaluation = result.evaluation
     if as_json:
         print_json(
             {"model": CHROMA_MODEL, "n": CHROMA_RETRIEVE, "corpus": CHROMA_CORPUS,
-             "experiment_id": result.experiment_id, "timings": result.timings, "configs": result.rows}
+             "experiment_id": evaluation.experiment_id, "timings": evaluation.timings, "configs": result.rows}
         )  # fmt: skip
         return
     table = Table(
@@ -527,10 +603,4 @@ def chroma_command(
                 f"{published['mean_chunk_tokens']:.0f}",
             )  # fmt: skip
     out.print(table)
-    stages = " · ".join(f"{stage} {seconds:.1f}s" for stage, seconds in result.timings.items())
-    out.print(
-        f"experiment {result.experiment_id} (corpus {CHROMA_CORPUS}; {result.processed} processed, {result.skipped} "
-        f"already current): {stages}\nits Decision and reports: chunkbench bench show {result.experiment_id} · "
-        f"chunkbench report {result.experiment_id}",
-        highlight=False,
-    )
+    _show_evaluation(evaluation, CHROMA_CORPUS, f"{len(result.rows)} configurations")

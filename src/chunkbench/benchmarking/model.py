@@ -91,6 +91,9 @@ class BenchmarkConfig:
     corpus_models: tuple[str, ...] = ()
     # Context tokens of the budget-matched comparison; None: the smallest median tok@k (``budget.default_budget``).
     budget: int | None = None
+    # Where a question's chunks are searched: "corpus" (every document of the Experiment, Chroma's protocol) or
+    # "document" (only the question's own documents).
+    scope: str = "corpus"
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -131,6 +134,8 @@ class BenchmarkConfig:
         }
         if self.budget is not None:  # written only when asked for: Experiments without one keep their JSON
             data["budget"] = self.budget
+        if self.scope != "corpus":  # likewise
+            data["scope"] = self.scope
         if len(self.corpus_models) > 1:
             data["corpus_models"] = list(self.corpus_models)
         return data
@@ -156,6 +161,7 @@ class BenchmarkConfig:
             seed=int(data.get("seed", 0)),
             budget=data.get("budget"),
             corpus_models=tuple(data.get("corpus_models", ())),
+            scope=data.get("scope", "corpus"),
         )
 
 

@@ -152,6 +152,7 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
             concurrency=request.concurrency or (settings.benchmark_concurrency if llm else 1),
             seed=request.seed,
             budget=request.budget,
+            scope=request.scope,
         ),
         strategy_runs=strategy_runs,
     )
@@ -177,7 +178,7 @@ class _Target:
     def process_command(self, strategies: Sequence[str], model_id: str | None = None) -> str:
         target = f"--corpus {self.corpus_name}" if self.corpus_name is not None else self.documents[0].id
         model = f" --corpus-model {model_id}" if model_id else ""
-        return f"chunkbench process {target} --strategies {' '.join(strategies) or '<strategies>'}{model}"
+        return f"chunkbench process {target} --strategies {','.join(strategies) or '<strategies>'}{model}"
 
 
 def _strategies(request: BenchmarkIn, target: _Target) -> list[StrategyName]:

@@ -97,6 +97,7 @@ def _execute(
             for strategy in strategies for model_id in corpora
         },
         {model_id: _expected_vectors(questions, corpus, settings) for model_id, corpus in corpora.items()},
+        config.scope,
     )  # fmt: skip
     todo = [(c, q) for c in configurations for q in questions if (c.key, q.id) not in done]
     total = len(configurations) * len(questions)

@@ -121,6 +121,10 @@ class BenchmarkIn(BaseModel):
     budget: int | None = Field(
         None, ge=1, description="Context tokens of the budget-matched comparison; default: the smallest median tok@k"
     )
+    scope: Literal["corpus", "document"] = Field(
+        "corpus",
+        description="Where each question's chunks are searched: every document (corpus) or its own (document)",
+    )
     dry_run: bool = False
 
     @field_validator("top_k")

@@ -15,7 +15,7 @@ import numpy as np
 from chunkbench.benchmarking.model import MetricValue, RetrievedChunk
 from chunkbench.evaluation import answers, ranking
 from chunkbench.evaluation.judge import JudgeVerdict
-from chunkbench.evaluation.spans import precision_omega, span_metrics
+from chunkbench.evaluation.spans import SPAN_METRICS, precision_omega, span_metrics
 
 Range = tuple[int, int]
 # Evidence: (document id, start, end).
@@ -29,7 +29,7 @@ class Chunking:
 
     Document ``d`` starts on the axis where the previous one ended, plus one, so ranges of different documents
     never meet, not even at an end point: a retrieved chunk of another document counts in the precision and IoU
-    denominators and never as evidence (Chroma's protocol; ``evaluation.corpus_scores`` does the same). With one
+    denominators and never as evidence (Chroma's protocol). With one
     document the axis is its own offsets.
     """
 
@@ -69,7 +69,6 @@ def _chunk_ref(chunk: Mapping[str, Any]) -> ranking.ChunkRef:
     )
 
 
-SPAN_METRICS = ("recall", "precision", "precision_omega", "iou")
 RANK_METRICS = ("recall_at_k", "hit_at_k", "mrr", "ndcg_at_k")
 
 

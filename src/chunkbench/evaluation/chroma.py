@@ -17,8 +17,8 @@ from typing import Any
 from chunkbench.chunking.base import Variant
 from chunkbench.errors import EvaluationError
 from chunkbench.evaluation.corpus_inputs import load_questions
-from chunkbench.evaluation.corpus_scores import SPAN_METRICS
 from chunkbench.evaluation.questions import BenchmarkQuestion
+from chunkbench.evaluation.spans import SPAN_METRICS
 from chunkbench.models import StrategyName
 
 CHROMA_MODEL = "all-MiniLM-L6-v2"

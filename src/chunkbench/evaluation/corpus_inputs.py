@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from chunkbench.config import Settings
+from chunkbench.documents.service import SourceFile
 from chunkbench.errors import EvaluationError
 from chunkbench.evaluation.locate import resolve_evidence
 from chunkbench.evaluation.questions import BenchmarkQuestion, load_question_set
 
 DOCUMENT_SUFFIXES = (".md", ".txt")
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
 _SHOWN = 5  # how many offending items an error message lists
 
 
@@ -27,8 +31,31 @@ def load_documents(path: Path | str) -> dict[str, str]:
     return _documents_from_jsonl(path)
 
 
+def source_files(path: Path | str, documents: Mapping[str, str], settings: Settings) -> list[SourceFile]:
+    """The files to ingest for the documents ``load_documents(path)`` read: a folder's own files (source key =
+    filename, so a question's document id, the stem, finds it); a JSONL's texts written as ``.md`` files under
+    ``{data_dir}/files/eval/<file stem>/`` (Markdown keeps a plain text as it is), each keyed ``<id>.md``."""
+    path = Path(path)
+    if path.is_dir():
+        files = {file.stem: file for file in _folder_files(path)}
+        return [SourceFile(files[document_id], files[document_id].name) for document_id in documents]
+    folder = settings.data_dir / "files" / "eval" / _SAFE.sub("_", path.stem)
+    folder.mkdir(parents=True, exist_ok=True)
+    sources = []
+    for document_id, text in documents.items():
+        file = folder / f"{_SAFE.sub('_', document_id)}.md"
+        if not file.is_file() or file.read_text(encoding="utf-8") != text:  # an unchanged file stays unchanged
+            file.write_text(text, encoding="utf-8")
+        sources.append(SourceFile(file, f"{document_id}.md"))
+    return sources
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in DOCUMENT_SUFFIXES)
+
+
 def _documents_from_folder(folder: Path) -> dict[str, str]:
-    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in DOCUMENT_SUFFIXES)
+    files = _folder_files(folder)
     if not files:
         raise EvaluationError(f"{folder} holds no .md or .txt files; put the documents to evaluate there.")
     documents: dict[str, str] = {}

@@ -18,10 +18,11 @@ published numbers:
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+# The four metrics of Chroma's report, in its order.
+SPAN_METRICS = ("recall", "precision", "precision_omega", "iou")
 Range = tuple[int, int]
 
 
@@ -119,38 +120,4 @@ def span_metrics(
         precision=numerator / retrieved_length if retrieved_length else 0.0,
         precision_omega=None if all_chunks is None else precision_omega(all_chunks, references),
         iou=numerator / iou_denominator if iou_denominator else 0.0,
-    )
-
-
-class TokenMap:
-    """Maps character ranges of one text to cl100k token-index ranges (the tokens a range touches)."""
-
-    def __init__(self, token_starts: Sequence[int]) -> None:
-        """``token_starts[i]`` is the character where token ``i`` starts, with ``len(text)`` appended."""
-        self._starts = list(token_starts)
-
-    def __call__(self, span: Range) -> Range:
-        """Token range ``[first token containing start, first boundary at or after end)``."""
-        start, end = span
-        first = max(bisect.bisect_right(self._starts, start) - 1, 0)
-        last = max(bisect.bisect_left(self._starts, end), first) if end > start else first
-        return (first, last)
-
-
-def token_span_metrics(
-    retrieved: Sequence[Range],
-    references: Sequence[Range],
-    all_chunks: Sequence[Range] | None,
-    token_map: TokenMap,
-    foreign_tokens: Sequence[int] = (),
-) -> SpanMetrics:
-    """``span_metrics`` in tokens: character ranges (of this corpus) mapped through ``token_map``.
-
-    ``foreign_tokens`` are the token lengths of retrieved chunks from other corpora (denominator only).
-    """
-    return span_metrics(
-        [token_map(r) for r in retrieved],
-        [token_map(r) for r in references],
-        None if all_chunks is None else [token_map(c) for c in all_chunks],
-        foreign_tokens,
     )

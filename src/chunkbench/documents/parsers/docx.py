@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from docx.styles.style import BaseStyle
 from lxml import etree
 
 from chunkbench.config import Settings
+from chunkbench.documents.parsers import libreoffice
 from chunkbench.documents.parsers.base import DocumentParser, register
 from chunkbench.documents.tree import Block, build_parse_result
 from chunkbench.errors import ArchiveBombError, CorruptDocumentError, EncryptedDocumentError
@@ -33,6 +35,10 @@ _MAX_STYLE_DEPTH = 16  # base-style chains are short; this only stops malicious 
 _OFFICE_DOCUMENT_REL = "/officeDocument"
 _CORE_PROPERTIES_REL = "/core-properties"
 _DEFAULT_MAIN_PART = "word/document.xml"
+# ISO/IEC 29500 Strict, Word's "Strict Open XML Document": the same parts under other namespaces, which python-docx
+# cannot read. LibreOffice converts it to the transitional .docx Word saves by default.
+_STRICT_NAMESPACE = "http://purl.oclc.org/ooxml/"
+_TRANSITIONAL_DOCX = "docx:MS Word 2007 XML"
 
 _W_P, _W_TBL, _W_TR, _W_TC = qn("w:p"), qn("w:tbl"), qn("w:tr"), qn("w:tc")
 _W_SDT, _W_SDT_CONTENT, _W_CUSTOM_XML = qn("w:sdt"), qn("w:sdtContent"), qn("w:customXml")
@@ -112,6 +118,7 @@ class _Package:
 
     page_count: int | None
     has_core_properties: bool
+    strict: bool  # Strict Open XML: converted before python-docx reads it
 
 
 def _read_capped(archive: zipfile.ZipFile, name: str, cap: int) -> bytes:
@@ -126,17 +133,21 @@ def _read_capped(archive: zipfile.ZipFile, name: str, cap: int) -> bytes:
     return data
 
 
-def _relationship_targets(archive: zipfile.ZipFile, names: set[str]) -> dict[str, str]:
-    """Package-level relationships (``_rels/.rels``): type suffix → part name."""
+def _relationship_targets(archive: zipfile.ZipFile, names: set[str]) -> tuple[dict[str, str], bool]:
+    """Package-level relationships (``_rels/.rels``): type suffix → part name; and whether the main part's
+    relationship is Strict Open XML's."""
     if "_rels/.rels" not in names:
-        return {}
+        return {}, False
     root = etree.fromstring(_read_capped(archive, "_rels/.rels", _SMALL_PART_MAX_BYTES))
     targets: dict[str, str] = {}
+    strict = False
     for rel in root:
         rel_type, target = rel.get("Type", ""), rel.get("Target", "")
         if target and rel.get("TargetMode") != "External":
-            targets[rel_type[rel_type.rfind("/") :]] = str(PurePosixPath(target.lstrip("/")))
-    return targets
+            suffix = rel_type[rel_type.rfind("/") :]
+            targets[suffix] = str(PurePosixPath(target.lstrip("/")))
+            strict = strict or (suffix == _OFFICE_DOCUMENT_REL and rel_type.startswith(_STRICT_NAMESPACE))
+    return targets, strict
 
 
 def _page_count(app_xml: bytes) -> int | None:
@@ -173,7 +184,7 @@ def _inspect_package(path: Path, settings: Settings) -> _Package:
                         "Re-save the document in Word and upload it again."
                     )
             names = {entry.filename for entry in entries}
-            targets = _relationship_targets(archive, names)
+            targets, strict = _relationship_targets(archive, names)
             main_part = targets.get(_OFFICE_DOCUMENT_REL, _DEFAULT_MAIN_PART)
             if main_part not in names:
                 raise CorruptDocumentError(
@@ -187,7 +198,7 @@ def _inspect_package(path: Path, settings: Settings) -> _Package:
             page_count = None
             if app_xml in names:
                 page_count = _page_count(_read_capped(archive, app_xml, _SMALL_PART_MAX_BYTES))
-            return _Package(page_count, targets.get(_CORE_PROPERTIES_REL) in names)
+            return _Package(page_count, targets.get(_CORE_PROPERTIES_REL) in names, strict)
     except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, etree.XMLSyntaxError) as exc:
         raise CorruptDocumentError(
             f"'{path.name}' is damaged: its zip container cannot be read ({exc}). "
@@ -478,18 +489,30 @@ class DocxParser(DocumentParser):
                 "Rename it with the .doc extension and upload it again."
             )
         package = _inspect_package(path, settings)
-        try:
-            document = docx.Document(str(path))
-        except (PackageNotFoundError, KeyError, ValueError, zipfile.BadZipFile, etree.XMLSyntaxError) as exc:
-            raise CorruptDocumentError(
-                f"'{path.name}' could not be read as a Word document ({exc}). "
-                "Open it in Word or LibreOffice, save it as .docx again, and re-upload."
-            ) from exc
-        blocks, title_paragraph = docx_blocks(document)
-        core_title = document.core_properties.title.strip() if package.has_core_properties else ""
-        return build_parse_result(
-            blocks,
-            title=core_title or title_paragraph,
-            page_count=package.page_count,
-            heading_source="styles",
-        )
+        if not package.strict:
+            return _read_transitional(path, package)
+        with tempfile.TemporaryDirectory(prefix="chunkbench-docx-") as out_dir:
+            converted = libreoffice.convert(
+                path, _TRANSITIONAL_DOCX, Path(out_dir), settings, needed_for="Word documents saved as Strict Open XML"
+            )
+            return _read_transitional(converted, _inspect_package(converted, settings))
+
+
+def _read_transitional(path: Path, package: _Package) -> ParseResult:
+    """A (transitional) .docx through python-docx: blocks in document order, the title from the core properties
+    or the Title style."""
+    try:
+        document = docx.Document(str(path))
+    except (PackageNotFoundError, KeyError, ValueError, zipfile.BadZipFile, etree.XMLSyntaxError) as exc:
+        raise CorruptDocumentError(
+            f"'{path.name}' could not be read as a Word document ({exc}). "
+            "Open it in Word or LibreOffice, save it as .docx again, and re-upload."
+        ) from exc
+    blocks, title_paragraph = docx_blocks(document)
+    core_title = document.core_properties.title.strip() if package.has_core_properties else ""
+    return build_parse_result(
+        blocks,
+        title=core_title or title_paragraph,
+        page_count=package.page_count,
+        heading_source="styles",
+    )

@@ -1,10 +1,10 @@
 """The text encoding of a TXT, MD or HTML file, and its text.
 
-In this order: a byte-order mark; UTF-16 without one (recognised by where its zero bytes fall); strict UTF-8; a
-charset the file declares (HTML ``<meta>``, XML declaration); else a guess among the common legacy encodings,
-scored by how plausible each decoded text is (charset-normalizer alone reads a few sentences of windows-1252 or
-ISO-8859-15 as windows-1257, and nothing in a statistical detector keeps windows-1256 Farsi from reading as
-windows-1252 mojibake).
+In this order: a byte-order mark; UTF-16 without one (recognised by where its zero bytes fall); 7-bit ISO-2022
+(recognised by its escape sequences); strict UTF-8; a charset the file declares (HTML ``<meta>``, XML
+declaration); else a guess among the common legacy encodings, scored by how plausible each decoded text is
+(charset-normalizer alone reads a few sentences of windows-1252 or ISO-8859-15 as windows-1257, and nothing in a
+statistical detector keeps windows-1256 Farsi from reading as windows-1252 mojibake).
 """
 
 from __future__ import annotations
@@ -39,6 +39,13 @@ _LEGACY = (
     "cp1252", "iso8859_15", "cp1250", "iso8859_2", "cp1251", "koi8_r", "cp1256", "iso8859_6",
     "cp1253", "iso8859_7", "cp1254", "cp1255", "iso8859_8", "cp1257", "iso8859_4",
 )  # fmt: skip
+# ISO-2022 text is 7-bit, so it would pass as UTF-8 with its escape sequences left in the words; the escape that
+# designates a double-byte character set names the encoding (Korean's comes once, in the header). Japanese mail
+# and text (ISO-2022-JP) is the common case; ISO-2022-JP-2 covers the other sets it can switch to.
+_ISO2022 = (
+    (re.compile(rb"\x1b\$\)C"), ("iso2022_kr",)),
+    (re.compile(rb"\x1b(?:\$[@AB]|\$\([CD]|\(J|\.[AF])"), ("iso2022_jp", "iso2022_jp_2")),
+)
 _UTF16_SAMPLE = 8192  # bytes looked at for UTF-16's zero bytes (the block parse_document sniffs)
 # UTF-16 of text puts the zero high byte of ASCII characters on one side of each code unit; a few on the other
 # side come from characters such as U+0100 or U+4E00, many mean binary data.
@@ -84,10 +91,11 @@ _ALPHABETS = tuple(frozenset(letters) for letters in _LANGUAGE_LETTERS.values())
 _NEUTRAL_LETTERS = frozenset({"MICRO", "FEMININE", "MASCULINE", "MODIFIER", "COMBINING"})
 _HAN = frozenset({"CJK", "HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA", "HALFWIDTH", "FULLWIDTH", "IDEOGRAPHIC"})
 
-Source = Literal["bom", "utf-16 pattern", "utf-8", "declared", "detected"]
+Source = Literal["bom", "utf-16 pattern", "iso-2022 escapes", "utf-8", "declared", "detected"]
 _HOW: dict[Source, str] = {
     "bom": "from its byte-order mark",
     "utf-16 pattern": "it has no byte-order mark; recognised by its zero bytes",
+    "iso-2022 escapes": "recognised by its ISO-2022 escape sequences",
     "declared": "the charset the file declares",
     "detected": "detected: the file is not UTF-8 and declares no usable charset; if the text reads wrong, "
     "save the file as UTF-8",
@@ -108,7 +116,7 @@ class DecodedText:
         name = codecs.lookup(self.codec).name
         if name.startswith("cp125"):
             return f"windows-{name[2:]}"
-        return name.upper().replace("ISO8859", "ISO-8859")
+        return name.upper().replace("ISO8859", "ISO-8859").replace("ISO2022_", "ISO-2022-").replace("_", "-")
 
     @property
     def notes(self) -> list[str]:
@@ -137,6 +145,9 @@ def decode(data: bytes, declared_encoding: str | None = None) -> DecodedText:
     codec = _utf16_codec(data[:_UTF16_SAMPLE])
     if codec is not None:
         return DecodedText(_strict(data, codec, "looks like {} without a byte-order mark"), codec, "utf-16 pattern")
+    iso2022 = _iso2022(data)
+    if iso2022 is not None:
+        return iso2022
     try:
         return DecodedText(data.decode("utf-8"), "utf-8", "utf-8")
     except UnicodeDecodeError:
@@ -174,6 +185,20 @@ def _utf16_codec(sample: bytes) -> str | None:
         return None
     is_text = text and "\x00" not in text and _control_count(text) <= len(text) * _MAX_CONTROL_SHARE
     return codec if is_text else None
+
+
+def _iso2022(data: bytes) -> DecodedText | None:
+    """The text of a 7-bit file whose escape sequences designate an ISO-2022 character set, if it decodes so."""
+    if not data.isascii():
+        return None
+    for pattern, codecs_to_try in _ISO2022:
+        if pattern.search(data):
+            for codec in codecs_to_try:
+                try:
+                    return DecodedText(data.decode(codec), codec, "iso-2022 escapes")
+                except UnicodeDecodeError:
+                    continue
+    return None
 
 
 def _declared_codec(label: str | None) -> str | None:

@@ -238,12 +238,14 @@ class _Walker:
         elif name == "pre":
             code = tag.get_text().strip("\n")
             self.blocks.append(Block("paragraph", code, markdown=f"```{_code_language(tag)}\n{code}\n```"))
-        elif name == "table":
+        elif name == "table" and tag.find(tuple(_HEADINGS)) is None:
             rows = "\n".join(_table_rows(tag))
             self.blocks.append(Block("paragraph", rows, markdown=rows))
         elif name == "dl":
             self.blocks.extend(_definition_list(tag))
         elif name != "hr":
+            # Containers, and tables that hold headings: those are page layout (older sites, generated reference
+            # manuals), and flattening them to rows would lose the headings and run the whole page together.
             self.walk(tag)
 
 

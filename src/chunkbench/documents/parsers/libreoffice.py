@@ -1,4 +1,4 @@
-"""LibreOffice headless conversions (legacy .doc → .docx; tests also make PDFs and DOCs with it)."""
+"""LibreOffice headless conversions (.doc and Strict Open XML → .docx; tests also make PDFs and DOCs with it)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,15 @@ from chunkbench.config import Settings
 from chunkbench.errors import ConversionError, ConverterUnavailableError
 
 DEBIAN_PACKAGE = "libreoffice-writer-nogui"
+LEGACY_WORD = "Legacy Word (.doc) files"
 
 
-def find_soffice(settings: Settings) -> str:
-    """Path of the ``soffice`` binary, or a 415 that says which package to install."""
+def find_soffice(settings: Settings, needed_for: str = LEGACY_WORD) -> str:
+    """Path of the ``soffice`` binary, or a 415 that says which files need it and which package to install."""
     binary = shutil.which(settings.libreoffice_binary)
     if binary is None:
         raise ConverterUnavailableError(
-            f"Legacy Word (.doc) files need LibreOffice, which is not installed here "
+            f"{needed_for} need LibreOffice, which is not installed here "
             f"('{settings.libreoffice_binary}' not found). Install it "
             f"(Debian/Ubuntu: apt-get install --no-install-recommends {DEBIAN_PACKAGE}), "
             "or save the file as .docx and upload that.",
@@ -27,12 +28,12 @@ def find_soffice(settings: Settings) -> str:
     return binary
 
 
-def convert(source: Path, target_format: str, out_dir: Path, settings: Settings) -> Path:
+def convert(source: Path, target_format: str, out_dir: Path, settings: Settings, needed_for: str = LEGACY_WORD) -> Path:
     """Convert ``source`` with LibreOffice into ``out_dir``; return the produced file.
 
     Each run gets its own throw-away user profile: two soffice processes sharing one profile fail.
     """
-    binary = find_soffice(settings)
+    binary = find_soffice(settings, needed_for)
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="chunkbench-lo-") as profile:
         command = [

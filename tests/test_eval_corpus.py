@@ -116,6 +116,26 @@ def test_top_n_equal_to_all_chunks_gives_hand_computed_span_metrics(settings, tm
     assert result["recall"] == {"mean": 100.0, "std": 0.0}
     assert set(evaluation.timings) == {"ingest", "process", "benchmark"}
     assert evaluation.experiment["decision"]["status"]  # an Experiment like any other, with its Decision
+    # Retrieval only, as Chroma's protocol: no answer was made.
+    assert evaluation.experiment["config"]["answer_mode"] == "none"
+    assert {c["answer"] for c in cells.values()} == {None} and cat["exact_match"] is None
+
+
+def test_a_retrieval_only_benchmark_grades_evidence_only(client) -> None:
+    from chunkbench.benchmarking.schemas import BenchmarkIn
+
+    with pytest.raises(ValueError, match="the judge grades answers"):
+        BenchmarkIn(document_id="d", questions=[{"question": "q"}], answers=False, judge=True)
+    upload = client.post("/documents", files={"file": ("cats.md", DOCUMENTS["cats"].encode(), "text/markdown")})
+    document_id = upload.json()["document"]["id"]
+    processed = client.post(
+        f"/documents/{document_id}/process", params={"wait": "true"}, json={"strategies": ["fixed_size"]}
+    )
+    assert processed.status_code == 200, processed.text
+    body = {"document_id": document_id, "questions": [{"question": "Where?", "expected_answer": "On the mat."}],
+            "answers": False}  # fmt: skip
+    refused = client.post("/benchmarks", json=body)
+    assert refused.status_code == 400 and "retrieval-only" in refused.json()["message"]
 
 
 def test_document_scope_drops_foreign_chunks_from_the_denominator(settings, tmp_path, registries) -> None:

@@ -50,6 +50,8 @@ class CellContext:
     expected_vectors: dict[str, dict[str, np.ndarray]]
     # "document": a question searches only its own documents (``BenchmarkConfig.scope``).
     scope: str = "corpus"
+    # False: retrieval only (``BenchmarkConfig.answer_mode`` "none"), no answer is made or graded.
+    answers: bool = True
 
     def corpus(self, configuration: Configuration) -> EmbeddingModelSpec:
         return self.corpora[configuration.corpus_model or self.corpus_model_id]
@@ -79,6 +81,7 @@ def run_cell(
             rerank=configuration.rerank,
             neighbor_prev=configuration.neighbor_prev,
             neighbor_next=configuration.neighbor_next,
+            answer="auto" if context.answers else "none",
         )
         return _grade(context, configuration, question, pipeline.run(context.settings, context.store, plan))
     except LlmUnavailableError:
@@ -123,8 +126,7 @@ def _grade(
 ) -> CellResult:
     sole = context.document_ids[0]
     evidence = [(r.document or sole, *r.span) for r in question.references]
-    answer = result.answer
-    assert answer is not None  # a benchmark always answers
+    answer = result.answer  # None for a retrieval-only benchmark
     corpus = context.corpus(configuration)
     # Stored: the hits by rank, then the Neighbor Expansion neighbours in context order.
     retrieved = tuple(
@@ -139,16 +141,16 @@ def _grade(
     # tok@k: the tokens of the context the answerer actually receives (parents included).
     context_tokens = sum(get_tokenizer().count_many(passages)) if passages else 0
     metrics["tok_at_k"] = context_tokens
-    expected = question.expected_answer
+    expected = question.expected_answer if answer is not None else None
     vectors = None
     if expected:
         answer_vector = embedding.embed_texts(corpus, [answer.text], "query", context.settings)[0]
         vectors = np.stack([answer_vector, context.expected_vectors[corpus.id][question.id]])
-    metrics.update(scoring.answer_scores(answer.text, expected, vectors))
+    metrics.update(scoring.answer_scores(answer.text if answer is not None else "", expected, vectors))
     verdict = None
     latency = dict(result.latency_ms)
-    prompt_tokens, completion_tokens = answer.prompt_tokens, answer.completion_tokens
-    if context.judge_client is not None:
+    prompt_tokens, completion_tokens = (answer.prompt_tokens, answer.completion_tokens) if answer else (0, 0)
+    if context.judge_client is not None and answer is not None:
         started = time.perf_counter()
         verdict = judge(
             context.judge_client,
@@ -171,9 +173,9 @@ def _grade(
         question_id=question.id,
         config_key=configuration.key,
         status="ok",
-        answer=answer.text,
-        answer_mode=answer.mode,
-        citations=tuple(answer.citations),
+        answer=answer.text if answer is not None else None,
+        answer_mode=answer.mode if answer is not None else "none",
+        citations=tuple(answer.citations) if answer is not None else (),
         retrieved=retrieved,
         expansion_tree=tree,
         metrics=metrics,

@@ -93,6 +93,9 @@ def bench_run(
     scope: Annotated[
         str, typer.Option(help="corpus: each question searches every document; document: only its own")
     ] = "corpus",
+    answers: Annotated[
+        bool, typer.Option("--answers/--no-answers", help="Answer every cell; --no-answers: retrieval only, faster")
+    ] = True,
     fail_under: Annotated[
         list[str] | None,
         typer.Option("--fail-under", help="METRIC=VALUE: exit 1 when the chosen configuration's mean is worse"),
@@ -123,6 +126,7 @@ def bench_run(
                 corpus_model_id=models[0] if len(models) == 1 else None,
                 corpus_models=models if len(models) > 1 else None,
                 concurrency=concurrency, name=name, seed=seed, dry_run=dry_run, budget=budget, scope=scope,
+                answers=answers,
             )  # fmt: skip
             with database.session() as session:
                 if dry_run:

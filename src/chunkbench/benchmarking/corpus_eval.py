@@ -74,12 +74,14 @@ def evaluate(
     progress: Progress | None = None,
 ) -> CorpusEvaluation:
     """Ingest ``sources`` into ``corpus``, process it with ``strategies`` on ``corpus_model``, and benchmark
-    ``questions`` (each naming its document by source key, id or stem) with one retriever at one k, no judge."""
+    ``questions`` (each naming its document by source key, id or stem) with one retriever at one k, retrieval
+    only (no answers, no judge)."""
     # The whole request is checked before any work: a bad retriever, k or scope must not cost a corpus job first.
     try:
         benchmark = BenchmarkIn(
             corpus=corpus, name=name, questions=[_question(q) for q in questions], strategies=list(strategies),
             retrievers=[retriever], top_k=[top_k], corpus_model_id=corpus_model, judge=False, scope=scope,
+            answers=False,  # Chroma's protocol grades retrieval only: no answer is made
         )  # fmt: skip
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())

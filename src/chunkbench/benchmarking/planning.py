@@ -97,7 +97,8 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
     strategy_runs = _strategy_runs(session, target, strategies, models, tenant_id=tenant_id)
 
     llm = settings.llm_configured
-    use_judge = llm if request.judge is None else request.judge
+    # Retrieval only (answers off): nothing to judge, so the judge's LLM default does not apply.
+    use_judge = request.answers and (llm if request.judge is None else request.judge)
     if use_judge and not llm:
         raise BenchmarkError(
             "The LLM judge needs an LLM: set CHUNKBENCH_LLM_BASE_URL and CHUNKBENCH_LLM_MODEL, or run with judge off."
@@ -111,7 +112,7 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
         session, settings, request, documents, corpus_name=target.corpus_name, tenant_id=tenant_id
     )
     primary = request.primary_metric or _default_metric(questions, use_judge)
-    _check_metric(primary, questions, use_judge)
+    _check_metric(primary, questions, use_judge, answers=request.answers)
     # A configuration names its Corpus model only when the grid compares models: one-model keys stay as they were.
     axis: list[str | None] = [m.id for m in models] if len(models) > 1 else [None]
     configurations = tuple(
@@ -142,7 +143,7 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
         config=BenchmarkConfig.of(
             configurations,
             corpus_model_id=models[0].id,
-            answer_mode="llm" if llm else "extractive",
+            answer_mode=("llm" if llm else "extractive") if request.answers else "none",
             judge=use_judge,
             judge_repeats=request.judge_repeats,
             primary_metric=primary,
@@ -299,7 +300,13 @@ def _default_metric(questions: Sequence[BenchmarkQuestion], use_judge: bool) -> 
     return "answer_similarity"
 
 
-def _check_metric(metric: str, questions: Sequence[BenchmarkQuestion], use_judge: bool) -> None:
+def _check_metric(metric: str, questions: Sequence[BenchmarkQuestion], use_judge: bool, *, answers: bool) -> None:
+    if not answers and (metric in _METRICS_NEEDING_ANSWERS or not any(q.references for q in questions)):
+        raise BenchmarkError(
+            f"A retrieval-only benchmark (answers off) grades evidence only: '{metric}' cannot be measured"
+            + ("" if any(q.references for q in questions) else " and the questions have no references")
+            + ". Turn answers on, or rank on a retrieval metric (recall, iou, mrr…)."
+        )
     if metric in _METRICS_NEEDING_EVIDENCE and not any(q.references for q in questions):
         raise BenchmarkError(
             f"'{metric}' needs evidence: give questions 'references' (spans or snippets), or rank on answer_similarity."

@@ -96,8 +96,12 @@ def _execute(
             )
             for strategy in strategies for model_id in corpora
         },
-        {model_id: _expected_vectors(questions, corpus, settings) for model_id, corpus in corpora.items()},
+        {
+            model_id: _expected_vectors(questions, corpus, settings) if config.answer_mode != "none" else {}
+            for model_id, corpus in corpora.items()
+        },
         config.scope,
+        config.answer_mode != "none",
     )  # fmt: skip
     todo = [(c, q) for c in configurations for q in questions if (c.key, q.id) not in done]
     total = len(configurations) * len(questions)

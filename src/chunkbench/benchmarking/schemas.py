@@ -107,6 +107,9 @@ class BenchmarkIn(BaseModel):
         description="The grid's Corpus-model axis; default: corpus_model_id, else the documents' last Corpus model",
     )
     judge: bool | None = Field(None, description="LLM-as-judge; default: on when an LLM is configured")
+    answers: bool = Field(
+        True, description="Answer every cell; false: retrieval only (faster; no answer metrics, no judge)"
+    )
     judge_repeats: int = Field(1, ge=1, le=10)
     primary_metric: MetricField | None = Field(
         None, description="What the Decision ranks on; default: recall with evidence, else answer similarity"
@@ -143,6 +146,8 @@ class BenchmarkIn(BaseModel):
     def _one_question_source(self) -> BenchmarkIn:
         if (self.document_id is None) == (self.corpus is None):
             raise ValueError("give either 'document_id' (one document) or 'corpus' (a corpus name or id), not both")
+        if not self.answers and self.judge:
+            raise ValueError("the judge grades answers: give 'answers' true, or 'judge' false")
         if self.corpus_model_id is not None and self.corpus_models is not None:
             raise ValueError("give either 'corpus_model_id' (one model) or 'corpus_models' (the axis), not both")
         if (self.questions is None) == (self.question_set is None):

@@ -9,7 +9,7 @@ import httpx
 from chunkbench import limits
 from conftest import screenshot
 
-TAB_NAMES = ["Documents", "PDF", "Query", "Benchmarks", "Decision Board", "Admin"]
+TAB_NAMES = ["Documents", "PDF", "Query", "Questions", "Benchmarks", "Decision Board", "Admin"]
 
 
 def test_the_page_and_its_assets_are_served_by_the_app(live_server):

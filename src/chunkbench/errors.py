@@ -244,6 +244,12 @@ class QuestionFileNotFoundError(NotFoundError):
     code = "question_file_not_found"
 
 
+class QuestionNotFoundError(NotFoundError):
+    """A question (or one of its references) that the question file does not hold."""
+
+    code = "question_not_found"
+
+
 class QuestionFileExistsError(ChunkbenchError):
     """An upload or generation would overwrite a question file without being asked to."""
 

@@ -9,7 +9,6 @@ each snippet and the closest text, before anything runs.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -24,17 +23,6 @@ from chunkbench.evaluation.questions import BenchmarkQuestion, QuestionSet, pars
 from chunkbench.storage.schema import DocumentRow
 
 _SHOWN_PROBLEMS = 5
-
-
-def catalog_of(documents: Sequence[DocumentRow]) -> DocumentCatalog:
-    """The documents' parsed texts by id, found by id, source key, filename or either's stem.
-
-    A filename that two documents share (``a/notes.txt``, ``b/notes.txt``) names neither: their source keys do.
-    """
-    filenames = Counter(d.filename for d in documents)
-    aliases = {d.source_key: d.id for d in documents}
-    aliases |= {d.filename: d.id for d in documents if filenames[d.filename] == 1 and d.filename not in aliases}
-    return DocumentCatalog({d.id: d.parsed_text or "" for d in documents}, aliases)
 
 
 def _named(question: BenchmarkQuestion) -> list[str]:
@@ -64,7 +52,7 @@ def resolve_benchmark_questions(
     else:
         body = {"questions": [q.model_dump(exclude_none=True) for q in request.questions or []]}
         question_set = parse_question_set(json.dumps(body), "request.json")
-    catalog = catalog_of(documents)
+    catalog = question_files.catalog_of(documents)
     if corpus_name is None:
         [document] = documents
         # A question is about the document unless it (or its evidence) names only other ones.

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+from urllib.parse import quote
+
 from fastapi import APIRouter, File, Query, Response, UploadFile, status
+from fastapi.responses import PlainTextResponse
 
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep
-from chunkbench.evaluation import service
+from chunkbench.evaluation import authoring, service
 from chunkbench.evaluation.schemas import (
     GenerateIn,
     GenerateOut,
     QuestionFileOut,
+    QuestionIn,
     QuestionSetOut,
     QuestionUploadOut,
+    ReferenceIn,
 )
 from chunkbench.evaluation.synthetic import GenerationOptions
 from chunkbench.schemas import ErrorOut, unprocessable
@@ -99,20 +106,85 @@ def get_question_file(
     settings: SettingsDep,
     tenant_id: TenantDep,
     document_id: list[str] | None = Query(None, description="Validate the evidence against these documents"),
+    validate: bool = Query(False, description="Validate against the documents the set names (no document_id)"),
     threshold: float | None = Query(None, gt=0, le=1, description="Fuzzy-match similarity (default: Settings)"),
 ) -> QuestionSetOut:
-    """The parsed questions; with ``document_id``, every reference's placement in those documents."""
+    """The parsed questions; with ``document_id`` (or ``validate``), every reference's placement in the documents."""
     question_set = service.read_question_file(settings, name, tenant_id)
     report = None
-    if document_id:
+    if document_id or validate:
         report = service.validate_against_database(
             session,
             question_set,
             tenant_id=tenant_id,
-            document_names=document_id,
+            document_names=document_id or (),
             threshold=threshold if threshold is not None else settings.question_match_threshold,
         )
     return QuestionSetOut.of(service.file_info(settings, name, tenant_id), question_set, report)
+
+
+# The file as stored, for a download (not JSON to read: exempt from a response model like the markdown route).
+_MEDIA_TYPES = {".json": "application/json", ".csv": "text/csv"}
+
+
+@router.get("/{name}/download", response_class=PlainTextResponse)
+def download_question_file(name: str, settings: SettingsDep, tenant_id: TenantDep) -> Response:
+    """The question file's bytes, as an attachment named like the file."""
+    content = service.question_file_content(settings, name, tenant_id)
+    # A name may hold any letter (never a quote): an ASCII fallback, and the exact name in RFC 5987 form.
+    fallback = re.sub(r"[^ -~]", "_", name)
+    return Response(
+        content,
+        media_type=f"{_MEDIA_TYPES.get(Path(name).suffix.lower(), 'application/x-ndjson')}; charset=utf-8",
+        headers={"content-disposition": f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name)}"},
+    )
+
+
+# ----------------------------------------------------------------------- authoring, one change at a time
+_AUTHORING = {404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: _INVALID_SET}
+
+
+@router.post("/{name}/questions", response_model=QuestionSetOut, status_code=201, responses=_AUTHORING)
+def add_question(
+    name: str, body: QuestionIn, session: SessionDep, settings: SettingsDep, tenant_id: TenantDep
+) -> QuestionSetOut:
+    """Append a question to the set (a new .json set is created): its evidence must be placed in the documents it
+    names (offsets select their content exactly), else 422 and nothing is written."""
+    authored = authoring.add_question(session, settings, name, body.model_dump(exclude_none=True), tenant_id=tenant_id)
+    return QuestionSetOut.of(authored.info, authored.question_set, authored.report)
+
+
+@router.post(
+    "/{name}/questions/{question_id}/references", response_model=QuestionSetOut, status_code=201, responses=_AUTHORING
+)
+def add_reference(
+    name: str, question_id: str, body: ReferenceIn, session: SessionDep, settings: SettingsDep, tenant_id: TenantDep
+) -> QuestionSetOut:
+    """Add evidence to a question of the set, placed as a new question's is."""
+    authored = authoring.add_reference(
+        session, settings, name, question_id, body.model_dump(exclude_none=True), tenant_id=tenant_id
+    )
+    return QuestionSetOut.of(authored.info, authored.question_set, authored.report)
+
+
+@router.delete("/{name}/questions/{question_id}", response_model=QuestionSetOut, responses=_AUTHORING)
+def remove_question(
+    name: str, question_id: str, session: SessionDep, settings: SettingsDep, tenant_id: TenantDep
+) -> QuestionSetOut:
+    """Remove a question with its evidence (not the set's only one: delete the file instead)."""
+    authored = authoring.remove_question(session, settings, name, question_id, tenant_id=tenant_id)
+    return QuestionSetOut.of(authored.info, authored.question_set, authored.report)
+
+
+@router.delete(
+    "/{name}/questions/{question_id}/references/{reference_index}", response_model=QuestionSetOut, responses=_AUTHORING
+)
+def remove_reference(
+    name: str, question_id: str, reference_index: int, session: SessionDep, settings: SettingsDep, tenant_id: TenantDep
+) -> QuestionSetOut:
+    """Remove one piece of a question's evidence (numbered from 0, as in validation results)."""
+    authored = authoring.remove_reference(session, settings, name, question_id, reference_index, tenant_id=tenant_id)
+    return QuestionSetOut.of(authored.info, authored.question_set, authored.report)
 
 
 @router.delete("/{name}", status_code=status.HTTP_204_NO_CONTENT)

@@ -97,6 +97,27 @@ class QuestionSetOut(BaseModel):
         )
 
 
+class ReferenceIn(BaseModel):
+    """Evidence as a question file writes it: the text at ``[start_index, end_index)`` of the document's markdown."""
+
+    document: str | None = Field(None, description="Document id or source key; default: the question's document")
+    content: str = Field(description="The evidence text; with offsets, exactly what they select")
+    start_index: int | None = Field(None, ge=0, description="Character offset into the document's markdown")
+    end_index: int | None = Field(None, ge=0)
+
+
+class QuestionIn(BaseModel):
+    """A question to add to a set (the seed JSON fields); its evidence is placed before anything is written."""
+
+    id: str | None = Field(None, description="Default: the first free q{n}")
+    question: str
+    expected_answer: str | None = None
+    category: str | None = None
+    difficulty: str | None = None
+    document_id: str | None = Field(None, description="The document it is about: an id or source key")
+    references: list[ReferenceIn] = []
+
+
 class QuestionUploadOut(BaseModel):
     file: QuestionFileOut
     replaced: bool

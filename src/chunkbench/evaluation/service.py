@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -118,14 +119,19 @@ def list_question_files(settings: Settings, tenant_id: str = DEFAULT_TENANT) -> 
     ]
 
 
-def read_question_file(settings: Settings, name: str, tenant_id: str = DEFAULT_TENANT) -> QuestionSet:
+def question_file_content(settings: Settings, name: str, tenant_id: str = DEFAULT_TENANT) -> bytes:
+    """A question file's bytes as stored (what a download gives)."""
     path = question_file_path(settings, name, tenant_id)
     if not path.is_file():
         raise QuestionFileNotFoundError(
             f"No question file '{name}' in {files_dir(settings, tenant_id)}. GET /admin/questions lists them.",
             name=name,
         )
-    return parse_question_set(path.read_bytes(), name)
+    return path.read_bytes()
+
+
+def read_question_file(settings: Settings, name: str, tenant_id: str = DEFAULT_TENANT) -> QuestionSet:
+    return parse_question_set(question_file_content(settings, name, tenant_id), name)
 
 
 def file_info(settings: Settings, name: str, tenant_id: str = DEFAULT_TENANT) -> QuestionFileInfo:
@@ -190,37 +196,41 @@ def delete_question_file(settings: Settings, name: str, tenant_id: str = DEFAULT
 _UNPARSED = {DocumentState.DISCOVERED.value, DocumentState.PARSING.value, DocumentState.FAILED.value}
 
 
-def _catalog(rows: Sequence[DocumentRow]) -> DocumentCatalog:
-    """Markdown by document id (chunk offsets live in it), findable by file name and its stem too."""
-    unique = {row.id: row for row in rows}
-    return DocumentCatalog(
-        {row.id: row.parsed_text for row in unique.values()}, {row.filename: row.id for row in unique.values()}
-    )
+def catalog_of(documents: Sequence[DocumentRow]) -> DocumentCatalog:
+    """The documents' markdown by id (chunk offsets live in it), found by id, source key, filename or either's stem.
+
+    A filename that two documents share (``a/notes.txt``, ``b/notes.txt``) names neither: their source keys do.
+    """
+    unique = list({row.id: row for row in documents}.values())
+    filenames = Counter(row.filename for row in unique)
+    aliases = {row.source_key: row.id for row in unique}
+    aliases |= {row.filename: row.id for row in unique if filenames[row.filename] == 1 and row.filename not in aliases}
+    return DocumentCatalog({row.id: row.parsed_text or "" for row in unique}, aliases)
 
 
 def catalog_from_database(session: Session, names: Sequence[str], *, tenant_id: str) -> DocumentCatalog:
     """The named documents (ids or file names; an unknown one is a 404), or every parsed one when none is named."""
     if names:
-        return _catalog([documents.resolve(session, name, tenant_id=tenant_id) for name in dict.fromkeys(names)])
+        return catalog_of([documents.resolve(session, name, tenant_id=tenant_id) for name in dict.fromkeys(names)])
     rows, _total = DocumentRepository(session, tenant_id).list(limit=100_000)
-    return _catalog([row for row in rows if row.status not in _UNPARSED])
+    return catalog_of([row for row in rows if row.status not in _UNPARSED])
 
 
 def _catalog_of_named(session: Session, names: Sequence[str], *, tenant_id: str) -> DocumentCatalog:
-    """The documents a question set names that exist (by id, file name, or file stem as Chroma names corpora);
-    unknown names are left out and reported per reference."""
+    """The documents a question set names that exist (by id, source key, file name, or file stem as Chroma names
+    corpora); unknown names are left out and reported per reference."""
     repo = DocumentRepository(session, tenant_id)
     rows: list[DocumentRow] = []
     everything: Sequence[DocumentRow] | None = None
     for name in names:
-        row = repo.get_optional(name) or repo.get_by_filename(name)
+        row = repo.get_optional(name) or repo.get_by_source_key(name) or repo.get_by_filename(name)
         if row is None:
             everything = everything if everything is not None else repo.list(limit=100_000)[0]
             stems = [r for r in everything if Path(r.filename).stem == name]
             row = stems[0] if len(stems) == 1 else None
         if row is not None:
             rows.append(row)
-    return _catalog(rows)
+    return catalog_of(rows)
 
 
 def catalog_from_files(path: Path) -> DocumentCatalog:

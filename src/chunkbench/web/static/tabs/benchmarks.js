@@ -8,6 +8,7 @@ import { useMemo } from "../vendor/htm-preact-standalone.module.js";
 import { api, strategyCatalog, upload, waitForJob, withKey } from "../api.js";
 import { Breakdowns } from "../breakdowns.js";
 import { on } from "../bus.js";
+import { QUESTION_SETS_CHANGED } from "./questions.js";
 
 const RETRIEVERS = ["dense", "bm25", "hybrid"];
 const RERANKS = [["none", "none"], ["cross_encoder", "cross-encoder"], ["llm", "LLM listwise"]];
@@ -226,6 +227,7 @@ function BenchmarkForm({ llm, preselect, onStarted, onFinished }) {
   const documents = useApi(() => api("/documents", { query: { status: "indexed", limit: 1000 } }), []);
   const [fileTick, setFileTick] = useState(0);
   const files = useApi(() => api("/admin/questions"), [fileTick]);
+  useEffect(() => on(QUESTION_SETS_CHANGED, () => setFileTick((t) => t + 1)), []); // a set written in Questions
   const [target, setTarget] = useState("document"); // what retrieval searches: one document or a corpus
   const [corpusTick, setCorpusTick] = useState(0);
   const corpora = useApi(() => api("/corpora"), [corpusTick]);

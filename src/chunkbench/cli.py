@@ -152,6 +152,10 @@ def serve(
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or directories (searched recursively)")],
     corpus: Annotated[str | None, typer.Option(help="Every file ingested joins this corpus (made if missing)")] = None,
+    verbatim: Annotated[
+        bool,
+        typer.Option(help="Text and markdown files as they are (no normalising, no headings): offsets stay valid"),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Parse files into documents; each file succeeds or fails on its own.
@@ -165,7 +169,9 @@ def ingest(
     files = list(service.discover_files(paths))
     results: list[IngestOut] = []
     try:
-        ingesting = service.ingest_paths(database, settings, files, tenant_id=DEFAULT_TENANT, corpus=corpus)
+        ingesting = service.ingest_paths(
+            database, settings, files, tenant_id=DEFAULT_TENANT, corpus=corpus, verbatim=verbatim
+        )
     except ChunkbenchError as exc:  # a bad corpus name: nothing was read
         database.dispose()
         raise fail(exc, as_json) from exc

@@ -89,7 +89,8 @@ def evaluate(
     timings: dict[str, float] = {}
     started = time.perf_counter()
     _stage(progress, "ingest", 0.0, f"ingesting {len(sources)} documents")
-    ingested = documents.ingest_paths(database, settings, sources, tenant_id=tenant_id, corpus=corpus)
+    # Verbatim: the evidence offsets count characters of the raw files, so the documents are exactly those texts.
+    ingested = documents.ingest_paths(database, settings, sources, tenant_id=tenant_id, corpus=corpus, verbatim=True)
     if failed := [result.error for result in ingested if result.error is not None]:
         raise failed[0]
     timings["ingest"] = time.perf_counter() - started

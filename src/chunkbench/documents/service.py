@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from chunkbench.config import Settings
 from chunkbench.documents.parsers import parse_document, parser_for, supported_suffixes
+from chunkbench.documents.parsers.text import VERBATIM
 from chunkbench.errors import (
     AmbiguousDocumentError,
     ChunkbenchError,
@@ -122,9 +123,11 @@ def ingest_file(
     filename: str | None = None,
     source_key: str | None = None,
     tenant_id: str,
+    verbatim: bool = False,
 ) -> IngestResult:
     """Parse one file and store it as a document under ``source_key`` (default: the filename); a failure raises
-    and leaves nothing stored.
+    and leaves nothing stored. ``verbatim``: a text or markdown file's text exactly as it is (no normalisation,
+    no headings), so evidence offsets into the file stay valid; the mode is part of what "unchanged" means.
 
     Parsing happens before any write, so a bad file never leaves a row, and a bad re-upload never
     destroys the good document it would have replaced. A replacement keeps the replaced document's corpora.
@@ -144,10 +147,11 @@ def ingest_file(
     content_hash = sha256_file(path)
     repo = DocumentRepository(session, tenant_id)
     existing = repo.get_by_source_key(key)
-    if existing is not None and existing.content_hash == content_hash:
+    same_mode = existing is not None and (existing.heading_source == VERBATIM) == verbatim
+    if existing is not None and existing.content_hash == content_hash and same_mode:
         return IngestResult(filename, IngestOutcome.UNCHANGED, key, document=existing)
 
-    parsed = parse_document(path, settings, filename=filename)
+    parsed = parse_document(path, settings, filename=filename, verbatim=verbatim)
     twin = repo.find_by_hash(content_hash)
     replaced_id = None
     corpora = CorpusRepository(session, tenant_id)
@@ -228,12 +232,20 @@ def ingest_upload(
 
 
 def _ingest_committed(
-    database: Database, settings: Settings, source: SourceFile, *, tenant_id: str, corpus: str | None = None
+    database: Database,
+    settings: Settings,
+    source: SourceFile,
+    *,
+    tenant_id: str,
+    corpus: str | None = None,
+    verbatim: bool = False,
 ) -> IngestResult:
     """Ingest in its own transaction, joining ``corpus`` (made if missing) in the same one; a replaced document's
     vectors go once the replacement is committed."""
     with database.session() as session:
-        result = ingest_file(session, settings, source.path, source_key=source.source_key, tenant_id=tenant_id)
+        result = ingest_file(
+            session, settings, source.path, source_key=source.source_key, tenant_id=tenant_id, verbatim=verbatim
+        )
         if corpus is not None:
             corpora = CorpusRepository(session, tenant_id)
             corpora.add_documents(corpora.get_or_create(corpus), [result.document.id])
@@ -277,24 +289,33 @@ def ingest_paths(
     *,
     tenant_id: str,
     corpus: str | None = None,
+    verbatim: bool = False,
 ) -> Iterator[IngestResult]:
     """Ingest files one by one, each in its own transaction (a hostile file fails alone); every file ingested
-    (created, replaced or unchanged) joins ``corpus``, which is made if missing.
+    (created, replaced or unchanged) joins ``corpus``, which is made if missing; ``verbatim`` as ``ingest_file``.
 
     A bad corpus name refuses the whole call here, before any file is read.
     """
     name = corpus_name(corpus) if corpus is not None else None
-    return _ingest_each(database, settings, sources, tenant_id=tenant_id, corpus=name)
+    return _ingest_each(database, settings, sources, tenant_id=tenant_id, corpus=name, verbatim=verbatim)
 
 
 def _ingest_each(
-    database: Database, settings: Settings, sources: Iterable[SourceFile], *, tenant_id: str, corpus: str | None
+    database: Database,
+    settings: Settings,
+    sources: Iterable[SourceFile],
+    *,
+    tenant_id: str,
+    corpus: str | None,
+    verbatim: bool = False,
 ) -> Iterator[IngestResult]:
     for source in sources:
         try:
             if not source.path.is_file():
                 raise NotFoundError(f"'{source.path}' does not exist or is not a file.")
-            result = _ingest_committed(database, settings, source, tenant_id=tenant_id, corpus=corpus)
+            result = _ingest_committed(
+                database, settings, source, tenant_id=tenant_id, corpus=corpus, verbatim=verbatim
+            )
         except ChunkbenchError as exc:
             result = IngestResult(source.path.name, IngestOutcome.FAILED, source.source_key, error=exc)
         yield result

@@ -13,10 +13,18 @@ from chunkbench.models import ParseResult
 _SNIFF_BYTES = 8192
 
 
-def parse_document(path: Path, settings: Settings, filename: str | None = None) -> ParseResult:
-    """Parse a file by its name's suffix, after checking its bytes really are that format."""
+def parse_document(
+    path: Path, settings: Settings, filename: str | None = None, *, verbatim: bool = False
+) -> ParseResult:
+    """Parse a file by its name's suffix, after checking its bytes really are that format; ``verbatim``: its
+    decoded text as it is (text and markdown files only, see ``text.verbatim_result``)."""
     filename = filename or path.name
     parser = parser_for(filename)
+    if verbatim and not parser.verbatim:
+        raise UnsupportedFileTypeError(
+            f"'{filename}' is a {parser.label}: only text and markdown files can be ingested verbatim (as they are).",
+            filename=filename,
+        )
     with path.open("rb") as handle:
         head = handle.read(_SNIFF_BYTES)
     if not head:
@@ -27,7 +35,7 @@ def parse_document(path: Path, settings: Settings, filename: str | None = None) 
             "Check the file, or rename it with the extension of its real format.",
             filename=filename,
         )
-    result = parser.parse(path, settings)
+    result = text.verbatim_result(path) if verbatim else parser.parse(path, settings)
     if not result.plain_text.strip():
         raise EmptyDocumentError(f"'{filename}' contains no text to index.")
     return result

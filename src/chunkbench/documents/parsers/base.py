@@ -20,6 +20,9 @@ class DocumentParser(ABC):
     suffixes: ClassVar[tuple[str, ...]]
     mime_type: ClassVar[str]
     label: ClassVar[str]  # how the format is named in messages ("PDF", "Word document")
+    # Whether the file's decoded text can be the document as it is (``parse_document(verbatim=True)``): plain
+    # text and markdown, not formats whose bytes are markup or binary.
+    verbatim: ClassVar[bool] = False
 
     @abstractmethod
     def sniff(self, head: bytes) -> bool:

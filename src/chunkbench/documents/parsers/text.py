@@ -15,7 +15,7 @@ from chunkbench.documents.parsers.encoding import decode
 from chunkbench.documents.parsers.encoding import decode_text as decode_text  # where plugins import it from
 from chunkbench.documents.parsers.text_headings import text_blocks
 from chunkbench.documents.tree import Block, build_parse_result
-from chunkbench.models import ParseResult
+from chunkbench.models import DocumentTree, NodeType, ParseResult, TreeNode
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _FRONT_MATTER_TITLE = re.compile(r"^title[ \t]*:[ \t]*(.+?)[ \t]*$", re.MULTILINE)
@@ -99,6 +99,20 @@ def markdown_blocks(source: str) -> list[Block]:
     return blocks
 
 
+# The heading source of a document read verbatim (how a re-ingest tells the two modes apart).
+VERBATIM = "verbatim"
+
+
+def verbatim_result(path: Path) -> ParseResult:
+    """The file's text exactly as decoded (line ends as Python's text mode reads them): no normalisation, no
+    headings, one Document Tree root over it. Span-annotated datasets (Chroma's, COVID-QA) give evidence offsets into
+    the raw text, and a reproduction must chunk the very characters those offsets count."""
+    source, notes = _read_text(path)
+    paragraphs = sum(1 for block in re.split(r"\n\s*\n", source) if block.strip())
+    tree = DocumentTree(root=TreeNode(node_type=NodeType.DOCUMENT, start_index=0, end_index=len(source)))
+    return ParseResult(tree, source, source, paragraphs, heading_source=VERBATIM, warnings=notes)
+
+
 @register
 class MarkdownParser(TextFormatParser):
     """Markdown through markdown-it-py (CommonMark plus tables)."""
@@ -106,6 +120,7 @@ class MarkdownParser(TextFormatParser):
     suffixes = (".md", ".markdown")
     mime_type = "text/markdown"
     label = "Markdown file"
+    verbatim = True
 
     def parse(self, path: Path, settings: Settings) -> ParseResult:
         source, notes = _read_text(path)
@@ -124,6 +139,7 @@ class TextParser(TextFormatParser):
     suffixes = (".txt",)
     mime_type = "text/plain"
     label = "text file"
+    verbatim = True
 
     def parse(self, path: Path, settings: Settings) -> ParseResult:
         source, notes = _read_text(path)

@@ -127,7 +127,8 @@ def test_chunk_sizes_per_strategy_on_shared_bins(client, document_id):
     assert sizes.status_code == 200, sizes.text
     body = sizes.json()
     runs = {r["strategy"]: r for r in body["runs"]}
-    assert set(runs) == {"fixed_size", "semantic_parent_child"}
+    assert list(runs) == ["fixed_size", "semantic_parent_child"]  # in the strategies' order, not the runs'
+    assert {r["corpus_model_id"] for r in body["runs"]} == {"all-MiniLM-L6-v2"}
     width = body["bin_tokens"]
     largest = 0
     for strategy, run in runs.items():

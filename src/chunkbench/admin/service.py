@@ -118,8 +118,9 @@ def chunk_sizes(session: Session, store: VectorStore, document_id: str, *, tenan
         # A strategy no longer registered (a removed plugin or variant) has no collection to read.
         if run.status == "completed" and run.strategy_name in StrategyName:
             current.setdefault((run.strategy_name, run.corpus_model_id), run)
+    order = {name.value: rank for rank, name in enumerate(StrategyName)}  # the strategies' own order, as listed
     sizes: list[tuple[StrategyRunRow, list[int], int]] = []
-    for run in current.values():
+    for run in sorted(current.values(), key=lambda r: (order[r.strategy_name], r.corpus_model_id)):
         try:
             payloads = store.scroll_document(
                 run.strategy_name, run.corpus_model_id, tenant_id=tenant_id, document_id=document_id

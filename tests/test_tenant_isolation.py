@@ -73,6 +73,7 @@ def test_tenant_b_gets_404_on_everything_of_tenant_a(world):
         ("GET", f"/documents/{doc}/runs", None),
         ("POST", f"/documents/{doc}/process", {"strategies": ["fixed_size"]}),
         ("GET", f"/admin/chunks/{doc}?strategy=fixed_size", None),
+        ("GET", f"/admin/chunks/{doc}/sizes", None),
         ("POST", "/queries", {"document_id": doc, "question": "leave?", "strategy": "fixed_size"}),
         ("GET", f"/jobs/{job}", None),
         ("GET", f"/queries/{query}", None),

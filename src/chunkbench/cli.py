@@ -381,6 +381,8 @@ def chunks(
             f"beyond {window['model_id']}'s {window['window_tokens']}-token window: {window['chunk_share']:.0%} of the "
             f"chunks, {window['token_share']:.0%} of their tokens (embedded from their first window only)"
         )
+    if preview.prefix_mode:
+        out.print(f"context prefixes: {preview.prefix_mode} (each chunk is embedded behind its prefix)")
     table = Table("#", "start–end", "tokens", "model tok", "headings", "text")
     for chunk in preview.chunks:
         label = f"p{chunk.chunk_index}" if chunk.is_parent else str(chunk.chunk_index)
@@ -392,7 +394,8 @@ def chunks(
             " > ".join(chunk.heading_path), excerpt[:80] + ("…" if len(excerpt) > 80 else ""),
         )  # fmt: skip
     out.print(table)
-    out.print(f"chunks {offset + 1}–{offset + len(preview.chunks)} of {preview.total}")
+    # "#" is the chunk index (from 0, as in chunk ids); the footer counts rows, so it says so rather than a range.
+    out.print(f"{len(preview.chunks)} of {preview.total} chunks, from offset {offset}")
 
 
 strategies_app = typer.Typer(help="The chunking strategies, and the variants declared in the variants file.")

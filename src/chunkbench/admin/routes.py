@@ -20,7 +20,7 @@ from chunkbench.admin.schemas import (
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import get_spec
-from chunkbench.indexing.schemas import ChunkPreviewOut
+from chunkbench.indexing.schemas import ChunkPreviewOut, ChunkSizesOut
 from chunkbench.models import StrategyName
 from chunkbench.schemas import ErrorOut
 
@@ -90,8 +90,11 @@ def chunk_preview(
     corpus_model_id: str | None = Query(None),
     offset: int = Query(0, ge=0),
     limit: int = Query(100, ge=1, le=1000),
+    start: int | None = Query(None, ge=0, description="With end: only the chunks overlapping [start, end)"),
+    end: int | None = Query(None, ge=1, description="A character offset into the markdown, past start"),
 ) -> ChunkPreviewOut:
-    """Chunk Preview: the indexed chunks with exact offsets, and the run's diagnostics."""
+    """Chunk Preview: the indexed chunks with exact offsets (and contextual retrieval's prefixes), and the run's
+    diagnostics."""
     return service.chunk_preview(
         session,
         settings,
@@ -102,7 +105,15 @@ def chunk_preview(
         corpus_model_id=corpus_model_id,
         offset=offset,
         limit=limit,
+        start=start,
+        end=end,
     )
+
+
+@router.get("/chunks/{document_id}/sizes", response_model=ChunkSizesOut)
+def chunk_sizes(document_id: str, session: SessionDep, store: VectorStoreDep, tenant_id: TenantDep) -> ChunkSizesOut:
+    """A token-size histogram of each indexed strategy × Corpus model of the document, on shared bins."""
+    return service.chunk_sizes(session, store, document_id, tenant_id=tenant_id)
 
 
 @router.get("/embedding-cache", response_model=EmbeddingCacheOut)

@@ -11,20 +11,25 @@ from chunkbench.admin.schemas import (
     EmbeddingCacheClearedOut,
     EmbeddingCacheOut,
 )
+from chunkbench.chunking.base import context_prefix
+from chunkbench.chunking.diagnostics import TINY_CHUNK_TOKENS, token_histograms
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.cache import EMBEDDINGS, disk_cache
 from chunkbench.embedding.registry import get_spec
 from chunkbench.embedding.window import window_report
+from chunkbench.errors import InvalidRequestError, NotFoundError
 from chunkbench.indexing import service as chunking
-from chunkbench.indexing.schemas import ChunkOut, ChunkPreviewOut, StrategyRunOut
+from chunkbench.indexing.schemas import ChunkOut, ChunkPreviewOut, ChunkSizesOut, ChunkSizesRunOut, StrategyRunOut
 from chunkbench.llm.client import get_llm_client
 from chunkbench.models import StrategyName
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
 from chunkbench.storage.points import collection_name
 from chunkbench.storage.repositories import DocumentRepository
+from chunkbench.storage.schema import DocumentRow, StrategyRunRow
 from chunkbench.storage.vectors import VectorStore, get_vector_store
+from chunkbench.text.tokens import count_tokens
 
 
 def clear_collection(session: Session, store: VectorStore, name: str, *, delete: bool) -> None:
@@ -45,21 +50,31 @@ def chunk_preview(
     corpus_model_id: str | None = None,
     offset: int = 0,
     limit: int = 100,
+    start: int | None = None,
+    end: int | None = None,
 ) -> ChunkPreviewOut:
     """The chunks of a document as indexed (read back from Qdrant), with the run's diagnostics.
 
-    Without an explicit Corpus model, the one the document was last processed with is shown.
+    Without an explicit Corpus model, the one the document was last processed with is shown. With ``start`` and
+    ``end`` (character offsets into the markdown), only the chunks overlapping ``[start, end)`` are listed: another
+    strategy's chunks on the same stretch of text.
     """
+    if (start is None) != (end is None) or (start is not None and end is not None and start >= end):
+        raise InvalidRequestError(
+            f"Give both start and end, with start < end, to list the chunks over a stretch of the text (got start="
+            f"{start}, end={end}); give neither to list every chunk."
+        )
     document = DocumentRepository(session, tenant_id).get(document_id)
-    model_id = (
-        corpus_model_id or document.last_corpus_embedding_model_id or embedding.resolve_corpus_model(session, None).id
-    )
+    model_id = _preview_model(session, document, corpus_model_id)
     payloads = store.scroll_document(
         strategy.value, model_id, tenant_id=tenant_id, document_id=document_id, include_parents=True
     )
+    if start is not None and end is not None:
+        payloads = [p for p in payloads if p["start_index"] < end and p["end_index"] > start]
     run = chunking.latest_run(session, document_id, strategy, model_id, tenant_id=tenant_id)
-    chunks = [ChunkOut.model_validate(payload) for payload in payloads[offset : offset + limit]]
-    window = _window(settings, model_id, payloads[offset : offset + limit], chunks)
+    page = payloads[offset : offset + limit]
+    chunks = [_chunk_out(payload) for payload in page]
+    window = _window(settings, model_id, page, chunks)
     return ChunkPreviewOut(
         document_id=document_id,
         strategy=strategy,
@@ -68,10 +83,68 @@ def chunk_preview(
         run=StrategyRunOut.model_validate(run) if run is not None else None,
         diagnostics=run.diagnostics if run is not None else {},
         window_tokens=window,
+        prefix_mode=run.details.get("prefix_mode") if run is not None else None,
         total=len(payloads),
+        start=start,
+        end=end,
         offset=offset,
         limit=limit,
         chunks=chunks,
+    )
+
+
+def _preview_model(session: Session, document: DocumentRow, corpus_model_id: str | None) -> str:
+    """The Corpus model whose chunks are shown: the one asked for, else the document's last, else the default."""
+    return (
+        corpus_model_id or document.last_corpus_embedding_model_id or embedding.resolve_corpus_model(session, None).id
+    )
+
+
+def _chunk_out(payload: dict) -> ChunkOut:
+    """A stored chunk as the preview shows it, with the context prefix it was embedded behind (if any)."""
+    chunk = ChunkOut.model_validate(payload)
+    chunk.context_prefix = context_prefix(chunk.text, payload.get("enriched_content"))
+    if chunk.context_prefix is not None:
+        chunk.prefix_tokens = count_tokens(chunk.context_prefix)
+    return chunk
+
+
+def chunk_sizes(session: Session, store: VectorStore, document_id: str, *, tenant_id: str) -> ChunkSizesOut:
+    """A token-size histogram of each indexed run of a document (the newest completed run per strategy × Corpus
+    model, as indexed now), on bins shared by all of them."""
+    DocumentRepository(session, tenant_id).get(document_id)
+    current: dict[tuple[str, str], StrategyRunRow] = {}
+    for run in chunking.runs(session, document_id, tenant_id=tenant_id):  # newest first
+        # A strategy no longer registered (a removed plugin or variant) has no collection to read.
+        if run.status == "completed" and run.strategy_name in StrategyName:
+            current.setdefault((run.strategy_name, run.corpus_model_id), run)
+    order = {name.value: rank for rank, name in enumerate(StrategyName)}  # the strategies' own order, as listed
+    sizes: list[tuple[StrategyRunRow, list[int], int]] = []
+    for run in sorted(current.values(), key=lambda r: (order[r.strategy_name], r.corpus_model_id)):
+        try:
+            payloads = store.scroll_document(
+                run.strategy_name, run.corpus_model_id, tenant_id=tenant_id, document_id=document_id
+            )
+        except NotFoundError:  # the collection was deleted (Admin): nothing of this run is indexed any more
+            payloads = []
+        tokens = [int(p["token_count"]) for p in payloads if not p.get("is_parent")]
+        sizes.append((run, tokens, len(payloads) - len(tokens)))
+    width, histograms = token_histograms([tokens for _, tokens, _ in sizes])
+    return ChunkSizesOut(
+        document_id=document_id,
+        bin_tokens=width,
+        bins=len(histograms[0]) if histograms else 0,
+        tiny_threshold_tokens=TINY_CHUNK_TOKENS,
+        runs=[
+            ChunkSizesRunOut(
+                strategy=StrategyName(run.strategy_name),
+                corpus_model_id=run.corpus_model_id,
+                chunk_count=len(tokens),
+                parent_count=parents,
+                counts=histogram,
+            )
+            for (run, tokens, parents), histogram in zip(sizes, histograms, strict=True)
+        ],
     )
 
 

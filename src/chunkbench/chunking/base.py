@@ -82,6 +82,27 @@ class ContextPrefixer(Protocol):
     def prefixes(self, document: ChunkingInput, chunks: list[Chunk]) -> list[str]: ...
 
 
+# What a chunk with a context prefix is embedded as: the prefix, a blank line, then the chunk's own text.
+_CONTEXT_SEPARATOR = "\n\n"
+
+
+def with_context(prefix: str, text: str) -> str:
+    """The text a chunk is embedded as behind ``prefix`` (the text alone when the prefix is blank)."""
+    prefix = prefix.strip()
+    return f"{prefix}{_CONTEXT_SEPARATOR}{text}" if prefix else text
+
+
+def context_prefix(text: str, enriched_content: str | None) -> str | None:
+    """The prefix :func:`with_context` put before ``text`` in ``enriched_content``; None when nothing was put there
+    (no enrichment, a blank prefix, or an enrichment of another shape)."""
+    if enriched_content is None or enriched_content == text:
+        return None
+    suffix = f"{_CONTEXT_SEPARATOR}{text}"
+    if not enriched_content.endswith(suffix):
+        return None
+    return enriched_content[: -len(suffix)] or None
+
+
 class StrategyParams(BaseModel):
     """Base of every strategy's parameters: unknown keys are an error, not silently ignored."""
 

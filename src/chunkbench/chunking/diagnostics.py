@@ -47,3 +47,33 @@ def diagnose(chunks: list[Chunk], markdown: str) -> dict[str, Any]:
         # Above 1 when chunks overlap (fixed_size overlap), below 1 when text is left out.
         "coverage_ratio": round(covered / max(len(markdown), 1), 4),
     }
+
+
+# A histogram has at most this many bins: enough to show a distribution's shape, few enough to read.
+HISTOGRAM_MAX_BINS = 20
+
+
+def histogram_bin_width(max_tokens: int) -> int:
+    """The smallest round width (1, 2 or 5 × a power of ten tokens) that covers 0..``max_tokens`` in at most
+    :data:`HISTOGRAM_MAX_BINS` bins."""
+    scale = 1
+    while True:
+        for step in (1, 2, 5):
+            if -(-(max_tokens + 1) // (step * scale)) <= HISTOGRAM_MAX_BINS:
+                return step * scale
+        scale *= 10
+
+
+def token_histograms(token_counts: list[list[int]]) -> tuple[int, list[list[int]]]:
+    """Histograms of several chunk sets' token counts on shared bins, so they compare side by side: the bin width
+    and, per set, how many chunks fall in each bin (bin ``i`` holds ``[i × width, (i + 1) × width)``)."""
+    largest = max((count for counts in token_counts for count in counts), default=0)
+    width = histogram_bin_width(largest)
+    bins = largest // width + 1
+    histograms = []
+    for counts in token_counts:
+        histogram = [0] * bins
+        for count in counts:
+            histogram[count // width] += 1
+        histograms.append(histogram)
+    return width, histograms

@@ -98,6 +98,10 @@ class ChunkOut(BaseModel):
     # model embeds only the first window); None when the model's window is unknown. Parents are not embedded.
     model_tokens: int | None = None
     beyond_window: bool | None = None
+    # What contextual retrieval embedded before the text (the chunk is embedded, and BM25-indexed, as the prefix,
+    # a blank line, then ``text``), and its length in cl100k tokens; None for a chunk embedded as its text alone.
+    context_prefix: str | None = None
+    prefix_tokens: int | None = None
 
 
 class ChunkPreviewOut(BaseModel):
@@ -109,10 +113,36 @@ class ChunkPreviewOut(BaseModel):
     diagnostics: dict[str, Any]
     # The Corpus model's input window in its tokens (None: unknown) and how the chunks were counted.
     window_tokens: int | None = None
+    # How the run wrote its context prefixes ("llm" or "deterministic"; None: a strategy without prefixes).
+    prefix_mode: str | None = None
+    # The chunks listed: every one of the document's, or those overlapping [start, end) when a range was asked for.
     total: int
+    start: int | None = None
+    end: int | None = None
     offset: int
     limit: int
     chunks: list[ChunkOut]
+
+
+class ChunkSizesRunOut(BaseModel):
+    """The token sizes of one indexed run's searchable chunks, on the bins of :class:`ChunkSizesOut`."""
+
+    strategy: StrategyName
+    corpus_model_id: str
+    chunk_count: int  # searchable chunks in the index now (0: the collection was wiped or deleted)
+    parent_count: int  # parents (semantic_parent_child): context only, not embedded, not counted in ``counts``
+    counts: list[int]  # chunks per bin
+
+
+class ChunkSizesOut(BaseModel):
+    """A token-size histogram per indexed run of a document (the newest completed run of each strategy × Corpus
+    model), all on the same bins: bin ``i`` holds chunks of ``[i × bin_tokens, (i + 1) × bin_tokens)`` tokens."""
+
+    document_id: str
+    bin_tokens: int
+    bins: int
+    tiny_threshold_tokens: int
+    runs: list[ChunkSizesRunOut]
 
 
 class CorpusDocumentOutcome(BaseModel):

@@ -14,6 +14,7 @@ from chunkbench.chunking.base import (
     ContextPrefixer,
     StrategyParams,
     register_strategy,
+    with_context,
 )
 from chunkbench.chunking.strategies.recursive import RecursiveParams, RecursiveStrategy
 from chunkbench.errors import ChunkingError
@@ -99,7 +100,7 @@ class ContextualRetrievalStrategy(ChunkingStrategy):
                 f"'{document.document_name}'."
             )
         for chunk, prefix in zip(chunks, prefixes, strict=True):
-            chunk.enriched_content = f"{prefix.strip()}\n\n{chunk.text}" if prefix.strip() else chunk.text
+            chunk.enriched_content = with_context(prefix, chunk.text)
         self.prefix_mode = self.prefixer.mode
         return chunks
 

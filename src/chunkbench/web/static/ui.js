@@ -24,6 +24,9 @@ export const fmt = (value, digits = 3) =>
   value === null || value === undefined || Number.isNaN(value) ? "—" : Number(value).toFixed(digits);
 export const fmtInt = (value) => (value === null || value === undefined ? "—" : Number(value).toLocaleString());
 export const ms = (value) => (value === null || value === undefined ? "—" : `${Number(value).toFixed(1)} ms`);
+export const pct = (share) => (share === null || share === undefined ? "—" : `${Math.round(share * 100)}%`);
+// A key/value list whose long values (ids, parameter JSON) wrap instead of widening the page on a narrow window.
+export const KV_WRAP = { gridTemplateColumns: "max-content minmax(0, 1fr)", overflowWrap: "anywhere" };
 
 // What an Experiment summary (GET /experiments) searched: its corpus (name, document count) or its one document.
 export const targetName = (row) => (row.corpus_name || row.corpus_id

@@ -211,6 +211,7 @@ def test_a_corpus_made_processed_and_benchmarked_from_the_dashboard(page, live_s
     board.get_by_label("Document or corpus").select_option(label="corpus offices · 2 documents")
     verdict = board.get_by_test_id("verdict")
     expect(verdict).to_contain_text("corpus offices · 2 documents")
+    verdict.get_by_test_id("decision-details").locator("summary").click()  # the details sit collapsed
     expect(verdict.get_by_role("table", name="Breakdown per document").locator("tbody tr")).to_have_count(len(expected))
 
     # 5. Deleting the corpus keeps its documents.

@@ -290,12 +290,19 @@ def make_experiment(*, judge: bool = False, neighbours: int = 0) -> dict[str, An
                 for k in keys
             },
             "ruled_out": [key("fixed_size"), key("semantic"), key("semantic_parent_child")],
-            "contenders": [leader],
+            "contenders": [leader, key("contextual_retrieval")],
+            "runner_up": key("contextual_retrieval"),
             "questions_needed": None,
             "tie_break": None,
             "reasons": ["recursive/dense/k5 is ahead of every other configuration in 93% of bootstrap resamples."],
             "n_questions": N_QUESTIONS,
             "dropped_questions": 0,
+            "confidence": 0.95,
+            # The Decision's context cost per configuration is its mean tok@k, as the runner stores it.
+            "costs": {k: aggregate[k]["metrics"]["tok_at_k"]["mean"] for k in keys},
+            "cost_margin": 0.1,
+            "tied": False,
+            "min_questions": 5,
         },
         "cost": {
             "estimated_usd": 0.01 if judge else 0.0,
@@ -319,7 +326,9 @@ def make_tie() -> dict[str, Any]:
         leader=key("recursive"),
         contenders=[key("recursive"), key("semantic")],
         ruled_out=[key("semantic_parent_child")],
+        runner_up=key("semantic"),
         tie_break="context cost (tok@k)",
+        tied=True,
         prob_best={key("recursive"): 0.55, key("semantic"): 0.40, key("contextual_retrieval"): 0.05},
         reasons=["The recall intervals of recursive and semantic overlap; semantic needs 61% fewer context tokens."],
     )
@@ -329,6 +338,9 @@ def make_tie() -> dict[str, Any]:
 def make_no_winner() -> dict[str, Any]:
     """recursive leads but contextual_retrieval cannot be ruled out; 40 questions would settle it."""
     exp = make_experiment()
+    # A Decision stored before cannot_tell: no runner_up, tied or min_questions.
+    for name in ("runner_up", "tied", "min_questions", "cost_margin"):
+        del exp["decision"][name]
     exp["decision"].update(
         status="no_clear_winner",
         best=None,
@@ -368,13 +380,17 @@ def make_failed() -> dict[str, Any]:
     exp["decision"].update(
         status="insufficient_data",
         best=None,
-        leader=key("recursive"),
-        contenders=[key("recursive"), key("contextual_retrieval"), key("fixed_size"), key("semantic")],
+        leader=None,
+        contenders=keys,
+        runner_up=None,
         ruled_out=[],
         prob_best={},
+        means={},
+        diff_to_leader={},
         questions_needed=None,
-        n_questions=18,
-        dropped_questions=2,
+        # semantic_parent_child has no score on any question: none is complete.
+        n_questions=0,
+        dropped_questions=N_QUESTIONS,
         reasons=["semantic_parent_child/dense/k5 has no result at all."],
     )
     return exp

@@ -88,7 +88,7 @@ def test_chroma_rows_are_one_experiment_with_the_span_evaluations_figures(
     assert strategy_class("fixed_size_250_125").variant.params == {"chunk_size": 250, "chunk_overlap": 125}
     assert "fixed_size_250_125" not in default_strategies()
     assert experiment["corpus"]["name"] == CHROMA_CORPUS and len(experiment["corpus"]["documents"]) == len(CORPORA)
-    assert experiment["decision"]["status"] and experiment["decision"]["summary"]
+    assert experiment["decision"]["status"] and experiment["decision"]["verdict"]
     assert {c["strategy"] for c in experiment["configurations"]} == {"fixed_size_250_125", "recursive_250_0"}
     for view in ("managerial", "technical"):
         page = render_report(experiment, view=view)

@@ -159,7 +159,7 @@ def test_a_corpus_made_processed_and_benchmarked_from_the_dashboard(page, live_s
     expect(row).to_contain_text("corpus offices · 2 documents")
     expect(row).to_contain_text("all-MiniLM-L6-v2")
     expect(experiment).to_contain_text("offices · 2 documents")
-    expect(experiment.get_by_role("region", name="Decision")).to_contain_text(stored["decision"]["summary"])
+    expect(experiment.get_by_role("region", name="Decision")).to_contain_text(stored["decision"]["verdict"])
 
     # The breakdowns as the server computed them, worst first, one column per configuration.
     breakdowns = experiment.get_by_role("region", name="Breakdowns")
@@ -211,6 +211,7 @@ def test_a_corpus_made_processed_and_benchmarked_from_the_dashboard(page, live_s
     board.get_by_label("Document or corpus").select_option(label="corpus offices · 2 documents")
     verdict = board.get_by_test_id("verdict")
     expect(verdict).to_contain_text("corpus offices · 2 documents")
+    verdict.get_by_test_id("decision-details").locator("summary").click()  # the details sit collapsed
     expect(verdict.get_by_role("table", name="Breakdown per document").locator("tbody tr")).to_have_count(len(expected))
 
     # 5. Deleting the corpus keeps its documents.

@@ -57,7 +57,8 @@ def test_tie_with_equal_costs_has_no_winner() -> None:
     # The means are equal: no number of questions is expected to separate them.
     assert decision.questions_needed is None
     assert any("no detectable difference" in reason for reason in decision.reasons)
-    assert any("too close to break the tie" in reason for reason in decision.reasons)
+    assert any("the tie is not broken by context cost: A needs 1,000 tokens per question, as much as B" in reason
+               for reason in decision.reasons)  # fmt: skip
 
 
 def test_tie_is_broken_by_context_cost_and_the_reasons_say_so() -> None:
@@ -86,9 +87,10 @@ def test_insufficient_data() -> None:
 
     few = decide({"A": [1, 1, 1, 1], "B": [0, 0, 0, 0]}, {}, metric="recall")
     assert few.status == "insufficient_data" and few.best is None
-    assert few.reasons[0].startswith(
-        f"Only 4 questions scored for every configuration; a decision needs at least {MIN_QUESTIONS}"
-    )
+    assert few.reasons[0] == few.verdict == (
+        f"Only 4 questions scored for every configuration; a decision on recall needs at least {MIN_QUESTIONS}. "
+        "Add questions and run again."
+    )  # fmt: skip
 
     # Six questions, two unusable: four left.
     dropped = decide({"A": [1, 1, 1, 1, None, 1], "B": [0, 0, 0, 0, 0, None]}, {}, metric="recall")
@@ -124,9 +126,10 @@ def test_questions_needed_for_a_small_true_difference() -> None:
     assert decision.leader == "A" and decision.runner_up == "B"
     assert decision.questions_needed == 278
     assert decision.cannot_tell["cause"] == "too_few_questions"
-    assert decision.summary == (
+    assert decision.verdict == (
         "The benchmark cannot tell A from B on f1 with 20 questions (0.050 apart on average): about 278 more "
-        "questions (298 in all) would likely separate them."
+        "questions (298 in all) would likely separate them. If a choice is needed now, context cost does not settle "
+        "it: A and B need the same context (100 tokens per question)."
     )
     assert any(reason.startswith("About 278 more questions") for reason in decision.reasons)
 
@@ -198,16 +201,17 @@ def test_a_metric_at_its_ceiling_gives_the_cannot_tell_decision() -> None:
     assert decision.status == "cannot_tell" and decision.best is None
     assert decision.cannot_tell["cause"] == "ceiling"
     assert decision.cannot_tell["configurations"] == [f"config-{i}" for i in range(6)]
-    assert decision.summary == (
+    assert decision.verdict == (
         "The benchmark cannot tell 6 configurations apart on recall: config-0, config-1, config-2, config-3 and 2 "
         "more all reach its ceiling of 1.000 on the 12 questions; harder questions, a smaller k or a larger corpus "
-        "would separate them."
+        "would separate them. If a choice is needed now, context cost does not settle it: config-0, config-1, "
+        "config-2, config-3 and 2 more need the same context (1,000 tokens per question)."
     )
     # The per-configuration reasons stay, as details behind the one sentence.
-    assert decision.summary not in decision.reasons
+    assert decision.verdict not in decision.reasons
     assert any(reason.startswith("weak is ruled out") for reason in decision.reasons)
     body = decision.to_dict()
-    assert body["summary"] == decision.summary and body["cannot_tell"]["ceiling"] == 1.0
+    assert body["verdict"] == decision.verdict and body["cannot_tell"]["ceiling"] == 1.0
 
 
 def test_the_ceiling_of_a_lower_is_better_metric_is_its_floor() -> None:
@@ -219,16 +223,17 @@ def test_the_ceiling_of_a_lower_is_better_metric_is_its_floor() -> None:
 
 def test_differences_within_the_noise_say_more_questions_would_not_help() -> None:
     decision = decide(tie_scores(), {"A": 1000, "B": 1000}, metric="recall")
-    assert decision.summary == (
+    assert decision.verdict == (
         "The benchmark cannot tell A from B on recall: they have the same mean; harder questions, a smaller k or a "
-        "larger corpus would separate them."
+        "larger corpus would separate them. If a choice is needed now, context cost does not settle it: A and B need "
+        "the same context (1,000 tokens per question)."
     )
     rng = np.random.default_rng(0)
     base = list(rng.uniform(0.2, 0.8, 20))
     margin = decide({"A": [b + 0.01 for b in base], "B": base}, {"A": 1000, "B": 1000}, metric="recall",
                     practical_margin=0.05)  # fmt: skip
     assert margin.status == "cannot_tell" and margin.cannot_tell["cause"] == "noise"
-    assert "they differ by 0.010 on average, within the practical margin of 0.050" in margin.summary
+    assert "they differ by 0.010 on average, within the practical margin of 0.050" in margin.verdict
 
 
 # ---------------------------------------------------------------------------------------------- equal budget
@@ -291,7 +296,7 @@ def test_a_configuration_that_wins_only_by_context_length_does_not_win_at_equal_
     matched = decision.budget_matched
     assert matched["budget"] == 200 and matched["ranking"] == ["lean", "wide"] and matched["leader"] == "lean"
     assert matched["means"] == {"wide": 0.0, "lean": pytest.approx(0.8)}
-    assert decision.summary == (
+    assert decision.verdict == (
         "The benchmark cannot tell whether wide is better on recall: it leads only by sending more context (500 "
         "tokens per question against 200 for lean), and with both cut to 200 tokens lean scores 0.800 against "
         "0.000; compare them at equal budget, or rerun wide with a smaller k."
@@ -343,10 +348,10 @@ def test_reports_and_the_cli_sentence_show_the_cannot_tell_decision_and_the_equa
         "aggregate": {key: {"metrics": {"recall": {"mean": decision.means[key]}}} for key in ("wide", "lean")},
         "decision": decision.to_dict(),
     }  # fmt: skip
-    assert decision_sentence(experiment) == decision.summary
+    assert decision_sentence(experiment) == decision.verdict
     for view in ("managerial", "technical"):
         tree = lxml_html.document_fromstring(render_report(experiment, view=view))
-        assert tree.get_element_by_id("decision-sentence").text_content() == decision.summary
+        assert tree.get_element_by_id("decision-sentence").text_content() == decision.verdict
         assert tree.get_element_by_id("budget-rule").text_content() == decision.budget_matched["rule"]
         rows = tree.xpath("//table[@id='budget-table']/tbody/tr")
         assert [r.get("data-budget-config") for r in rows] == ["lean", "wide"]

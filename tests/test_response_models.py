@@ -13,10 +13,11 @@ from pydantic import BaseModel
 from starlette.routing import BaseRoute
 
 from chunkbench.app import create_app
+from chunkbench.benchmarking.routes import SvgResponse
 from chunkbench.config import Settings
 
-# Answers that are not JSON (a page, a file's text) have no response model to declare.
-NOT_JSON = (HTMLResponse, PlainTextResponse)
+# Answers that are not JSON (a page, a file's text, a chart) have no response model to declare.
+NOT_JSON = (HTMLResponse, PlainTextResponse, SvgResponse)
 
 
 def _api_routes(routes: list[BaseRoute]) -> Iterator[APIRoute]:

@@ -194,15 +194,17 @@ def _show_experiment(experiment: dict[str, Any]) -> None:
             _fmt(prob_best.get(key), 2),
         )
     out.print(table)
-    if decision:
-        from chunkbench.benchmarking.report.prose import decision_sentence
+    from chunkbench.benchmarking.report.prose import decision_sentence
 
-        best = decision.get("best")
-        out.print(f"decision ({decision['status']}): {best or 'no winner'}", highlight=False)
-        out.print(decision_sentence(experiment), highlight=False)
+    # The verdict in the words of the dashboard and the reports (verdicts.py), then its details; markup off: the
+    # sentences name configurations and question text, never rich markup.
+    status = decision.get("status") or experiment["status"]
+    out.print(f"verdict ({status}): {decision_sentence(experiment)}", highlight=False, markup=False)
+    if decision:
         _show_budget(decision.get("budget_matched"))
+        out.print("details:", highlight=False)
         for reason in decision.get("reasons", []):
-            out.print(f"- {reason}", highlight=False)
+            out.print(f"- {reason}", highlight=False, markup=False)
 
 
 def _show_budget(matched: dict[str, Any] | None) -> None:

@@ -32,8 +32,9 @@ context (a median tok@k lower by more than the cost margin, 10 %) by more than t
 Otherwise its lead came from sending more text: the status is **cannot_tell** with cause ``context``. (A tie
 broken by cost already picks the cheapest.)
 
-``summary`` is the one sentence a reader sees first; ``reasons`` are the details, per configuration.
-Experiments decided before ``cannot_tell`` existed store ``no_clear_winner`` for "no winner".
+``verdict`` is what a reader sees first (``verdicts.verdict``); ``reasons`` are the details, per configuration.
+Experiments decided before ``cannot_tell`` existed store ``no_clear_winner`` for "no winner". Every sentence is
+written by ``verdicts.py``; this module only computes.
 """
 
 from __future__ import annotations
@@ -44,12 +45,8 @@ from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import Any, Literal
 
-from chunkbench.benchmarking.verdicts import (
-    cannot_tell_sentence,
-    dropped_sentence,
-    equal_budget_sentence,
-    figure,
-)
+from chunkbench.benchmarking import verdicts
+from chunkbench.benchmarking.report.formatting import metric_name
 from chunkbench.evaluation.stats import BootstrapResult, complete_matrix, paired_bootstrap
 
 # no_clear_winner: stored by Experiments decided before cannot_tell; decide() no longer returns it.
@@ -106,8 +103,14 @@ class Decision:
     confidence: float = 0.95
     practical_margin: float = 0.0
     costs: dict[str, float | None] = field(default_factory=dict)
-    # The one sentence shown first; ``reasons`` are the details.
-    summary: str = ""
+    # How much less context (a share) the cheapest tied contender must need than every other one to break a tie.
+    cost_margin: float = 0.1
+    # Whether the contenders cannot be told apart (every gap to the leader within the noise or the margin).
+    tied: bool = False
+    # The fewest questions scored by every configuration that a Decision needs.
+    min_questions: int = MIN_QUESTIONS
+    # What a reader sees first (``verdicts.verdict``); ``reasons`` are the details.
+    verdict: str = ""
     # Why the benchmark cannot tell (status cannot_tell): cause, the configurations concerned and the figures.
     cannot_tell: dict[str, Any] | None = None
     # The ranking at equal context budget (``BudgetScores``), beside the raw one.
@@ -137,7 +140,10 @@ class Decision:
             "confidence": self.confidence,
             "practical_margin": self.practical_margin,
             "costs": {name: _finite(value) for name, value in self.costs.items()},
-            "summary": self.summary,
+            "cost_margin": self.cost_margin,
+            "tied": self.tied,
+            "min_questions": self.min_questions,
+            "verdict": self.verdict,
             "cannot_tell": self.cannot_tell,
             "budget_matched": self.budget_matched,
         }
@@ -163,8 +169,8 @@ def questions_needed(sd: float, difference: float, n_current: int, *, confidence
 
 
 def _insufficient(
-    metric: str, reasons: list[str], scores: Mapping[str, Sequence[float | None]], costs: Mapping[str, float | None],
-    *, higher_is_better: bool, confidence: float, practical_margin: float,
+    metric: str, scores: Mapping[str, Sequence[float | None]], costs: Mapping[str, float | None],
+    *, higher_is_better: bool, confidence: float, practical_margin: float, cost_margin: float,
 ) -> Decision:  # fmt: skip
     means: dict[str, float] = {}
     n_questions = dropped = 0
@@ -173,15 +179,25 @@ def _insufficient(
         n_questions = matrix.shape[0]
         if n_questions:
             means = {name: float(matrix[:, i].mean()) for i, name in enumerate(configs)}
+    if len(scores) < 2:
+        reasons = [verdicts.too_few_configurations_sentence(list(scores))]
+    else:
+        reasons = [verdicts.too_few_questions_sentence(n_questions, MIN_QUESTIONS, dropped, metric_name(metric))]
     if dropped:
-        reasons.append(dropped_sentence(dropped))
-    return Decision(
-        metric=metric, status="insufficient_data", best=None, leader=None, prob_best={}, means=means,
-        diff_to_leader={}, ruled_out=[], contenders=list(scores), questions_needed=None, tie_break=None,
-        reasons=reasons, n_questions=n_questions, dropped_questions=dropped, higher_is_better=higher_is_better,
-        confidence=confidence, practical_margin=practical_margin,
-        costs={name: _cost_of(costs, name) for name in scores}, summary=reasons[0],
+        reasons.append(verdicts.dropped_sentence(dropped))
+    return _with_verdict(
+        Decision(
+            metric=metric, status="insufficient_data", best=None, leader=None, prob_best={}, means=means,
+            diff_to_leader={}, ruled_out=[], contenders=list(scores), questions_needed=None, tie_break=None,
+            reasons=reasons, n_questions=n_questions, dropped_questions=dropped, higher_is_better=higher_is_better,
+            confidence=confidence, practical_margin=practical_margin,
+            costs={name: _cost_of(costs, name) for name in scores}, cost_margin=cost_margin,
+        )
     )  # fmt: skip
+
+
+def _with_verdict(decision: Decision) -> Decision:
+    return replace(decision, verdict=verdicts.verdict(decision.to_dict()))
 
 
 def decide(
@@ -209,34 +225,23 @@ def decide(
     """
     if practical_margin < 0:
         raise ValueError(f"practical_margin must be >= 0, got {practical_margin}")
-    options = {"higher_is_better": higher_is_better, "confidence": confidence, "practical_margin": practical_margin}
-    if len(scores) < 2:
-        only = f"only '{next(iter(scores))}'" if scores else "none"
-        return _insufficient(
-            metric, [f"Nothing to compare: a decision needs at least 2 configurations ({only} given)."],
-            scores, costs, **options,
-        )  # fmt: skip
-    _configs, matrix, _dropped = complete_matrix(scores)
-    if matrix.shape[0] < MIN_QUESTIONS:
-        return _insufficient(
-            metric,
-            [
-                f"Only {matrix.shape[0]} question{'s' if matrix.shape[0] != 1 else ''} scored for every "
-                f"configuration; a decision needs at least {MIN_QUESTIONS}. Add questions and run again."
-            ],
-            scores, costs, **options,
-        )  # fmt: skip
+    options = {
+        "higher_is_better": higher_is_better, "confidence": confidence, "practical_margin": practical_margin,
+        "cost_margin": cost_margin,
+    }  # fmt: skip
+    if len(scores) < 2 or complete_matrix(scores)[1].shape[0] < MIN_QUESTIONS:
+        return _insufficient(metric, scores, costs, **options)
 
     result = paired_bootstrap(
         scores, n_resamples=n_resamples, seed=seed, higher_is_better=higher_is_better, confidence=confidence
     )
     decision = _decide(
-        result, costs, metric=metric, min_prob_best=min_prob_best, cost_margin=cost_margin,
+        result, costs, metric=metric, min_prob_best=min_prob_best,
         ceiling=METRIC_CEILINGS.get(metric) if ceiling is None else ceiling, **options,
     )  # fmt: skip
-    if budget is None:
-        return decision
-    return _at_equal_budget(decision, budget, n_resamples=n_resamples, seed=seed, cost_margin=cost_margin)
+    if budget is not None:
+        decision = _at_equal_budget(decision, budget, n_resamples=n_resamples, seed=seed, cost_margin=cost_margin)
+    return _with_verdict(decision)
 
 
 def _decide(
@@ -255,6 +260,7 @@ def _decide(
     sign = 1.0 if higher_is_better else -1.0
     worse = "lower" if higher_is_better else "higher"
     level = f"{confidence:.0%}"
+    label = metric_name(metric)
 
     def gain(name: str) -> tuple[float, float, float]:
         """(observed, low, high) of config − leader in the "better" direction: ≤ 0 for everyone."""
@@ -271,6 +277,10 @@ def _decide(
     reasons: list[str] = []
     prob = result.prob_best[leader]
     clear_lead = all(abs(gain(name)[0]) > practical_margin for name in others)
+    # Tied: no contender's gap to the leader stands out of the noise (half its interval) or the margin.
+    tied = bool(others) and all(
+        abs(gain(name)[0]) <= max(practical_margin, (gain(name)[2] - gain(name)[1]) / 2) for name in others
+    )
     status: DecisionStatus
     best: str | None = None
     tie_break: str | None = None
@@ -279,38 +289,38 @@ def _decide(
 
     if not others or (prob >= min_prob_best and clear_lead):
         status, best = "winner", leader
-        against = f" vs {figure(result.means[runner_up])} for {runner_up}" if runner_up else ""
+        against = (runner_up, result.means[runner_up]) if runner_up else None
         reasons.append(
-            f"{leader} is the best configuration on {metric}: mean {figure(result.means[leader])}{against}, best in "
-            f"{prob:.0%} of {result.n_resamples:,} bootstrap resamples of the {result.n_questions} questions."
+            verdicts.winner_reason(
+                leader, label, result.means[leader], against, prob, result.n_resamples, result.n_questions
+            )
         )
     else:
-        tied = all(abs(gain(name)[0]) <= max(practical_margin, (gain(name)[2] - gain(name)[1]) / 2) for name in others)
         contender_costs = {name: _cost_of(costs, name) for name in contenders}
         priced = sorted((cost, name) for name, cost in contender_costs.items() if cost is not None)
         unpriced = [name for name, cost in contender_costs.items() if cost is None]
+        # "Clearly cheaper than every other contender" is computed on the two cheapest: the cheapest is at least
+        # cost_margin below all the others exactly when it is below the next cheapest. The sentences name both, so
+        # a spread of 564 to 2,541 tokens is not read as "all within 10%" when only the two cheapest are.
         cheapest_clear = not unpriced and len(priced) >= 2 and priced[0][0] <= (1 - cost_margin) * priced[1][0]
         if tied and cheapest_clear:
             status, best, tie_break = "tie_broken_by_cost", priced[0][1], TIE_BREAK_COST
-            listed = ", ".join(f"{figure(cost)} for {name}" for cost, name in priced[1:])
-            reasons.append(
-                f"tie on {metric}, broken by {TIE_BREAK_COST}: {', '.join(contenders)} cannot be told apart "
-                f"(leader {leader} best in only {prob:.0%} of resamples), and {best} needs the least context "
-                f"({figure(priced[0][0])} tokens vs {listed})."
-            )
+            reasons.append(verdicts.tie_broken_reason(label, contenders, leader, prob, best, priced, TIE_BREAK_COST))
         else:
             status = "cannot_tell"
+            why = None
             if tied and unpriced:
-                why = f"; the tie cannot be broken by context cost because it is unknown for {', '.join(unpriced)}"
+                why = verdicts.unpriced_clause(unpriced)
             elif tied:
-                why = f"; their context costs are too close to break the tie (within {cost_margin:.0%})"
-            else:
-                why = ""
+                why = verdicts.tie_not_broken_clause(priced, cost_margin)
+            # A lead too rarely best is the probability's doubt; one best often enough fails on the margin alone.
+            close = [n for n in others if abs(gain(n)[0]) <= practical_margin] if prob >= min_prob_best else []
             reasons.append(
-                f"{leader} leads on {metric} with mean {figure(result.means[leader])} but is best in only {prob:.0%} "
-                f"of resamples, and {', '.join(others)} cannot be ruled out{why}."
+                verdicts.leads_reason(
+                    leader, label, result.means[leader], prob, others, why, close=close, margin=practical_margin
+                )
             )
-        needed = _questions_needed_sentence(result, leader, others[0], gain, practical_margin, confidence, reasons)
+        needed = _questions_needed_reason(result, leader, others[0], gain, practical_margin, confidence, reasons)
         if status == "cannot_tell":
             at_ceiling = [
                 name for name in contenders if ceiling is not None and abs(result.means[name] - ceiling) <= 1e-9
@@ -326,24 +336,19 @@ def _decide(
 
     for name in others:
         _observed, low, high = result.diff_to_leader[name]
-        interval = f"{level} interval of {name} − {leader}: {figure(low)} to {figure(high)}"
+        interval = verdicts.interval_text(level, name, leader, low, high)
+        gap = abs(gain(name)[0])
         if status == "winner":
             reasons.append(
-                f"{name} is not ruled out at {level} ({figure(abs(gain(name)[0]))} {worse} on average, {interval}), "
-                f"but {leader} is best in {prob:.0%} of resamples, above the {min_prob_best:.0%} required."
+                verdicts.kept_contender_reason(name, leader, gap, worse, interval, prob, min_prob_best, level)
             )
         else:
-            gap = abs(gain(name)[0])
-            average = f"{figure(gap)} {worse} than {leader} on average" if gap else f"level with {leader} on average"
-            reasons.append(f"{name} is still a contender: {average} ({interval}).")
+            reasons.append(verdicts.contender_reason(name, leader, gap, worse, interval))
     for name in ruled_out:
         observed, low, high = gain(name)
-        reasons.append(
-            f"{name} is ruled out: its {metric} is {worse} than {leader}'s by {figure(abs(observed))} "
-            f"({level} interval {figure(-high)} to {figure(-low)})."
-        )
+        reasons.append(verdicts.ruled_out_reason(name, label, worse, leader, abs(observed), level, -high, -low))
     if result.dropped_questions:
-        reasons.append(dropped_sentence(result.dropped_questions))
+        reasons.append(verdicts.dropped_sentence(result.dropped_questions))
     reasons.extend(result.notes)
 
     return Decision(
@@ -366,7 +371,8 @@ def _decide(
         confidence=confidence,
         practical_margin=practical_margin,
         costs={name: _cost_of(costs, name) for name in result.configs},
-        summary=cannot_tell_sentence(metric, why_not) if why_not else reasons[0],
+        cost_margin=cost_margin,
+        tied=tied,
         cannot_tell=why_not,
     )
 
@@ -411,9 +417,10 @@ def _at_equal_budget(
     ]  # fmt: skip
     rivals = [n for n in leaner if sign * (result.means[winner] - result.means[n]) <= decision.practical_margin]
     rival = max(rivals, key=lambda name: sign * result.means[name]) if rivals else None
-    matched["rule"] = equal_budget_sentence(
-        decision.metric, winner, rival, budget=budget.budget, means=result.means, context=budget.context
-    )
+    matched["rule"] = verdicts.equal_budget_sentence(
+        metric_name(decision.metric), winner, rival, budget=budget.budget, means=result.means,
+        context=budget.context,
+    )  # fmt: skip
     reasons = [*decision.reasons, matched["rule"]]
     if rival is None:
         return replace(decision, budget_matched=matched, reasons=reasons)
@@ -422,13 +429,10 @@ def _at_equal_budget(
         "budget": budget.budget, "budget_means": {name: result.means[name] for name in (winner, rival)},
         "context": {name: budget.context.get(name) for name in (winner, rival)},
     }  # fmt: skip
-    return replace(
-        decision, status="cannot_tell", best=None, cannot_tell=why, summary=cannot_tell_sentence(decision.metric, why),
-        budget_matched=matched, reasons=reasons,
-    )  # fmt: skip
+    return replace(decision, status="cannot_tell", best=None, cannot_tell=why, budget_matched=matched, reasons=reasons)
 
 
-def _questions_needed_sentence(
+def _questions_needed_reason(
     result: BootstrapResult,
     leader: str,
     runner_up: str,
@@ -437,31 +441,19 @@ def _questions_needed_sentence(
     confidence: float,
     reasons: list[str],
 ) -> int | None:
-    """The questions_needed estimate for leader vs runner-up, with the sentence that explains it."""
+    """The questions_needed estimate for leader vs runner-up, with the reason that explains it."""
     difference = abs(gain(runner_up)[0])
     if difference == 0:
-        reasons.append(
-            f"{leader} and {runner_up} have the same mean: no detectable difference, so more questions are "
-            "unlikely to separate them."
-        )
+        reasons.append(verdicts.same_mean_reason(leader, runner_up))
         return None
     if difference <= practical_margin:
-        reasons.append(
-            f"{leader} and {runner_up} differ by {figure(difference)}, within the practical margin of "
-            f"{figure(practical_margin)}: more questions would not change the decision."
-        )
+        reasons.append(verdicts.within_margin_reason(leader, runner_up, difference, practical_margin))
         return None
     needed = questions_needed(
         result.diff_sd[runner_up], difference - practical_margin, result.n_questions, confidence=confidence
     )
     if needed:
-        reasons.append(
-            f"About {needed:,} more questions (beyond the {result.n_questions} scored) would likely separate "
-            f"{leader} from {runner_up} (80% power), if the observed difference of {figure(difference)} is real."
-        )
+        reasons.append(verdicts.more_questions_reason(needed, result.n_questions, leader, runner_up, difference))
     else:
-        reasons.append(
-            f"The {result.n_questions} questions should already separate {leader} from {runner_up} at 80% power; "
-            "the remaining doubt comes from a few questions with large differences."
-        )
+        reasons.append(verdicts.enough_questions_reason(result.n_questions, leader, runner_up))
     return needed

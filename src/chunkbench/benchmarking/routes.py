@@ -8,8 +8,15 @@ from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import HTMLResponse
 
 from chunkbench.benchmarking import experiments, planning, runner, service
-from chunkbench.benchmarking.report.render import experiment_json, render_report
-from chunkbench.benchmarking.schemas import BenchmarkIn, CompareOut, CostEstimateOut, ExperimentOut, ExperimentSummary
+from chunkbench.benchmarking.report.render import chart_index, experiment_json, render_chart, render_report
+from chunkbench.benchmarking.schemas import (
+    BenchmarkIn,
+    ChartOut,
+    CompareOut,
+    CostEstimateOut,
+    ExperimentOut,
+    ExperimentSummary,
+)
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
 from chunkbench.jobs.schemas import JobAccepted
 from chunkbench.limits import MAX_NEIGHBORS
@@ -22,6 +29,10 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorOut},
     409: {"model": ErrorOut},
 }
+
+
+class SvgResponse(Response):
+    media_type = "image/svg+xml"
 
 
 class BenchmarkAccepted(JobAccepted):
@@ -134,6 +145,28 @@ def benchmark_report(
         boundaries=service.boundaries(store, row, tenant_id=tenant_id) if view == "technical" else None,
     )
     return HTMLResponse(html)
+
+
+@router.get("/benchmarks/{experiment_id}/charts", response_model=list[ChartOut], responses=_ERRORS)
+def list_charts(experiment_id: str, session: SessionDep, tenant_id: TenantDep) -> list[ChartOut]:
+    """The charts of an Experiment the dashboard shows (the reports' charts): name, kind, metric and URL."""
+    row = service.get(session, experiment_id, tenant_id=tenant_id)
+    return [
+        ChartOut(**entry, url=f"/benchmarks/{experiment_id}/charts/{entry['name']}")
+        for entry in chart_index(service.experiment_dict(session, row))
+    ]
+
+
+@router.get(
+    "/benchmarks/{experiment_id}/charts/{name}",
+    response_class=SvgResponse,
+    responses={200: {"content": {"image/svg+xml": {}}, "description": "The chart as SVG"}, **_ERRORS},
+)
+def benchmark_chart(experiment_id: str, name: str, session: SessionDep, tenant_id: TenantDep) -> Response:
+    """One chart of the Experiment as SVG, drawn by the reports' chart code (404 naming the charts there are)."""
+    row = service.get(session, experiment_id, tenant_id=tenant_id)
+    # The whole Experiment: a curve rescores the retrieved chunks, and a 404 lists every chart there is.
+    return SvgResponse(render_chart(service.experiment_dict(session, row), name))
 
 
 @router.delete("/benchmarks/{experiment_id}", status_code=204, responses=_ERRORS)

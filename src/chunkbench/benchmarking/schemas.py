@@ -391,6 +391,21 @@ class ExperimentOut(BaseModel):
     progress: ExperimentProgressOut
     cells: list[CellOut]
     aggregate: dict[str, Any] = Field(description="Per configuration key: metric summaries, failures, latency, cost")
-    decision: dict[str, Any] | None = Field(description="The Decision on the primary metric, once completed")
+    decision: dict[str, Any] | None = Field(
+        description="The Decision on the primary metric, once completed; ``verdict`` is what to show first"
+    )
     cost: dict[str, Any]
     breakdowns: BreakdownsOut | None = Field(None, description="Where each configuration fails: documents, categories")
+
+
+class ChartOut(BaseModel):
+    """A chart of an Experiment (``GET /benchmarks/{id}/charts/{name}``, an SVG drawn by the reports' chart code)."""
+
+    name: str = Field(description="``{kind}-{metric}``, e.g. bars-recall")
+    kind: Literal["bars", "curve", "heatmap"] = Field(
+        description="bars: mean per configuration with its 95% interval; curve: the metric against context tokens "
+        "per configuration; heatmap: the metric per question and configuration"
+    )
+    metric: str
+    label: str = Field(description="The metric as a person reads it")
+    url: str

@@ -25,6 +25,7 @@ from chunkbench.benchmarking.schemas import (
     CostEstimateOut,
     ExperimentSummary,
 )
+from chunkbench.benchmarking.verdicts import with_verdict
 from chunkbench.config import Settings
 from chunkbench.errors import ExperimentStateError, NotFoundError
 from chunkbench.jobs.service import Progress
@@ -151,7 +152,8 @@ def experiment_dict(session: Session, row: ExperimentRow, *, cells_view: CellsVi
         "progress": {"cells_done": len(results), "cells_total": experiment.cells_total},
         "cells": results,
         "aggregate": experiment.aggregate,
-        "decision": experiment.decision,
+        # The verdict is written at reading, so an Experiment decided under older wording says today's words.
+        "decision": with_verdict(experiment.decision) if experiment.decision else None,
         "cost": experiment.cost,
     }
     metric = (experiment.decision or {}).get("metric") or experiment.config.primary_metric

@@ -1,7 +1,8 @@
-"""The sentences that say a Decision: each verdict sentence is written by one function here, and a test pins it.
+"""The sentences that say a Decision: each is written by one function here, and a test pins it.
 
-``decision.py`` computes the Decision and calls these; the reports, the CLI and the dashboard show the sentences
-the Decision stored, so every face says the same words.
+``decision.py`` computes the Decision and calls these for its reasons (the details); ``verdict`` writes the one
+text a reader sees first, from the Decision as stored, so the dashboard, both reports and the CLI show the same
+words (``service.experiment_dict`` puts it in the Experiment as ``decision.verdict``).
 """
 
 from __future__ import annotations
@@ -9,9 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from chunkbench.benchmarking.report.formatting import metric_name, pct
+
 FIX_HARDER = "harder questions, a smaller k or a larger corpus would separate them"
-# How many configurations the ceiling sentence names before it counts the rest.
+# How many configurations a sentence names before it counts the rest.
 NAMED_AT_CEILING = 4
+# How many other contenders a cost comparison names before it sums up the rest.
+NAMED_COSTS = 2
 
 
 def figure(value: float) -> str:
@@ -19,15 +24,222 @@ def figure(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3f}"
 
 
-def dropped_sentence(dropped: int) -> str:
-    return (
-        f"{dropped} question{'s were' if dropped != 1 else ' was'} left out because at least one configuration "
-        "has no score for it."
-    )
+def tokens(value: float) -> str:
+    """Context tokens as a sentence shows them: a whole number, thousands grouped."""
+    return f"{value:,.0f}"
 
 
 def _join(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _some(names: Sequence[str]) -> str:
+    """At most ``NAMED_AT_CEILING`` names, then how many more."""
+    named = list(names[:NAMED_AT_CEILING])
+    rest = len(names) - len(named)
+    return _join([*named, f"{rest} more"]) if rest else _join(named)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+# ------------------------------------------------------------------------------------------- the verdict
+
+
+def verdict(decision: Mapping[str, Any]) -> str:
+    """The verdict on a Decision (``Decision.to_dict()``, or one stored before this wording): who wins, at what
+    confidence and context cost, or why the benchmark cannot tell and what would; when nobody wins, the cheapest
+    contender for a choice that cannot wait."""
+    status = decision.get("status")
+    metric = metric_name(str(decision.get("metric") or "the metric"))
+    if status == "winner" and decision.get("best"):
+        return winner_verdict(decision, metric)
+    if status == "tie_broken_by_cost" and decision.get("best"):
+        return tie_broken_verdict(decision, metric)
+    if status == "insufficient_data":
+        return insufficient_verdict(decision, metric)
+    why = decision.get("cannot_tell") if status == "cannot_tell" else _legacy_why(decision)
+    if not why:
+        return f"No configuration can be named on {metric}: the Decision records no reason."
+    sentence = cannot_tell_sentence(metric, why)
+    # With the context cause the sentence itself says which configuration to look at, and why.
+    cheapest = cheapest_contender_sentence(decision) if why.get("cause") != "context" else None
+    return f"{sentence} {cheapest}" if cheapest else sentence
+
+
+def _cost(decision: Mapping[str, Any], name: str) -> float | None:
+    value = (decision.get("costs") or {}).get(name)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _sends(decision: Mapping[str, Any], name: str) -> str:
+    cost = _cost(decision, name)
+    return f"; it sends {tokens(cost)} context tokens per question" if cost is not None else ""
+
+
+def winner_verdict(decision: Mapping[str, Any], metric: str) -> str:
+    """A winner: its mean against the runner-up's, its probability of being best, whether the rest are ruled out at
+    the Decision's confidence, and its context cost."""
+    best, means = decision["best"], decision.get("means") or {}
+    runner_up = decision.get("runner_up")
+    against = f" against {figure(means[runner_up])} for {runner_up}" if runner_up in means else ""
+    others = [name for name in decision.get("contenders") or [] if name != best]
+    level = f"{float(decision.get('confidence') or 0.95):.0%}"
+    if others:
+        standing = f", though {_join(others)} cannot be ruled out at {level} confidence"
+    elif runner_up:
+        standing = f", every other configuration ruled out at {level} confidence"
+    else:
+        standing = ""
+    n = decision.get("n_questions")
+    return (
+        f"Use {best}: it is the best configuration on {metric} over {_plural(int(n or 0), 'question')}, mean "
+        f"{figure(means.get(best, 0.0))}{against}, best in {pct((decision.get('prob_best') or {}).get(best))} of "
+        f"the bootstrap resamples{standing}{_sends(decision, best)}."
+    )
+
+
+def tie_broken_verdict(decision: Mapping[str, Any], metric: str) -> str:
+    """A tie broken by cost: the contenders the data cannot tell apart, and how much less context the chosen one
+    needs than each (the rule: at least the cost margin less than every other contender)."""
+    best, leader = decision["best"], decision.get("leader")
+    others = [name for name in decision.get("contenders") or [] if name != best]
+    prob = pct((decision.get("prob_best") or {}).get(leader))
+    if leader == best:
+        lead = f"it leads, but is best in only {prob} of the bootstrap resamples"
+    else:
+        named = "the leader" if others == [leader] else f"the leader, {leader},"
+        lead = f"{named} is best in only {prob} of the bootstrap resamples"
+    n = decision.get("n_questions")
+    margin = float(decision.get("cost_margin") or 0.1)
+    return (
+        f"Use {best}: the data cannot tell it from {_join(others) if others else 'the other contenders'} on {metric} "
+        f"over {_plural(int(n or 0), 'question')} ({lead}), and it needs the least context, "
+        f"{_costs_against(decision, best, others)}: at least {margin:.0%} less than every other contender."
+    )
+
+
+def _costs_against(decision: Mapping[str, Any], name: str, others: Sequence[str]) -> str:
+    """``N tokens per question against M for B and K for C``, naming at most ``NAMED_COSTS`` others, cheapest
+    first, and the most any of the rest needs."""
+    mine = _cost(decision, name)
+    priced = sorted((cost, other) for other in others if (cost := _cost(decision, other)) is not None)
+    text = f"{tokens(mine)} tokens per question" if mine is not None else "an unknown number of tokens"
+    if not priced:
+        return text
+    named = [f"{tokens(cost)} for {other}" for cost, other in priced[:NAMED_COSTS]]
+    rest = priced[NAMED_COSTS:]
+    if rest:
+        named.append(f"up to {tokens(rest[-1][0])} for the {_plural(len(rest), 'other')}")
+    return f"{text} against {_join(named)}"
+
+
+def cheapest_contender_sentence(decision: Mapping[str, Any]) -> str | None:
+    """What to pick when nobody wins and a choice cannot wait: the contender that needs the least context. When
+    the contenders are tied, also why that does not break the tie (the rule as ``decision.py`` computes it)."""
+    contenders = list(decision.get("contenders") or [])
+    priced = sorted((cost, name) for name in contenders if (cost := _cost(decision, name)) is not None)
+    if len(contenders) < 2 or len(priced) < 2:
+        return None
+    lowest, cheapest = priced[0]
+    level = [name for cost, name in priced if cost == lowest]
+    if len(level) > 1:
+        rest = ", the others more" if len(level) < len(priced) else ""
+        return (
+            f"If a choice is needed now, context cost does not settle it: {_some(level)} need the same context "
+            f"({tokens(lowest)} tokens per question){rest}."
+        )
+    if decision.get("tied") and len(priced) == len(contenders):
+        clause = tie_not_broken_clause(priced, float(decision.get("cost_margin") or 0.1))
+        return f"If a choice is needed now, {cheapest} is the cheapest contender, but {clause}."
+    costs = _costs_against(decision, cheapest, [name for _, name in priced[1:]])
+    return f"If a choice is needed now, {cheapest} is the cheapest contender ({costs})."
+
+
+def tie_not_broken_clause(priced: Sequence[tuple[float, str]], margin: float) -> str:
+    """Why context cost does not break a tie, as computed: the cheapest contender is not ``margin`` below the next
+    cheapest (``priced``: every contender's cost, cheapest first), so not below every other one."""
+    (cheapest_cost, cheapest), (next_cost, runner) = priced[0], priced[1]
+    less = 1 - cheapest_cost / next_cost if next_cost else 0.0
+    named = f"{runner}, the next cheapest" if len(priced) > 2 else runner
+    gap = f"only {less:.0%} less than the {tokens(next_cost)} of {named}" if less > 0 else f"as much as {named}"
+    return (
+        f"the tie is not broken by context cost: {cheapest} needs {tokens(cheapest_cost)} tokens per question, {gap}, "
+        f"and a tie is broken only when one contender needs at least {margin:.0%} less than every other"
+    )
+
+
+def insufficient_verdict(decision: Mapping[str, Any], metric: str) -> str:
+    """Too little data for any Decision: fewer than 2 configurations, or too few questions scored by all."""
+    names = list(decision.get("contenders") or decision.get("means") or [])
+    minimum = decision.get("min_questions")
+    if len(names) < 2:
+        return too_few_configurations_sentence(names)
+    if minimum is None:  # Decided before the rule's minimum was stored: its first reason says what was short.
+        return str((decision.get("reasons") or [f"Not enough data to decide on {metric}."])[0])
+    return too_few_questions_sentence(
+        int(decision.get("n_questions") or 0), int(minimum), int(decision.get("dropped_questions") or 0), metric
+    )
+
+
+def too_few_configurations_sentence(names: Sequence[str]) -> str:
+    only = f"only '{names[0]}'" if names else "none"
+    return f"Nothing to compare: a decision needs at least 2 configurations ({only} given)."
+
+
+def too_few_questions_sentence(n: int, minimum: int, dropped: int, metric: str) -> str:
+    scored = f"Only {_plural(n, 'question')} scored" if n else "No question scored"
+    scored += " for every configuration"
+    if dropped:
+        return (
+            f"{scored} ({dropped} left out because a configuration has no score for them); a decision on {metric} "
+            f"needs at least {minimum}. Fix the failed cells, or add questions, and run again."
+        )
+    return f"{scored}; a decision on {metric} needs at least {minimum}. Add questions and run again."
+
+
+def _legacy_why(decision: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``no_clear_winner`` (Experiments decided before ``cannot_tell``) read as the cause it would have today: too
+    few questions when it estimated how many more, else noise."""
+    leader, runner_up = decision.get("leader"), decision.get("runner_up")
+    contenders = [name for name in decision.get("contenders") or [] if name != leader]
+    second = runner_up if runner_up in contenders else (contenders[0] if contenders else None)
+    if decision.get("status") != "no_clear_winner" or not leader or not second:
+        return None
+    means = decision.get("means") or {}
+    difference = abs(float(means.get(leader, 0.0)) - float(means.get(second, 0.0)))
+    why: dict[str, Any] = {"configurations": [leader, second], "n_questions": decision.get("n_questions")}
+    if decision.get("questions_needed"):
+        return why | {
+            "cause": "too_few_questions",
+            "difference": difference,
+            "questions_needed": decision["questions_needed"],
+        }
+    return why | {
+        "cause": "noise",
+        "difference": difference,
+        "practical_margin": decision.get("practical_margin") or 0.0,
+    }
+
+
+def with_verdict(decision: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored Decision with its ``verdict`` written now, so an Experiment decided under older wording reads
+    like a new one. ``summary`` (the first sentence before the verdict existed) is dropped: no face shows two."""
+    view = {name: value for name, value in decision.items() if name != "summary"}
+    view["verdict"] = verdict(decision)
+    return view
+
+
+def no_decision_sentence(experiment_status: str | None) -> str:
+    """An Experiment without a Decision: still running, or ended before one was made."""
+    if experiment_status == "running":
+        return "No decision yet: the experiment is still running."
+    ended = {"failed": "failed", "cancelled": "was cancelled"}.get(experiment_status or "")
+    return f"No decision: the experiment {ended} before one was made." if ended else "No decision has been made."
+
+
+# ------------------------------------------------------------------------------------------- why nobody wins
 
 
 def cannot_tell_sentence(metric: str, why: Mapping[str, Any]) -> str:
@@ -35,12 +247,9 @@ def cannot_tell_sentence(metric: str, why: Mapping[str, Any]) -> str:
     ``Decision.cannot_tell``) and what would; ``metric`` as the reader should see it."""
     cause, names, n = why.get("cause"), list(why.get("configurations") or []), why.get("n_questions")
     if cause == "ceiling":
-        named = names[:NAMED_AT_CEILING]
-        rest = len(names) - len(named)
-        listed = _join([*named, f"{rest} more"]) if rest else _join(named)
         return (
-            f"The benchmark cannot tell {len(names)} configurations apart on {metric}: {listed} all reach its ceiling "
-            f"of {figure(float(why.get('ceiling') or 0.0))} on the {n} questions; {FIX_HARDER}."
+            f"The benchmark cannot tell {len(names)} configurations apart on {metric}: {_some(names)} all reach its "
+            f"ceiling of {figure(float(why.get('ceiling') or 0.0))} on the {n} questions; {FIX_HARDER}."
         )
     first, second = names[0], names[1]  # every other cause names the two it could not separate
     if cause == "context":
@@ -69,6 +278,110 @@ def cannot_tell_sentence(metric: str, why: Mapping[str, Any]) -> str:
     else:
         gap = f"they differ by {figure(difference)} on average, less than the noise between the {n} questions"
     return f"The benchmark cannot tell {first} from {second} on {metric}: {gap}; {FIX_HARDER}."
+
+
+# ------------------------------------------------------------------------------------------- the reasons
+
+
+def dropped_sentence(dropped: int) -> str:
+    return (
+        f"{dropped} question{'s were' if dropped != 1 else ' was'} left out because at least one configuration "
+        "has no score for it."
+    )
+
+
+def winner_reason(leader: str, metric: str, mean: float, runner_up: tuple[str, float] | None, prob: float,
+                  n_resamples: int, n_questions: int) -> str:  # fmt: skip
+    against = f" vs {figure(runner_up[1])} for {runner_up[0]}" if runner_up else ""
+    return (
+        f"{leader} is the best configuration on {metric}: mean {figure(mean)}{against}, best in {prob:.0%} of "
+        f"{n_resamples:,} bootstrap resamples of the {n_questions} questions."
+    )
+
+
+def tie_broken_reason(metric: str, contenders: Sequence[str], leader: str, prob: float, best: str,
+                      priced: Sequence[tuple[float, str]], tie_break: str) -> str:  # fmt: skip
+    listed = ", ".join(f"{figure(cost)} for {name}" for cost, name in priced[1:])
+    return (
+        f"tie on {metric}, broken by {tie_break}: {', '.join(contenders)} cannot be told apart (leader {leader} best "
+        f"in only {prob:.0%} of resamples), and {best} needs the least context ({figure(priced[0][0])} tokens vs "
+        f"{listed})."
+    )
+
+
+def unpriced_clause(unpriced: Sequence[str]) -> str:
+    return f"the tie cannot be broken by context cost because it is unknown for {', '.join(unpriced)}"
+
+
+def leads_reason(leader: str, metric: str, mean: float, prob: float, others: Sequence[str], why: str | None, *,
+                 close: Sequence[str] = (), margin: float = 0.0) -> str:  # fmt: skip
+    """The leader's lead that the data does not confirm: too rarely best, or (``close``) ahead of some contenders by
+    no more than the practical ``margin``; ``why``: why a tie is not broken by cost, when tied."""
+    if close:
+        lead = (
+            f"{leader} leads on {metric} with mean {figure(mean)}, best in {prob:.0%} of resamples, but by no more "
+            f"than the practical margin of {figure(margin)} over {', '.join(close)}"
+        )
+    else:
+        lead = (
+            f"{leader} leads on {metric} with mean {figure(mean)} but is best in only {prob:.0%} of resamples, and "
+            f"{', '.join(others)} cannot be ruled out"
+        )
+    return f"{lead}{'; ' + why if why else ''}."
+
+
+def kept_contender_reason(name: str, leader: str, gap: float, worse: str, interval: str, prob: float,
+                          min_prob_best: float, level: str) -> str:  # fmt: skip
+    return (
+        f"{name} is not ruled out at {level} ({figure(gap)} {worse} on average, {interval}), but {leader} is best in "
+        f"{prob:.0%} of resamples, above the {min_prob_best:.0%} required."
+    )
+
+
+def contender_reason(name: str, leader: str, gap: float, worse: str, interval: str) -> str:
+    average = f"{figure(gap)} {worse} than {leader} on average" if gap else f"level with {leader} on average"
+    return f"{name} is still a contender: {average} ({interval})."
+
+
+def interval_text(level: str, name: str, leader: str, low: float, high: float) -> str:
+    return f"{level} interval of {name} − {leader}: {figure(low)} to {figure(high)}"
+
+
+def ruled_out_reason(name: str, metric: str, worse: str, leader: str, gap: float, level: str, low: float,
+                     high: float) -> str:  # fmt: skip
+    return (
+        f"{name} is ruled out: its {metric} is {worse} than {leader}'s by {figure(gap)} ({level} interval "
+        f"{figure(low)} to {figure(high)})."
+    )
+
+
+def same_mean_reason(leader: str, runner_up: str) -> str:
+    return (
+        f"{leader} and {runner_up} have the same mean: no detectable difference, so more questions are unlikely to "
+        "separate them."
+    )
+
+
+def within_margin_reason(leader: str, runner_up: str, difference: float, margin: float) -> str:
+    return (
+        f"{leader} and {runner_up} differ by {figure(difference)}, within the practical margin of {figure(margin)}: "
+        "more questions would not change the decision."
+    )
+
+
+def more_questions_reason(needed: int, n_questions: int, leader: str, runner_up: str, difference: float) -> str:
+    return (
+        f"About {needed:,} more questions (beyond the {n_questions} scored) would likely separate {leader} from "
+        f"{runner_up} (80% power), if the observed difference of {figure(difference)} is real."
+    )
+
+
+def enough_questions_reason(n_questions: int, leader: str, runner_up: str) -> str:
+    return (
+        f"The {n_questions} questions should already separate {leader} from {runner_up} at 80% power; the remaining "
+        "doubt comes from a few questions with large differences, so more questions like these are unlikely to "
+        "separate them."
+    )
 
 
 def equal_budget_sentence(

@@ -4,6 +4,7 @@ beside the raw figure, and its curve against context tokens (``benchmarking.budg
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
@@ -13,21 +14,65 @@ from chunkbench.benchmarking.report.charts import budget_curve
 from chunkbench.benchmarking.report.experiment import experiment_config, experiment_configurations, metric_mean
 
 
-def budget_view(experiment: Mapping[str, Any], *, budget: int | None = None) -> dict[str, Any] | None:
-    """The table and curves at ``budget`` tokens (default: the Decision's, else the smallest median tok@k);
-    None when the cells carry no retrieved chunks or the questions no evidence."""
+@dataclass(frozen=True)
+class _Comparison:
+    """What the equal-budget view compares: the cells, questions and configurations, each one's median context,
+    the budget and the metric rescored at it."""
+
+    cells: list[CellResult]
+    questions: list[Mapping[str, Any]]
+    keys: list[str]
+    context: dict[str, float | None]
+    budget: int
+    metric: str
+    default: bool
+    rule: str | None
+
+    @property
+    def curve_metrics(self) -> list[str]:
+        """What the curves show against context tokens: recall, and the rescored metric when it is another."""
+        return list(dict.fromkeys(("recall", self.metric)))
+
+
+def _comparison(experiment: Mapping[str, Any], budget: int | None) -> _Comparison | None:
     cells = [CellResult.from_dict(c) for c in experiment.get("cells") or []]
     questions = list(experiment.get("questions") or [])
     if not any(c.retrieved for c in cells) or not any(budgets.references_of(q) for q in questions):
         return None
     config, decision = experiment_config(experiment), experiment.get("decision") or {}
     stored = decision.get("budget_matched") or {}
-    metric = budgets.budget_metric(decision.get("metric") or config.get("primary_metric"))
     keys = [c["key"] for c in experiment_configurations(experiment)]
     context = budgets.median_context(keys, cells)
     limit = budget or stored.get("budget") or config.get("budget") or budgets.default_budget(context)
     if not limit:
         return None
+    return _Comparison(
+        cells,
+        questions,
+        keys,
+        context,
+        limit,
+        budgets.budget_metric(decision.get("metric") or config.get("primary_metric")),
+        default=budget is None and not stored.get("budget") and not config.get("budget"),
+        # The Decision's rule was computed at its own budget: shown only when the view compares at that one.
+        rule=stored.get("rule") if stored.get("budget") == limit else None,
+    )
+
+
+def curve_metrics(experiment: Mapping[str, Any]) -> list[str]:
+    """The metrics ``budget_view`` draws a curve of (against context tokens); none without the data for it."""
+    comparison = _comparison(experiment, None)
+    return comparison.curve_metrics if comparison else []
+
+
+def budget_view(experiment: Mapping[str, Any], *, budget: int | None = None) -> dict[str, Any] | None:
+    """The table and curves at ``budget`` tokens (default: the Decision's, else the smallest median tok@k);
+    None when the cells carry no retrieved chunks or the questions no evidence."""
+    comparison = _comparison(experiment, budget)
+    if comparison is None:
+        return None
+    cells, questions, keys, context = comparison.cells, comparison.questions, comparison.keys, comparison.context
+    limit, metric = comparison.budget, comparison.metric
     at_budget = budgets.rescore(questions, keys, cells, metric=metric, budget=limit)
     rows = []
     for key in keys:
@@ -45,14 +90,13 @@ def budget_view(experiment: Mapping[str, Any], *, budget: int | None = None) -> 
     return {
         "budget": limit,
         "metric": metric,
-        "default": budget is None and not stored.get("budget") and not config.get("budget"),
+        "default": comparison.default,
         "rows": rows,
-        # The Decision's rule was computed at its own budget: shown only when the report compares at that one.
-        "rule": stored.get("rule") if stored.get("budget") == limit else None,
+        "rule": comparison.rule,
         "curves": [
             budget_curve(
                 budgets.curve(questions, keys, cells, metric=name, budgets=points), points, metric=name, budget=limit
             )
-            for name in dict.fromkeys(("recall", metric))
+            for name in comparison.curve_metrics
         ],
     }

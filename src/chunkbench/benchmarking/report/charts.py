@@ -1,4 +1,5 @@
-"""SVG chart geometry for the report: metric bars, the questions × configurations heatmap, latency bars."""
+"""SVG chart geometry for the reports and the dashboard: metric bars, the questions × configurations heatmap,
+curves against context tokens, latency bars (``render.py`` draws them, the templates hold the SVG)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from statistics import fmean
 from typing import Any
 
 from chunkbench.benchmarking.report.experiment import experiment_configurations, has_metric
-from chunkbench.benchmarking.report.formatting import as_number, fmt, fmt_ms, fmt_short
+from chunkbench.benchmarking.report.formatting import as_number, fmt, fmt_ms, fmt_short, fmt_tokens
 from chunkbench.benchmarking.report.metrics import METRIC_BY_KEY, METRICS, MetricSpec
 
 # Latency stages of a cell, in pipeline order.
@@ -18,6 +19,8 @@ LATENCY_STAGES = ("embed", "search", "expand", "rerank", "generate", "judge")
 # get both as data (render.py), and report.js interpolates the same stops when the reader picks another metric.
 COLOUR_STOPS = ((0x1E, 0x1B, 0x4B), (0xB4, 0x53, 0x09), (0xFD, 0xE0, 0x47))
 NOT_MEASURED = "#2a2a30"
+# The fill of a heatmap cell that failed or has no result yet.
+FAILED_FILL = "#5b1f24"
 
 
 def metric_bars(experiment: Mapping[str, Any], metric: str) -> dict[str, Any]:
@@ -56,6 +59,7 @@ def metric_bars(experiment: Mapping[str, Any], metric: str) -> dict[str, Any]:
     return {
         "metric": metric,
         "label": spec.label,
+        "note": "mean per configuration; whiskers: 95% interval",
         "width": label_w + bar_w + 70,
         "height": pad * 2 + row_h * len(rows) + 14,
         "label_w": label_w,
@@ -119,6 +123,8 @@ def heatmap(experiment: Mapping[str, Any], *, primary: str) -> dict[str, Any]:
             )
     return {
         "selected": selected,
+        "label": METRIC_BY_KEY[selected].label if selected else None,
+        "note": "per question (rows) and configuration (columns), worst to best; outlined: failed or no result",
         "metrics": [
             {
                 "key": m.key,
@@ -280,9 +286,11 @@ def budget_curve(
                 "legend_y": top + 14 + i * 18,
             }
         )
+    dashed = f"; dashed: {fmt_tokens(budget)} tokens" if budget else ""
     return {
         "metric": metric,
         "label": spec.label,
+        "note": f"against context tokens per question, each configuration's context cut to the budget{dashed}",
         "left": left,
         "top": top,
         "plot_w": plot_w,

@@ -14,11 +14,19 @@ from typing import Any, Literal
 from jinja2 import ChainableUndefined, Environment, PackageLoader
 
 from chunkbench.benchmarking.report.boundaries import boundary_views
-from chunkbench.benchmarking.report.budget import budget_view
-from chunkbench.benchmarking.report.charts import COLOUR_STOPS, NOT_MEASURED, heatmap, metric_bars, scale_colour, usage
+from chunkbench.benchmarking.report.budget import budget_view, curve_metrics
+from chunkbench.benchmarking.report.charts import (
+    COLOUR_STOPS,
+    FAILED_FILL,
+    NOT_MEASURED,
+    heatmap,
+    metric_bars,
+    scale_colour,
+    usage,
+)
 from chunkbench.benchmarking.report.experiment import experiment_config, experiment_configurations, has_metric
 from chunkbench.benchmarking.report.formatting import fmt, fmt_ms, fmt_tokens, fmt_usd, fmt_when, metric_name, pct
-from chunkbench.benchmarking.report.metrics import METRICS
+from chunkbench.benchmarking.report.metrics import METRIC_BY_KEY, METRICS
 from chunkbench.benchmarking.report.prose import decision_sentence, recommendations, status_banner
 from chunkbench.benchmarking.report.tables import (
     breakdown_tables,
@@ -29,7 +37,7 @@ from chunkbench.benchmarking.report.tables import (
     ranking,
     ruled_out,
 )
-from chunkbench.errors import InvalidRequestError
+from chunkbench.errors import InvalidRequestError, NotFoundError
 
 # The renderer reads the Experiment dict the runner produces and nothing else: no database, no network. Every
 # figure, chart and sentence is computed in this package into plain values; the Jinja2 templates only lay them out.
@@ -37,9 +45,14 @@ from chunkbench.errors import InvalidRequestError
 # network off.
 
 ReportView = Literal["managerial", "technical"]
+ChartKind = Literal["bars", "curve", "heatmap"]
 REPORT_VIEWS: tuple[ReportView, ...] = ("managerial", "technical")
 # The most questions the technical report's heatmap and per-question table show (``questions_shown``).
 REPORT_QUESTION_LIMIT = 150
+# A chart served alone: its caption and note take this much room above the chart.
+CHART_CAPTION_H = 44
+# The heatmap's colour scale and its labels below it.
+CHART_LEGEND_W, CHART_LEGEND_H = 470, 26
 
 
 def render_report(
@@ -69,6 +82,61 @@ def experiment_json(experiment: Mapping[str, Any]) -> str:
     return json.dumps(_jsonable(experiment), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def chart_index(experiment: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Every chart of the Experiment the dashboard can show, each ``{name, kind, metric, label}``: the bars of every
+    metric with a mean (95% intervals), the curves against context tokens and the per-question heatmap of every
+    metric measured per cell; the primary metric first within each kind."""
+    primary = _primary(experiment)
+
+    def first(metrics: list[str]) -> list[str]:
+        return sorted(metrics, key=lambda m: m != primary)
+
+    kinds: list[tuple[ChartKind, list[str]]] = [
+        ("bars", first([m.key for m in METRICS if has_metric(experiment, m.key)])),
+        ("curve", curve_metrics(experiment)),
+        ("heatmap", first([m.key for m in METRICS if has_metric(experiment, m.key, per_cell=True)])),
+    ]
+    return [
+        {"name": f"{kind}-{metric}", "kind": kind, "metric": metric, "label": METRIC_BY_KEY[metric].label}
+        for kind, metrics in kinds
+        for metric in metrics
+    ]
+
+
+def render_chart(experiment: Mapping[str, Any], name: str) -> str:
+    """One chart of ``chart_index`` as a standalone SVG document: the reports' chart with its caption and style."""
+    known = {entry["name"]: entry for entry in chart_index(experiment)}
+    entry = known.get(name)
+    if entry is None:
+        listed = ", ".join(known) or "none yet (the Experiment has no results)"
+        raise NotFoundError(
+            f"Experiment {experiment.get('id')} has no chart {name!r}; its charts: {listed} "
+            f"(GET /benchmarks/{experiment.get('id')}/charts lists them).",
+            chart=name, charts=list(known),
+        )  # fmt: skip
+    kind, metric = entry["kind"], entry["metric"]
+    decision = experiment.get("decision") or {}
+    if kind == "bars":
+        chart = metric_bars(experiment, metric)
+    elif kind == "curve":
+        view = budget_view(experiment) or {}
+        chart = next(c for c in view.get("curves") or [] if c["metric"] == metric)
+    else:
+        chart = heatmap(questions_shown(experiment, primary=metric), primary=metric)
+    legend_h = CHART_LEGEND_H if kind == "heatmap" else 0
+    width = max(chart["width"], 12 + 7 * max(len(chart["label"]), len(chart["note"])))
+    return _environment().get_template("chart.svg").render(
+        name=name, kind=kind, chart=chart, chosen=decision.get("best") or decision.get("leader"),
+        top=CHART_CAPTION_H, width=max(width, CHART_LEGEND_W) if legend_h else width,
+        height=CHART_CAPTION_H + chart["height"] + legend_h,
+    )  # fmt: skip
+
+
+def _primary(experiment: Mapping[str, Any]) -> str:
+    decision = experiment.get("decision") or {}
+    return decision.get("metric") or experiment_config(experiment).get("primary_metric") or "recall"
+
+
 def build_context(
     experiment: Mapping[str, Any],
     *,
@@ -80,7 +148,7 @@ def build_context(
     """Everything the templates show, computed: sentences, tables and chart geometry."""
     config = experiment_config(experiment)
     decision = experiment.get("decision") or {}
-    primary = decision.get("metric") or config.get("primary_metric") or "recall"
+    primary = _primary(experiment)
     judged = bool(config.get("judge")) or any(c.get("judge") for c in experiment.get("cells") or [])
     answer_metric = "judge_answer_similarity" if judged else "answer_similarity"
     chart_metrics = [m for m in dict.fromkeys([primary, answer_metric, "tok_at_k"]) if has_metric(experiment, m)]
@@ -202,6 +270,7 @@ def _environment() -> Environment:
     )
     # report.js recolours the heatmap in the browser from these values: the scale is defined once, in charts.py.
     env.globals.update(
-        colour_stops=COLOUR_STOPS, not_measured=NOT_MEASURED, ramp=[scale_colour(i / 29) for i in range(30)]
-    )
+        colour_stops=COLOUR_STOPS, not_measured=NOT_MEASURED, failed_fill=FAILED_FILL,
+        ramp=[scale_colour(i / 29) for i in range(30)],
+    )  # fmt: skip
     return env

@@ -16,7 +16,7 @@ from chunkbench.benchmarking.report.formatting import (
     metric_name,
 )
 from chunkbench.benchmarking.report.metrics import METRIC_BY_KEY, METRICS
-from chunkbench.benchmarking.report.prose import verdict
+from chunkbench.benchmarking.report.prose import standing
 
 # Questions whose Expansion Trees the technical report shows.
 EXPANSION_SAMPLE_QUESTIONS = 3
@@ -102,7 +102,7 @@ def ranking(experiment: Mapping[str, Any], *, primary: str, answer_metric: str) 
                 "p50": as_number(agg.get("latency_ms_p50")),
                 "cost": as_number(agg.get("cost_usd")),
                 "failed": agg.get("failed_cells") or 0,
-                "verdict": verdict(decision, key),
+                "verdict": standing(decision, key),
             }
         )
     rows.sort(key=lambda r: (r["mean"] is None, -(r["mean"] or 0.0)))

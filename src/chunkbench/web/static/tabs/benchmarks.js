@@ -9,6 +9,7 @@ import { api, strategyCatalog, upload, waitForJob, withKey } from "../api.js";
 import { Breakdowns } from "../breakdowns.js";
 import { on } from "../bus.js";
 import { QUESTION_SETS_CHANGED } from "./questions.js";
+import { ExperimentCharts } from "../charts.js";
 
 const RETRIEVERS = ["dense", "bm25", "hybrid"];
 const RERANKS = [["none", "none"], ["cross_encoder", "cross-encoder"], ["llm", "LLM listwise"]];
@@ -451,20 +452,17 @@ function ExperimentList({ selectedId, onSelect, version }) {
   </div>`;
 }
 
+// The verdict first, in the server's words (benchmarking/verdicts.py: the reports and the CLI say the same), and
+// the reasons beneath it, collapsed.
 function DecisionView({ decision }) {
   if (!decision) return null;
   const [text, tone] = DECISION_LABELS[decision.status] || [decision.status, ""];
-  // The one sentence first (``summary``; Experiments decided before it have it as their first reason).
-  const sentence = decision.summary || (decision.reasons || [])[0];
-  const reasons = (decision.reasons || []).filter((r) => r !== sentence);
+  const reasons = decision.reasons || [];
   return html`<section class="stack" aria-label="Decision">
     <h3>Decision <span class=${`badge ${tone}`}>${text}</span></h3>
-    ${decision.best ? html`<div>Winner: <strong>${decision.best}</strong>${
-      ` (best in ${percent(decision.prob_best?.[decision.best])} of resamples)`}</div>` : null}
-    ${sentence ? html`<p><strong>${sentence}</strong></p>` : null}
-    ${reasons.length ? html`<ul>${reasons.map((r) => html`<li>${r}</li>`)}</ul>` : null}
-    ${decision.questions_needed ? html`<div class="notice">About ${fmtInt(decision.questions_needed)} questions would
-      likely separate ${decision.leader} from ${decision.runner_up}.</div>` : null}
+    <p class="verdict-text" data-testid="decision-verdict"><strong>${decision.verdict}</strong></p>
+    ${reasons.length ? html`<details data-testid="decision-details"><summary>Why, configuration by configuration</summary>
+      <ul>${reasons.map((r) => html`<li>${r}</li>`)}</ul></details>` : null}
   </section>`;
 }
 
@@ -476,7 +474,8 @@ function AggregatesTable({ experiment }) {
   const others = KEY_METRICS.filter((m) => m !== primary && measured(m));
   const ruledOut = new Set(decision.ruled_out || []);
   const anyFailed = Object.values(aggregates).some((a) => a.failed_cells > 0);
-  return html`<div class="scroll"><table class="data" aria-label="Aggregates">
+  // A frame that scrolls both ways under a sticky header and a fixed first column: no row or column is cut off.
+  return html`<div class="table-frame"><table class="data" aria-label="Aggregates">
     <thead><tr><th>configuration</th><th class="num">${label(primary)} (95% interval)</th>
       ${others.map((m) => html`<th class="num">${label(m)}</th>`)}
       <th class="num">tok@k</th><th class="num">latency p50</th><th class="num">P(best)</th>
@@ -486,7 +485,8 @@ function AggregatesTable({ experiment }) {
       const aggregate = aggregates[config.key];
       const main = aggregate?.metrics?.[primary];
       return html`<tr key=${config.key} class=${config.key === decision.best ? "selected" : ""}>
-        <td>${config.key}${config.key === decision.best ? html` <span class="badge good">winner</span>` : null}
+        <td>${config.key}${config.key === decision.best ? html` <span class="badge good">${
+          decision.status === "winner" ? "winner" : "chosen: cheapest of the tie"}</span>` : null}
           ${ruledOut.has(config.key) ? html` <span class="badge bad">ruled out</span>` : null}</td>
         <td class="num">${main ? html`${fmtMetric(primary, main.mean)} <span class="muted">[${
           fmtMetric(primary, main.ci_low)}, ${fmtMetric(primary, main.ci_high)}]</span>` : "—"}</td>
@@ -578,6 +578,8 @@ function ExperimentView({ id, version, onInspect, onChanged }) {
     <${ErrorBox} error=${resume.error} />
     <${DecisionView} decision=${experiment.decision} />
     <${AggregatesTable} experiment=${experiment} />
+    ${experiment.status !== "running" ? html`<${ExperimentCharts} experimentId=${id}
+      experimentName=${experiment.name || experimentTarget(experiment)} stamp=${experiment.finished_at} />` : null}
     <${Breakdowns} experiment=${experiment} />
     <div class="row">
       <a href=${report("managerial")} target="_blank" rel="noopener" onClick=${withKey}>Managerial report</a>

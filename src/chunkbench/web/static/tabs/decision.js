@@ -5,6 +5,7 @@ import { html, useState, useEffect, ErrorBox, Spinner, ProgressBar, fmt, useApi,
 import { useMemo } from "../vendor/htm-preact-standalone.module.js";
 import { api, withKey } from "../api.js";
 import { Breakdowns } from "../breakdowns.js";
+import { ExperimentCharts } from "../charts.js";
 
 const EXCLUDED_KEY = "chunkbench.decision.excluded";
 // More than this many Experiments at once is rarely a comparison anyone can read; it also bounds the download.
@@ -153,10 +154,10 @@ function ConfigurationHeat({ rows, metrics, selected, toggle }) {
   return html`
     <p class="muted">Each metric's mean over the Experiment's questions. Sort by a metric with its header; select
       configurations to compare them question by question.</p>
-    <div class="scroll-x">
+    <div class="table-frame">
       <table class="data heat" data-testid="config-heat" aria-label="Configurations by metrics">
         <thead><tr>
-          <th scope="col">Compare</th><th scope="col">Configuration</th>
+          <th scope="col">Configuration <span class="muted">(compare)</span></th>
           ${metrics.map((m) => html`<th scope="col" class="num" aria-sort=${sortBy === m.id ? "descending" : "none"}>
             <button class="link" onClick=${() => setSortBy(sortBy === m.id ? null : m.id)}
               title=${`Sort by ${m.label}, best first${m.lower ? " (lower is better)" : ""}`}>
@@ -165,9 +166,8 @@ function ConfigurationHeat({ rows, metrics, selected, toggle }) {
         <tbody>
           ${page.map((r) => html`
             <tr key=${r.key} class=${selected.has(r.key) ? "selected" : ""} data-testid="config-row">
-              <td><input type="checkbox" checked=${selected.has(r.key)} onChange=${() => toggle(r.key)}
-                aria-label=${`Compare ${r.label} per question`} /></td>
-              <th scope="row" class="mono config">
+              <th scope="row" class="mono config"><input type="checkbox" checked=${selected.has(r.key)}
+                onChange=${() => toggle(r.key)} aria-label=${`Compare ${r.label} per question`} />${" "}
                 <button class="link" onClick=${() => toggle(r.key)}>${r.label}</button></th>
               ${metrics.map((m) => {
                 const t = scales[m.id](r.values[m.id]);
@@ -239,7 +239,7 @@ function QuestionHeat({ columns, loaded, metrics, defaultMetric }) {
         </select></label>
       <span class="muted">${questions.length} questions × ${columns.length} configuration${columns.length === 1 ? "" : "s"}</span>
     </div>
-    <div class="scroll-x">
+    <div class="table-frame">
       <table class="data heat" data-testid="question-heat" aria-label=${`${metric.label} per question`}>
         <thead><tr><th scope="col">Question</th>
           ${columns.map((c) => html`<th scope="col" class="num mono">${c.label}</th>`)}</tr></thead>
@@ -267,16 +267,6 @@ function QuestionHeat({ columns, loaded, metrics, defaultMetric }) {
 
 // ------------------------------------------------------------------------------------------- verdict
 
-function questionsNeeded(decision) {
-  const needed = decision.questions_needed;
-  if (needed !== null && needed !== undefined) {
-    return `about ${needed} more would likely settle ${decision.leader} vs ${decision.runner_up}`;
-  }
-  if (decision.status === "winner") return "none: the data already names the winner";
-  if (decision.status === "insufficient_data") return "not estimated (see the reasons)";
-  return "more questions are unlikely to separate the leaders";
-}
-
 // The Decision's own figures per configuration: mean on its metric, probability of being best, standing.
 function Standing({ decision }) {
   const names = Object.keys(decision.means || {});
@@ -286,7 +276,7 @@ function Standing({ decision }) {
   const standing = (name) => (name === decision.best ? "best" : name === decision.leader ? "leader"
     : ruledOut.has(name) ? "ruled out" : "contender");
   return html`
-    <div class="scroll-x"><table class="data" aria-label="Standing of each configuration">
+    <div class="table-frame"><table class="data" aria-label="Standing of each configuration">
       <thead><tr><th>Configuration</th><th class="num">mean ${decision.metric}</th><th class="num">P(best)</th>
         <th>standing</th></tr></thead>
       <tbody>${page.map((name) => html`<tr>
@@ -297,6 +287,8 @@ function Standing({ decision }) {
     ${pager}`;
 }
 
+// The verdict first, in the server's words (benchmarking/verdicts.py: the reports and the CLI say the same), the
+// Experiment's charts, then the details collapsed.
 function Verdict({ summary, experiment }) {
   const decision = experiment.decision;
   const [tone, title] = STATUS[decision?.status] || ["", decision?.status || "no decision"];
@@ -307,20 +299,22 @@ function Verdict({ summary, experiment }) {
         <p><span class=${`badge ${tone}`}>${title}</span>
           ${decision.best ? html` <strong class="mono">${decision.best}</strong>` : null}
           <span class="muted"> on ${decision.metric} over ${decision.n_questions} question${decision.n_questions === 1 ? "" : "s"}</span></p>
-        <dl class="kv">
-          <dt>leader</dt><dd class="mono">${decision.leader || "—"}</dd>
-          <dt>runner-up</dt><dd class="mono">${decision.runner_up || "—"}</dd>
-          <dt>ruled out</dt><dd class="mono">${decision.ruled_out?.length ? decision.ruled_out.join(", ") : "none"}</dd>
-          <dt>contenders</dt><dd class="mono">${decision.contenders?.length ? decision.contenders.join(", ") : "—"}</dd>
-          <dt>more questions</dt><dd data-testid="questions-needed">${questionsNeeded(decision)}</dd>
-        </dl>
-        ${decision.summary ? html`<p data-testid="decision-summary"><strong>${decision.summary}</strong></p>` : null}
-        ${decision.budget_matched?.ranking?.length ? html`<p class="muted" data-testid="budget-ranking">At an equal
-          budget of ${decision.budget_matched.budget} context tokens (${decision.budget_matched.metric}):
-          ${decision.budget_matched.ranking.map((k) => `${k} ${fmt(decision.budget_matched.means[k])}`).join(", ")}</p>` : null}
-        <ul class="reasons">${decision.reasons.filter((r) => r !== decision.summary).map((reason) => html`<li>${reason}</li>`)}</ul>
-        <${Standing} decision=${decision} />
-        <${Breakdowns} experiment=${experiment} />`}
+        <p class="verdict-text" data-testid="decision-verdict"><strong>${decision.verdict}</strong></p>
+        <${ExperimentCharts} experimentId=${summary.id} experimentName=${expLabel(summary)} collapsed=${["heatmap"]} />
+        <details data-testid="decision-details"><summary>Details: standing, reasons, breakdowns</summary>
+          <dl class="kv">
+            <dt>leader</dt><dd class="mono">${decision.leader || "—"}</dd>
+            <dt>runner-up</dt><dd class="mono">${decision.runner_up || "—"}</dd>
+            <dt>ruled out</dt><dd class="mono">${decision.ruled_out?.length ? decision.ruled_out.join(", ") : "none"}</dd>
+            <dt>contenders</dt><dd class="mono">${decision.contenders?.length ? decision.contenders.join(", ") : "—"}</dd>
+          </dl>
+          ${decision.budget_matched?.ranking?.length ? html`<p class="muted" data-testid="budget-ranking">At an equal
+            budget of ${decision.budget_matched.budget} context tokens (${decision.budget_matched.metric}):
+            ${decision.budget_matched.ranking.map((k) => `${k} ${fmt(decision.budget_matched.means[k])}`).join(", ")}</p>` : null}
+          <ul class="reasons">${decision.reasons.map((reason) => html`<li>${reason}</li>`)}</ul>
+          <${Standing} decision=${decision} />
+          <${Breakdowns} experiment=${experiment} />
+        </details>`}
       <p class="links">Reports:${" "}
         <a href=${`/benchmarks/${summary.id}/report?view=managerial`} target="_blank" rel="noopener" onClick=${withKey}>managerial</a>${" · "}
         <a href=${`/benchmarks/${summary.id}/report?view=technical`} target="_blank" rel="noopener" onClick=${withKey}>technical</a></p>

@@ -25,14 +25,12 @@ export function rerankers(capabilities) {
   });
 }
 
-/** One line per option that cannot work: its name, why, and the setting that would enable it. */
+/** One line per option that cannot work: its name and the server's reason, which names the setting that enables it. */
 export function Unavailable({ items }) {
   const off = items.filter(([, capability]) => capability && !capability.available);
   if (!off.length) return null;
   return html`<div class="unavailable stack" data-testid="unavailable-options">
     ${off.map(([label, capability]) => html`<p style="margin: 0">
-      <strong>${label}</strong> is not available: ${capability.detail}
-      ${capability.setting ? html` <span class="muted">(setting: <span class="mono">${capability.setting}</span>)</span>`
-        : null}</p>`)}
+      <strong>${label}</strong> is not available: ${capability.detail}</p>`)}
   </div>`;
 }

@@ -9,8 +9,8 @@ const METRICS = {
     "span recall; hits and Neighbor Expansion neighbours alike). 1 = all the evidence was retrieved."],
   precision: ["precision", "Share of the context's characters that are evidence (Chroma's span precision): how " +
     "little besides the evidence the answerer has to read."],
-  precision_omega: ["precision Ω", "Precision Ω: the best precision any retrieval from this chunking could reach — " +
-    "the evidence divided by every chunk that touches it. Low means the chunks are much larger than the " +
+  precision_omega: ["precision Ω", "Precision Ω: the best precision any retrieval from this chunking could " +
+    "reach — the evidence divided by every chunk that touches it. Low means the chunks are much larger than the " +
     "evidence, whatever the retriever does."],
   iou: ["IoU", "Intersection over union of the context and the evidence (characters): recall and precision in " +
     "one figure, 1 only when the context is exactly the evidence."],
@@ -138,7 +138,8 @@ document.addEventListener("mouseout", (event) => { const term = termOf(event); i
 document.addEventListener("focusin", (event) => { const term = termOf(event); if (term) open(term); });
 document.addEventListener("focusout", (event) => { const term = termOf(event); if (term) close(term); });
 document.addEventListener("keydown", (event) => { if (event.key === "Escape" && shown) close(shown); });
-window.addEventListener("scroll", () => shown && close(shown), { passive: true, capture: true });
+// It stays by its term when the page or a table scrolls (a fixed tooltip would otherwise float away from it).
+window.addEventListener("scroll", () => shown && open(shown), { passive: true, capture: true });
 
 /** The attributes that give an element of a tab's own (a button, a header) the explanation of ``name``. */
 export const describe = (name) => (GLOSSARY[name] ? { "data-term": name, "aria-describedby": TIP_ID } : {});

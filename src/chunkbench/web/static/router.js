@@ -8,7 +8,8 @@ import { useCallback, useEffect, useState } from "./vendor/htm-preact-standalone
 const remembered = new Map(); // tab id → its parameters ({name: value}), the open tab's as in the URL
 const listeners = new Set(); // called with (tab, params) whenever a tab's parameters change
 
-/** The tab and parameters a hash names: "#benchmarks/experiment/abc" → {tab: "benchmarks", params: {experiment: "abc"}}. */
+/** The tab and parameters a hash names: "#benchmarks/experiment/abc" → {tab: "benchmarks",
+ * params: {experiment: "abc"}}. */
 export function parseHash(hash) {
   const parts = hash.replace(/^#\/?/, "").split("/").filter(Boolean).map((part) => {
     try { return decodeURIComponent(part); } catch { return part; }

@@ -138,7 +138,8 @@ function EmbeddingModels({ tick }) {
         <${ErrorBox} error=${error} />
         <div class="scroll">
         <table class="data" data-testid="admin-models">
-          <thead><tr><th>model</th><th>role</th><th class="num hide-narrow">dim</th><th>available</th><th><${Term} name="semantic_threshold" /></th></tr></thead>
+          <thead><tr><th>model</th><th>role</th><th class="num hide-narrow">dim</th><th>available</th>
+            <th><${Term} name="semantic_threshold" /></th></tr></thead>
           <tbody>${models.map((m) => html`<tr>
             <td><div>${m.display_name || m.id}</div><div class="muted small mono">${m.id}</div></td>
             <td>${m.is_corpus_default ? html`<span class="badge accent">Corpus</span> ` : null}
@@ -271,8 +272,9 @@ function Serving({ tick }) {
         <div class="row">
           <label><${Term} name="rerank">Rerank</${Term}>
             <select value=${form.rerank} onChange=${set("rerank")}>
-              ${rerankOptions.map(([r, , ok, capability]) => html`<option value=${r} disabled=${!ok && r !== form.rerank}
-                title=${capability?.detail || ""}>${r}${ok ? "" : " (not available)"}</option>`)}
+              ${rerankOptions.map(([r, , ok, capability]) => html`<option value=${r}
+                disabled=${!ok && r !== form.rerank} title=${capability?.detail || ""}>${r}${ok ? ""
+                : " (not available)"}</option>`)}
             </select>
           </label>
           <label><${Term} name="candidate_k">Candidate pool</${Term}>

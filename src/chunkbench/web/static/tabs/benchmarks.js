@@ -279,7 +279,8 @@ function BenchmarkForm({ capabilities, preselect, onStarted, onFinished }) {
   useEffect(() => {
     if (!capabilities.data) return;
     const ok = new Set(rerankOptions.filter(([, , can]) => can).map(([value]) => value));
-    setRerank((chosen) => ([...chosen].every((v) => ok.has(v)) ? chosen : new Set([...chosen].filter((v) => ok.has(v)))));
+    setRerank((chosen) => ([...chosen].every((v) => ok.has(v)) ? chosen
+      : new Set([...chosen].filter((v) => ok.has(v)))));
   }, [capabilities.data]);
   // A different document or file makes the last validation and estimate stale.
   useEffect(() => {
@@ -385,14 +386,14 @@ function BenchmarkForm({ capabilities, preselect, onStarted, onFinished }) {
     <${Checks} legend=${html`<${Term} name="corpus_model">Corpus models</${Term}> (none ticked: the one the documents
       were last processed with)`}
       options=${modelOptions} selected=${corpusModels} onChange=${setCorpusModels} />
-    <${Checks} legend=${html`<${Term} name="retriever">Retrievers</${Term}>`} options=${RETRIEVERS.map((r) => [r, r])} selected=${retrievers}
-      onChange=${setRetrievers} />
+    <${Checks} legend=${html`<${Term} name="retriever">Retrievers</${Term}>`} options=${RETRIEVERS.map((r) => [r, r])}
+      selected=${retrievers} onChange=${setRetrievers} />
     <${Checks} legend=${html`<${Term} name="rerank">Rerank</${Term}>`} selected=${rerank} onChange=${setRerank}
       options=${rerankOptions.map(([value, text, can]) => [value, can ? text : `${text} (not available)`])}
       disabled=${Object.fromEntries(rerankOptions.map(([value, , can]) => [value, !can]))} />
     <div class="row">
-      <label><span><${Term} name="top_k" /> values</span><input type="text" value=${topK} onInput=${(e) => setTopK(e.target.value)}
-        inputmode="numeric" placeholder="3, 5" /></label>
+      <label><span><${Term} name="top_k" /> values</span><input type="text" value=${topK}
+        onInput=${(e) => setTopK(e.target.value)} inputmode="numeric" placeholder="3, 5" /></label>
       <label>Neighbors before<input type="number" min="0" max=${LIMITS.max_neighbors} value=${prev}
         onInput=${(e) => setPrev(e.target.value)} /></label>
       <label>Neighbors after<input type="number" min="0" max=${LIMITS.max_neighbors} value=${next}
@@ -456,7 +457,8 @@ function ExperimentList({ selectedId, onSelect, version }) {
     ${list.data && !rows.length ? html`<div class="muted">No Experiment yet: run a benchmark.</div>` : null}
     ${warnings.map((w) => html`<div class="notice" role="note"><span class="badge warn">mismatch</span> ${w}</div>`)}
     ${rows.length ? html`<div class="scroll"><table class="data" aria-label="Experiments">
-      <thead><tr><th>status</th><th>document</th><th>strategies</th><th><${Term} name="corpus_model">models</${Term}></th>
+      <thead><tr><th>status</th><th>document</th><th>strategies</th>
+        <th><${Term} name="corpus_model">models</${Term}></th>
         <th><${Term} name="neighbors">neighbors</${Term}></th><th class="num"><${Term} name="cells" /></th>
         <th>metric</th><th>best</th><th>created</th></tr></thead>
       <tbody>${page.map((row) => {
@@ -519,8 +521,8 @@ function AggregatesTable({ experiment }) {
       const main = aggregate?.metrics?.[primary];
       return html`<tr key=${config.key} class=${config.key === decision.best ? "selected" : ""}>
         <td>${config.key}${config.key === decision.best ? html` <span class="badge good">winner</span>` : null}
-          ${ruledOut.has(config.key) ? html` <${Term} name="ruled_out"><span class="badge bad">ruled out</span></${Term}>`
-            : null}</td>
+          ${ruledOut.has(config.key)
+            ? html` <${Term} name="ruled_out"><span class="badge bad">ruled out</span></${Term}>` : null}</td>
         <td class="num">${main ? html`${fmtMetric(primary, main.mean)} <span class="muted">[${
           fmtMetric(primary, main.ci_low)}, ${fmtMetric(primary, main.ci_high)}]</span>` : "—"}</td>
         ${others.map((m) => html`<td class="num">${fmtMetric(m, aggregate?.metrics?.[m]?.mean)}</td>`)}
@@ -630,7 +632,8 @@ function ExperimentView({ id, version, onInspect, onChanged }) {
       ${experiment.status === "completed" ? html`
         <a href=${report("managerial")} target="_blank" rel="noopener" onClick=${withKey}>Managerial report</a>
         <a href=${report("technical")} target="_blank" rel="noopener" onClick=${withKey}>Technical report</a>`
-        : html`<span class="muted">The reports exist once every cell has run${running ? "" : ": resume the run"}.</span>`}
+        : html`<span class="muted">The reports exist once every cell has run${running ? ""
+          : ": resume the run"}.</span>`}
       <a href=${report("json")} download=${`experiment-${id}.json`} onClick=${withKey}>JSON export${
         experiment.status === "completed" ? "" : " (so far)"}</a>
     </div>

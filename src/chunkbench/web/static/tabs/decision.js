@@ -110,8 +110,9 @@ function Candidates({ rows, excluded, toggle, compared }) {
       <table class="data" aria-label="Candidate experiments">
         <thead><tr>
           <th>Exclude</th><th>Experiment</th><th>Document</th><th>Strategies</th>
-          <th><${Term} name="corpus_model">Corpus</${Term}></th><th><${Term} name="boundary_model">Boundary</${Term}></th>
-          <th><${Term} name="neighbors">Neighbors</${Term}></th><th class="num">Questions</th><th>Decision</th><th>Finished</th>
+          <th><${Term} name="corpus_model">Corpus</${Term}></th>
+          <th><${Term} name="boundary_model">Boundary</${Term}></th><th><${Term} name="neighbors">Neighbors</${Term}></th>
+          <th class="num">Questions</th><th>Decision</th><th>Finished</th>
         </tr></thead>
         <tbody>
           ${page.map((s) => html`

@@ -550,7 +550,8 @@ function ProcessPanel({ title, path, Result, onDone }) {
           ${job ? "Processing…" : `Run ${chosen.length} ${chosen.length === 1 ? "strategy" : "strategies"}`}</button>
         ${chosen.length === 0 && html`<span class="muted">Choose at least one strategy.</span>`}
       </div>
-      ${job && html`<${ProgressBar} value=${job.progress} label=${`${Math.round(job.progress * 100)}% · ${job.message}`} />
+      ${job && html`<${ProgressBar} value=${job.progress}
+          label=${`${Math.round(job.progress * 100)}% · ${job.message}`} />
         <div class="row"><button class="secondary" onClick=${cancel} disabled=${!job.id || job.status === "cancelling"}>
           ${job.status === "cancelling" ? "Cancelling…" : "Cancel"}</button>
           <span class="muted">stops after the current ${path.startsWith("/corpora/") ? "document" : "strategy"};
@@ -646,9 +647,11 @@ function Outcome({ result }) {
 
 function RunTable({ runs }) {
   return html`<div style="overflow-x:auto"><table class="data" aria-label="Strategy outcomes">
-    <thead><tr><th>strategy</th><th>status</th><th class="num">chunks</th><th class="num"><${Term} name="median_tokens" /></th>
+    <thead><tr><th>strategy</th><th>status</th><th class="num">chunks</th>
+      <th class="num"><${Term} name="median_tokens" /></th>
       <th class="num"><${Term} name="p95_tokens" /></th><th class="num"><${Term} name="tiny">tiny</${Term}></th>
-      <th class="num"><${Term} name="mid_sentence">mid-sentence</${Term}></th><th class="num"><${Term} name="coverage" /></th>
+      <th class="num"><${Term} name="mid_sentence">mid-sentence</${Term}></th>
+      <th class="num"><${Term} name="coverage" /></th>
       <th class="num"><${Term} name="beyond_window" /></th>
       <th class="num">time</th></tr></thead>
     <tbody>${runs.map((r) => {

@@ -346,7 +346,8 @@ function Latency({ latency }) {
 }
 
 function Tokens({ usage }) {
-  const rows = [[html`<${Term} name="tok_at_k">context</${Term}>`, usage.context_tokens], ["prompt", usage.prompt_tokens], ["completion", usage.completion_tokens],
+  const rows = [[html`<${Term} name="tok_at_k">context</${Term}>`, usage.context_tokens],
+    ["prompt", usage.prompt_tokens], ["completion", usage.completion_tokens],
     ["total (LLM)", usage.total_tokens]];
   return html`
     <div class="panel" data-testid="query-tokens">

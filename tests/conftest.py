@@ -152,13 +152,15 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture
-def live_server(settings: Settings) -> Iterator[str]:
-    """The real app under uvicorn on a free loopback port, in a thread of this process; yields its base URL."""
+def live_app(settings: Settings) -> Iterator[tuple[str, Any]]:
+    """The real app under uvicorn on a free loopback port, in a thread of this process; yields its base URL and
+    the app (a test that needs its job runner or database)."""
     import uvicorn
 
     settings.llm_max_retries = 0
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
+    app = create_app(settings)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -167,10 +169,16 @@ def live_server(settings: Settings) -> Iterator[str]:
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", app
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+@pytest.fixture
+def live_server(live_app: tuple[str, Any]) -> str:
+    """The base URL of ``live_app``."""
+    return live_app[0]
 
 
 @pytest.fixture

@@ -63,7 +63,9 @@ def test_a_benchmark_from_question_file_to_retrieval_inspect(page, live_server):
     expect(panel.get_by_role("combobox", name="Document", exact=True)).to_have_value(document_id)
     # No LLM here: the judge cannot be switched on, and the page says why.
     expect(panel.get_by_label("LLM-as-judge")).to_be_disabled()
-    expect(panel.get_by_text("No LLM is connected")).to_be_visible()
+    expect(panel.get_by_test_id("unavailable-options")).to_contain_text(
+        "The LLM-as-judge is not available: The LLM-as-judge needs an LLM. No LLM configured"
+    )
 
     # A file with one snippet that is not in the document: validation names it and shows the closest text.
     _upload(page, BROKEN)

@@ -96,13 +96,13 @@ def test_ask_with_neighbours_see_the_expansion_tree_and_reopen_history(page, liv
     history = page.get_by_test_id("query-history").locator("tbody tr")
     expect(history).to_have_count(2)
 
-    # A reranker that is not set up: the server's message says what to set, and the last answer stays.
-    page.get_by_label("Rerank").select_option("cross_encoder")
-    page.get_by_role("button", name="Ask", exact=True).click()
-    expect(page.get_by_role("alert")).to_contain_text("set CHUNKBENCH_CROSS_ENCODER_MODEL")
-    page.errors[:] = [error for error in page.errors if "status of 400" not in error]
-    expect(answer).to_contain_text("25 days")
-    page.get_by_label("Rerank").select_option("none")
+    # Rerankers that cannot work here are not offered, and the form says what would enable them.
+    rerank = page.get_by_label("Rerank")
+    expect(rerank.locator("option[value=cross_encoder]")).to_be_disabled()
+    expect(rerank.locator("option[value=llm]")).to_be_disabled()
+    expect(page.get_by_test_id("unavailable-options")).to_contain_text(
+        "Cross-encoder reranking is not available: No cross-encoder is configured: set CHUNKBENCH_CROSS_ENCODER_MODEL"
+    )
 
     # History: the first question comes back as it was answered, tree and all.
     page.get_by_role("button", name="Show the answer to: What is the ticket code for broken equipment?").click()
@@ -122,7 +122,10 @@ def test_ask_with_neighbours_see_the_expansion_tree_and_reopen_history(page, liv
     _shot(page, "query-narrow")
 
 
-def test_admin_roles_thresholds_serving_collections_questions_and_health(page, live_server):
+def test_admin_roles_thresholds_serving_collections_questions_and_health(
+    page, live_server, settings, tiny_cross_encoder
+):
+    settings.cross_encoder_model = str(tiny_cross_encoder)  # the server's settings: a cross-encoder can rerank
     _ingest(live_server, "handbook.md", HANDBOOK, ["fixed_size", "recursive"])
     points = {c["name"]: c["points"] for c in httpx.get(f"{live_server}/admin/qdrant/collections").json()}
     assert points[FIXED] > 0 and points[RECURSIVE] > 0
@@ -165,13 +168,16 @@ def test_admin_roles_thresholds_serving_collections_questions_and_health(page, l
     serving.get_by_label("Retriever").select_option("dense")
     serving.get_by_label("top_k").fill("3")
     expect(serving.get_by_label("Neighbours before")).to_be_disabled()  # recursive chunks are not windows
-    serving.get_by_label("Rerank").select_option("llm")
+    # No LLM: LLM reranking is not offered, and the form says why.
+    expect(serving.get_by_label("Rerank").locator("option[value=llm]")).to_be_disabled()
+    expect(serving.get_by_test_id("unavailable-options")).to_contain_text("LLM listwise reranking is not available")
+    serving.get_by_label("Rerank").select_option("cross_encoder")
     serving.get_by_label("Candidate pool").fill("8")
     serving.get_by_role("button", name="Save").click()
     expect(serving.get_by_role("status")).to_contain_text("Saved")
     assert httpx.get(f"{live_server}/admin/serving").json() == {
         "strategy": "recursive", "corpus_model_id": "all-MiniLM-L6-v2", "retriever": "dense", "top_k": 3,
-        "rerank": "llm", "candidate_k": 8, "neighbor_prev": 0, "neighbor_next": 0, "parent_context": True,
+        "rerank": "cross_encoder", "candidate_k": 8, "neighbor_prev": 0, "neighbor_next": 0, "parent_context": True,
     }  # fmt: skip
 
     # Wipe: the dialog names the collection; Escape cancels and nothing changes; confirming empties it.

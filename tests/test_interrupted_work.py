@@ -234,7 +234,7 @@ def test_a_job_carries_its_owner_and_a_lease_that_is_renewed(settings: Settings)
         started = datetime.now(UTC)
         release = threading.Event()
         row = runner.submit(kind="test", tenant_id="default", document_id=None, request={},
-                            work=lambda progress: {"done": release.wait(timeout=60)})  # fmt: skip
+                            work=lambda progress, stop: {"done": release.wait(timeout=60)})  # fmt: skip
 
         def lease() -> datetime:
             with database.session() as session:

@@ -226,6 +226,21 @@ class QuestionDocumentError(BenchmarkError):
     code = "question_document_not_in_corpus"
 
 
+class JobCancelledError(ChunkbenchError):
+    """Long work stopped at a safe point (between cells, documents or strategies) because its job was cancelled;
+    what it finished is kept, and running it again (or resuming the Experiment) does the rest."""
+
+    status_code = 409
+    code = "cancelled"
+
+
+class JobNotActiveError(ChunkbenchError):
+    """A job that has already ended (or a run no job of this server drives) cannot be cancelled."""
+
+    status_code = 409
+    code = "job_not_active"
+
+
 class ExperimentStateError(ChunkbenchError):
     """An Experiment in a state that forbids the operation (resume a completed run, report a missing one)."""
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Response, status
 from chunkbench.admin import service
 from chunkbench.admin.schemas import (
     AdminHealthOut,
+    CapabilitiesOut,
     CollectionIn,
     CollectionOut,
     EmbeddingCacheClearedOut,
@@ -32,6 +33,13 @@ def health(database: DatabaseDep, settings: SettingsDep) -> AdminHealthOut:
     """Health of the app, the database, Qdrant (collections count) and the LLM (not configured, reachable or
     unreachable with the error); always 200, ``status`` says ``ok`` or ``degraded``."""
     return service.health(database, settings)
+
+
+@router.get("/capabilities", response_model=CapabilitiesOut)
+def capabilities(settings: SettingsDep) -> CapabilitiesOut:
+    """What can work now (rerankers, the LLM-as-judge, the LLM), each unavailable one with why and the setting
+    that enables it: the dashboard offers only these."""
+    return service.capabilities(settings)
 
 
 @router.get("/embedding-models", response_model=EmbeddingModelsOut)

@@ -48,6 +48,22 @@ class AdminHealthOut(BaseModel):
     collections: int | None = Field(None, description="Qdrant collections, when Qdrant answered")
 
 
+class CapabilityOut(BaseModel):
+    """Whether an option can work on this server now, and why not (naming the setting that enables it)."""
+
+    available: bool
+    detail: str = Field(description="What it uses, or why it cannot run and what to set")
+    setting: str | None = Field(None, description="The setting that enables it, when one does")
+
+
+class CapabilitiesOut(BaseModel):
+    """What the forms may offer (``GET /admin/capabilities``): rerankers, the LLM-as-judge and the LLM itself."""
+
+    llm: CapabilityOut
+    judge: CapabilityOut
+    rerankers: dict[str, CapabilityOut] = Field(description="Per rerank value of the query and benchmark APIs")
+
+
 class EmbeddingCacheOut(BaseModel):
     """The data directory's embedding cache file: entries per model, bytes used and its bound."""
 

@@ -7,6 +7,8 @@ from sqlalchemy.orm import Session
 from chunkbench import __version__
 from chunkbench.admin.schemas import (
     AdminHealthOut,
+    CapabilitiesOut,
+    CapabilityOut,
     ComponentHealthOut,
     EmbeddingCacheClearedOut,
     EmbeddingCacheOut,
@@ -23,6 +25,7 @@ from chunkbench.indexing import service as chunking
 from chunkbench.indexing.schemas import ChunkOut, ChunkPreviewOut, ChunkSizesOut, ChunkSizesRunOut, StrategyRunOut
 from chunkbench.llm.client import get_llm_client
 from chunkbench.models import StrategyName
+from chunkbench.retrieval.rerank import cross_encoder_availability
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
 from chunkbench.storage.points import collection_name
@@ -217,6 +220,39 @@ def _llm_health(settings: Settings) -> ComponentHealthOut:
     served = "" if probe["model_available"] else f" (but '{client.model}' is not among its models: {probe['models']})"
     return ComponentHealthOut(
         status="reachable", ok=True, detail=f"{client.base_url} answers, model '{client.model}'{served}"
+    )
+
+
+_LLM_SETTING = "CHUNKBENCH_LLM_BASE_URL and CHUNKBENCH_LLM_MODEL"
+_CROSS_ENCODER_SETTING = "CHUNKBENCH_CROSS_ENCODER_MODEL"
+
+
+def capabilities(settings: Settings) -> CapabilitiesOut:
+    """What can work now: the LLM (configured and answering), and what needs it (the judge, LLM reranking), and
+    cross-encoder reranking (a model set); each unavailable one says why and what to set."""
+    llm = _llm_health(settings)
+    connected = llm.status == "reachable"
+    detail = llm.detail
+    if llm.status == "unreachable":
+        detail = f"The configured LLM does not answer ({llm.detail}): start it or correct {_LLM_SETTING}."
+    llm_out = CapabilityOut(available=connected, detail=detail, setting=None if connected else _LLM_SETTING)
+
+    def needs_llm(feature: str) -> CapabilityOut:
+        if connected:
+            return CapabilityOut(available=True, detail=f"{feature}: {detail}.")
+        return CapabilityOut(available=False, detail=f"{feature} needs an LLM. {detail}", setting=_LLM_SETTING)
+
+    cross_ok, cross_detail = cross_encoder_availability(settings)
+    return CapabilitiesOut(
+        llm=llm_out,
+        judge=needs_llm("The LLM-as-judge"),
+        rerankers={
+            "none": CapabilityOut(available=True, detail="The retriever's own order."),
+            "cross_encoder": CapabilityOut(
+                available=cross_ok, detail=cross_detail, setting=None if cross_ok else _CROSS_ENCODER_SETTING
+            ),
+            "llm": needs_llm("LLM listwise reranking"),
+        },
     )
 
 

@@ -18,7 +18,7 @@ from chunkbench.benchmarking.schemas import (
     ExperimentSummary,
 )
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
-from chunkbench.jobs.schemas import JobAccepted
+from chunkbench.jobs.schemas import JobAccepted, JobOut
 from chunkbench.limits import MAX_NEIGHBORS
 from chunkbench.schemas import ErrorOut
 from chunkbench.storage.schema import DocumentRow
@@ -46,9 +46,9 @@ def _submit(request: Request, database, settings, store, experiment_id: str, ten
         tenant_id=tenant_id,
         document_id=document_id,  # None for a corpus benchmark
         request={"experiment_id": experiment_id},
-        work=lambda progress: {
+        work=lambda progress, stop: {
             "experiment_id": runner.execute(
-                database, settings, store, experiment_id, tenant_id=tenant_id, progress=progress
+                database, settings, store, experiment_id, tenant_id=tenant_id, progress=progress, stop=stop
             ).id
         },
     )
@@ -105,6 +105,14 @@ def resume_benchmark(
     """Run the cells an interrupted or failed Experiment has not finished; the finished ones are kept."""
     row = service.prepare_resume(database, experiment_id, tenant_id=tenant_id)
     return _submit(request, database, settings, store, row.id, tenant_id, row.document_id)
+
+
+@router.post("/benchmarks/{experiment_id}/cancel", response_model=JobOut, status_code=202, responses=_ERRORS)
+def cancel_benchmark(experiment_id: str, request: Request, session: SessionDep, tenant_id: TenantDep) -> JobOut:
+    """Cancel the job running the Experiment: no new cell starts, the ones in flight are kept, and the Experiment
+    ends ``interrupted`` (resume it to finish); 409 when no job of this server runs it (a CLI run: Ctrl-C)."""
+    job = service.running_job(session, experiment_id, tenant_id=tenant_id)
+    return JobOut.model_validate(request.app.state.jobs.cancel(job.id, tenant_id=tenant_id))
 
 
 @router.get(

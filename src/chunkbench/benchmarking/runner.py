@@ -17,9 +17,9 @@ from chunkbench.benchmarking.model import CellResult, Configuration, Experiment
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import EmbeddingModelSpec
-from chunkbench.errors import ChunkbenchError
+from chunkbench.errors import ChunkbenchError, JobCancelledError
 from chunkbench.evaluation.questions import BenchmarkQuestion
-from chunkbench.jobs.service import Progress
+from chunkbench.jobs.service import Progress, StopCheck, never_stop
 from chunkbench.llm.client import get_llm_client
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import BenchmarkCellRow, DocumentRow, ExperimentRow, utcnow
@@ -34,14 +34,17 @@ def execute(
     *,
     tenant_id: str,
     progress: Progress | None = None,
+    stop: StopCheck = never_stop,
 ) -> ExperimentRow:
     """Run every cell of the Experiment that has no result yet, then aggregate and decide.
 
     Failed cells are retried on a resume. An unreachable LLM stops the run (status ``failed``, resumable)
-    instead of failing every remaining cell one by one.
+    instead of failing every remaining cell one by one. Once ``stop`` says so (its job was cancelled), no new
+    cell starts: the ones in flight are written, the Experiment is ``interrupted`` (resumable) and
+    JobCancelledError says how far it got.
     """
     try:
-        return _execute(database, settings, store, experiment_id, tenant_id=tenant_id, progress=progress)
+        return _execute(database, settings, store, experiment_id, tenant_id=tenant_id, progress=progress, stop=stop)
     finally:
         ownership.release(experiment_id)
 
@@ -54,6 +57,7 @@ def _execute(
     *,
     tenant_id: str,
     progress: Progress | None,
+    stop: StopCheck,
 ) -> ExperimentRow:
     report = progress or (lambda fraction, message: None)
     with database.session() as session:
@@ -108,8 +112,10 @@ def _execute(
     finished = total - len(todo)
     report(finished / total if total else 1.0, f"{finished}/{total} cells")
     try:
-        _run_cells(context, experiment_id, todo, config.concurrency or settings.benchmark_concurrency,
-                   lambda n: report((finished + n) / total, f"{finished + n}/{total} cells"))  # fmt: skip
+        written = _run_cells(
+            context, experiment_id, todo, config.concurrency or settings.benchmark_concurrency,
+            lambda n: report((finished + n) / total, f"{finished + n}/{total} cells"), stop,
+        )  # fmt: skip
     except ChunkbenchError as exc:
         _set_status(database, experiment_id, "failed", error=exc.to_dict())
         raise
@@ -119,8 +125,21 @@ def _execute(
             error={"error": "interrupted", "message": f"Stopped before every cell finished ({type(exc).__name__})."},
         )  # fmt: skip
         raise
+    if written < len(todo):
+        cancelled = _cancelled(finished + written, total)
+        _set_status(database, experiment_id, "interrupted", error=cancelled.to_dict())
+        raise cancelled
     report(1.0, "aggregating")
     return aggregation.finalize(database, settings, experiment_id, tenant_id=tenant_id)
+
+
+def _cancelled(done: int, total: int) -> JobCancelledError:
+    return JobCancelledError(
+        f"Cancelled after {done} of {total} cells; the finished cells are kept. Resume the Experiment to run the "
+        f"other {total - done}.",
+        cells_done=done,
+        cells_total=total,
+    )
 
 
 def _text_lengths(session: Session, document_ids: Sequence[str], *, tenant_id: str) -> dict[str, int]:
@@ -151,8 +170,10 @@ def _run_cells(
     todo: list[tuple[Configuration, BenchmarkQuestion]],
     concurrency: int,
     advanced: Any,
-) -> None:
-    """Run cells with at most ``concurrency`` in flight; each is written by this thread as it finishes."""
+    stop_requested: StopCheck,
+) -> int:
+    """Run cells with at most ``concurrency`` in flight; each is written by this thread as it finishes. No cell
+    starts once ``stop_requested`` says so; returns how many were written."""
     stop = threading.Event()
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="chunkbench-bench") as pool:
         pending: set[Future[CellResult]] = set()
@@ -160,6 +181,8 @@ def _run_cells(
         written = 0
         try:
             for item in queue:
+                if stop_requested():
+                    break
                 pending.add(pool.submit(run_cell, context, *item, stop))
                 if len(pending) < concurrency:
                     continue
@@ -173,6 +196,7 @@ def _run_cells(
             for future in pending:
                 future.cancel()
             raise
+    return written
 
 
 def _drain(context: CellContext, experiment_id: str, pending: set[Future[CellResult]]) -> int:

@@ -27,10 +27,10 @@ from chunkbench.benchmarking.schemas import (
 )
 from chunkbench.benchmarking.verdicts import with_verdict
 from chunkbench.config import Settings
-from chunkbench.errors import ExperimentStateError, NotFoundError
-from chunkbench.jobs.service import Progress
+from chunkbench.errors import ExperimentStateError, JobNotActiveError, NotFoundError
+from chunkbench.jobs.service import ACTIVE, Progress
 from chunkbench.storage.db import Database
-from chunkbench.storage.schema import BenchmarkCellRow, DocumentRow, ExperimentRow
+from chunkbench.storage.schema import BenchmarkCellRow, DocumentRow, ExperimentRow, JobRow
 from chunkbench.storage.vectors import VectorStore
 from chunkbench.text.tokens import count_tokens
 
@@ -72,6 +72,24 @@ def prepare_resume(database: Database, experiment_id: str, *, tenant_id: str) ->
             )
         session.expunge(row)
         return row
+
+
+def running_job(session: Session, experiment_id: str, *, tenant_id: str) -> JobRow:
+    """The job that runs (or will run) the Experiment; 404 for an unknown Experiment, 409 when no job does."""
+    row = get(session, experiment_id, tenant_id=tenant_id)
+    jobs = session.scalars(
+        select(JobRow).where(JobRow.tenant_id == tenant_id, JobRow.kind == "benchmark", JobRow.status.in_(ACTIVE))
+    ).all()
+    # The request is JSON: matched here, portable across SQLite and PostgreSQL (few jobs are active at once).
+    job = next((job for job in jobs if job.request.get("experiment_id") == experiment_id), None)
+    if job is None:
+        raise JobNotActiveError(
+            f"Experiment '{experiment_id}' is {row.status} and no job of this server is running it: a run started "
+            "with `chunkbench bench run` stops with Ctrl-C where it runs.",
+            experiment_id=experiment_id,
+            status=row.status,
+        )
+    return job
 
 
 def estimate(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_id: str) -> CostEstimateOut:

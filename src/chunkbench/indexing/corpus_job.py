@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from chunkbench.chunking.base import BoundaryEmbedder, ChunkingInput, StrategyParams, strategy_class
 from chunkbench.config import Settings
-from chunkbench.errors import ChunkbenchError, DocumentNotFoundError, InvalidRequestError
+from chunkbench.errors import ChunkbenchError, DocumentNotFoundError, InvalidRequestError, JobCancelledError
 from chunkbench.guard.injection import InjectionDetector
 from chunkbench.indexing import service
 from chunkbench.indexing.contextual import make_prefixer
@@ -37,7 +37,7 @@ from chunkbench.indexing.schemas import (
     ProcessIn,
     StrategyOutcome,
 )
-from chunkbench.jobs.service import Progress
+from chunkbench.jobs.service import Progress, StopCheck, never_stop
 from chunkbench.models import StrategyName
 from chunkbench.storage.db import Database
 from chunkbench.storage.ownership import Heartbeat
@@ -197,9 +197,17 @@ class _Tally:
 
 
 def run(
-    database: Database, settings: Settings, store: VectorStore, corpus_plan: CorpusPlan, progress: Progress
+    database: Database,
+    settings: Settings,
+    store: VectorStore,
+    corpus_plan: CorpusPlan,
+    progress: Progress,
+    stop: StopCheck = never_stop,
 ) -> CorpusProcessOut:
-    """Process every member document that is not current with the plan's strategies (see the module docstring)."""
+    """Process every member document that is not current with the plan's strategies (see the module docstring).
+
+    Once ``stop`` says so (its job was cancelled), no further document is claimed: the batch in hand is finished
+    and JobCancelledError says how far it got (running the job again skips the finished documents)."""
     started = time.perf_counter()
     tally = _Tally(corpus_plan, progress)
     queue = deque(_pending(database, corpus_plan, tally))
@@ -214,8 +222,8 @@ def run(
     tally.report("starting")
     with heartbeat:
         try:
-            while queue:
-                batch = _fill_batch(database, settings, targets, corpus_plan, queue, tally, leases)
+            while queue and not stop():
+                batch = _fill_batch(database, settings, targets, corpus_plan, queue, tally, leases, stop)
                 _index_batch(database, settings, store, targets, batch, tally)
                 _finish_batch(database, store, batch, tally, leases)
         except Exception as exc:
@@ -224,6 +232,14 @@ def run(
                 reason = f"Processing stopped unexpectedly: {exc}"
                 service.fail_document(database, corpus_plan.document_plan(document_id, ()), reason)
             raise
+    if queue:
+        raise JobCancelledError(
+            f"Cancelled after {tally.done} of {tally.total} documents ({tally.chunks} chunks indexed); the finished "
+            f"documents are kept. Process the corpus again to do the other {len(queue)}: the finished ones are "
+            "skipped.",
+            documents_done=tally.done,
+            documents_total=tally.total,
+        )
     tally.report("done")
     return tally.result(corpus_plan, started)
 
@@ -323,11 +339,12 @@ def _fill_batch(
     queue: deque[tuple[str, list[StrategyName]]],
     tally: _Tally,
     leases: _Leases,
+    stop: StopCheck,
 ) -> list[_Claimed]:
-    """Claim and cut documents until one strategy's chunks reach the batch bound (or none are left)."""
+    """Claim and cut documents until one strategy's chunks reach the batch bound, none are left, or ``stop``."""
     batch: list[_Claimed] = []
     sizes: Counter[StrategyName] = Counter()
-    while queue and max(sizes.values(), default=0) < settings.corpus_batch_chunks:
+    while queue and max(sizes.values(), default=0) < settings.corpus_batch_chunks and not stop():
         document_id, names = queue.popleft()
         document_plan = corpus_plan.document_plan(document_id, names)
         try:

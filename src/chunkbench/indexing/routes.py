@@ -13,7 +13,7 @@ from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, Tenant
 from chunkbench.indexing import corpus_job, service
 from chunkbench.indexing.schemas import CorpusProcessOut, ProcessIn, ProcessOut, StrategyInfo, StrategyRunOut
 from chunkbench.jobs.schemas import JobAccepted
-from chunkbench.jobs.service import Progress
+from chunkbench.jobs.service import Progress, StopCheck, never_stop
 from chunkbench.schemas import ErrorOut
 
 router = APIRouter(tags=["processing"])
@@ -40,7 +40,8 @@ def process_document(
     """Chunk, embed and index a document with the chosen strategies (202 + a job to poll, or 200 with wait)."""
     process_plan = service.plan(session, settings, document_id, body, tenant_id=tenant_id)
     return _run_or_submit(
-        request, response, wait, lambda progress: service.run(database, settings, store, process_plan, progress),
+        request, response, wait,
+        lambda progress, stop: service.run(database, settings, store, process_plan, progress, stop),
         kind="process", tenant_id=tenant_id, described=process_plan.describe(), document_id=document_id,
     )  # fmt: skip
 
@@ -49,7 +50,7 @@ def _run_or_submit(
     request: Request,
     response: Response,
     wait: bool,
-    work: Callable[[Progress], BaseModel],
+    work: Callable[[Progress, StopCheck], BaseModel],
     *,
     kind: str,
     tenant_id: str,
@@ -60,10 +61,10 @@ def _run_or_submit(
     """``work`` run now (``wait``: 200 with its result) or submitted as a job (202 with where to poll it)."""
     if wait:
         response.status_code = status.HTTP_200_OK
-        return work(lambda _fraction, _message: None)
+        return work(lambda _fraction, _message: None, never_stop)
     job = request.app.state.jobs.submit(
         kind=kind, tenant_id=tenant_id, document_id=document_id, corpus_id=corpus_id, request=described,
-        work=lambda progress: work(progress).model_dump(mode="json"),
+        work=lambda progress, stop: work(progress, stop).model_dump(mode="json"),
     )  # fmt: skip
     return JobAccepted(job_id=job.id, status=job.status, status_url=f"/jobs/{job.id}")
 
@@ -89,7 +90,8 @@ def process_corpus(
     """Process every document of a corpus as one job: current ones skipped, failing ones recorded, resumable."""
     corpus_plan = corpus_job.plan(session, settings, name, body, tenant_id=tenant_id)
     return _run_or_submit(
-        request, response, wait, lambda progress: corpus_job.run(database, settings, store, corpus_plan, progress),
+        request, response, wait,
+        lambda progress, stop: corpus_job.run(database, settings, store, corpus_plan, progress, stop),
         kind="process_corpus", tenant_id=tenant_id, described=corpus_plan.describe(), corpus_id=corpus_plan.corpus_id,
     )  # fmt: skip
 

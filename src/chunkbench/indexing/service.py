@@ -29,12 +29,12 @@ from chunkbench.chunking.base import (
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import EmbeddingModelSpec
-from chunkbench.errors import ChunkbenchError, ChunkingError, DocumentNotFoundError
+from chunkbench.errors import ChunkbenchError, ChunkingError, DocumentNotFoundError, JobCancelledError
 from chunkbench.guard.injection import InjectionDetector
 from chunkbench.indexing.contextual import make_prefixer
 from chunkbench.indexing.pipeline import IndexedDocument, IndexedRun, IndexingPlan, index_documents
 from chunkbench.indexing.schemas import ProcessIn, ProcessOut, StrategyOutcome
-from chunkbench.jobs.service import Progress
+from chunkbench.jobs.service import Progress, StopCheck, never_stop
 from chunkbench.models import DocumentState, DocumentTree, StrategyName
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
@@ -107,9 +107,20 @@ def validate_request(session: Session, settings: Settings, request: ProcessIn) -
 
 
 def run(
-    database: Database, settings: Settings, store: VectorStore, process_plan: ProcessPlan, progress: Progress
+    database: Database,
+    settings: Settings,
+    store: VectorStore,
+    process_plan: ProcessPlan,
+    progress: Progress,
+    stop: StopCheck = never_stop,
 ) -> ProcessOut:
-    """Run a plan: every strategy is attempted; the document ends ``indexed`` if any succeeded."""
+    """Run a plan: every strategy is attempted; the document ends ``indexed`` if any succeeded.
+
+    Once ``stop`` says so (its job was cancelled), no further strategy starts: the document keeps the ones done
+    (and its earlier runs of the others) and JobCancelledError names them."""
+    names = [name.value for name, _ in process_plan.strategies]
+    if stop():  # cancelled while queued: the document is left as it was
+        raise JobCancelledError(f"Cancelled before processing started; nothing changed. Run {', '.join(names)} again.")
     with database.session() as session:
         document = claim(session, settings, process_plan)
 
@@ -123,6 +134,8 @@ def run(
     try:
         heartbeat.start()
         for position, (name, params) in enumerate(process_plan.strategies):
+            if position and stop():  # the first one runs: the document was just claimed for it
+                break
 
             def step(fraction: float, message: str, position: int = position, name: StrategyName = name) -> None:
                 progress((position + fraction) / total, f"{name.value}: {message}")
@@ -137,7 +150,16 @@ def run(
     finally:
         heartbeat.stop()
     progress(1.0, "saving")
-    return finish(database, store, process_plan, outcomes)
+    finished = finish(database, store, process_plan, outcomes)
+    if len(outcomes) < total:
+        done, left = names[: len(outcomes)], names[len(outcomes) :]
+        raise JobCancelledError(
+            f"Cancelled after {len(outcomes)} of {total} strategies ({', '.join(done)} done; the document is "
+            f"{finished.status}). Process it with {', '.join(left)} to finish.",
+            done=done,
+            left=left,
+        )
+    return finished
 
 
 def boundary_embedder(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request, status
 
 from chunkbench.dependencies import SessionDep, TenantDep
 from chunkbench.jobs import service
@@ -16,6 +16,18 @@ router = APIRouter(prefix="/jobs", tags=["jobs"])
 def get_job(job_id: str, session: SessionDep, tenant_id: TenantDep) -> JobOut:
     """Status, progress (0–1), message, and the result or error once finished."""
     return JobOut.model_validate(service.get(session, job_id, tenant_id=tenant_id))
+
+
+@router.post(
+    "/{job_id}/cancel",
+    response_model=JobOut,
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={404: {"model": ErrorOut}, 409: {"model": ErrorOut}},
+)
+def cancel_job(job_id: str, request: Request, tenant_id: TenantDep) -> JobOut:
+    """Stop a queued or running job at its next cell, document or strategy (``cancelling`` until then, then
+    ``cancelled``); what it finished is kept and running it again (or resuming the Experiment) does the rest."""
+    return JobOut.model_validate(request.app.state.jobs.cancel(job_id, tenant_id=tenant_id))
 
 
 @router.get("", response_model=list[JobOut])

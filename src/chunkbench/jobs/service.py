@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -13,7 +14,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from chunkbench.errors import ChunkbenchError, NotFoundError
+from chunkbench.errors import ChunkbenchError, JobCancelledError, JobNotActiveError, NotFoundError
 from chunkbench.storage.db import Database
 from chunkbench.storage.ownership import Heartbeat, lease_until, owner_gone, this_process
 from chunkbench.storage.schema import JobRow, utcnow
@@ -22,14 +23,26 @@ logger = logging.getLogger(__name__)
 
 # A progress callback: fraction done in [0, 1] and a short message ("embedding semantic chunks").
 Progress = Callable[[float, str], None]
+# Whether the job was cancelled: long work asks it at its safe points (between cells, documents, strategies) and
+# then raises JobCancelledError, keeping what it finished.
+StopCheck = Callable[[], bool]
+# A job's work: gets the progress callback and the stop check, returns the result (JSON-ready).
+Work = Callable[[Progress, StopCheck], dict[str, Any]]
 _PROGRESS_WRITE_INTERVAL_S = 0.5
+
+
+def never_stop() -> bool:
+    """The stop check of work no one can cancel (run inline, with ``?wait=true``; the CLI stops on Ctrl-C)."""
+    return False
 
 
 class JobStatus(StrEnum):
     QUEUED = "queued"
     RUNNING = "running"
+    CANCELLING = "cancelling"  # asked to stop; the work stops at its next safe point
     SUCCEEDED = "succeeded"
     FAILED = "failed"
+    CANCELLED = "cancelled"
 
 
 class JobNotFoundError(NotFoundError):
@@ -50,7 +63,7 @@ def get_all(session: Session, *, tenant_id: str, document_id: str | None = None,
     return session.scalars(query.order_by(JobRow.created_at.desc()).limit(limit)).all()
 
 
-_ACTIVE = (JobStatus.QUEUED.value, JobStatus.RUNNING.value)
+ACTIVE = (JobStatus.QUEUED.value, JobStatus.RUNNING.value, JobStatus.CANCELLING.value)
 
 
 def fail_interrupted(database: Database) -> int:
@@ -60,7 +73,7 @@ def fail_interrupted(database: Database) -> int:
     on a shared database are left alone. Returns how many were failed.
     """
     with database.session() as session:
-        rows = session.scalars(select(JobRow).where(JobRow.status.in_(_ACTIVE))).all()
+        rows = session.scalars(select(JobRow).where(JobRow.status.in_(ACTIVE))).all()
         stale = [
             row for row in rows if owner_gone(row.owner_host, row.owner_pid, row.owner_token, row.lease_expires_at)
         ]
@@ -82,16 +95,47 @@ class JobRunner:
         self._database = database
         self._lease_s = lease_s
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chunkbench-job")
+        # The stop flag of each job this process owns and has not finished: set by ``cancel`` here, or by the
+        # heartbeat when another replica marked the job cancelling in the shared database.
+        self._stops: dict[str, threading.Event] = {}
         # Queued jobs wait in this process too: every job it owns keeps its lease while the runner lives.
         self._heartbeat = Heartbeat(self._renew_leases, lease_s / 3, name="chunkbench-job-lease").start()
 
     def _renew_leases(self) -> None:
         with self._database.session() as session:
-            session.execute(
+            mine = (JobRow.owner_token == this_process().token, JobRow.status.in_(ACTIVE))
+            session.execute(update(JobRow).where(*mine).values(lease_expires_at=lease_until(self._lease_s)))
+            cancelling = session.scalars(
+                select(JobRow.id).where(*mine, JobRow.status == JobStatus.CANCELLING.value)
+            ).all()
+        for job_id in cancelling:
+            if (stop := self._stops.get(job_id)) is not None:
+                stop.set()
+
+    def cancel(self, job_id: str, *, tenant_id: str) -> JobRow:
+        """Ask a queued or running job to stop at its next safe point (the work decides where: between cells,
+        documents or strategies, keeping what it finished); 404 for an unknown job, 409 for one that has ended.
+
+        The row says ``cancelling`` until the work stops; a job of another replica stops when that replica's
+        heartbeat reads it (within a third of the lease)."""
+        with self._database.session() as session:
+            row = get(session, job_id, tenant_id=tenant_id)
+            # Conditional: a job that ends meanwhile keeps its final status instead of turning "cancelling".
+            marked = session.execute(
                 update(JobRow)
-                .where(JobRow.owner_token == this_process().token, JobRow.status.in_(_ACTIVE))
-                .values(lease_expires_at=lease_until(self._lease_s))
-            )
+                .where(JobRow.id == job_id, JobRow.status.in_(ACTIVE))
+                .values(status=JobStatus.CANCELLING.value, message="cancelling: stopping at the next safe point")
+            ).rowcount
+            session.refresh(row)
+            if not marked:
+                raise JobNotActiveError(
+                    f"Job '{job_id}' has already {row.status}; there is nothing to cancel.",
+                    job_id=job_id,
+                    status=row.status,
+                )
+        if (stop := self._stops.get(job_id)) is not None:
+            stop.set()
+        return row
 
     def submit(
         self,
@@ -100,10 +144,11 @@ class JobRunner:
         tenant_id: str,
         document_id: str | None,
         request: dict[str, Any],
-        work: Callable[[Progress], dict[str, Any]],
+        work: Work,
         corpus_id: str | None = None,
     ) -> JobRow:
-        """Record a queued job and start it; ``work`` gets a progress callback and returns the result."""
+        """Record a queued job and start it; ``work`` gets a progress callback and a stop check (True once the
+        job is cancelled: it then raises JobCancelledError) and returns the result."""
         with self._database.session() as session:
             row = JobRow(
                 id=uuid.uuid4().hex,
@@ -120,15 +165,29 @@ class JobRunner:
                 lease_expires_at=lease_until(self._lease_s),
             )
             session.add(row)
-        self._executor.submit(self._run, row.id, work)
+        stop = self._stops[row.id] = threading.Event()
+        self._executor.submit(self._run, row.id, work, stop)
         return row
 
     def _set(self, job_id: str, **values: Any) -> None:
         with self._database.session() as session:
             session.execute(update(JobRow).where(JobRow.id == job_id).values(**values))
 
-    def _run(self, job_id: str, work: Callable[[Progress], dict[str, Any]]) -> None:
-        self._set(job_id, status=JobStatus.RUNNING.value, started_at=utcnow(), message="started")
+    def _run(self, job_id: str, work: Work, stop: threading.Event) -> None:
+        try:
+            self._work(job_id, work, stop)
+        finally:
+            self._stops.pop(job_id, None)
+
+    def _work(self, job_id: str, work: Work, stop: threading.Event) -> None:
+        # A job cancelled while queued still runs: its work stops at its first safe point and says what it kept.
+        with self._database.session() as session:
+            session.execute(update(JobRow).where(JobRow.id == job_id).values(started_at=utcnow()))
+            session.execute(
+                update(JobRow)
+                .where(JobRow.id == job_id, JobRow.status == JobStatus.QUEUED.value)
+                .values(status=JobStatus.RUNNING.value, message="started")
+            )
         last_write = 0.0
 
         def progress(fraction: float, message: str) -> None:
@@ -139,7 +198,10 @@ class JobRunner:
                 self._set(job_id, progress=max(0.0, min(fraction, 1.0)), message=message)
 
         try:
-            result = work(progress)
+            result = work(progress, stop.is_set)
+        except JobCancelledError as exc:
+            self._set(job_id, status=JobStatus.CANCELLED.value, finished_at=utcnow(), message="cancelled",
+                      error=exc.to_dict())  # fmt: skip
         except ChunkbenchError as exc:
             self._set(job_id, status=JobStatus.FAILED.value, finished_at=utcnow(), error=exc.to_dict())
         except Exception as exc:  # a bug must still end the job, not leave it "running" forever

@@ -63,6 +63,22 @@ def _load_cross_encoder(model: str, device: str) -> Any:
         return loaded
 
 
+def cross_encoder_availability(settings: Settings) -> tuple[bool, str]:
+    """Whether cross-encoder reranking can run here, and why (or what it will load), without loading the model."""
+    model = settings.cross_encoder_model
+    if not model:
+        return False, (
+            "No cross-encoder is configured: set CHUNKBENCH_CROSS_ENCODER_MODEL to a sentence-transformers "
+            f"CrossEncoder folder (e.g. {SUGGESTED_CROSS_ENCODER} downloaded to a local folder) and restart."
+        )
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return True, f"The CrossEncoder in the folder {path}."
+    if path.is_absolute() or model.startswith((".", "~")):
+        return False, f"CHUNKBENCH_CROSS_ENCODER_MODEL names the folder {path}, which does not exist here."
+    return True, f"'{model}' from the Hugging Face hub (or its local cache), loaded on first use."
+
+
 class CrossEncoderReranker:
     """Scores each (question, chunk text) pair with a sentence-transformers CrossEncoder."""
 

@@ -226,7 +226,8 @@ class JobRow(Base):
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(String(64), default=DEFAULT_TENANT, nullable=False, index=True)
     kind: Mapped[str] = mapped_column(String(32), nullable=False)
-    status: Mapped[str] = mapped_column(String(16), nullable=False)  # queued | running | succeeded | failed
+    # queued | running | cancelling (asked to stop) | succeeded | failed | cancelled
+    status: Mapped[str] = mapped_column(String(16), nullable=False)
     document_id: Mapped[str | None] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"), index=True)
     corpus_id: Mapped[str | None] = mapped_column(
         ForeignKey("corpora.id", ondelete="CASCADE", name="fk_jobs_corpus_id"), index=True

@@ -106,16 +106,32 @@ export function upload(path, file, { field = "file", onProgress, query } = {}) {
   });
 }
 
-// Poll a job until it ends; onProgress gets (fraction, message). Resolves with the job, rejects on failure.
+// A job that stopped because a person cancelled it: not a failure (ErrorBox shows it as a notice). Its message
+// says what was kept and how to finish.
+export class JobCancelled extends ApiError {
+  constructor(job) {
+    super(409, job.error || { message: "Cancelled." });
+    this.cancelled = true;
+    this.job = job;
+  }
+}
+
+// Poll a job until it ends; onProgress gets (fraction, message, job). Resolves with the job, rejects on failure
+// (JobCancelled when it was cancelled).
 export async function waitForJob(jobId, { onProgress, intervalMs = 500, signal } = {}) {
   for (;;) {
     const job = await api(`/jobs/${jobId}`, { signal });
-    onProgress?.(job.progress ?? 0, job.message || job.status);
+    onProgress?.(job.progress ?? 0, job.status === "cancelling" ? "cancelling…" : job.message || job.status, job);
     if (job.status === "succeeded") return job;
     if (job.status === "failed") throw new ApiError(500, job.error || { message: "The job failed." });
+    if (job.status === "cancelled") throw new JobCancelled(job);
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+// Ask a job to stop at its next cell, document or strategy (POST /jobs/{id}/cancel); waitForJob then rejects
+// with JobCancelled.
+export const cancelJob = (jobId) => api(`/jobs/${encodeURIComponent(jobId)}/cancel`, { method: "POST" });
 
 // Links to API pages (reports, exports) cannot carry a header: with a key set, a click fetches the page with it
 // and opens (or downloads) the result instead. Without a key the link works as a plain link.

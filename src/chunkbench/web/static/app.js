@@ -1,8 +1,9 @@
 // The dashboard shell: top tabs whose components stay mounted (their state survives switching), the health
-// line, and the registry of tabs. Each tab is one module under tabs/.
+// line, and the registry of tabs. Each tab is one module under tabs/; the URL names the open one (router.js).
 import { html, render, useState, useEffect } from "./vendor/htm-preact-standalone.module.js";
 import { api, getApiKey, setApiKey } from "./api.js";
 import { on } from "./bus.js";
+import { go, useOpenTab } from "./router.js";
 import { TABS } from "./tabs/index.js";
 
 function Health() {
@@ -43,24 +44,15 @@ function ApiKey() {
     </form>`;
 }
 
-const tabFromHash = () => TABS.find((tab) => `#${tab.id}` === window.location.hash)?.id;
-
 function App() {
-  const initial = tabFromHash() || TABS[0].id;
-  const [active, setActive] = useState(initial);
+  // The URL's hash names the open tab (router.js): a reload reopens it, Back and Forward walk the tabs.
+  const routed = useOpenTab();
+  const active = TABS.some((tab) => tab.id === routed) ? routed : TABS[0].id;
   // A tab is mounted the first time it is opened and then kept: switching back finds it as it was left.
-  const [opened, setOpened] = useState(() => new Set([initial]));
-  const open = (id) => {
-    setActive(id);
-    setOpened((set) => new Set(set).add(id));
-    history.replaceState(null, "", `#${id}`);
-  };
-  // Links to #query, the browser's back and forward: the hash names the tab.
-  useEffect(() => {
-    const follow = () => { const id = tabFromHash(); if (id) open(id); };
-    window.addEventListener("hashchange", follow);
-    return () => window.removeEventListener("hashchange", follow);
-  }, []);
+  const [opened, setOpened] = useState(() => new Set([active]));
+  useEffect(() => setOpened((set) => (set.has(active) ? set : new Set(set).add(active))), [active]);
+  const mounted = opened.has(active) ? opened : new Set(opened).add(active);
+  const open = (id) => go(id);
   const onKey = (event, index) => {
     const step = event.key === "ArrowRight" ? 1 : event.key === "ArrowLeft" ? -1 : 0;
     if (!step) return;
@@ -80,7 +72,7 @@ function App() {
       <${ApiKey} />
     </header>
     <main>
-      ${TABS.filter((tab) => opened.has(tab.id)).map((tab) => html`
+      ${TABS.filter((tab) => mounted.has(tab.id)).map((tab) => html`
         <section class="tab" role="tabpanel" id=${`panel-${tab.id}`} aria-labelledby=${`tab-${tab.id}`}
           hidden=${active !== tab.id}>
           <${tab.component} active=${active === tab.id} openTab=${open} />

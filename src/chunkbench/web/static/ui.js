@@ -5,6 +5,8 @@ export { html, useEffect, useState, useCallback, useRef };
 
 export function ErrorBox({ error }) {
   if (!error) return null;
+  // A job a person cancelled is not an error: its message says what was kept and how to finish.
+  if (error.cancelled) return html`<div class="notice" role="status">${error.message}</div>`;
   return html`<div class="error" role="alert">${error.message || String(error)}</div>`;
 }
 

@@ -2,6 +2,8 @@
 // serving configuration; Qdrant collections (wipe, delete); question files (upload, delete).
 import { html, useEffect, useState, useRef, ErrorBox, Spinner, ProgressBar, fmt, fmtInt, useApi, usePager, LIMITS } from "../ui.js";
 import { api, upload } from "../api.js";
+import { Unavailable, rerankers, useCapabilities } from "../capabilities.js";
+import { Term } from "../glossary.js";
 
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : "");
 
@@ -119,12 +121,12 @@ function EmbeddingModels({ tick }) {
       ${!data && registry.loading ? html`<${Spinner} label="Loading models…" />` : null}
       ${data ? html`
         <div class="row">
-          <label>Corpus model (embeds chunks and questions)
+          <label><span><${Term} name="corpus_model" /> (embeds chunks and questions)</span>
             <select value=${data.corpus_model_id} onChange=${(e) => setRole("corpus", e.target.value)} data-testid="corpus-role">
               ${models.map((m) => html`<option value=${m.id}>${label(m)}</option>`)}
             </select>
           </label>
-          <label>Boundary model (semantic cuts)
+          <label><span><${Term} name="boundary_model" /> (semantic cuts)</span>
             <select value=${data.boundary_model_id} onChange=${(e) => setRole("boundary", e.target.value)} data-testid="boundary-role">
               ${models.map((m) => html`<option value=${m.id}>${label(m)}</option>`)}
             </select>
@@ -136,7 +138,8 @@ function EmbeddingModels({ tick }) {
         <${ErrorBox} error=${error} />
         <div class="scroll">
         <table class="data" data-testid="admin-models">
-          <thead><tr><th>model</th><th>role</th><th class="num hide-narrow">dim</th><th>available</th><th>semantic threshold</th></tr></thead>
+          <thead><tr><th>model</th><th>role</th><th class="num hide-narrow">dim</th><th>available</th>
+            <th><${Term} name="semantic_threshold" /></th></tr></thead>
           <tbody>${models.map((m) => html`<tr>
             <td><div>${m.display_name || m.id}</div><div class="muted small mono">${m.id}</div></td>
             <td>${m.is_corpus_default ? html`<span class="badge accent">Corpus</span> ` : null}
@@ -197,7 +200,6 @@ function Threshold({ model, onSaved }) {
 // ------------------------------------------------------------------------------------------------ serving
 
 const SERVING_RETRIEVERS = ["dense", "bm25", "hybrid"];
-const SERVING_RERANKERS = ["none", "cross_encoder", "llm"];
 const NUMBER_FIELDS = ["top_k", "candidate_k", "neighbor_prev", "neighbor_next"];
 
 // The form's text inputs as the API's numbers (an empty candidate count means the server's default).
@@ -211,6 +213,9 @@ function servingBody(form) {
 
 function Serving({ tick }) {
   const loaded = useApi(() => Promise.all([api("/admin/serving"), api("/strategies"), api("/admin/embedding-models")]), [tick]);
+  // A reranker that cannot run here is not offered (the saved one stays listed, marked, until it is changed).
+  const capabilities = useCapabilities([tick]);
+  const rerankOptions = rerankers(capabilities);
   const [form, setForm] = useState(null);
   const [error, setError] = useState(null);
   const [saved, setSaved] = useState(false);
@@ -255,7 +260,7 @@ function Serving({ tick }) {
               ${registry.models.map((m) => html`<option value=${m.id}>${m.display_name || m.id}</option>`)}
             </select>
           </label>
-          <label>Retriever
+          <label><${Term} name="retriever">Retriever</${Term}>
             <select value=${form.retriever} onChange=${set("retriever")}>
               ${SERVING_RETRIEVERS.map((r) => html`<option value=${r}>${r}</option>`)}
             </select>
@@ -265,12 +270,14 @@ function Serving({ tick }) {
           </label>
         </div>
         <div class="row">
-          <label>Rerank
+          <label><${Term} name="rerank">Rerank</${Term}>
             <select value=${form.rerank} onChange=${set("rerank")}>
-              ${SERVING_RERANKERS.map((r) => html`<option value=${r}>${r}</option>`)}
+              ${rerankOptions.map(([r, , ok, capability]) => html`<option value=${r}
+                disabled=${!ok && r !== form.rerank} title=${capability?.detail || ""}>${r}${ok ? ""
+                : " (not available)"}</option>`)}
             </select>
           </label>
-          <label>Candidate pool
+          <label><${Term} name="candidate_k">Candidate pool</${Term}>
             <input type="number" min="1" max=${LIMITS.max_candidate_k} placeholder="server default" disabled=${form.rerank === "none"}
               value=${form.candidate_k ?? ""} onInput=${set("candidate_k")} />
           </label>
@@ -286,6 +293,8 @@ function Serving({ tick }) {
           </label>
         </div>
         ${!expands ? html`<p class="muted small">Neighbor Expansion applies to strategies whose chunks are windows (fixed_size).</p>` : null}
+        <${Unavailable} items=${rerankOptions.filter(([r]) => r !== "none").map(([r, text, , capability]) =>
+          [`${text[0].toUpperCase()}${text.slice(1)} reranking`, capability])} />
         <div class="row">
           <button type="submit" class="primary" disabled=${busy}>${busy ? "Saving…" : "Save"}</button>
           ${saved ? html`<span class="muted" role="status">Saved: new chatbot questions use it.</span>` : null}

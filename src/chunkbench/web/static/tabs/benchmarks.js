@@ -5,21 +5,16 @@
 import { html, useEffect, useRef, useState, ErrorBox, Spinner, ProgressBar, fmt, fmtInt, ms, useApi, usePager, LIMITS,
   targetName } from "../ui.js";
 import { useMemo } from "../vendor/htm-preact-standalone.module.js";
-import { api, strategyCatalog, upload, waitForJob, withKey } from "../api.js";
+import { api, cancelJob, strategyCatalog, upload, waitForJob, withKey } from "../api.js";
 import { Breakdowns } from "../breakdowns.js";
 import { on } from "../bus.js";
 import { QUESTION_SETS_CHANGED } from "./questions.js";
 import { ExperimentCharts } from "../charts.js";
+import { Unavailable, offered, rerankers, useCapabilities } from "../capabilities.js";
+import { Term } from "../glossary.js";
+import { go, setParams, useRouteParam } from "../router.js";
 
 const RETRIEVERS = ["dense", "bm25", "hybrid"];
-const RERANKS = [["none", "none"], ["cross_encoder", "cross-encoder"], ["llm", "LLM listwise"]];
-const METRIC_LABELS = {
-  recall: "recall", precision: "precision", precision_omega: "precision Ω", iou: "IoU", recall_at_k: "recall@k",
-  hit_at_k: "hit@k", mrr: "MRR", ndcg_at_k: "nDCG@k", tok_at_k: "tok@k", exact_match: "exact match",
-  token_f1: "token F1", answer_similarity: "answer similarity", judge_context_relevance: "judge: context relevance",
-  judge_answer_similarity: "judge: answer similarity", judge_faithfulness: "judge: faithfulness",
-  judge_hallucination: "judge: hallucination",
-};
 // The aggregates table shows these next to the primary metric when they were measured.
 const KEY_METRICS = ["recall", "recall_at_k", "mrr", "ndcg_at_k", "token_f1", "answer_similarity",
   "judge_answer_similarity", "judge_faithfulness"];
@@ -28,8 +23,6 @@ const DECISION_LABELS = {
   cannot_tell: ["cannot tell", "warn"], no_clear_winner: ["no clear winner", "warn"],
   insufficient_data: ["insufficient data", "bad"],
 };
-const NO_LLM = "No LLM is connected: answers are extractive, and the judge and LLM reranking are off (set " +
-  "CHUNKBENCH_LLM_BASE_URL and CHUNKBENCH_LLM_MODEL to use one).";
 // Layout of this tab only (the shared building blocks are in styles.css).
 const CSS = `
 .bench-grid { display: grid; gap: 1rem; grid-template-columns: minmax(340px, 5fr) minmax(0, 7fr); align-items: start; }
@@ -38,9 +31,9 @@ const CSS = `
 @media (max-width: 1000px) { .bench-grid { grid-template-columns: minmax(0, 1fr); } }
 @media (max-width: 760px) { .bench-inspect { grid-template-columns: minmax(0, 1fr); } }
 `;
+const LIVE_POLL_MS = 1500; // how often running Experiments' counts are read again
 const STATUS_CLASS = { completed: "good", running: "accent", failed: "bad", interrupted: "warn" };
 
-const label = (metric) => METRIC_LABELS[metric] || metric;
 const neighborBadge = (prev, next) => `±${prev}/${next}`;
 const fmtMetric = (metric, value) => (metric === "tok_at_k" ? fmt(value, 0) : fmt(value));
 const percent = (value) => (value === null || value === undefined ? "—" : `${Math.round(value * 100)}%`);
@@ -60,8 +53,8 @@ function StatusBadge({ status }) {
 }
 
 function NeighborBadge({ prev, next }) {
-  return html`<span class="badge accent" title="Neighbor Expansion: chunks added before / after each hit (fixed_size)"
-    aria-label=${`Neighbor Expansion ${prev} before, ${next} after`}>${neighborBadge(prev, next)}</span>`;
+  return html`<${Term} name="neighbors"><span class="badge accent"
+    aria-label=${`Neighbor Expansion ${prev} before, ${next} after`}>${neighborBadge(prev, next)}</span></${Term}>`;
 }
 
 /** Warnings when Experiments that would be read side by side differ in Corpus, Boundary or Neighbor settings. */
@@ -120,7 +113,10 @@ function Checks({ legend, options, selected, onChange, disabled = {} }) {
   </div></fieldset>`;
 }
 
-function QuestionUpload({ onUploaded }) {
+// Uploading never changes the benchmark's question file behind a person's back: the new file is chosen only when
+// none was (or it replaced the chosen one); otherwise the status says which file the benchmark still uses, with
+// a button to switch.
+function QuestionUpload({ selected, onUploaded, onUse }) {
   const input = useRef(null);
   const [over, setOver] = useState(false);
   const [overwrite, setOverwrite] = useState(false);
@@ -133,7 +129,7 @@ function QuestionUpload({ onUploaded }) {
           query: overwrite ? { overwrite: "true" } : {},
           onProgress: (progress) => setState((s) => ({ ...s, progress })),
         });
-        setState({ busy: false, progress: 1, name: file.name, error: null, done: body });
+        setState({ busy: false, progress: 1, name: file.name, error: null, done: body, kept: selected });
         onUploaded(body.file.name);
       } catch (error) {
         setState({ busy: false, progress: 0, name: file.name, error, done: null });
@@ -157,6 +153,10 @@ function QuestionUpload({ onUploaded }) {
     ${state.busy ? html`<${ProgressBar} value=${state.progress} label=${`Uploading ${state.name}…`} />` : null}
     ${state.done ? html`<div class="muted" role="status">${`${state.done.replaced ? "Replaced" : "Uploaded"} \
 ${state.done.file.name}: ${state.done.file.question_count} questions, ${state.done.file.reference_count} references.`}
+      ${selected === state.done.file.name ? ` This benchmark uses it${state.kept === selected
+        ? " (its new contents: validate again)" : ""}.`
+        : html` This benchmark still uses <strong>${selected}</strong>. <button class="link"
+          onClick=${() => onUse(state.done.file.name)}>Use ${state.done.file.name}</button>`}
       </div>` : null}
     ${state.error ? html`<${ErrorBox} error=${{ message: `${state.name}: ${state.error.message}` }} />` : null}
   </div>`;
@@ -224,7 +224,7 @@ function corpusStrategies(detail) {
   return Object.keys(indexed[0].chunk_counts || {}).filter((name) => indexed.every((d) => name in (d.chunk_counts || {})));
 }
 
-function BenchmarkForm({ llm, preselect, onStarted, onFinished }) {
+function BenchmarkForm({ capabilities, preselect, onStarted, onFinished }) {
   const documents = useApi(() => api("/documents", { query: { status: "indexed", limit: 1000 } }), []);
   const [fileTick, setFileTick] = useState(0);
   const files = useApi(() => api("/admin/questions"), [fileTick]);
@@ -254,7 +254,7 @@ function BenchmarkForm({ llm, preselect, onStarted, onFinished }) {
   const [judge, setJudge] = useState(false);
   const [validation, setValidation] = useState({ data: null, error: null, busy: false });
   const [estimate, setEstimate] = useState({ data: null, error: null, busy: false });
-  const [run, setRun] = useState({ busy: false, progress: 0, message: "", error: null });
+  const [run, setRun] = useState({ busy: false, progress: 0, message: "", error: null, jobId: null });
 
   const docs = documents.data?.items || [];
   const doc = docs.find((d) => d.id === documentId);
@@ -274,7 +274,17 @@ function BenchmarkForm({ llm, preselect, onStarted, onFinished }) {
   useEffect(() => { if (corpora.data && !listed) setCorpusName(corpusList[0]?.name || ""); }, [corpora.data]);
   useEffect(() => { setStrategies(new Set(processed)); }, [target, documentId, documents.data, corpus.data]);
   useEffect(() => { if (!fileName && questionFiles[0]) setFileName(questionFiles[0].name); }, [files.data]);
-  useEffect(() => { setJudge(Boolean(llm)); }, [llm]);
+  // Only what can work is offered: the judge and rerankers the server can run (GET /admin/capabilities).
+  const judgeOk = offered(capabilities, capabilities.data?.judge);
+  const rerankOptions = rerankers(capabilities);
+  // On by default when the server can run it (as the API's default), off when it cannot say.
+  useEffect(() => { setJudge(Boolean(capabilities.data?.judge?.available)); }, [capabilities.data]);
+  useEffect(() => {
+    if (!capabilities.data) return;
+    const ok = new Set(rerankOptions.filter(([, , can]) => can).map(([value]) => value));
+    setRerank((chosen) => ([...chosen].every((v) => ok.has(v)) ? chosen
+      : new Set([...chosen].filter((v) => ok.has(v)))));
+  }, [capabilities.data]);
   // A different document or file makes the last validation and estimate stale.
   useEffect(() => {
     setValidation({ data: null, error: null, busy: false });
@@ -286,7 +296,7 @@ function BenchmarkForm({ llm, preselect, onStarted, onFinished }) {
     ...(corpusModels.size ? { corpus_models: [...corpusModels] } : {}),
     question_set: fileName, strategies: [...strategies], retrievers: [...retrievers],
     top_k: parseTopK(topK), neighbor_prev: Number(prev), neighbor_next: Number(next), rerank: [...rerank],
-    judge: Boolean(llm && judge), dry_run: dryRun,
+    judge: judgeOk && judge, dry_run: dryRun,
   });
   const validate = async () => {
     setValidation({ data: null, error: null, busy: true });
@@ -306,17 +316,22 @@ function BenchmarkForm({ llm, preselect, onStarted, onFinished }) {
     }
   };
   const start = async () => {
-    setRun({ busy: true, progress: 0, message: "Starting…", error: null });
+    setRun({ busy: true, progress: 0, message: "Starting…", error: null, jobId: null });
     let accepted = null;
     try {
       accepted = await api("/benchmarks", { method: "POST", json: body(false) });
+      setRun((s) => ({ ...s, jobId: accepted.job_id }));
       onStarted(accepted.experiment_id);
       await waitForJob(accepted.job_id, { onProgress: (progress, message) => setRun((s) => ({ ...s, progress, message })) });
-      setRun({ busy: false, progress: 1, message: "Finished.", error: null });
+      setRun({ busy: false, progress: 1, message: "Finished.", error: null, jobId: null });
     } catch (error) {
-      setRun({ busy: false, progress: 0, message: "", error });
+      setRun({ busy: false, progress: 0, message: "", error, jobId: null });
     }
     if (accepted) onFinished(accepted.experiment_id);
+  };
+  const cancel = async () => {
+    setRun((s) => ({ ...s, message: "Cancelling: the cells in flight finish first…", cancelling: true }));
+    try { await cancelJob(run.jobId); } catch (error) { setRun((s) => ({ ...s, error })); }
   };
 
   const ready = (onCorpus ? corpusName : documentId) && fileName && strategies.size && retrievers.size && rerank.size;
@@ -358,7 +373,8 @@ function BenchmarkForm({ llm, preselect, onStarted, onFinished }) {
       source key, filename or stem); the dry run and the run place every snippet in it and refuse what cannot be
       placed.${corpus.data ? ` ${fmtInt(members.length)} documents${notIndexed ? `, ${fmtInt(notIndexed)} not indexed`
       : ""}.` : ""}</div>` : null}
-    <${QuestionUpload} onUploaded=${(name) => { setFileName(name); setFileTick((t) => t + 1); }} />
+    <${QuestionUpload} selected=${fileName} onUse=${setFileName}
+      onUploaded=${(name) => { if (!fileName) setFileName(name); setFileTick((t) => t + 1); }} />
     ${validation.busy ? html`<${Spinner} label="Placing the evidence in the document…" />` : null}
     <${ErrorBox} error=${validation.error} />
     ${validation.data ? html`<${ValidationReport} report=${validation.data} />` : null}
@@ -370,23 +386,28 @@ function BenchmarkForm({ llm, preselect, onStarted, onFinished }) {
       : null}
     ${onCorpus && corpus.data && !processed.length ? html`<div class="muted">No strategy has been processed for every
       document of this corpus: process the corpus in the Documents tab.</div>` : null}
-    <${Checks} legend="Corpus models (none ticked: the one the documents were last processed with)"
+    <${Checks} legend=${html`<${Term} name="corpus_model">Corpus models</${Term}> (none ticked: the one the documents
+      were last processed with)`}
       options=${modelOptions} selected=${corpusModels} onChange=${setCorpusModels} />
-    <${Checks} legend="Retrievers" options=${RETRIEVERS.map((r) => [r, r])} selected=${retrievers}
-      onChange=${setRetrievers} />
-    <${Checks} legend="Rerank" options=${RERANKS} selected=${rerank} onChange=${setRerank}
-      disabled=${{ llm: !llm }} />
+    <${Checks} legend=${html`<${Term} name="retriever">Retrievers</${Term}>`} options=${RETRIEVERS.map((r) => [r, r])}
+      selected=${retrievers} onChange=${setRetrievers} />
+    <${Checks} legend=${html`<${Term} name="rerank">Rerank</${Term}>`} selected=${rerank} onChange=${setRerank}
+      options=${rerankOptions.map(([value, text, can]) => [value, can ? text : `${text} (not available)`])}
+      disabled=${Object.fromEntries(rerankOptions.map(([value, , can]) => [value, !can]))} />
     <div class="row">
-      <label>top_k values<input type="text" value=${topK} onInput=${(e) => setTopK(e.target.value)}
-        inputmode="numeric" placeholder="3, 5" /></label>
+      <label><span><${Term} name="top_k" /> values</span><input type="text" value=${topK}
+        onInput=${(e) => setTopK(e.target.value)} inputmode="numeric" placeholder="3, 5" /></label>
       <label>Neighbors before<input type="number" min="0" max=${LIMITS.max_neighbors} value=${prev}
         onInput=${(e) => setPrev(e.target.value)} /></label>
       <label>Neighbors after<input type="number" min="0" max=${LIMITS.max_neighbors} value=${next}
         onInput=${(e) => setNext(e.target.value)} /></label>
-      <div class="checks"><label><input type="checkbox" checked=${llm && judge} disabled=${!llm}
-        onChange=${(e) => setJudge(e.target.checked)} />LLM-as-judge</label></div>
+      <div class="checks"><label><input type="checkbox" checked=${judgeOk && judge} disabled=${!judgeOk}
+        onChange=${(e) => setJudge(e.target.checked)} /><${Term} name="judge" /></label></div>
     </div>
-    <div class="muted">Neighbor Expansion applies to fixed_size only.${llm ? "" : ` ${NO_LLM}`}</div>
+    <div class="muted"><${Term} name="neighbor_expansion" /> applies to fixed_size only.</div>
+    <${Unavailable} items=${[["The LLM-as-judge", capabilities.data?.judge],
+      ...rerankOptions.filter(([value]) => value !== "none")
+        .map(([, text, , capability]) => [`${text[0].toUpperCase()}${text.slice(1)} reranking`, capability])]} />
     <div class="row">
       <button class="secondary" disabled=${!ready || busy} onClick=${dryRun}>Dry run</button>
       <button class="primary" disabled=${!ready || busy} onClick=${start}>Run benchmark</button>
@@ -394,7 +415,10 @@ function BenchmarkForm({ llm, preselect, onStarted, onFinished }) {
     ${estimate.busy ? html`<${Spinner} label="Estimating…" />` : null}
     <${ErrorBox} error=${estimate.error} />
     ${estimate.data ? html`<${EstimateView} estimate=${estimate.data} />` : null}
-    ${run.busy ? html`<${ProgressBar} value=${run.progress} label=${run.message} />` : null}
+    ${run.busy ? html`<${ProgressBar} value=${run.progress} label=${run.message} />
+      <div class="row"><button class="secondary" onClick=${cancel} disabled=${!run.jobId || run.cancelling}>
+        ${run.cancelling ? "Cancelling…" : "Cancel"}</button>
+        <span class="muted">stops after the cells in flight; resume the Experiment to finish it</span></div>` : null}
     <${ErrorBox} error=${run.error} />
   </section>`;
 }
@@ -402,7 +426,15 @@ function BenchmarkForm({ llm, preselect, onStarted, onFinished }) {
 // ------------------------------------------------------------------------------------------ Experiments
 
 function ExperimentList({ selectedId, onSelect, version }) {
-  const list = useApi(() => api("/experiments", { query: { limit: 1000 } }), [version]);
+  const [tick, setTick] = useState(0);
+  const list = useApi(() => api("/experiments", { query: { limit: 1000 } }), [version, tick]);
+  // Live counts: while any Experiment runs, the list is read again (cells done, status) until none does.
+  const anyRunning = (list.data || []).some((row) => row.status === "running");
+  useEffect(() => {
+    if (!anyRunning || list.loading) return undefined;
+    const timer = setTimeout(() => setTick((t) => t + 1), LIVE_POLL_MS);
+    return () => clearTimeout(timer);
+  }, [anyRunning, list.data, list.loading]);
   const [documentFilter, setDocumentFilter] = useState(""); // "": all; else a targetKey
   const rows = (list.data || []).filter((row) => !documentFilter || targetKey(row) === documentFilter);
   const targets = [...new Map((list.data || []).map((row) => [targetKey(row), targetName(row)])).entries()];
@@ -428,7 +460,9 @@ function ExperimentList({ selectedId, onSelect, version }) {
     ${list.data && !rows.length ? html`<div class="muted">No Experiment yet: run a benchmark.</div>` : null}
     ${warnings.map((w) => html`<div class="notice" role="note"><span class="badge warn">mismatch</span> ${w}</div>`)}
     ${rows.length ? html`<div class="scroll"><table class="data" aria-label="Experiments">
-      <thead><tr><th>status</th><th>document</th><th>strategies</th><th>models</th><th>neighbors</th><th class="num">cells</th>
+      <thead><tr><th>status</th><th>document</th><th>strategies</th>
+        <th><${Term} name="corpus_model">models</${Term}></th>
+        <th><${Term} name="neighbors">neighbors</${Term}></th><th class="num"><${Term} name="cells" /></th>
         <th>metric</th><th>best</th><th>created</th></tr></thead>
       <tbody>${page.map((row) => {
         const differs = differences(row, selected);
@@ -445,7 +479,7 @@ function ExperimentList({ selectedId, onSelect, version }) {
           <td class="mono">${(row.corpus_models?.length ? row.corpus_models : [row.corpus_model_id || "—"]).join(", ")}</td>
           <td><${NeighborBadge} prev=${row.neighbor_prev} next=${row.neighbor_next} /></td>
           <td class="num">${fmtInt(row.cells_done)}/${fmtInt(row.cells_total)}</td>
-          <td>${row.primary_metric ? label(row.primary_metric) : "—"}</td>
+          <td>${row.primary_metric ? html`<${Term} name=${row.primary_metric} />` : "—"}</td>
           <td>${row.best || html`<span class="muted">${(DECISION_LABELS[row.decision_status] || ["—"])[0]}</span>`}</td>
           <td>${when(row.created_at)}</td></tr>`;
       })}</tbody></table></div>${pager}` : null}
@@ -476,9 +510,11 @@ function AggregatesTable({ experiment }) {
   const anyFailed = Object.values(aggregates).some((a) => a.failed_cells > 0);
   // A frame that scrolls both ways under a sticky header and a fixed first column: no row or column is cut off.
   return html`<div class="table-frame"><table class="data" aria-label="Aggregates">
-    <thead><tr><th>configuration</th><th class="num">${label(primary)} (95% interval)</th>
-      ${others.map((m) => html`<th class="num">${label(m)}</th>`)}
-      <th class="num">tok@k</th><th class="num">latency p50</th><th class="num">P(best)</th>
+    <thead><tr><th><${Term} name="configuration" /></th><th class="num"><${Term} name=${primary} /> (<${Term}
+        name="interval" />)</th>
+      ${others.map((m) => html`<th class="num"><${Term} name=${m} /></th>`)}
+      <th class="num"><${Term} name="tok_at_k" /></th><th class="num"><${Term} name="latency_p50" /></th>
+      <th class="num"><${Term} name="p_best" /></th>
       ${anyFailed ? html`<th class="num">failed</th>` : null}
     </tr></thead>
     <tbody>${experiment.configurations.map((config) => {
@@ -487,7 +523,8 @@ function AggregatesTable({ experiment }) {
       return html`<tr key=${config.key} class=${config.key === decision.best ? "selected" : ""}>
         <td>${config.key}${config.key === decision.best ? html` <span class="badge good">${
           decision.status === "winner" ? "winner" : "chosen: cheapest of the tie"}</span>` : null}
-          ${ruledOut.has(config.key) ? html` <span class="badge bad">ruled out</span>` : null}</td>
+          ${ruledOut.has(config.key)
+            ? html` <${Term} name="ruled_out"><span class="badge bad">ruled out</span></${Term}>` : null}</td>
         <td class="num">${main ? html`${fmtMetric(primary, main.mean)} <span class="muted">[${
           fmtMetric(primary, main.ci_low)}, ${fmtMetric(primary, main.ci_high)}]</span>` : "—"}</td>
         ${others.map((m) => html`<td class="num">${fmtMetric(m, aggregate?.metrics?.[m]?.mean)}</td>`)}
@@ -507,6 +544,7 @@ function ExperimentView({ id, version, onInspect, onChanged }) {
   const loaded = useApi(() => api(`/benchmarks/${id}`, { query: { cells: "scores" } }), [id, version, tick]);
   const [live, setLive] = useState(null);
   const [resume, setResume] = useState({ busy: false, progress: 0, message: "", error: null });
+  const [cancel, setCancel] = useState({ busy: false, error: null });
   const experiment = loaded.data;
   const running = experiment?.status === "running";
   // While a run goes on, poll its small summary (not the whole Experiment) and reload it once it has ended.
@@ -521,9 +559,19 @@ function ExperimentView({ id, version, onInspect, onChanged }) {
         setLive(row || null);
         if (row && row.status !== "running") { setTick((t) => t + 1); onChanged(); }
       } catch { /* the next tick retries; the page keeps what it has */ }
-    }, 1500);
+    }, LIVE_POLL_MS);
     return () => clearInterval(timer);
   }, [id, running]);
+  useEffect(() => { if (!running) setCancel({ busy: false, error: null }); }, [running]);
+  // The job running it stops after the cells in flight; the poll then sees it interrupted (resumable).
+  const doCancel = async () => {
+    setCancel({ busy: true, error: null });
+    try {
+      await api(`/benchmarks/${id}/cancel`, { method: "POST" });
+    } catch (error) {
+      setCancel({ busy: false, error });
+    }
+  };
   const doResume = async () => {
     setResume({ busy: true, progress: 0, message: "Resuming…", error: null });
     try {
@@ -557,6 +605,8 @@ function ExperimentView({ id, version, onInspect, onChanged }) {
           Retrieval Inspect</button>
         ${["interrupted", "failed"].includes(experiment.status) ? html`<button class="secondary"
           disabled=${resume.busy} onClick=${doResume}>Resume</button>` : null}
+        ${running ? html`<button class="secondary" disabled=${cancel.busy} onClick=${doCancel}>
+          ${cancel.busy ? "Cancelling…" : "Cancel"}</button>` : null}
       </div>
     </div>
     <dl class="kv">
@@ -573,18 +623,23 @@ function ExperimentView({ id, version, onInspect, onChanged }) {
       <dt>created</dt><dd>${when(experiment.created_at)}</dd>
     </dl>
     ${running ? html`<${ProgressBar} value=${total ? done / total : 0} label=${`${done}/${total} cells`} />` : null}
-    ${experiment.error ? html`<div class="error" role="alert">${experiment.error}</div>` : null}
+    ${experiment.error && !running ? html`<${ErrorBox} error=${{ message: experiment.error.message || experiment.error,
+      cancelled: experiment.error.error === "cancelled" }} />` : null}
     ${resume.busy ? html`<${ProgressBar} value=${resume.progress} label=${resume.message} />` : null}
-    <${ErrorBox} error=${resume.error} />
+    <${ErrorBox} error=${resume.error || cancel.error} />
     <${DecisionView} decision=${experiment.decision} />
     <${AggregatesTable} experiment=${experiment} />
     ${experiment.status !== "running" ? html`<${ExperimentCharts} experimentId=${id}
       experimentName=${experiment.name || experimentTarget(experiment)} stamp=${experiment.finished_at} />` : null}
     <${Breakdowns} experiment=${experiment} />
-    <div class="row">
-      <a href=${report("managerial")} target="_blank" rel="noopener" onClick=${withKey}>Managerial report</a>
-      <a href=${report("technical")} target="_blank" rel="noopener" onClick=${withKey}>Technical report</a>
-      <a href=${report("json")} download=${`experiment-${id}.json`} onClick=${withKey}>JSON export</a>
+    <div class="row" data-testid="experiment-links">
+      ${experiment.status === "completed" ? html`
+        <a href=${report("managerial")} target="_blank" rel="noopener" onClick=${withKey}>Managerial report</a>
+        <a href=${report("technical")} target="_blank" rel="noopener" onClick=${withKey}>Technical report</a>`
+        : html`<span class="muted">The reports exist once every cell has run${running ? ""
+          : ": resume the run"}.</span>`}
+      <a href=${report("json")} download=${`experiment-${id}.json`} onClick=${withKey}>JSON export${
+        experiment.status === "completed" ? "" : " (so far)"}</a>
     </div>
   </section>`;
 }
@@ -693,8 +748,11 @@ function RetrievalInspect({ experiment, onClose }) {
   const metric = decision.metric || experiment.config.primary_metric;
   const keys = experiment.configurations.map((c) => c.key);
   const [configKey, setConfigKey] = useState(decision.best || decision.leader || keys[0]);
-  const [index, setIndex] = useState(0);
   const questions = experiment.questions;
+  // Deep link: #benchmarks/…/question/ID opens that question; stepping through questions replaces the entry.
+  const [questionId, setQuestionId] = useRouteParam("benchmarks", "question");
+  const index = Math.max(0, questions.findIndex((q) => q.id === questionId));
+  const setIndex = (i) => setQuestionId(questions[i]?.id ?? null, { replace: true });
   const question = questions[index];
   const cell = question && cells.get(`${question.id}\u0000${configKey}`);
   // A one-document Experiment's chunks and evidence carry no document id: they are all the Experiment's document's.
@@ -727,7 +785,7 @@ function RetrievalInspect({ experiment, onClose }) {
     </div>
     <${ErrorBox} error=${markdown.error} />
     <div class="bench-inspect">
-      <div class="panel"><h3>Questions · ${label(metric)}</h3>
+      <div class="panel"><h3>Questions · <${Term} name=${metric} /></h3>
         <${QuestionRail} questions=${questions} index=${index} onPick=${setIndex} valueOf=${valueOf} /></div>
       <div class="stack">
         ${question ? html`<div class="panel stack">
@@ -746,7 +804,7 @@ function RetrievalInspect({ experiment, onClose }) {
           ${!cell ? html`<div class="notice">This question has not been run with ${configKey} yet.</div>` : null}
           ${cell?.error ? html`<div class="error">${cell.error}</div>` : null}
           ${metrics.length ? html`<dl class="kv" aria-label="Cell metrics">
-            ${metrics.map(([k, v]) => html`<dt>${label(k)}</dt><dd>${fmtMetric(k, v)}</dd>`)}
+            ${metrics.map(([k, v]) => html`<dt><${Term} name=${k} /></dt><dd>${fmtMetric(k, v)}</dd>`)}
             <dt>latency</dt><dd>${ms(cell.latency_ms?.total)}</dd>
           </dl>` : null}
           ${cell?.judge ? html`<details><summary>Judge's reasoning</summary>
@@ -791,10 +849,12 @@ function RetrievalInspect({ experiment, onClose }) {
 
 // ------------------------------------------------------------------------------------------ the tab
 
-export function BenchmarksTab({ openTab }) {
-  const health = useApi(() => api("/api/health"), []);
-  const [selectedId, setSelectedId] = useState(null);
-  const [inspecting, setInspecting] = useState(null);
+export function BenchmarksTab() {
+  const capabilities = useCapabilities();
+  // Deep links: #benchmarks/experiment/ID (the open Experiment), …/inspect/ID (Retrieval Inspect on it).
+  const [selectedId] = useRouteParam("benchmarks", "experiment");
+  const [inspecting, setInspecting] = useRouteParam("benchmarks", "inspect");
+  const setSelectedId = (id) => setParams("benchmarks", { experiment: id, inspect: null, question: null });
   const [listVersion, setListVersion] = useState(0);
   const [experimentVersion, setExperimentVersion] = useState(0);
   const [preselect, setPreselect] = useState(null);
@@ -805,19 +865,20 @@ export function BenchmarksTab({ openTab }) {
   );
   const inspectedData = inspected.data;
   const inspect = (experiment) => setInspecting(experiment.id);
-  useEffect(() => on("inspect-experiment", ({ id }) => { setSelectedId(id); setInspecting(id); openTab?.("benchmarks"); }), []);
-  useEffect(() => on("open-experiment", ({ id }) => { setSelectedId(id); setInspecting(null); openTab?.("benchmarks"); }), []);
+  useEffect(() => on("inspect-experiment", ({ id }) => go("benchmarks", { experiment: id, inspect: id })), []);
+  useEffect(() => on("open-experiment", ({ id }) => go("benchmarks", { experiment: id })), []);
   useEffect(() => on("select-document", ({ id }) => setPreselect(id)), []);
   const refresh = () => { setListVersion((v) => v + 1); setExperimentVersion((v) => v + 1); };
   return html`<div>
     <style>${CSS}</style>
     ${inspecting ? html`<div>
       <${ErrorBox} error=${inspected.error} />
-      ${inspectedData ? html`<${RetrievalInspect} experiment=${inspectedData} onClose=${() => setInspecting(null)} />`
+      ${inspectedData ? html`<${RetrievalInspect} experiment=${inspectedData}
+        onClose=${() => setParams("benchmarks", { inspect: null, question: null })} />`
         : html`<${Spinner} label="Loading the Experiment…" />`}
     </div>` : null}
     <div class="bench-grid" style=${inspecting ? "display: none" : ""}>
-      <${BenchmarkForm} llm=${health.data?.llm_connected} preselect=${preselect}
+      <${BenchmarkForm} capabilities=${capabilities} preselect=${preselect}
         onStarted=${(id) => { setSelectedId(id); setListVersion((v) => v + 1); }} onFinished=${refresh} />
       <div class="stack">
         <${ExperimentList} selectedId=${selectedId} onSelect=${setSelectedId} version=${listVersion} />

@@ -6,6 +6,7 @@ import { useMemo } from "../vendor/htm-preact-standalone.module.js";
 import { api, withKey } from "../api.js";
 import { Breakdowns } from "../breakdowns.js";
 import { ExperimentCharts } from "../charts.js";
+import { Term, describe } from "../glossary.js";
 
 const EXCLUDED_KEY = "chunkbench.decision.excluded";
 // More than this many Experiments at once is rarely a comparison anyone can read; it also bounds the download.
@@ -109,8 +110,10 @@ function Candidates({ rows, excluded, toggle, compared }) {
     <div class="scroll-x">
       <table class="data" aria-label="Candidate experiments">
         <thead><tr>
-          <th>Exclude</th><th>Experiment</th><th>Document</th><th>Strategies</th><th>Corpus</th><th>Boundary</th>
-          <th>Neighbors</th><th class="num">Questions</th><th>Decision</th><th>Finished</th>
+          <th>Exclude</th><th>Experiment</th><th>Document</th><th>Strategies</th>
+          <th><${Term} name="corpus_model">Corpus</${Term}></th>
+          <th><${Term} name="boundary_model">Boundary</${Term}></th><th><${Term} name="neighbors">Neighbors</${Term}></th>
+          <th class="num">Questions</th><th>Decision</th><th>Finished</th>
         </tr></thead>
         <tbody>
           ${page.map((s) => html`
@@ -159,8 +162,8 @@ function ConfigurationHeat({ rows, metrics, selected, toggle }) {
         <thead><tr>
           <th scope="col">Configuration <span class="muted">(compare)</span></th>
           ${metrics.map((m) => html`<th scope="col" class="num" aria-sort=${sortBy === m.id ? "descending" : "none"}>
-            <button class="link" onClick=${() => setSortBy(sortBy === m.id ? null : m.id)}
-              title=${`Sort by ${m.label}, best first${m.lower ? " (lower is better)" : ""}`}>
+            <button class="link" onClick=${() => setSortBy(sortBy === m.id ? null : m.id)} ...${describe(m.id)}
+              aria-label=${`Sort by ${m.label}, best first${m.lower ? " (lower is better)" : ""}`}>
               ${m.label}${m.lower ? " ↓" : ""}${sortBy === m.id ? " ▾" : ""}</button></th>`)}
         </tr></thead>
         <tbody>
@@ -277,7 +280,8 @@ function Standing({ decision }) {
     : ruledOut.has(name) ? "ruled out" : "contender");
   return html`
     <div class="table-frame"><table class="data" aria-label="Standing of each configuration">
-      <thead><tr><th>Configuration</th><th class="num">mean ${decision.metric}</th><th class="num">P(best)</th>
+      <thead><tr><th><${Term} name="configuration">Configuration</${Term}></th><th class="num">mean <${Term}
+        name=${decision.metric} /></th><th class="num"><${Term} name="p_best" /></th>
         <th>standing</th></tr></thead>
       <tbody>${page.map((name) => html`<tr>
         <td class="mono">${name}</td><td class="num">${fmt(decision.means[name])}</td>

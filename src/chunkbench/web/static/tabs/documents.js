@@ -2,8 +2,10 @@
 // lifecycle state and chunk counts, the section tree and markdown, processing with live progress, Chunk Preview.
 import { html, useEffect, useRef, useState, ErrorBox, Spinner, ProgressBar, fmt, fmtInt, pct, useApi, KV_WRAP } from "../ui.js";
 import { ChunkPreview } from "../chunk_preview.js";
-import { api, upload, waitForJob } from "../api.js";
+import { api, cancelJob, upload, waitForJob } from "../api.js";
 import { emit, on } from "../bus.js";
+import { Term } from "../glossary.js";
+import { go, useRouteParam } from "../router.js";
 
 const WORD_TYPES = [
   "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
@@ -16,10 +18,11 @@ const FORMATS = {
   word: {
     title: "Documents", noun: "Word, HTML, text and markdown documents", mimeTypes: WORD_TYPES,
     accept: ".docx,.doc,.html,.htm,.md,.markdown,.txt", hint: "DOCX, DOC, HTML, MD or TXT", other: "PDF",
+    tab: "documents", otherTab: "pdf",
   },
   pdf: {
     title: "PDF", noun: "PDF documents", mimeTypes: ["application/pdf"], accept: ".pdf", hint: "PDF",
-    other: "Documents",
+    other: "Documents", tab: "pdf", otherTab: "documents",
   },
 };
 const LIST_PAGE = 20;
@@ -35,8 +38,10 @@ export function PdfTab(props) {
 
 function DocumentsView({ format, openTab }) {
   const spec = FORMATS[format];
-  const [selected, setSelected] = useState(null);
-  const [corpus, setCorpus] = useState(""); // the corpus the list shows ("": every document)
+  // Deep links: #documents/doc/ID (the open document), #documents/corpus/NAME (the corpus the list shows).
+  const [selected, setSelected] = useRouteParam(spec.tab, "doc");
+  const [shownCorpus, setCorpus] = useRouteParam(spec.tab, "corpus");
+  const corpus = shownCorpus || ""; // "": every document
   const [picked, setPicked] = useState(() => new Set()); // documents ticked for a corpus action
   return html`<div class="stack">
     <${Uploader} spec=${spec} onSelect=${setSelected} />
@@ -55,6 +60,8 @@ const OUTCOME_TEXT = {
   replaced: "replaced the earlier upload of the same name",
   unchanged: "unchanged: the same file was already uploaded",
 };
+// Green only when this list gained or renewed a document; "unchanged" added nothing.
+const OUTCOME_TONE = { created: "good", replaced: "good", unchanged: "" };
 
 function Uploader({ spec, onSelect }) {
   const [items, setItems] = useState([]);
@@ -114,11 +121,16 @@ function UploadRow({ item, spec, onSelect }) {
   } else if (state === "failed") result = html`<${ErrorBox} error=${error} />`;
   else {
     const doc = body.document;
+    // A file of the other tab's format (a PDF dropped here) joins that tab's list, not this one: said so.
     const elsewhere = doc && !spec.mimeTypes.includes(doc.mime_type);
-    result = html`<span class="badge good">${OUTCOME_TEXT[body.outcome] || body.outcome}</span>
+    const outcome = OUTCOME_TEXT[body.outcome] || body.outcome;
+    result = html`<span class=${`badge ${elsewhere ? "" : OUTCOME_TONE[body.outcome] ?? ""}`}>${elsewhere
+        ? `${body.outcome === "unchanged" ? "already" : body.outcome === "replaced" ? "replaced" : "added"} in the ${
+          spec.other} tab, not here` : outcome}</span>
       ${body.duplicate_of && html` <span class="badge warn">same content as document ${body.duplicate_of}</span>`}
       ${(body.warnings || []).map((w) => html` <span class="badge warn">${w}</span>`)}
-      ${elsewhere ? html` <span class="muted">listed in the ${spec.other} tab</span>`
+      ${elsewhere ? html` <button class="link" onClick=${() => go(spec.otherTab, { doc: doc.id })}>open it in the ${
+          spec.other} tab</button>`
         : doc && html` <button class="link" onClick=${() => onSelect(doc.id)}>open</button>`}`;
   }
   return html`<tr><td>${file.name}</td><td class="num">${bytes(file.size)}</td><td>${result}</td></tr>`;
@@ -146,7 +158,7 @@ function CorpusPanel({ corpus, onCorpus, picked, onPicked }) {
   // A corpus deleted (here or elsewhere) is no longer a place to show or to add to.
   useEffect(() => {
     if (!corpora.data) return;
-    if (corpus && !shown) onCorpus("");
+    if (corpus && !shown) onCorpus("", { replace: true });
     if (!list.some((c) => c.name === target)) setTarget(corpus || list[0]?.name || "");
   }, [corpora.data]);
   useEffect(() => { if (corpus) setTarget(corpus); setConfirming(false); setProcessing(false); }, [corpus]);
@@ -355,9 +367,9 @@ function Summary({ doc, openTab, onDeleted }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState(null);
   const ask = () => {
-    openTab("query");
-    // The Query tab keeps the last selection even when it mounts after this event.
+    // First the Query tab's document (remembered even before that tab mounts), then the tab: one history entry.
     emit("select-document", { id: doc.id });
+    openTab("query");
   };
   const remove = async () => {
     setBusy(true);
@@ -497,13 +509,21 @@ function ProcessPanel({ title, path, Result, onDone }) {
     setJob({ progress: 0, message: "starting" });
     try {
       const started = await api(path, { method: "POST", json: body });
-      const done = await waitForJob(started.job_id, { onProgress: (progress, message) => setJob({ progress, message }) });
+      setJob((j) => ({ ...j, id: started.job_id }));
+      const done = await waitForJob(started.job_id, {
+        onProgress: (progress, message, polled) => setJob((j) => ({ ...j, progress, message, status: polled.status })),
+      });
       setResult(done.result);
       onDone();
     } catch (e) {
       setError(e);
+      if (e.cancelled) onDone(); // what it finished before stopping is in the lists now
     }
     setJob(null);
+  };
+  const cancel = async () => {
+    setJob((j) => ({ ...j, status: "cancelling" }));
+    try { await cancelJob(job.id); } catch (e) { setError(e); }
   };
 
   return html`<section aria-label=${title}>
@@ -514,10 +534,10 @@ function ProcessPanel({ title, path, Result, onDone }) {
           onChange=${() => toggle(s.name)} disabled=${!!job} />${s.name}</label>`)}
       </div></fieldset>
       <div class="row">
-        <label>Corpus model (embeds the chunks)
+        <label><span><${Term} name="corpus_model" /> (embeds the chunks)</span>
           <${ModelSelect} label="Corpus model" models=${models.data.models} value=${corpus} onChange=${setCorpus}
             disabled=${!!job} /></label>
-        <label>Boundary model (semantic cuts)
+        <label><span><${Term} name="boundary_model" /> (semantic cuts)</span>
           <${ModelSelect} label="Boundary model" models=${models.data.models} value=${boundary} onChange=${setBoundary}
             disabled=${!!job || !needsBoundary} /></label>
       </div>
@@ -528,7 +548,12 @@ function ProcessPanel({ title, path, Result, onDone }) {
           ${job ? "Processing…" : `Run ${chosen.length} ${chosen.length === 1 ? "strategy" : "strategies"}`}</button>
         ${chosen.length === 0 && html`<span class="muted">Choose at least one strategy.</span>`}
       </div>
-      ${job && html`<${ProgressBar} value=${job.progress} label=${`${Math.round(job.progress * 100)}% · ${job.message}`} />`}
+      ${job && html`<${ProgressBar} value=${job.progress}
+          label=${`${Math.round(job.progress * 100)}% · ${job.message}`} />
+        <div class="row"><button class="secondary" onClick=${cancel} disabled=${!job.id || job.status === "cancelling"}>
+          ${job.status === "cancelling" ? "Cancelling…" : "Cancel"}</button>
+          <span class="muted">stops after the current ${path.startsWith("/corpora/") ? "document" : "strategy"};
+            what is done is kept</span></div>`}
       <${ErrorBox} error=${error} />
       ${result && html`<${Result} result=${result} />`}
     </div>
@@ -620,9 +645,12 @@ function Outcome({ result }) {
 
 function RunTable({ runs }) {
   return html`<div style="overflow-x:auto"><table class="data" aria-label="Strategy outcomes">
-    <thead><tr><th>strategy</th><th>status</th><th class="num">chunks</th><th class="num">median tok</th>
-      <th class="num">p95 tok</th><th class="num">tiny</th><th class="num">mid-sentence</th><th class="num">coverage</th>
-      <th class="num" title="Chunks longer than the Corpus model's input window: embedded from their first window only">beyond window</th>
+    <thead><tr><th>strategy</th><th>status</th><th class="num">chunks</th>
+      <th class="num"><${Term} name="median_tokens" /></th>
+      <th class="num"><${Term} name="p95_tokens" /></th><th class="num"><${Term} name="tiny">tiny</${Term}></th>
+      <th class="num"><${Term} name="mid_sentence">mid-sentence</${Term}></th>
+      <th class="num"><${Term} name="coverage" /></th>
+      <th class="num"><${Term} name="beyond_window" /></th>
       <th class="num">time</th></tr></thead>
     <tbody>${runs.map((r) => {
       const d = r.diagnostics || {};

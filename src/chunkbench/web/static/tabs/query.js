@@ -3,17 +3,17 @@
 import { html, useEffect, useState, useRef, ErrorBox, Spinner, fmt, ms, useApi, usePager, LIMITS } from "../ui.js";
 import { api, expandsNeighbours, strategyCatalog } from "../api.js";
 import { on } from "../bus.js";
+import { Unavailable, rerankers, useCapabilities } from "../capabilities.js";
+import { Term } from "../glossary.js";
+import { setParams, useRouteParam } from "../router.js";
 
 const STRATEGY_ORDER = ["fixed_size", "recursive", "semantic", "contextual_retrieval", "semantic_parent_child"];
 const RETRIEVERS = [["dense", "dense (MiniLM cosine)"], ["bm25", "bm25 (sparse)"], ["hybrid", "hybrid (RRF)"]];
-const RERANKERS = [["none", "none"], ["cross_encoder", "cross-encoder"], ["llm", "LLM listwise"]];
 const STAGES = ["embed", "search", "rerank", "expand", "generate"];
 const SOURCES_PER_PAGE = 10;
 
-// The last document another tab asked about: kept here too because this tab may not be mounted yet when the
-// event fires (tabs mount the first time they are opened).
-let lastSelected = null;
-on("select-document", (detail) => { lastSelected = detail?.id ?? null; });
+// The document another tab asks about becomes this tab's (its URL's) document, even before this tab first mounts.
+on("select-document", (detail) => { if (detail?.id) setParams("query", { doc: detail.id }); });
 
 const processedStrategies = (doc) => {
   const counts = doc?.chunk_counts || {};
@@ -26,7 +26,7 @@ const when = (iso) => (iso ? new Date(iso.endsWith("Z") || iso.includes("+") ? i
 
 export function QueryTab({ active, openTab }) {
   const documents = useApi(() => api("/documents", { query: { limit: 1000 } }), []);
-  const [documentId, setDocumentId] = useState(lastSelected);
+  const [documentId, setDocumentId] = useRouteParam("query", "doc"); // #query/doc/ID
   const [strategy, setStrategy] = useState("");
   const [retriever, setRetriever] = useState("dense");
   const [topK, setTopK] = useState(5);
@@ -40,16 +40,19 @@ export function QueryTab({ active, openTab }) {
   const [historyTick, setHistoryTick] = useState(0);
 
   // Coming back to the tab: documents may have been uploaded or processed meanwhile.
+  // What can run (rerankers) may have changed too: an LLM started, a cross-encoder configured.
+  const capabilities = useCapabilities();
   const wasActive = useRef(active);
   useEffect(() => {
-    if (active && !wasActive.current) documents.reload();
+    if (active && !wasActive.current) { documents.reload(); capabilities.reload(); }
     wasActive.current = active;
   }, [active]);
-  useEffect(() => on("select-document", (detail) => {
-    if (!detail?.id) return;
-    setDocumentId(detail.id);
-    documents.reload();
-  }), []);
+  useEffect(() => on("select-document", (detail) => { if (detail?.id) documents.reload(); }), []);
+  const rerankOptions = rerankers(capabilities);
+  // An option that cannot work is never the one asked with.
+  useEffect(() => {
+    if (capabilities.data && !rerankOptions.find(([value]) => value === rerank)?.[2]) setRerank("none");
+  }, [capabilities.data]);
 
   const items = documents.data?.items || [];
   const processed = items.filter((doc) => processedStrategies(doc).length > 0);
@@ -83,6 +86,7 @@ export function QueryTab({ active, openTab }) {
       setHistoryTick((t) => t + 1);
     } catch (err) {
       setError(err);
+      setResult(null); // the previous answer is not this question's: it must not stand beside the error
     } finally {
       setBusy(false);
     }
@@ -119,22 +123,25 @@ export function QueryTab({ active, openTab }) {
             </label>
           </div>
           <div class="row">
-            <label>Retriever
+            <label><${Term} name="retriever">Retriever</${Term}>
               <select value=${retriever} onChange=${(e) => setRetriever(e.target.value)}>
                 ${RETRIEVERS.map(([value, label]) => html`<option value=${value}>${label}</option>`)}
               </select>
             </label>
-            <label>top_k
+            <label><${Term} name="top_k" />
               <input type="number" min="1" max=${LIMITS.max_top_k} value=${topK} onInput=${(e) => setTopK(e.target.value)} required />
             </label>
-            <label>Rerank
+            <label><${Term} name="rerank">Rerank</${Term}>
               <select value=${rerank} onChange=${(e) => setRerank(e.target.value)}>
-                ${RERANKERS.map(([value, label]) => html`<option value=${value}>${label}</option>`)}
+                ${rerankOptions.map(([value, label, ok, capability]) => html`<option value=${value} disabled=${!ok}
+                  title=${capability?.detail || ""}>${label}${ok ? "" : " (not available)"}</option>`)}
               </select>
             </label>
           </div>
+          <${Unavailable} items=${rerankOptions.filter(([value]) => value !== "none")
+            .map(([, label, , capability]) => [`${label[0].toUpperCase()}${label.slice(1)} reranking`, capability])} />
           <fieldset disabled=${!neighbours}>
-            <legend>Neighbor Expansion</legend>
+            <legend><${Term} name="neighbor_expansion" /></legend>
             <div class="row">
               <label>Neighbours before
                 <input type="number" min="0" max=${LIMITS.max_neighbors} value=${neighbours ? prev : 0} onInput=${(e) => setPrev(e.target.value)} />
@@ -215,7 +222,8 @@ function Result({ result }) {
   const expands = expandsNeighbours(catalog.data, result.strategy);
   return html`
     <div class="panel" data-testid="query-answer">
-      <h2>Answer <span class="badge ${result.answer_mode === "none" ? "warn" : "accent"}">${result.answer_mode}</span></h2>
+      <h2>Answer <${Term} name="answer_mode"><span class="badge ${result.answer_mode === "none" ? "warn" : "accent"}">${
+        result.answer_mode}</span></${Term}></h2>
       <p class="muted small">${result.question}</p>
       <p class="answer">${citedText(result.answer, sources, showSource)}</p>
       <p class="muted small">${[result.strategy, result.config?.retriever, `top_k ${result.config?.top_k}`,
@@ -301,7 +309,7 @@ function ExpansionTree({ tree, byId, expands, showSource }) {
   const neighbourCount = tree.reduce((n, node) => n + (node.neighbors_prev?.length || 0) + (node.neighbors_next?.length || 0), 0);
   return html`
     <div class="panel" data-testid="expansion-tree">
-      <h2>Expansion Tree <span class="muted">(${tree.length} hit${tree.length === 1 ? "" : "s"},
+      <h2><${Term} name="expansion_tree" /> <span class="muted">(${tree.length} hit${tree.length === 1 ? "" : "s"},
         ${` ${neighbourCount} neighbour${neighbourCount === 1 ? "" : "s"}`})</span></h2>
       ${!expands ? html`<p class="muted small">Neighbor Expansion applies to strategies whose chunks are windows
         (fixed_size): each hit stands alone here.</p>` : null}
@@ -324,7 +332,7 @@ function Latency({ latency }) {
   const widest = Math.max(total, ...stages.map((name) => latency[name]), 1);
   return html`
     <div class="panel" data-testid="query-latency">
-      <h2>Latency <span class="muted">${ms(total)}</span></h2>
+      <h2><${Term} name="latency">Latency</${Term}> <span class="muted">${ms(total)}</span></h2>
       <div class="bars">
         ${stages.map((name) => html`
           <div class="bar-row">
@@ -338,7 +346,8 @@ function Latency({ latency }) {
 }
 
 function Tokens({ usage }) {
-  const rows = [["context", usage.context_tokens], ["prompt", usage.prompt_tokens], ["completion", usage.completion_tokens],
+  const rows = [[html`<${Term} name="tok_at_k">context</${Term}>`, usage.context_tokens],
+    ["prompt", usage.prompt_tokens], ["completion", usage.completion_tokens],
     ["total (LLM)", usage.total_tokens]];
   return html`
     <div class="panel" data-testid="query-tokens">

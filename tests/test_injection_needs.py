@@ -107,6 +107,7 @@ def test_a_regex_is_searched_as_its_alternatives():
     assert [part.pattern for part in alternatives(re.compile(r"\b(?:ab|c[|)]d)"))] == [r"\bab", r"\bc[|)]d"]
     assert [part.pattern for part in alternatives(re.compile(r"x(?:a|b)|y"))] == ["x(?:a|b)", "y"]
     assert alternatives(re.compile(r"(?:a|b)c")) == [re.compile(r"(?:a|b)c")]
+    assert alternatives(re.compile(r"(a)|(b)\1")) == [re.compile(r"(a)|(b)\1")]  # \1 would mean (b) once split
     # The faster form of an alternative finds the same texts; one that starts with a literal is left alone.
     assert starting_search(re.compile(r"\b(?:ab|cd)\b")).pattern.startswith("[ac](?<=")
     assert starting_search(re.compile(r"https?://")) == re.compile(r"https?://")

@@ -13,8 +13,10 @@ the injection screen runs about fifty regexes on every reading of every chunk, n
 
 All three are derived from the parsed regex (``re._parser``, the parser ``re`` itself compiles from), so they
 follow every edit of a pattern. Each rule of the analysis only forgets what a match contains, never adds to it: a
-text the regex matches always meets its needs (``tests/test_injection_needs.py`` checks this on texts generated
-from every shipped regex), and the shortcuts never change what is found.
+text the regex matches always meets its needs, and the shortcuts never change what is found
+(``tests/test_injection_needs.py``: random regexes of every construct read here, the shipped patterns on random
+texts and on the labelled attacks; ``tests/test_injection_verdicts.py``: the screen's verdicts on 2,056 texts).
+Which clauses are kept is a guess at what is rare in text (``_COMMON_WORDS``): it decides the speed only.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ _WORD_CATEGORIES = frozenset({sre.CATEGORY_WORD, sre.CATEGORY_UNI_WORD, sre.CATE
 _REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
 # Words so frequent in any text that a clause holding one rejects almost nothing. Only the speed depends on this
 # list (which clauses are kept and tried first), never a verdict.
-COMMON_WORDS = frozenset([
+_COMMON_WORDS = frozenset([
     "a", "an", "the", "and", "or", "of", "to", "in", "on", "at", "by", "for", "from", "with", "as", "is", "are",
     "was", "were", "be", "been", "it", "its", "this", "that", "these", "those", "we", "our", "they", "their", "he",
     "she", "his", "her", "not", "no", "do", "does", "did", "if", "when", "then", "than", "so", "can", "could",
@@ -114,6 +116,7 @@ class QuickSearch:
 # --------------------------------------------------------------------------- the alternatives of a regex
 
 _WHOLE_GROUP = re.compile(r"(\\b)?\(\?:(.*)\)", re.DOTALL)
+_BACKREFERENCE = re.compile(r"\\[1-9]|\(\?P=|\(\?\(")
 
 
 def alternatives(regex: re.Pattern[str]) -> list[re.Pattern[str]]:
@@ -125,7 +128,7 @@ def alternatives(regex: re.Pattern[str]) -> list[re.Pattern[str]]:
 
 def _alternatives(regex: re.Pattern[str]) -> list[tuple[str, Any]]:
     whole = [(regex.pattern, sre_parse.parse(regex.pattern, regex.flags))]
-    if regex.flags & re.VERBOSE:
+    if regex.flags & re.VERBOSE or _BACKREFERENCE.search(regex.pattern):  # a split could renumber what \1 means
         return whole
     parts = _split_top_level(regex.pattern)
     if len(parts) == 1 and (group := _WHOLE_GROUP.fullmatch(regex.pattern)) and _closes_at_end(group.group(2)):
@@ -511,25 +514,25 @@ def _features(string: str) -> tuple[_Feature, ...]:
             if runs[index - 1] and runs[index + 1] and WORDY not in runs[index]
         )
     )
-    rare = sorted((word for word in words if word not in COMMON_WORDS), key=len, reverse=True)
+    rare = sorted((word for word in words if word not in _COMMON_WORDS), key=len, reverse=True)
     longest = max((piece.strip(SPACE) for piece in _PIECE_BREAKS.split(string)), key=len)
     piece = [(longest, frozenset(words))] if longest and longest not in words else []
-    return (*((word, None) for word in rare), *piece, *((word, None) for word in words if word in COMMON_WORDS))
+    return (*((word, None) for word in rare), *piece, *((word, None) for word in words if word in _COMMON_WORDS))
 
 
 def _selectivity(feature: _Feature) -> float:
     """A guess at how rarely a feature is present: uncommon words, long pieces."""
     text, guard = feature
     if guard is None:
-        return 1.0 if text in COMMON_WORDS else 3.0 + len(text) / 100
-    if not guard <= COMMON_WORDS:
+        return 1.0 if text in _COMMON_WORDS else 3.0 + len(text) / 100
+    if not guard <= _COMMON_WORDS:
         return 3.5  # an uncommon word and a piece around it
     return 0.5 if len(text) < 3 else min(len(text), 15) / 5
 
 
 def _searches(clause: frozenset[_Feature]) -> int:
     """How many searches of the text a clause costs when its lookups all fail (a guard of common words passes)."""
-    return sum(guard is not None and guard <= COMMON_WORDS for _, guard in clause)
+    return sum(guard is not None and guard <= _COMMON_WORDS for _, guard in clause)
 
 
 def _clause_rank(clause: frozenset[_Feature]) -> tuple[float, int]:

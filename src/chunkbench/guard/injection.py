@@ -16,9 +16,11 @@ import tomllib
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import reduce
+from functools import cached_property, reduce
 from importlib import resources
 from typing import Any
+
+from chunkbench.guard.quick_search import QuickSearch, words_of
 
 
 @dataclass(frozen=True)
@@ -28,31 +30,49 @@ class InjectionPattern:
     regex: re.Pattern[str]
     # Tried on the de-obfuscated readings too (not for shapes such as base64 blobs that joining letters creates).
     deobfuscate: bool = True
-    # A cheap pre-check: the regex runs only if every group has one word in the text (casefolded, spaces collapsed).
+    # Every group must have one word in the text (casefolded, spaces collapsed) for the pattern to match.
     keywords: tuple[tuple[str, ...], ...] = ()
     # Searched on the text as written; the others are written in lower case and searched on the lower-cased text,
     # which ``re`` scans about twice as fast as with IGNORECASE.
     cased: bool = False
 
+    @cached_property
+    def quick(self) -> QuickSearch:
+        """The regex searched with shortcuts read from it (quick_search): faster, the same matches. Worked out when
+        first used (~5 ms a pattern), so that a process that never screens a text does not pay for it."""
+        return QuickSearch.of(self.regex, cased=self.cased)
+
     def search(self, reading: Reading) -> bool:
         """Whether the pattern matches one reading of a text."""
-        if not all(any(word in reading.folded for word in group) for group in self.keywords):
+        if not self.quick.found(reading, reading.text if self.cased else reading.lower):
             return False
-        return self.regex.search(reading.text if self.cased else reading.lower) is not None
+        # The keywords last: they are looked up only for the few texts the regex matches.
+        return all(any(reading.has(word) for word in group) for group in self.keywords)
 
 
-@dataclass(frozen=True)
 class Reading:
-    """One reading of a text: as written, lower-cased, and lower-cased with whitespace runs as one space."""
+    """One reading of a text: as written and lower-cased; lower-cased with whitespace runs as one space, and its
+    whole words, computed when a pattern first needs them."""
 
-    text: str
-    lower: str
-    folded: str
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lower = text.lower()
+        self._has: dict[str, bool] = {}
 
-    @classmethod
-    def of(cls, text: str) -> Reading:
-        lower = text.lower()
-        return cls(text, lower, " ".join(lower.split()))
+    @cached_property
+    def folded(self) -> str:
+        return " ".join(self.lower.split())
+
+    @cached_property
+    def words(self) -> set[bytes]:
+        return words_of(self.lower)
+
+    def has(self, keyword: str) -> bool:
+        """Whether the folded text holds ``keyword``, each keyword looked for once however many patterns use it."""
+        found = self._has.get(keyword)
+        if found is None:
+            found = self._has[keyword] = keyword in self.folded
+        return found
 
 
 PATTERN_FOLDER = "injection_patterns"
@@ -130,7 +150,7 @@ class InjectionDetector:
         self.patterns = patterns
 
     def check(self, text: str) -> InjectionVerdict:
-        original, *others = [Reading.of(reading) for reading in readings(text)]
+        original, *others = [Reading(reading) for reading in readings(text)]
         matched = [pattern for pattern in self.patterns if pattern.search(original)]
         hidden = [
             pattern
@@ -150,16 +170,22 @@ class InjectionDetector:
 # Invisible characters that split words without showing (zero-width space/joiners, word joiner, BOM, soft hyphen).
 _INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u2060-\u2064\ufeff]")
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"})
+# These regexes start with the character they are about and look behind it for what comes before, rather than
+# start with a lookbehind: ``re`` then skips every other position in its own loop instead of trying each one (3-8×
+# faster on a chunk). Each finds what the lookbehind-first form finds: "x(?<=\wx)" holds where "(?<=\w)x" does.
 # One separator between single characters: "i.g.n.o.r.e", "I-G-N-O-R-E", "r*u*l*e*s"; then "I g n o r e".
-_MARKED = re.compile(r"(?<=\b\w)[.*_-](?=\w\b)")
-_SPACED = re.compile(r"(?<=\b\w) (?=\w\b)")
+_MARKED = re.compile(r"[.*_-](?<=\b\w[.*_-])(?=\w\b)")
+_SPACED = re.compile(r" (?<=\b\w )(?=\w\b)")
 _QUOTED = re.compile(r"[\"'“”‘’]([^\"'“”‘’\n]{1,60})[\"'“”‘’]")
-# Only texts that show a trick get its reading: most text is read once.
-_PUNCTUATED = re.compile(r"(?:\b\w+[.!?,;:]+\s+){3}")
-_HYPHENATED = re.compile(r"\w+(?:[-_]\w+){2,}|[A-Za-z]-[a-z]{3,}")
-_LEET_WORD = re.compile(r"[A-Za-z][013457@$]+[A-Za-z]|\b[013457][A-Za-z]{2,}")
+# Only texts that show a trick get its reading: most text is read once. The tests only ask whether a text shows
+# it, so a search may start anywhere in the trick: at the first punctuation after a word of three punctuated words
+# ("IGNORE. ALL. PREVIOUS."), at the first of two hyphens inside a word, at the first leet digit.
+_PUNCTUATED = re.compile(r"[.!?,;:](?<=\w[.!?,;:])[.!?,;:]*\s+(?:\w+[.!?,;:]+\s+){2}")
+_HYPHENATED = re.compile(r"[-_](?:(?<=\w[-_])\w+[-_]\w|(?<=[A-Za-z]-)[a-z]{3})")
+_LEET_WORD = re.compile(r"[013457@$](?:(?<=[A-Za-z][013457@$])[013457@$]*[A-Za-z]|(?<=\b[013457])[A-Za-z]{2})")
 _REVERSED_WORDS = re.compile(r"\b(?:eht|dna|uoy|ruoy|erongi|snoitcurtsni|lla|siht)\b", re.IGNORECASE)
-_INNER_HYPHEN = re.compile(r"(?<=[A-Za-z])-(?=[a-z])")
+_INNER_HYPHEN = re.compile(r"-(?<=[A-Za-z]-)(?=[a-z])")
+_WORD_PUNCTUATION = re.compile(r"[.!?,;:](?<=\w[.!?,;:])[.!?,;:]*(?=\s)")
 
 
 def readings(text: str) -> list[str]:
@@ -173,7 +199,7 @@ def readings(text: str) -> list[str]:
     if joined != plain:
         variants.append(joined)
     if _PUNCTUATED.search(plain):  # "IGNORE. ALL. PREVIOUS. INSTRUCTIONS."
-        variants.append(re.sub(r"(?<=\w)[.!?,;:]+(?=\s)", "", plain))
+        variants.append(_WORD_PUNCTUATION.sub("", plain))
     if _HYPHENATED.search(plain):
         variants += [re.sub(r"[-_]+", " ", plain), _INNER_HYPHEN.sub("", plain)]
     if _LEET_WORD.search(joined):

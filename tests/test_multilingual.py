@@ -12,11 +12,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from markupsafe import escape
 from typer.testing import CliRunner
 
 from chunkbench.admin import service as admin
 from chunkbench.benchmarking import service as benchmarks
+from chunkbench.benchmarking.breakdowns import breakdowns
+from chunkbench.benchmarking.decision import decide
+from chunkbench.benchmarking.model import CellResult, Configuration
+from chunkbench.benchmarking.report.render import render_report
 from chunkbench.benchmarking.schemas import BenchmarkIn, QuestionIn, ReferenceIn
+from chunkbench.benchmarking.verdicts import cannot_tell_sentence
 from chunkbench.cli import app
 from chunkbench.config import Settings, get_settings
 from chunkbench.documents import service as documents
@@ -24,6 +30,7 @@ from chunkbench.embedding import service as embedding
 from chunkbench.embedding.providers import get_provider
 from chunkbench.embedding.registry import MULTILINGUAL_MODEL_ID, get_spec
 from chunkbench.errors import LanguageNotCoveredError
+from chunkbench.evaluation.questions import BenchmarkQuestion
 from chunkbench.indexing import corpus_job
 from chunkbench.indexing import service as processing
 from chunkbench.indexing.schemas import ProcessIn
@@ -183,22 +190,36 @@ def test_a_mixed_corpus_moves_to_the_multilingual_model_as_a_whole(settings, tmp
         database.dispose()
 
 
-def _benchmark_in(ids: dict[str, str], models: list[str]) -> BenchmarkIn:
+ENGLISH = "The city library opens at nine. Books are lent for two weeks, and renewals are free of charge.\n"
+ENGLISH_QUESTION = QuestionIn(
+    id="en-01", question="How long can I borrow a book?", document_id="library.md",
+    references=[ReferenceIn(content="Books are lent for two weeks", document="library.md")],
+)  # fmt: skip
+
+
+def _benchmark_in(models: list[str]) -> BenchmarkIn:
     return BenchmarkIn(
         corpus="farsi", name="farsi", strategies=["recursive"], retrievers=["dense"], top_k=[5], corpus_models=models,
         judge=False,
         questions=[
-            QuestionIn(id=q["id"], question=q["question"], document_id=q["document"],
-                       references=[ReferenceIn(content=q["evidence"], document=q["document"])])
-            for q in QUESTIONS
+            *(QuestionIn(id=q["id"], question=q["question"], document_id=q["document"],
+                         references=[ReferenceIn(content=q["evidence"], document=q["document"])])
+              for q in QUESTIONS),
+            ENGLISH_QUESTION,
         ],
     )  # fmt: skip
 
 
 def test_e5_finds_the_farsi_evidence_minilm_does_not_and_the_decision_names_no_minilm_configuration(
-    settings, farsi
+    settings, farsi, tmp_path
 ) -> None:
+    """The Farsi corpus and one English document, processed on the default path (e5, for the whole corpus) and with
+    MiniLM forced, benchmarked as one grid: recall per model, the warning, the Decision, per-language figures and
+    both reports."""
     database, store, ids = farsi
+    (tmp_path / "library.md").write_text(ENGLISH, encoding="utf-8")
+    source = documents.SourceFile(tmp_path / "library.md", "library.md")
+    list(documents.ingest_paths(database, settings, [source], tenant_id=DEFAULT_TENANT, corpus="farsi"))
     params = {StrategyName("recursive"): SMALL}
     for request in (
         ProcessIn(strategies=["recursive"], params=params),  # the default path: e5 for a Persian corpus
@@ -207,24 +228,35 @@ def test_e5_finds_the_farsi_evidence_minilm_does_not_and_the_decision_names_no_m
         with database.session() as session:
             plan = corpus_job.plan(session, settings, "farsi", request, tenant_id=DEFAULT_TENANT)
         assert corpus_job.run(database, settings, store, plan, NO_PROGRESS).failed == 0
-    row = benchmarks.run(
-        database, settings, store, _benchmark_in(ids, [MULTILINGUAL_MODEL_ID, MINILM]), tenant_id=DEFAULT_TENANT
-    )
+    row = benchmarks.run(database, settings, store, _benchmark_in([MULTILINGUAL_MODEL_ID, MINILM]), tenant_id="default")
     with database.session() as session:
-        experiment = benchmarks.experiment_dict(session, row, cells_view="scores")
-    recall = {
-        c["corpus_model"]: experiment["aggregate"][c["key"]]["metrics"]["recall"]["mean"]
-        for c in experiment["configurations"]
-    }
-    assert recall[MULTILINGUAL_MODEL_ID] >= 0.9
-    assert recall[MINILM] < 0.6
-    minilm_key = next(c["key"] for c in experiment["configurations"] if c["corpus_model"] == MINILM)
+        experiment = benchmarks.experiment_dict(session, row)
+    keys = {c["corpus_model"]: c["key"] for c in experiment["configurations"]}
+    farsi_recall = {
+        model: np.mean([c["metrics"]["recall"] for c in experiment["cells"]
+                        if c["config_key"] == key and c["question_id"].startswith("fa-")])
+        for model, key in keys.items()
+    }  # fmt: skip
+    assert farsi_recall[MULTILINGUAL_MODEL_ID] >= 0.9
+    assert farsi_recall[MINILM] < 0.6
     (warning,) = experiment["warnings"]
-    assert (warning["model_id"], warning["language"], warning["configurations"]) == (MINILM, "fa", [minilm_key])
-    assert experiment["provenance"]["languages"] == {i: "fa" for i in ids.values()}
+    assert (warning["model_id"], warning["language"], warning["configurations"]) == (MINILM, "fa", [keys[MINILM]])
+    assert sorted(warning["documents"]) == sorted(ids)  # the Persian documents, not library.md
+    assert set(experiment["provenance"]["languages"].values()) == {"fa", "en"}
     decision = experiment["decision"]
-    assert decision["best"] != minilm_key
-    assert f"{minilm_key} is built on a model that does not cover Persian (fa)" in " ".join(decision["reasons"])
+    assert decision["best"] != keys[MINILM]
+    assert f"{keys[MINILM]} is built on a model that does not cover Persian (fa)" in " ".join(decision["reasons"])
+    by_language = {g["language"]: g for g in experiment["breakdowns"]["languages"]}
+    assert (by_language["fa"]["documents"], by_language["fa"]["questions"]) == (5, 17)
+    assert by_language["fa"]["configurations"][keys[MULTILINGUAL_MODEL_ID]]["mean"] == pytest.approx(
+        farsi_recall[MULTILINGUAL_MODEL_ID]
+    )
+    assert by_language["en"]["questions"] == 1
+    for view in ("managerial", "technical"):
+        page = render_report(experiment, view=view)
+        assert 'class="banner failed language-warning"' in page and escape(warning["message"]) in page
+    technical = render_report(experiment, view="technical")
+    assert 'id="breakdown-languages"' in technical and "Persian (fa) · 5 documents" in technical
 
 
 def test_semantic_chunking_cuts_farsi_at_sentence_boundaries(settings, farsi) -> None:
@@ -279,3 +311,68 @@ def test_the_engine_takes_its_thread_count_from_the_settings_and_leaves_the_envi
     env |= {"CHUNKBENCH_EMBEDDING_THREADS": "1", "CHUNKBENCH_DATA_DIR": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", ENGINE_THREADS], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["1", "None", "None"]
+
+
+UNCOVERED = {
+    "role": "corpus", "model_id": MINILM, "languages": ["fa"], "covering_models": [MULTILINGUAL_MODEL_ID],
+}  # fmt: skip
+
+
+def test_the_decision_names_no_configuration_built_on_a_model_that_cannot_read_the_documents() -> None:
+    strong, weak = [1.0, 0.9, 1.0, 0.95, 1.0, 0.9, 1.0, 0.95], [0.1, 0.0, 0.2, 0.1, 0.0, 0.1, 0.0, 0.2]
+    plain = decide({"a": strong, "b": weak}, {"a": 100.0, "b": 100.0}, metric="recall")
+    assert plain.status == "winner" and plain.best == "a"
+    blocked = decide({"a": strong, "b": weak}, {"a": 100.0, "b": 100.0}, metric="recall", uncovered={"a": UNCOVERED})
+    assert (blocked.status, blocked.best, blocked.cannot_tell["cause"]) == ("cannot_tell", None, "language")
+    assert blocked.summary == (
+        "The benchmark cannot name a on recall: it leads, but its Corpus model all-MiniLM-L6-v2 does not cover Persian "
+        "(fa), a language of the benchmark's documents, so its scores are not meaningful; benchmark configurations "
+        "built on a model that covers it (multilingual-e5-small)."
+    )
+    assert blocked.summary == cannot_tell_sentence("recall", blocked.cannot_tell)
+    # A winner on a model that reads the documents keeps its name; the others are flagged in the reasons.
+    kept = decide({"a": strong, "b": weak}, {"a": 100.0, "b": 100.0}, metric="recall", uncovered={"b": UNCOVERED})
+    assert (kept.status, kept.best) == ("winner", "a")
+    assert kept.reasons[-1] == (
+        "b is built on a model that does not cover Persian (fa): its scores on those documents are not meaningful, "
+        "and the Decision names none of them."
+    )
+
+
+def test_breakdowns_group_questions_by_their_documents_language() -> None:
+    configuration = Configuration(StrategyName("fixed_size"), "dense", 5)
+    questions = [
+        BenchmarkQuestion("q1", "?", document_id="d-fa"),
+        BenchmarkQuestion("q2", "?", document_id="d-fa"),
+        BenchmarkQuestion("q3", "?", document_id="d-en"),
+    ]
+    results = [
+        CellResult(q, configuration.key, "ok", metrics={"recall": value})
+        for q, value in (("q1", 0.0), ("q2", 0.5), ("q3", 1.0))
+    ]
+    split = breakdowns(
+        questions, [configuration], results, metric="recall", documents={"d-fa": "a.md", "d-en": "b.md"},
+        languages={"d-fa": "fa", "d-en": "en"},
+    )  # fmt: skip
+    persian, english = split["languages"]  # worst first
+    assert (persian["language"], persian["label"], persian["documents"], persian["questions"]) == (
+        "fa", "Persian (fa)", 1, 2,
+    )  # fmt: skip
+    assert persian["configurations"][configuration.key] == {"mean": 0.25, "measured": 2, "failures": 1}
+    assert english["configurations"][configuration.key]["mean"] == 1.0
+    # One language: nothing to break down.
+    same = breakdowns(
+        questions, [configuration], results, metric="recall", documents={"d-fa": "a.md", "d-en": "b.md"},
+        languages={"d-fa": "fa", "d-en": "fa"},
+    )  # fmt: skip
+    assert "languages" not in same
+
+
+def test_the_registry_says_what_each_bundled_model_covers(settings) -> None:
+    with Database.from_settings(settings).session() as session:
+        models = {m["id"]: m for m in embedding.list_models(session, settings)["models"]}
+    assert models[MINILM]["languages"] == ["en"] and models[MINILM]["languages_label"] == "English"
+    e5 = models[MULTILINGUAL_MODEL_ID]
+    assert "fa" in e5["languages"] and e5["languages_label"] == "93 languages" and e5["available"] is True
+    assert e5["task_prefixes"] == {"document": "passage: ", "query": "query: "}
+    assert models["text-embedding-3-small"]["languages"] is None  # not declared: never checked

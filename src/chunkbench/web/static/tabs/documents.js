@@ -466,19 +466,17 @@ function ProcessPanel({ title, path, Result, onDone }) {
   const strategies = useApi(() => api("/strategies"), []);
   const models = useApi(() => api("/admin/embedding-models"), []);
   const [checked, setChecked] = useState(null); // null until /strategies answers: then every strategy
+  // "": the role's default, left to the server, which picks a model covering the documents' language when the Admin
+  // role is untouched; a model picked here is sent, and refused for a language it does not cover.
   const [corpus, setCorpus] = useState("");
   const [boundary, setBoundary] = useState("");
+  const [mismatch, setMismatch] = useState(false); // allow_language_mismatch: processed, with a warning on the run
   const [params, setParams] = useState({}); // {strategy: {field: raw input}}: only what the person changed
   const [job, setJob] = useState(null);
   const [result, setResult] = useState(null);
   const [error, setError] = useState(null);
 
   useEffect(() => { if (strategies.data && !checked) setChecked(new Set(strategies.data.map((s) => s.name))); }, [strategies.data]);
-  useEffect(() => {
-    if (!models.data) return;
-    setCorpus((v) => v || models.data.corpus_model_id);
-    setBoundary((v) => v || models.data.boundary_model_id);
-  }, [models.data]);
 
   if (strategies.error || models.error) return html`<div><h2>${title}</h2>
     <${ErrorBox} error=${strategies.error || models.error} /></div>`;
@@ -498,11 +496,12 @@ function ProcessPanel({ title, path, Result, onDone }) {
     try {
       body = {
         strategies: chosen.map((s) => s.name),
-        corpus_model_id: corpus,
+        ...(corpus ? { corpus_model_id: corpus } : {}),
+        ...(mismatch ? { allow_language_mismatch: true } : {}),
         params: Object.fromEntries(chosen.map((s) => [s.name, paramValues(s, params[s.name])])
           .filter(([, values]) => Object.keys(values).length > 0)),
       };
-      if (needsBoundary) body.boundary_model_id = boundary;
+      if (needsBoundary && boundary) body.boundary_model_id = boundary;
     } catch (e) {
       setError(e);
       return;
@@ -537,10 +536,13 @@ function ProcessPanel({ title, path, Result, onDone }) {
       <div class="row">
         <label><span><${Term} name="corpus_model" /> (embeds the chunks)</span>
           <${ModelSelect} label="Corpus model" models=${models.data.models} value=${corpus} onChange=${setCorpus}
-            disabled=${!!job} /></label>
+            fallback=${models.data.corpus_model_id} disabled=${!!job} /></label>
         <label><span><${Term} name="boundary_model" /> (semantic cuts)</span>
           <${ModelSelect} label="Boundary model" models=${models.data.models} value=${boundary} onChange=${setBoundary}
-            disabled=${!!job || !needsBoundary} /></label>
+            fallback=${models.data.boundary_model_id} disabled=${!!job || !needsBoundary} /></label>
+        <label title="A document in a language the chosen model does not cover is refused; this processes it anyway and
+          records the warning on the run"><input type="checkbox" checked=${mismatch} disabled=${!!job}
+          onChange=${(e) => setMismatch(e.target.checked)} />Allow a model that does not read the language</label>
       </div>
       ${chosen.map((s) => html`<${StrategyParams} key=${s.name} strategy=${s} values=${params[s.name] || {}}
         onChange=${(field, value) => setParam(s.name, field, value)} disabled=${!!job} />`)}
@@ -561,10 +563,12 @@ function ProcessPanel({ title, path, Result, onDone }) {
   </section>`;
 }
 
-function ModelSelect({ label, models, value, onChange, disabled }) {
+function ModelSelect({ label, models, value, onChange, fallback, disabled }) {
   // Unavailable models are listed (so a person learns they exist) but cannot be picked; the note says why.
   return html`<select aria-label=${label} value=${value} onChange=${(e) => onChange(e.target.value)} disabled=${disabled}
       style="max-width:min(26rem, 80vw)">
+    <option value="" title="The Admin role's model; left as it is, a document it cannot read gets multilingual-e5-small">
+      Default: ${fallback} (or one that reads the language)</option>
     ${models.map((m) => html`<option value=${m.id} disabled=${!m.available} title=${m.availability_note || ""}>
       ${m.display_name || m.id}${m.available ? "" : " (not available)"}</option>`)}
   </select>`;

@@ -324,12 +324,12 @@ def test_the_decision_names_no_configuration_built_on_a_model_that_cannot_read_t
     assert plain.status == "winner" and plain.best == "a"
     blocked = decide({"a": strong, "b": weak}, {"a": 100.0, "b": 100.0}, metric="recall", uncovered={"a": UNCOVERED})
     assert (blocked.status, blocked.best, blocked.cannot_tell["cause"]) == ("cannot_tell", None, "language")
-    assert blocked.summary == (
+    assert blocked.verdict == (
         "The benchmark cannot name a on recall: it leads, but its Corpus model all-MiniLM-L6-v2 does not cover Persian "
         "(fa), a language of the benchmark's documents, so its scores are not meaningful; benchmark configurations "
         "built on a model that covers it (multilingual-e5-small)."
     )
-    assert blocked.summary == cannot_tell_sentence("recall", blocked.cannot_tell)
+    assert blocked.verdict == cannot_tell_sentence("recall", blocked.cannot_tell)
     # A winner on a model that reads the documents keeps its name; the others are flagged in the reasons.
     kept = decide({"a": strong, "b": weak}, {"a": 100.0, "b": 100.0}, metric="recall", uncovered={"b": UNCOVERED})
     assert (kept.status, kept.best) == ("winner", "a")

@@ -137,6 +137,7 @@ def test_registry_contents() -> None:
         "text-embedding-3-small": ("openai", 1536),
         "text-embedding-3-large": ("openai", 3072),
         "nomic-embed-text-v2-moe": ("ollama", 768),
+        "multilingual-e5-small": ("local", 384),
     }
     assert NOMIC.default_semantic_threshold == 0.6
     assert NOMIC.task_prefixes is not None

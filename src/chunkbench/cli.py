@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from chunkbench.admin.commands import cache_app, collections_app, models_app
@@ -235,6 +236,9 @@ def process(
     param: Annotated[
         list[str] | None, typer.Option(help="Strategy parameter, e.g. fixed_size.chunk_size=256 (repeatable)")
     ] = None,
+    allow_language_mismatch: Annotated[
+        bool, typer.Option(help="Process documents in a language the model does not cover (recorded as a warning)")
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Chunk, embed and index a document, or every document of a corpus, with one or more strategies."""
@@ -247,7 +251,7 @@ def process(
     try:
         request = ProcessIn(
             strategies=names, corpus_model_id=corpus_model, boundary_model_id=boundary_model,
-            params=_parse_params(param or []),
+            params=_parse_params(param or []), allow_language_mismatch=allow_language_mismatch,
         )  # fmt: skip
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
@@ -289,6 +293,7 @@ def _process_document(document: str, request: ProcessIn, as_json: bool) -> None:
                 f"{outcome.duration_ms / 1000:.1f}s", outcome.message or "",
             )  # fmt: skip
         out.print(table)
+        _print_language(result.notes, result.warnings)
         out.print(f"document {result.document_id}: {result.status} (corpus {result.corpus_model_id})")
     if result.failed:
         raise typer.Exit(code=1)
@@ -321,6 +326,7 @@ def _process_corpus(name: str, request: ProcessIn, as_json: bool) -> None:
             for strategy, outcome in failures:
                 reasons.add_row(outcome.filename or outcome.document_id, strategy.value, outcome.message or "")
             out.print(reasons)
+        _print_language(result.notes, result.warnings)
         out.print(
             f"corpus {result.corpus_name}: {result.documents} documents — {result.processed} processed, "
             f"{result.skipped} skipped, {result.failed} failed; {result.chunks} chunks indexed in "
@@ -328,6 +334,14 @@ def _process_corpus(name: str, request: ProcessIn, as_json: bool) -> None:
         )
     if result.failed:
         raise typer.Exit(code=1)
+
+
+def _print_language(notes: list[str], warnings: list[Any]) -> None:
+    """Why a model replaced the default, and what the models could not read (``indexing.languages``)."""
+    for note in notes:
+        out.print(f"[cyan]{escape(note)}[/cyan]")
+    for warning in warnings:
+        out.print(f"[yellow]warning: {escape(warning.message)}[/yellow]")
 
 
 def _num(value: float | None) -> str:
@@ -376,6 +390,7 @@ def chunks(
             f"tokens min {tokens['min']} · median {tokens['median']:g} · p95 {tokens['p95']:g} · max {tokens['max']}"
             f" · tiny {diagnostics['tiny_share']:.0%} · mid-sentence {diagnostics['mid_sentence_share']:.0%}"
         )
+    _print_language([], preview.warnings)
     if window := diagnostics.get("window"):
         out.print(
             f"beyond {window['model_id']}'s {window['window_tokens']}-token window: {window['chunk_share']:.0%} of the "

@@ -87,6 +87,9 @@ class Settings(BaseSettings):
     openai_base_url: str = ""  # empty = the OpenAI API; any OpenAI-compatible server otherwise
     ollama_base_url: str = "http://localhost:11434"
     embedding_device: str = "cpu"
+    # CPU threads of the local embedding engines (torch for sentence-transformers, OpenMP for multilingual-e5-small),
+    # read when a model is first loaded; unset: every core.
+    embedding_threads: int | None = Field(None, ge=1)
     embedding_timeout_s: float = Field(60, gt=0)
     # The embedding cache file ({data_dir}/cache/embeddings.sqlite3, embedding/cache.py): every text is embedded
     # once per model; its size bound in MB (least recently used vectors go first); off = memory only.

@@ -201,6 +201,13 @@ class PluginError(ChunkbenchError):
     code = "plugin_error"
 
 
+class LanguageNotCoveredError(InvalidRequestError):
+    """A document is in a language its Corpus or Boundary model does not cover (``allow_language_mismatch``
+    accepts it, with a warning on the run)."""
+
+    code = "language_not_covered"
+
+
 class EvaluationError(InvalidRequestError):
     """An evaluation cannot run as asked: missing or malformed documents or questions, unknown document ids,
     references that do not match their document, bad evaluation options."""

@@ -34,14 +34,15 @@ def models_list(as_json: JsonOption = False) -> None:
     if as_json:
         print_json(listing)
         return
-    table = Table("model", "provider", "dim", "roles", "threshold", "available")
+    table = Table("model", "provider", "dim", "languages", "roles", "threshold", "available")
     for model in listing["models"]:
         roles = ", ".join(role for role in ("corpus", "boundary") if model[f"is_{role}_default"])
         available = {True: "yes", False: "no", None: "not probed"}[model["available"]]
         if model.get("availability_note"):
             available += f" ({model['availability_note']})"
         threshold = f"{model['semantic_threshold']:g}" + (" (override)" if model["threshold_overridden"] else "")
-        table.add_row(model["id"], model["provider"], str(model["dimension"]), roles, threshold, available)
+        dimension, languages = str(model["dimension"]), model["languages_label"]
+        table.add_row(model["id"], model["provider"], dimension, languages, roles, threshold, available)
     out.print(table)
 
 

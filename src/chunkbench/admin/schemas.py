@@ -96,6 +96,8 @@ class EmbeddingModelOut(BaseModel):
     batch_size: int
     task_prefixes: TaskPrefixesOut | None
     max_input_tokens: int | None = Field(None, description="The input window in the model's tokens (None: unknown)")
+    languages: list[str] | None = Field(None, description="Language codes the model covers (None: not declared)")
+    languages_label: str = Field("not declared", description="The same in words: English, 93 languages, …")
     default_semantic_threshold: float
     semantic_threshold: float = Field(description="The override when one is set, else the default")
     threshold_overridden: bool

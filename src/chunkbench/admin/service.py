@@ -13,16 +13,23 @@ from chunkbench.admin.schemas import (
     EmbeddingCacheClearedOut,
     EmbeddingCacheOut,
 )
-from chunkbench.chunking.base import context_prefix
+from chunkbench.chunking.base import context_prefix, strategy_class
 from chunkbench.chunking.diagnostics import TINY_CHUNK_TOKENS, token_histograms
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.cache import EMBEDDINGS, disk_cache
-from chunkbench.embedding.registry import get_spec
+from chunkbench.embedding.registry import REGISTRY, get_spec, language_warnings
 from chunkbench.embedding.window import window_report
 from chunkbench.errors import InvalidRequestError, NotFoundError
 from chunkbench.indexing import service as chunking
-from chunkbench.indexing.schemas import ChunkOut, ChunkPreviewOut, ChunkSizesOut, ChunkSizesRunOut, StrategyRunOut
+from chunkbench.indexing.schemas import (
+    ChunkOut,
+    ChunkPreviewOut,
+    ChunkSizesOut,
+    ChunkSizesRunOut,
+    LanguageWarningOut,
+    StrategyRunOut,
+)
 from chunkbench.llm.client import get_llm_client
 from chunkbench.models import StrategyName
 from chunkbench.retrieval.rerank import cross_encoder_availability
@@ -78,6 +85,7 @@ def chunk_preview(
     page = payloads[offset : offset + limit]
     chunks = [_chunk_out(payload) for payload in page]
     window = _window(settings, model_id, page, chunks)
+    boundary = run.boundary_model_id if run is not None and strategy_class(strategy).needs_boundary else None
     return ChunkPreviewOut(
         document_id=document_id,
         strategy=strategy,
@@ -87,6 +95,8 @@ def chunk_preview(
         diagnostics=run.diagnostics if run is not None else {},
         window_tokens=window,
         prefix_mode=run.details.get("prefix_mode") if run is not None else None,
+        language=document.language,
+        warnings=_language_warnings({document.source_key: document.language}, model_id, boundary),
         total=len(payloads),
         start=start,
         end=end,
@@ -149,6 +159,19 @@ def chunk_sizes(session: Session, store: VectorStore, document_id: str, *, tenan
             for (run, tokens, parents), histogram in zip(sizes, histograms, strict=True)
         ],
     )
+
+
+def _language_warnings(
+    languages: dict[str, str | None], corpus_model_id: str, boundary_model_id: str | None
+) -> list[LanguageWarningOut]:
+    """What the chunks' Corpus model (and the Boundary model that cut them) cannot read of the document, from its
+    language now: runs recorded before languages were checked are warned about too."""
+    out: list[LanguageWarningOut] = []
+    for role, model_id in (("corpus", corpus_model_id), ("boundary", boundary_model_id)):
+        spec = REGISTRY.get(model_id) if model_id else None
+        if spec is not None:
+            out.extend(LanguageWarningOut(**w.to_dict()) for w in language_warnings(role, spec, languages))
+    return out
 
 
 def _window(settings: Settings, model_id: str, payloads: list[dict], chunks: list[ChunkOut]) -> int | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -97,9 +97,11 @@ def decision_for(
     resamples: int,
     budget: int | None = None,
     with_documents: bool = False,
+    warnings: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The Decision on the primary metric: paired over questions, ties broken by context cost (tok@k), and
-    compared at an equal context ``budget`` (default: the smallest median tok@k)."""
+    """The Decision on the primary metric: paired over questions, ties broken by context cost (tok@k), compared
+    at an equal context ``budget`` (default: the smallest median tok@k), naming no configuration that the
+    Experiment's language ``warnings`` (provenance) say is built on a model that cannot read a document."""
     by_cell = {(r.config_key, r.question_id): r for r in results}
     scores: dict[str, list[float | None]] = {}
     for configuration in configurations:
@@ -122,7 +124,23 @@ def decision_for(
         budget=budget_scores(
             questions, list(scores), results, metric=metric, budget=budget, with_documents=with_documents
         ),
+        uncovered=uncovered_configurations(warnings),
     ).to_dict()
+
+
+def uncovered_configurations(warnings: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Configuration key → the model it is built on that does not cover a document's language, the languages and
+    the models that cover them (from the Experiment's language warnings, the first model per configuration)."""
+    out: dict[str, dict[str, Any]] = {}
+    for warning in warnings:
+        for key in warning.get("configurations") or ():
+            entry = out.setdefault(
+                key, {"role": warning["role"], "model_id": warning["model_id"], "languages": [], "covering_models": []}
+            )
+            if warning["model_id"] == entry["model_id"]:
+                entry["languages"] = list(dict.fromkeys([*entry["languages"], warning["language"]]))
+                entry["covering_models"] = list(dict.fromkeys([*entry["covering_models"], *warning["covering_models"]]))
+    return out
 
 
 def budget_scores(
@@ -163,7 +181,7 @@ def finalize(database: Database, settings: Settings, experiment_id: str, *, tena
         row.decision = decision_for(
             questions, experiment.configurations, results, aggregates,
             metric=metric, seed=seed, resamples=resamples, budget=experiment.config.budget,
-            with_documents=experiment.spans_documents,
+            with_documents=experiment.spans_documents, warnings=experiment.provenance.get("warnings") or (),
         )  # fmt: skip
         prompt = sum(a["tokens"]["prompt"] for a in aggregates.values())
         completion = sum(a["tokens"]["completion"] for a in aggregates.values())

@@ -1,9 +1,10 @@
-"""Breakdowns of an Experiment: which documents and which question categories each configuration fails on.
+"""Breakdowns of an Experiment: which documents, languages and question categories each configuration fails on.
 
 Computed from the stored questions and cells, so every Experiment has them (older ones too) and a running one
-shows them as far as it got. A question belongs to its documents (the one it names, else its evidence's) and to
-its category; a group's figures per configuration are its questions, the primary metric's mean over the cells
-that measured it, and its failures: failed cells and scores of zero on a metric where higher is better.
+shows them as far as it got. A question belongs to its documents (the one it names, else its evidence's), to their
+languages and to its category; a group's figures per configuration are its questions, the primary metric's mean
+over the cells that measured it, and its failures: failed cells and scores of zero on a metric where higher is
+better.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from chunkbench.benchmarking.model import CellResult, Configuration
 from chunkbench.benchmarking.schemas import METRIC_DIRECTIONS
+from chunkbench.embedding.languages import language_label
 from chunkbench.evaluation.questions import BenchmarkQuestion
 
 NO_CATEGORY = "(none)"
@@ -32,11 +34,13 @@ def breakdowns(
     *,
     metric: str,
     documents: Mapping[str, str | None],
+    languages: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
-    """``{metric, documents?, categories?}``; each a list of groups, worst first.
+    """``{metric, documents?, languages?, categories?}``; each a list of groups, worst first.
 
-    ``documents``: the Experiment's document ids → source keys, in order. Documents are broken down only when
-    the Experiment spans several, categories only when a question has one.
+    ``documents``: the Experiment's document ids → source keys, in order; ``languages``: document id → detected
+    language. Documents are broken down only when the Experiment spans several, languages only when its documents
+    have two or more, categories only when a question has one.
     """
     cells = {(r.config_key, r.question_id): r for r in results}
     higher = METRIC_DIRECTIONS.get(metric, True)
@@ -55,6 +59,23 @@ def breakdowns(
             ],
             higher,
         )
+    known = {d: code for d, code in (languages or {}).items() if d in documents and code is not None}
+    if len(set(known.values())) > 1:
+        by_language: dict[str, list[BenchmarkQuestion]] = {}
+        for question in questions:
+            for code in dict.fromkeys(known[d] for d in question_documents(question) if d in known):
+                by_language.setdefault(code, []).append(question)
+        out["languages"] = _worst_first(
+            [
+                {
+                    "language": code, "label": language_label(code),
+                    "documents": sum(value == code for value in known.values()),
+                    **_group(qs, keys, cells, metric, higher),
+                }
+                for code, qs in by_language.items()
+            ],
+            higher,
+        )  # fmt: skip
     if any(q.category for q in questions):
         by_category: dict[str, list[BenchmarkQuestion]] = {}
         for question in questions:

@@ -23,6 +23,9 @@ interval of its difference to the leader. Then:
   - ``noise``: δ is 0 or within the practical margin, or the estimate says the questions should already
     suffice (more questions would not change the decision; fix: harder questions, a smaller k, a larger
     corpus);
+  - ``language``: the configuration that would win (or break the tie) is built on a Corpus or Boundary model
+    that does not cover a language of the benchmark's documents (``uncovered``): its scores mean nothing, so it is
+    not named; such configurations are listed in the reasons whatever the status;
 * **insufficient_data**: fewer than 2 configurations or fewer than ``MIN_QUESTIONS`` usable questions.
 
 **Equal context budget.** Given the scores of every configuration with its context cut to B tokens
@@ -51,7 +54,7 @@ from chunkbench.evaluation.stats import BootstrapResult, complete_matrix, paired
 
 # no_clear_winner: stored by Experiments decided before cannot_tell; decide() no longer returns it.
 DecisionStatus = Literal["winner", "tie_broken_by_cost", "cannot_tell", "no_clear_winner", "insufficient_data"]
-CannotTellCause = Literal["ceiling", "too_few_questions", "noise", "context"]
+CannotTellCause = Literal["ceiling", "too_few_questions", "noise", "context", "language"]
 
 MIN_QUESTIONS = 5
 POWER = 0.8
@@ -214,15 +217,58 @@ def decide(
     cost_margin: float = 0.1,
     ceiling: float | None = None,
     budget: BudgetScores | None = None,
+    uncovered: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Decision:
     """The Decision on ``metric`` from ``scores[config][question]`` and context costs ``costs[config]`` (tok@k).
 
     See the module docstring for the rules. ``cost_margin``: how much cheaper (as a share) the cheapest tied
     contender must be than every other one to break a tie. ``ceiling``: the metric's best possible value
     (default ``METRIC_CEILINGS``). ``budget``: the scores at equal context budget, for ``budget_matched`` and
-    the equal-budget rule. A ``ValueError`` when configurations have different numbers of questions or the
-    margin is negative.
+    the equal-budget rule. ``uncovered``: configurations built on a model that does not cover a document's
+    language → ``{role, model_id, languages, covering_models}``. A ``ValueError`` when configurations have
+    different numbers of questions or the margin is negative.
     """
+    decision = _decide_all(
+        scores, costs, metric=metric, higher_is_better=higher_is_better, confidence=confidence,
+        min_prob_best=min_prob_best, practical_margin=practical_margin, n_resamples=n_resamples, seed=seed,
+        cost_margin=cost_margin, ceiling=ceiling, budget=budget,
+    )  # fmt: skip
+    return _language_rule(decision, uncovered or {})
+
+
+def _language_rule(decision: Decision, uncovered: Mapping[str, Mapping[str, Any]]) -> Decision:
+    """No configuration built on a model that cannot read a document is named: the one that would be best makes the
+    Decision cannot_tell (cause ``language``), and every such configuration is listed in the reasons."""
+    flagged = [name for name in decision.means or decision.contenders if name in uncovered]
+    if not flagged:
+        return decision
+    codes = list(dict.fromkeys(code for name in flagged for code in uncovered[name]["languages"]))
+    reasons = [*decision.reasons, verdicts.uncovered_sentence(flagged, codes)]
+    if decision.best is None or decision.best not in uncovered:
+        return replace(decision, reasons=reasons)
+    why = {"cause": "language", "configurations": [decision.best], "n_questions": decision.n_questions,
+           **uncovered[decision.best]}  # fmt: skip
+    return _with_verdict(
+        replace(decision, status="cannot_tell", best=None, tie_break=None, cannot_tell=why, reasons=reasons)
+    )
+
+
+def _decide_all(
+    scores: Mapping[str, Sequence[float | None]],
+    costs: Mapping[str, float | None],
+    *,
+    metric: str,
+    higher_is_better: bool,
+    confidence: float,
+    min_prob_best: float,
+    practical_margin: float,
+    n_resamples: int,
+    seed: int,
+    cost_margin: float,
+    ceiling: float | None,
+    budget: BudgetScores | None,
+) -> Decision:
+    """``decide`` before the language rule."""
     if practical_margin < 0:
         raise ValueError(f"practical_margin must be >= 0, got {practical_margin}")
     options = {

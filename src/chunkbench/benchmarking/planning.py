@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import select
@@ -12,10 +12,10 @@ from sqlalchemy.orm import Session
 from chunkbench.benchmarking.model import BenchmarkConfig, Configuration
 from chunkbench.benchmarking.questions import resolve_benchmark_questions
 from chunkbench.benchmarking.schemas import BenchmarkIn
-from chunkbench.chunking.base import capabilities
+from chunkbench.chunking.base import capabilities, strategy_class
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
-from chunkbench.embedding.registry import EmbeddingModelSpec
+from chunkbench.embedding.registry import REGISTRY, EmbeddingModelSpec, language_warnings
 from chunkbench.errors import BenchmarkError
 from chunkbench.evaluation.questions import BenchmarkQuestion
 from chunkbench.models import StrategyName
@@ -58,6 +58,9 @@ class BenchmarkPlan:
     # The grid's axes, answering, grading and running: stored as the Experiment's ``benchmark_config``.
     config: BenchmarkConfig
     strategy_runs: dict[str, dict[str, Any]]
+    # Each document's detected language, and the models of the grid that do not cover one (``language_warnings``).
+    languages: dict[str, str | None] = field(default_factory=dict)
+    warnings: tuple[dict[str, Any], ...] = ()
 
     @property
     def cells(self) -> int:
@@ -156,7 +159,39 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
             scope=request.scope,
         ),
         strategy_runs=strategy_runs,
+        languages={d.id: d.language for d in documents},
+        warnings=_language_warnings(documents, configurations, models, strategy_runs),
     )
+
+
+def _language_warnings(
+    documents: Sequence[DocumentRow],
+    configurations: Sequence[Configuration],
+    models: Sequence[EmbeddingModelSpec],
+    strategy_runs: dict[str, dict[str, Any]],
+) -> tuple[dict[str, Any], ...]:
+    """Each model of the grid (Corpus, and Boundary of the semantic strategies' runs) that does not cover a
+    document's language, with the configurations built on it: the Decision names none of those."""
+    names = {d.id: d.source_key for d in documents}
+    languages = {d.source_key: d.language for d in documents}
+    out: list[dict[str, Any]] = []
+    for model in models:
+        built = [c.key for c in configurations if (c.corpus_model or models[0].id) == model.id]
+        out.extend({**w.to_dict(), "configurations": built} for w in language_warnings("corpus", model, languages))
+    cutting = [s for s in dict.fromkeys(c.strategy for c in configurations) if strategy_class(s).needs_boundary]
+    for strategy in cutting:
+        entry = strategy_runs[strategy.value]
+        runs = entry.get("runs") or [{"document_id": documents[0].id, **entry}]
+        by_model: dict[str, dict[str, str | None]] = {}
+        for run in runs:
+            if run.get("boundary_model") in REGISTRY:
+                name = names[run["document_id"]]
+                by_model.setdefault(run["boundary_model"], {})[name] = languages[name]
+        built = [c.key for c in configurations if c.strategy == strategy]
+        for model_id, members in by_model.items():
+            for warning in language_warnings("boundary", REGISTRY[model_id], members):
+                out.append({**warning.to_dict(), "configurations": built})
+    return tuple(out)
 
 
 # Documents named in a refusal: the first few, then how many more.

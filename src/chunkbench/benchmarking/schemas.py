@@ -364,12 +364,35 @@ class CategoryBreakdownOut(BaseModel):
     configurations: dict[str, BreakdownFiguresOut]
 
 
+class LanguageBreakdownOut(BaseModel):
+    language: str = Field(description="The detected language code of the group's documents")
+    label: str = Field(description="The language in words: Persian (fa)")
+    documents: int
+    questions: int
+    configurations: dict[str, BreakdownFiguresOut]
+
+
 class BreakdownsOut(BaseModel):
-    """Per document (Experiments of several documents) and per question category, worst first."""
+    """Per document and per language (Experiments of several documents, of several languages) and per question
+    category, worst first."""
 
     metric: str
     documents: list[DocumentBreakdownOut] | None = None
+    languages: list[LanguageBreakdownOut] | None = None
     categories: list[CategoryBreakdownOut] | None = None
+
+
+class ExperimentWarningOut(BaseModel):
+    """A model of the grid that does not cover the language of some of the Experiment's documents."""
+
+    kind: str = Field(description="language_not_covered")
+    role: str = Field(description="corpus or boundary")
+    model_id: str
+    language: str
+    documents: list[str] = Field(description="The documents concerned (source keys)")
+    covering_models: list[str]
+    configurations: list[str] = Field(description="The configurations built on the model: none is named best")
+    message: str
 
 
 class ExperimentOut(BaseModel):
@@ -395,7 +418,12 @@ class ExperimentOut(BaseModel):
         description="The Decision on the primary metric, once completed; ``verdict`` is what to show first"
     )
     cost: dict[str, Any]
-    breakdowns: BreakdownsOut | None = Field(None, description="Where each configuration fails: documents, categories")
+    warnings: list[ExperimentWarningOut] = Field(
+        default_factory=list, description="Models that do not cover a document's language (results not meaningful)"
+    )
+    breakdowns: BreakdownsOut | None = Field(
+        None, description="Where each configuration fails: documents, languages, categories"
+    )
 
 
 class ChartOut(BaseModel):

@@ -173,6 +173,8 @@ def experiment_dict(session: Session, row: ExperimentRow, *, cells_view: CellsVi
         # The verdict is written at reading, so an Experiment decided under older wording says today's words.
         "decision": with_verdict(experiment.decision) if experiment.decision else None,
         "cost": experiment.cost,
+        # Models of the grid that do not cover a document's language (the Decision names none built on them).
+        "warnings": list(experiment.provenance.get("warnings") or []),
     }
     metric = (experiment.decision or {}).get("metric") or experiment.config.primary_metric
     if metric is not None:
@@ -181,6 +183,7 @@ def experiment_dict(session: Session, row: ExperimentRow, *, cells_view: CellsVi
         split = breakdowns(
             experiment.questions, experiment.configurations, finished, metric=metric,
             documents={d: keys.get(d) for d in experiment.document_ids},
+            languages=experiment.provenance.get("languages"),
         )  # fmt: skip
         if len(split) > 1:  # documents or categories to show
             view["breakdowns"] = split

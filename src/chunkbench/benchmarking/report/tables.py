@@ -204,19 +204,25 @@ BREAKDOWN_ROWS = 20
 
 
 def breakdown_tables(experiment: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The technical report's breakdown tables (per document, per category): worst first, at most
+    """The technical report's breakdown tables (per document, per language, per category): worst first, at most
     ``BREAKDOWN_ROWS`` rows each, every configuration's mean and failures per row."""
     split = experiment.get("breakdowns") or {}
     metric = split.get("metric")
     keys = [c["key"] for c in experiment_configurations(experiment)]
     tables = []
-    for kind, title in (("documents", "Per document"), ("categories", "Per question category")):
+    labels = {
+        "documents": lambda g: g.get("source_key") or g.get("id"),
+        "languages": lambda g: f"{g.get('label')} · {g.get('documents')} documents",
+        "categories": lambda g: g.get("category"),
+    }
+    titles = {"documents": "Per document", "languages": "Per language", "categories": "Per question category"}
+    for kind, title in titles.items():
         groups = split.get(kind) or []
         if not groups:
             continue
         rows = [
             {
-                "label": g.get("source_key") or g.get("id") if kind == "documents" else g.get("category"),
+                "label": labels[kind](g),
                 "id": g.get("id") if kind == "documents" else None,
                 "questions": g.get("questions"),
                 "cells": [

@@ -1,5 +1,5 @@
 // An Experiment's breakdowns (the server's ``breakdowns``): per document (several-document Experiments, by source
-// key) and per question category, each configuration's mean on the primary metric and its failures (failed cells
+// key), per language (documents in several languages) and per question category, each configuration's mean on the primary metric and its failures (failed cells
 // and scores of 0). The server lists the groups worst first over every configuration; choosing a configuration
 // orders them by that one's mean, worst first. Shared by the Experiment view and the Decision Board.
 import { html, useState, fmt, fmtInt } from "./ui.js";
@@ -8,20 +8,26 @@ import { useMemo } from "./vendor/htm-preact-standalone.module.js";
 // The metrics where lower is better (the server's METRIC_DIRECTIONS): their worst is the highest mean.
 const LOWER_IS_BETTER = new Set(["tok_at_k", "judge_hallucination"]);
 
+// Each kind of group: its table's title, its first column, and a group's name.
+const GROUPS = [
+  ["documents", "Per document", "document", (g) => g.source_key || g.id],
+  ["languages", "Per language", "language", (g) => `${g.label} · ${g.documents} documents`],
+  ["categories", "Per category", "category", (g) => g.category],
+];
+
 export function Breakdowns({ experiment }) {
   const breakdowns = experiment.breakdowns;
   const keys = experiment.configurations.map((c) => c.key);
-  if (!breakdowns || (!breakdowns.documents?.length && !breakdowns.categories?.length)) return null;
+  if (!breakdowns || !GROUPS.some(([kind]) => breakdowns[kind]?.length)) return null;
   return html`<section class="stack" aria-label="Breakdowns">
     <h3>Where each configuration fails <span class="muted">· ${breakdowns.metric}, worst first</span></h3>
-    ${breakdowns.documents?.length ? html`<${BreakdownTable} title="Per document" groups=${breakdowns.documents}
-      keys=${keys} metric=${breakdowns.metric} name=${(g) => g.source_key || g.id} /> ` : null}
-    ${breakdowns.categories?.length ? html`<${BreakdownTable} title="Per category" groups=${breakdowns.categories}
-      keys=${keys} metric=${breakdowns.metric} name=${(g) => g.category} />` : null}
+    ${GROUPS.filter(([kind]) => breakdowns[kind]?.length).map(([kind, title, column, name]) => html`<${BreakdownTable}
+      key=${kind} title=${title} column=${column} groups=${breakdowns[kind]} keys=${keys} metric=${breakdowns.metric}
+      name=${name} />`)}
   </section>`;
 }
 
-function BreakdownTable({ title, groups, keys, metric, name }) {
+function BreakdownTable({ title, column, groups, keys, metric, name }) {
   const [by, setBy] = useState(""); // "": the server's order (every configuration)
   const lower = LOWER_IS_BETTER.has(metric);
   const rows = useMemo(() => {
@@ -46,7 +52,7 @@ function BreakdownTable({ title, groups, keys, metric, name }) {
     </div>
     <div class="scroll" style="max-height: 45vh">
       <table class="data" aria-label=${`Breakdown ${title.toLowerCase()}`}>
-        <thead><tr><th>${title === "Per document" ? "document" : "category"}</th><th class="num">questions</th>
+        <thead><tr><th>${column}</th><th class="num">questions</th>
           ${keys.map((k) => html`<th class="num mono" key=${k} style="white-space: nowrap">${k}</th>`)}</tr></thead>
         <tbody>${rows.map((g) => html`<tr key=${name(g)}>
           <td style="overflow-wrap: anywhere">${name(g)}</td><td class="num">${fmtInt(g.questions)}</td>

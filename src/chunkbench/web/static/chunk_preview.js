@@ -51,6 +51,7 @@ export function ChunkPreview({ doc, refresh }) {
         ? html`<${SideBySide} doc=${doc} text=${markdown.data} left=${current} right=${beside} page=${onPage}
             range=${range} refresh=${refresh} />`
         : html`<${Diagnostics} run=${current} />
+          ${onPage && html`<${LanguageNotices} result=${onPage} />`}
           ${onPage && markdown.data !== null && html`<${PrefixNote} preview=${onPage} />
             <${ChunkText} text=${markdown.data} preview=${onPage} label="Document text with chunk boundaries" />`}`}
       ${pages > 1 && onPage && html`<div class="pager" aria-label="Pages of chunks" role="group">
@@ -61,6 +62,15 @@ export function ChunkPreview({ doc, refresh }) {
           aria-label="Next page of chunks">›</button></div>`}
     </div>`}
   </div>`;
+}
+
+// Why a model replaced the untouched default (``notes``), and what the models could not read (``warnings``: results
+// there are not meaningful): processing outcomes (one document, a corpus) and the Chunk Preview.
+export function LanguageNotices({ result }) {
+  return html`${(result.notes || []).map((note) => html`<div class="notice" role="status" data-testid="model-note"
+      dir="auto">${note}</div>`)}
+    ${(result.warnings || []).map((w) => html`<div class="notice" role="alert" data-testid="language-warning"
+      dir="auto"><span class="badge bad">${w.language} not covered</span> ${w.message}</div>`)}`;
 }
 
 const runLabel = (run) => `${run.strategy_name} · ${run.corpus_model_id}`;

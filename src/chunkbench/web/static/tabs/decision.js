@@ -304,6 +304,9 @@ function Verdict({ summary, experiment }) {
           ${decision.best ? html` <strong class="mono">${decision.best}</strong>` : null}
           <span class="muted"> on ${decision.metric} over ${decision.n_questions} question${decision.n_questions === 1 ? "" : "s"}</span></p>
         <p class="verdict-text" data-testid="decision-verdict"><strong>${decision.verdict}</strong></p>
+        ${(experiment.warnings || []).map((w) => html`<div class="notice" role="alert" data-testid="language-warning"
+          dir="auto"><span class="badge bad">${w.language} not covered</span> ${w.message} No winner is named among${" "}
+          <span class="mono">${w.configurations.join(", ")}</span>.</div>`)}
         <${ExperimentCharts} experimentId=${summary.id} experimentName=${expLabel(summary)} collapsed=${["heatmap"]} />
         <details data-testid="decision-details"><summary>Details: standing, reasons, breakdowns</summary>
           <dl class="kv">

@@ -1,7 +1,7 @@
 // Documents (Word, HTML, text, markdown) and PDF tabs: one component with a format filter. Upload, the list with
 // lifecycle state and chunk counts, the section tree and markdown, processing with live progress, Chunk Preview.
 import { html, useEffect, useRef, useState, ErrorBox, Spinner, ProgressBar, fmt, fmtInt, pct, useApi, KV_WRAP } from "../ui.js";
-import { ChunkPreview } from "../chunk_preview.js";
+import { ChunkPreview, LanguageNotices } from "../chunk_preview.js";
 import { api, cancelJob, upload, waitForJob } from "../api.js";
 import { emit, on } from "../bus.js";
 import { Term } from "../glossary.js";
@@ -260,6 +260,7 @@ function CorpusOutcome({ result }) {
   return html`<div class="stack">
     <h3>${`Outcome · ${fmtInt(result.documents)} documents · ${fmtInt(result.processed)} processed, ${
       fmtInt(result.skipped)} skipped, ${fmtInt(result.failed)} failed`}</h3>
+    <${LanguageNotices} result=${result} />
     <div style="overflow-x:auto"><table class="data" aria-label="Corpus outcome per strategy">
       <thead><tr><th>strategy</th><th class="num">processed</th><th class="num">skipped</th><th class="num">failed</th>
         <th class="num">chunks indexed</th><th class="num">chunk / embed / index</th><th class="num">time</th></tr></thead>
@@ -465,19 +466,17 @@ function ProcessPanel({ title, path, Result, onDone }) {
   const strategies = useApi(() => api("/strategies"), []);
   const models = useApi(() => api("/admin/embedding-models"), []);
   const [checked, setChecked] = useState(null); // null until /strategies answers: then every strategy
+  // "": the role's default, left to the server, which picks a model covering the documents' language when the Admin
+  // role is untouched; a model picked here is sent, and refused for a language it does not cover.
   const [corpus, setCorpus] = useState("");
   const [boundary, setBoundary] = useState("");
+  const [mismatch, setMismatch] = useState(false); // allow_language_mismatch: processed, with a warning on the run
   const [params, setParams] = useState({}); // {strategy: {field: raw input}}: only what the person changed
   const [job, setJob] = useState(null);
   const [result, setResult] = useState(null);
   const [error, setError] = useState(null);
 
   useEffect(() => { if (strategies.data && !checked) setChecked(new Set(strategies.data.map((s) => s.name))); }, [strategies.data]);
-  useEffect(() => {
-    if (!models.data) return;
-    setCorpus((v) => v || models.data.corpus_model_id);
-    setBoundary((v) => v || models.data.boundary_model_id);
-  }, [models.data]);
 
   if (strategies.error || models.error) return html`<div><h2>${title}</h2>
     <${ErrorBox} error=${strategies.error || models.error} /></div>`;
@@ -497,11 +496,12 @@ function ProcessPanel({ title, path, Result, onDone }) {
     try {
       body = {
         strategies: chosen.map((s) => s.name),
-        corpus_model_id: corpus,
+        ...(corpus ? { corpus_model_id: corpus } : {}),
+        ...(mismatch ? { allow_language_mismatch: true } : {}),
         params: Object.fromEntries(chosen.map((s) => [s.name, paramValues(s, params[s.name])])
           .filter(([, values]) => Object.keys(values).length > 0)),
       };
-      if (needsBoundary) body.boundary_model_id = boundary;
+      if (needsBoundary && boundary) body.boundary_model_id = boundary;
     } catch (e) {
       setError(e);
       return;
@@ -536,10 +536,13 @@ function ProcessPanel({ title, path, Result, onDone }) {
       <div class="row">
         <label><span><${Term} name="corpus_model" /> (embeds the chunks)</span>
           <${ModelSelect} label="Corpus model" models=${models.data.models} value=${corpus} onChange=${setCorpus}
-            disabled=${!!job} /></label>
+            fallback=${models.data.corpus_model_id} disabled=${!!job} /></label>
         <label><span><${Term} name="boundary_model" /> (semantic cuts)</span>
           <${ModelSelect} label="Boundary model" models=${models.data.models} value=${boundary} onChange=${setBoundary}
-            disabled=${!!job || !needsBoundary} /></label>
+            fallback=${models.data.boundary_model_id} disabled=${!!job || !needsBoundary} /></label>
+        <label title="A document in a language the chosen model does not cover is refused; this processes it anyway and
+          records the warning on the run"><input type="checkbox" checked=${mismatch} disabled=${!!job}
+          onChange=${(e) => setMismatch(e.target.checked)} />Allow a model that does not read the language</label>
       </div>
       ${chosen.map((s) => html`<${StrategyParams} key=${s.name} strategy=${s} values=${params[s.name] || {}}
         onChange=${(field, value) => setParam(s.name, field, value)} disabled=${!!job} />`)}
@@ -560,10 +563,12 @@ function ProcessPanel({ title, path, Result, onDone }) {
   </section>`;
 }
 
-function ModelSelect({ label, models, value, onChange, disabled }) {
+function ModelSelect({ label, models, value, onChange, fallback, disabled }) {
   // Unavailable models are listed (so a person learns they exist) but cannot be picked; the note says why.
   return html`<select aria-label=${label} value=${value} onChange=${(e) => onChange(e.target.value)} disabled=${disabled}
       style="max-width:min(26rem, 80vw)">
+    <option value="" title="The Admin role's model; left as it is, a document it cannot read gets multilingual-e5-small">
+      Default: ${fallback} (or one that reads the language)</option>
     ${models.map((m) => html`<option value=${m.id} disabled=${!m.available} title=${m.availability_note || ""}>
       ${m.display_name || m.id}${m.available ? "" : " (not available)"}</option>`)}
   </select>`;
@@ -637,7 +642,8 @@ function paramValues(strategy, raw = {}) {
 
 function Outcome({ result }) {
   const rows = [...(result.completed || []), ...(result.failed || [])];
-  return html`<div><h3>Outcome · document ${result.status}</h3><${RunTable} runs=${rows.map((r) => ({
+  return html`<div><h3>Outcome · document ${result.status}</h3><${LanguageNotices} result=${result} />
+    <${RunTable} runs=${rows.map((r) => ({
     strategy: r.strategy, status: r.status, chunks: r.chunk_count, diagnostics: r.diagnostics, ms: r.duration_ms,
     error: r.error?.message || r.error || r.message,
   }))} /></div>`;

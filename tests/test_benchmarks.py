@@ -169,6 +169,16 @@ def test_neighbours_apply_to_fixed_size_only_and_the_compare_view_warns(client, 
         assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
         assert all(c["role"] == "neighbor" for c in cell["retrieved"][len(hits) :])
         assert [n["chunk_index"] for n in cell["expansion_tree"]] == [h["chunk_index"] for h in hits]
+        assert [n["rank"] for n in cell["expansion_tree"]] == list(range(1, len(hits) + 1))
+        # Each neighbour is drawn once; a hit in another hit's window is listed there by its rank, without its text.
+        listed = [n for node in cell["expansion_tree"] for n in node["neighbors_prev"] + node["neighbors_next"]]
+        neighbours = [c["chunk_index"] for c in cell["retrieved"] if c["role"] == "neighbor"]
+        assert sorted(n["chunk_index"] for n in listed if n["role"] == "neighbor") == sorted(neighbours)
+        for also in (n for n in listed if n["role"] == "hit"):
+            assert "text" not in also and hits[also["rank"] - 1]["chunk_index"] == also["chunk_index"]
+    # Five short chunks, three hits each: some hits lie in each other's windows.
+    trees = [node for cell in wide["cells"] for node in cell["expansion_tree"]]
+    assert any(n["role"] == "hit" for node in trees for n in node["neighbors_prev"] + node["neighbors_next"])
     compared = client.get("/experiments/compare", params={"a": plain["id"], "b": expanded["id"]}).json()
     assert any("Neighbor Expansion" in warning for warning in compared["warnings"])
     recursive = next(row for row in compared["rows"] if row["config_key"] == "recursive/dense/k1")

@@ -165,7 +165,7 @@ def _grade(
         completion_tokens += verdict.completion_tokens
     metrics.update(scoring.judge_scores(verdict))
     tree = (
-        [_tree_node(node.to_dict()) for node in result.tree]
+        [_tree_node(node.to_dict(), with_document=context.spans_documents) for node in result.tree]
         if capabilities(configuration.strategy).expands_neighbours
         else None
     )
@@ -190,13 +190,16 @@ def _rounded(score: float | None) -> float | None:
     return None if score is None else round(score, 6)
 
 
-def _tree_node(node: dict[str, Any]) -> dict[str, Any]:
-    """An Expansion Tree node as a cell keeps it: positions, text and rounded score of the hit and its neighbours."""
-    compact = {
-        "chunk_index": node["chunk_index"], "role": node["role"], "start_index": node["start_index"],
-        "end_index": node["end_index"], "text": node["text"], "score": _rounded(node["score"]),
-    }  # fmt: skip
+def _tree_node(node: dict[str, Any], *, with_document: bool) -> dict[str, Any]:
+    """An Expansion Tree node as a cell keeps it: positions, text and rounded score of the hit and its neighbours,
+    a hit's rank (a hit listed under another is a reference: no text), and the document when there are several."""
+    compact = {key: node[key] for key in ("chunk_index", "role", "start_index", "end_index", "text") if key in node}
+    compact["score"] = _rounded(node["score"])
+    if "rank" in node:
+        compact["rank"] = node["rank"]
+    if with_document:
+        compact["document_id"] = node["document_id"]
     for side in ("neighbors_prev", "neighbors_next"):
         if side in node:
-            compact[side] = [_tree_node(neighbour) for neighbour in node[side]]
+            compact[side] = [_tree_node(neighbour, with_document=with_document) for neighbour in node[side]]
     return compact

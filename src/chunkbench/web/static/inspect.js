@@ -40,17 +40,48 @@ function rankOrder(cell) {
 
 const overlaps = (start, end, ranges) => ranges.some(([s, e]) => s < end && start < e);
 
-function TreeNode({ node, ranges, role }) {
-  const hasEvidence = node.start_index !== null && overlaps(node.start_index, node.end_index, ranges);
-  return html`<li>
-    <span class="badge">${role || node.role}</span> chunk #${node.chunk_index}
+// The Expansion Tree of a cell: one node per hit in rank order, each with the chunks of its window drawn under it
+// (the server puts each chunk under one hit only). A hit in another hit's window is listed there as a reference to
+// its own node (its rank, no text); cells stored before that say "hit" with the text and no rank: the rank is
+// looked up among the nodes.
+const treeKey = (node) => `${node.document_id || ""}\u0000${node.chunk_index}`;
+
+function ExpansionTree({ tree, rangesOf }) {
+  const rankOf = new Map(tree.map((node, i) => [treeKey(node), node.rank ?? i + 1]));
+  return html`<ul class="tree inspect-tree" style="padding-left: 0">
+    ${tree.map((node) => html`<${TreeHit} key=${treeKey(node)} node=${node} rankOf=${rankOf} rangesOf=${rangesOf} />`)}
+  </ul>`;
+}
+
+const isEvidence = (node, rangesOf) => node.start_index !== null && node.start_index !== undefined
+  && overlaps(node.start_index, node.end_index, rangesOf(node));
+
+function TreeHit({ node, rankOf, rangesOf }) {
+  const rank = rankOf.get(treeKey(node));
+  return html`<li data-role="hit" aria-label=${`hit #${rank}, chunk #${node.chunk_index}`}>
+    <span class="badge accent">hit #${rank}</span> chunk #${node.chunk_index}
     ${node.score !== null && node.score !== undefined ? html` · score ${fmt(node.score)}` : null}
-    ${hasEvidence ? html` <span class="badge good">evidence</span>` : null}
+    ${isEvidence(node, rangesOf) ? html` <span class="badge good">evidence</span>` : null}
     ${node.text ? html`<div class="mono muted">${clip(node.text, 160)}</div>` : null}
     ${node.neighbors_prev?.length || node.neighbors_next?.length ? html`<ul class="tree">
-      ${(node.neighbors_prev || []).map((n) => html`<${TreeNode} node=${n} ranges=${ranges} role="before" />`)}
-      ${(node.neighbors_next || []).map((n) => html`<${TreeNode} node=${n} ranges=${ranges} role="after" />`)}
+      ${(node.neighbors_prev || []).map((n) => html`<${TreeNeighbour} key=${treeKey(n)} node=${n} side="before"
+        rankOf=${rankOf} rangesOf=${rangesOf} />`)}
+      ${(node.neighbors_next || []).map((n) => html`<${TreeNeighbour} key=${treeKey(n)} node=${n} side="after"
+        rankOf=${rankOf} rangesOf=${rangesOf} />`)}
     </ul>` : null}
+  </li>`;
+}
+
+function TreeNeighbour({ node, side, rankOf, rangesOf }) {
+  const hitRank = node.role === "hit" ? node.rank ?? rankOf.get(treeKey(node)) : null;
+  return html`<li data-role=${node.role}
+    aria-label=${`${side}: ${hitRank ? `hit #${hitRank}` : "neighbour"}, chunk #${node.chunk_index}`}>
+    <span class="badge">${side}</span>${" "}
+    ${hitRank ? html`<span class="badge accent">hit #${hitRank}</span>` : html`<span class="muted">neighbour</span>`}
+    ${" "}chunk #${node.chunk_index}
+    ${isEvidence(node, rangesOf) ? html` <span class="badge good">evidence</span>` : null}
+    ${hitRank ? html` <span class="muted">· its own node is hit #${hitRank}</span>`
+      : node.text ? html`<div class="mono muted">${clip(node.text, 160)}</div>` : null}
   </li>`;
 }
 
@@ -121,12 +152,10 @@ export function RetrievalInspect({ experiment, onClose, fmtMetric, title }) {
   // A one-document Experiment's chunks and evidence carry no document id: they are all the Experiment's document's.
   const docOf = (item) => item.document_id || experiment.document.id;
   const markdown = useMarkdowns([...new Set((cell?.retrieved || []).map(docOf))]);
-  const questionDoc = question ? docOf(question) : null;
   const sourceKeys = new Map((experiment.corpus?.documents || []).map((d) => [d.id, d.source_key || d.filename]));
   const rangesIn = (documentId) => (question?.references || [])
     .filter((r) => r.start_index !== null && r.start_index !== undefined && docOf(r) === documentId)
     .map((r) => [r.start_index, r.end_index]);
-  const ranges = rangesIn(questionDoc);
   const valueOf = (q) => {
     const c = cells.get(`${q.id}\u0000${configKey}`);
     if (!c) return "—";
@@ -200,8 +229,8 @@ export function RetrievalInspect({ experiment, onClose, fmtMetric, title }) {
           })}
         </section>
         <section class="panel" aria-label="Expansion Tree"><h3>Expansion Tree</h3>
-          ${cell.expansion_tree?.length ? html`<ul class="tree" style="padding-left: 0">
-            ${cell.expansion_tree.map((node) => html`<${TreeNode} node=${node} ranges=${ranges} />`)}</ul>`
+          ${cell.expansion_tree?.length ? html`<${ExpansionTree} tree=${cell.expansion_tree}
+            rangesOf=${(node) => rangesIn(docOf(node))} />`
             : html`<div class="muted">No Neighbor Expansion in this configuration (it applies to fixed_size with
               neighbors before or after).</div>`}
         </section>` : null}

@@ -15,7 +15,9 @@ from chunkbench.embedding.registry import get_spec
 from chunkbench.embedding.service import embed_query, embed_texts
 from chunkbench.embedding.sparse import Bm25Encoder
 from chunkbench.errors import QueryError
+from chunkbench.limits import MAX_CANDIDATE_K
 from chunkbench.models import StrategyName
+from chunkbench.retrieval import pipeline
 from chunkbench.retrieval.context import attach_parents
 from chunkbench.retrieval.expansion import apply_neighbor_expansion
 from chunkbench.retrieval.rerank import CrossEncoderReranker, LlmListwiseReranker, parse_ranking
@@ -223,6 +225,51 @@ def test_missing_collection_and_bad_inputs(store: VectorStore, settings: Setting
 
 def test_bm25_with_only_stopwords_finds_nothing(corpus_store: VectorStore, settings: Settings) -> None:
     assert run(corpus_store, settings, "bm25", "what is it", None) == []
+
+
+def ranked(
+    store: VectorStore, settings: Settings, retriever: str, vector: np.ndarray, **knobs: object
+) -> pipeline.QueryResult:
+    """The pipeline's retrieval only (no answer) of CODE_QUERY over the corpus document, top 2."""
+    plan = pipeline.make_plan(
+        settings, question=CODE_QUERY, scope=pipeline.Scope.document("t1", "d1"), strategy=FIXED, corpus=SPEC,
+        retriever=retriever, top_k=2, answer="none", query_vector=vector, **knobs,
+    )  # fmt: skip
+    return pipeline.run(settings, store, plan)
+
+
+def test_a_deeper_ranking_keeps_the_top_scores(
+    corpus_store: VectorStore, settings: Settings, query_vectors: dict[str, np.ndarray]
+) -> None:
+    vector = query_vectors[CODE_QUERY]
+    for retriever in RetrieverName:
+        plain, deep = (
+            ranked(corpus_store, settings, retriever, vector),
+            ranked(corpus_store, settings, retriever, vector, ranking_depth=8),
+        )
+        # The same scores at the top. Chunks of exactly equal score (the two BM25 "Error E-47…" lines; in RRF, any
+        # two chunks with mirrored ranks) may come in another order when the engine is asked for more of them.
+        assert [h.score for h in deep.hits] == [h.score for h in plain.hits]
+        assert plain.ranking == plain.hits and deep.ranking[:2] == deep.hits
+        # The ranking is the retriever's own, eight deep (BM25 ranks only chunks sharing a term with the question).
+        alone = run(corpus_store, settings, retriever, CODE_QUERY, vector, top_k=8)
+        assert [c.score for c in deep.ranking] == [c.score for c in alone] and len(alone) >= 3
+    with pytest.raises(QueryError, match="ranking depth"):
+        ranked(corpus_store, settings, "dense", vector, ranking_depth=MAX_CANDIDATE_K + 1)
+
+
+def test_a_reranked_ranking_is_the_reranked_pool_then_the_retrievers_order(
+    corpus_store: VectorStore, settings: Settings, query_vectors: dict[str, np.ndarray], tiny_cross_encoder: Path
+) -> None:
+    settings.cross_encoder_model = str(tiny_cross_encoder)
+    vector = query_vectors[CODE_QUERY]
+    plain = ranked(corpus_store, settings, "dense", vector, rerank="cross_encoder", candidate_k=4)
+    deep = ranked(corpus_store, settings, "dense", vector, rerank="cross_encoder", candidate_k=4, ranking_depth=9)
+    assert [(h.chunk_id, h.score) for h in deep.hits] == [(h.chunk_id, h.score) for h in plain.hits]
+    retrieved = run(corpus_store, settings, "dense", CODE_QUERY, vector, top_k=9)
+    pool = CrossEncoderReranker(str(tiny_cross_encoder), settings).rerank(CODE_QUERY, retrieved[:4], top_k=4)
+    assert [c.chunk_id for c in deep.ranking] == [c.chunk_id for c in (*pool, *retrieved[4:])]
+    assert deep.ranking[:2] == deep.hits
 
 
 # ---------------------------------------------------------------- Neighbor Expansion (seed 000 §9.2)

@@ -82,6 +82,8 @@ def run_cell(
             neighbor_prev=configuration.neighbor_prev,
             neighbor_next=configuration.neighbor_next,
             answer="auto" if context.answers else "none",
+            # Ranked as deep as a reranker's candidates, to say where evidence the hits missed came.
+            ranking_depth=context.settings.rerank_candidate_k,
         )
         return _grade(context, configuration, question, pipeline.run(context.settings, context.store, plan))
     except LlmUnavailableError:
@@ -131,13 +133,18 @@ def _grade(
     # Stored: the hits by rank, then the Neighbor Expansion neighbours in context order.
     retrieved = tuple(
         RetrievedChunk(chunk.chunk_index, chunk.start_index, chunk.end_index, chunk.role, _rounded(chunk.score),
-                       chunk.token_count, chunk.document_id if context.spans_documents else None)
+                       chunk.token_count, chunk.document_id if context.spans_documents else None, chunk.prefix)
         for chunk in (*result.hits, *result.neighbours)
     )  # fmt: skip
     passages = [source.passage for source in result.sources]
+    chunking = context.chunkings[(configuration.strategy.value, corpus.id)]
     metrics: dict[str, MetricValue] = scoring.retrieval_metrics(
-        evidence, retrieved, context.chunkings[(configuration.strategy.value, corpus.id)], top_k=configuration.top_k
+        evidence, retrieved, chunking, top_k=configuration.top_k
     )
+    ranks = scoring.evidence_ranks(
+        evidence, [(chunk.document_id, chunk.chunk_index) for chunk in result.ranking], chunking,
+        depth=max(result.plan.candidate_k, result.plan.ranking_depth),
+    )  # fmt: skip
     # tok@k: the tokens of the context the answerer actually receives (parents included).
     context_tokens = sum(get_tokenizer().count_many(passages)) if passages else 0
     metrics["tok_at_k"] = context_tokens
@@ -182,6 +189,7 @@ def _grade(
         judge=verdict.to_dict() if verdict is not None else None,
         latency_ms=latency,
         tokens=CellTokens(prompt_tokens, completion_tokens, context_tokens),
+        evidence=ranks,
     )
 
 

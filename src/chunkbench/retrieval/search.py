@@ -63,6 +63,14 @@ class RetrievedChunk:
             payload=payload,
         )
 
+    @property
+    def prefix(self) -> str | None:
+        """The context prefix the chunk was embedded behind (contextual retrieval: ``prefix + "\\n\\n" + text``)."""
+        enriched = self.payload.get("enriched_content")
+        if not isinstance(enriched, str) or enriched == self.text or not enriched.endswith(self.text):
+            return None
+        return enriched[: len(enriched) - len(self.text)].strip() or None
+
     def to_dict(self, *, with_text: bool = True) -> dict[str, Any]:
         """JSON-ready fields (without the raw payload; without the text when ``with_text`` is false)."""
         fields = {

@@ -27,7 +27,6 @@ const DECISION_LABELS = {
 const CSS = `
 .bench-grid { display: grid; gap: 1rem; grid-template-columns: minmax(340px, 5fr) minmax(0, 7fr); align-items: start; }
 .bench-inspect { display: grid; gap: 1rem; grid-template-columns: minmax(220px, 1fr) minmax(0, 3fr); align-items: start; }
-.bench-pair { display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(220px, 1fr)); }
 @media (max-width: 1000px) { .bench-grid { grid-template-columns: minmax(0, 1fr); } }
 @media (max-width: 760px) { .bench-inspect { grid-template-columns: minmax(0, 1fr); } }
 `;

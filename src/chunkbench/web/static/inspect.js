@@ -33,7 +33,7 @@ function highlight(text, start, ranges) {
 function rankOrder(cell) {
   const retrieved = cell.retrieved || [];
   const hits = retrieved.filter((chunk) => chunk.role === "hit");
-  // A tree node names no document: in a corpus, chunk n of two documents is told apart by its (rounded) score.
+  // Older cells' tree nodes name no document: in a corpus, chunk n of two documents is told apart by its score.
   const rankKey = (chunk) => `${chunk.chunk_index}\u0000${chunk.score}`;
   const ranked = (cell.expansion_tree || []).map(rankKey);
   if (ranked.length) hits.sort((a, b) => ranked.indexOf(rankKey(a)) - ranked.indexOf(rankKey(b)));

@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from chunkbench.chunking.base import context_prefix
 from chunkbench.config import Settings
 from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.embedding.sparse import Bm25Encoder
@@ -65,11 +66,8 @@ class RetrievedChunk:
 
     @property
     def prefix(self) -> str | None:
-        """The context prefix the chunk was embedded behind (contextual retrieval: ``prefix + "\\n\\n" + text``)."""
-        enriched = self.payload.get("enriched_content")
-        if not isinstance(enriched, str) or enriched == self.text or not enriched.endswith(self.text):
-            return None
-        return enriched[: len(enriched) - len(self.text)].strip() or None
+        """The context prefix the chunk was embedded behind (contextual retrieval); None for other strategies."""
+        return context_prefix(self.text, self.payload.get("enriched_content"))
 
     def to_dict(self, *, with_text: bool = True) -> dict[str, Any]:
         """JSON-ready fields (without the raw payload; without the text when ``with_text`` is false)."""

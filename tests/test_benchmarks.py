@@ -169,10 +169,83 @@ def test_neighbours_apply_to_fixed_size_only_and_the_compare_view_warns(client, 
         assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
         assert all(c["role"] == "neighbor" for c in cell["retrieved"][len(hits) :])
         assert [n["chunk_index"] for n in cell["expansion_tree"]] == [h["chunk_index"] for h in hits]
+        assert [n["rank"] for n in cell["expansion_tree"]] == list(range(1, len(hits) + 1))
+        # Each neighbour is drawn once; a hit in another hit's window is listed there by its rank, without its text.
+        listed = [n for node in cell["expansion_tree"] for n in node["neighbors_prev"] + node["neighbors_next"]]
+        neighbours = [c["chunk_index"] for c in cell["retrieved"] if c["role"] == "neighbor"]
+        assert sorted(n["chunk_index"] for n in listed if n["role"] == "neighbor") == sorted(neighbours)
+        for also in (n for n in listed if n["role"] == "hit"):
+            assert "text" not in also and hits[also["rank"] - 1]["chunk_index"] == also["chunk_index"]
+    # Five short chunks, three hits each: some hits lie in each other's windows.
+    trees = [node for cell in wide["cells"] for node in cell["expansion_tree"]]
+    assert any(n["role"] == "hit" for node in trees for n in node["neighbors_prev"] + node["neighbors_next"])
     compared = client.get("/experiments/compare", params={"a": plain["id"], "b": expanded["id"]}).json()
     assert any("Neighbor Expansion" in warning for warning in compared["warnings"])
     recursive = next(row for row in compared["rows"] if row["config_key"] == "recursive/dense/k1")
     assert recursive["recall"]["delta"] == 0.0  # recursive ignores the neighbour knobs
+
+
+def test_each_cell_says_where_its_evidence_lies_and_at_what_rank_it_came(client, settings, document_id):
+    # A question about nothing in the handbook, its evidence a real sentence: BM25 shares no term with it.
+    off = {
+        "id": "off",
+        "question": "Which colour are the walls painted?",
+        "references": [{"content": "Laptops are replaced every four years."}],
+    }
+    experiment = _benchmark(
+        client, document_id, questions=[*QUESTIONS, off], top_k=[1], retrievers=["dense", "bm25"],
+        strategies=["recursive"],
+    ).json()  # fmt: skip
+    chunks = client.get(f"/admin/chunks/{document_id}", params={"strategy": "recursive"}).json()["chunks"]
+    questions = {q["id"]: q for q in experiment["questions"]}
+    for cell in experiment["cells"]:
+        [reference] = questions[cell["question_id"]]["references"]
+        overlapping = [
+            c["chunk_index"] for c in chunks
+            if min(c["end_index"], reference["end_index"]) - max(c["start_index"], reference["start_index"]) >= 1
+        ]  # fmt: skip
+        evidence = cell["evidence"]
+        assert [e["chunk_index"] for e in evidence["chunks"]] == overlapping and overlapping
+        assert all(e["references"] == [0] for e in evidence["chunks"])
+        assert evidence["depth"] == settings.rerank_candidate_k
+        # Each rank is where the retriever's own top 20 (asked for through /queries) puts the chunk.
+        retriever = cell["config_key"].split("/")[1]
+        deep = client.post(
+            "/queries",
+            json={"document_id": document_id, "question": questions[cell["question_id"]]["question"],
+                  "strategy": "recursive", "retriever": retriever, "top_k": 20},
+        )  # fmt: skip
+        order = [c["chunk_index"] for c in deep.json()["retrieved_chunks"]]
+        assert evidence["ranked"] == len(order)
+        assert [e["rank"] for e in evidence["chunks"]] == [
+            order.index(e["chunk_index"]) + 1 if e["chunk_index"] in order else None for e in evidence["chunks"]
+        ]
+        assert any(e["rank"] == 1 for e in evidence["chunks"]) == (cell["metrics"]["hit_at_k"] == 1.0)
+    missed = next(c for c in experiment["cells"] if (c["question_id"], c["config_key"]) == ("off", "recursive/bm25/k1"))
+    assert missed["metrics"]["recall"] == 0.0 and missed["evidence"]["ranked"] == 0
+    assert [e["rank"] for e in missed["evidence"]["chunks"]] == [None]
+
+
+def test_contextual_retrieval_cells_keep_each_chunks_prefix_and_the_runs_prefix_mode(client, document_id):
+    processed = client.post(
+        f"/documents/{document_id}/process", params={"wait": "true"},
+        json={"strategies": ["contextual_retrieval"], "params": {"contextual_retrieval": {"chunk_size": 60}}},
+    )  # fmt: skip
+    assert processed.status_code == 200, processed.text
+    strategies = ["contextual_retrieval", "recursive"]
+    experiment = _benchmark(client, document_id, questions=QUESTIONS[:2], strategies=strategies).json()
+    runs = experiment["provenance"]["strategy_runs"]
+    assert runs["contextual_retrieval"]["details"]["prefix_mode"] == "deterministic"
+    chunks = client.get(f"/admin/chunks/{document_id}", params={"strategy": "contextual_retrieval"}).json()["chunks"]
+    paths = {c["chunk_index"]: c["heading_path"] for c in chunks}
+    for cell in experiment["cells"]:
+        for chunk in cell["retrieved"]:
+            if cell["config_key"].startswith("recursive/"):
+                assert "prefix" not in chunk  # other strategies' cells keep the JSON they had
+                continue
+            # The deterministic prefix: the document's title and the chunk's section, not part of its text.
+            assert chunk["prefix"].startswith('This chunk is from "Staff Handbook"')
+            assert paths[chunk["chunk_index"]][-1] in chunk["prefix"]
 
 
 def test_dry_run_and_cost_estimate_validate_and_price_without_running(client, document_id):

@@ -55,6 +55,19 @@ def test_cells_round_trip_in_both_shapes() -> None:
     assert _same_json(CellResult.from_dict(FAILED_CELL).to_dict(), FAILED_CELL)
 
 
+def test_a_cells_evidence_ranks_round_trip_and_old_cells_have_none() -> None:
+    evidence = {
+        "depth": 20, "ranked": 7,
+        "chunks": [{"chunk_index": 3, "start_index": 28, "end_index": 99, "rank": 6, "references": [0]},
+                   {"chunk_index": 4, "start_index": 99, "end_index": 150, "rank": None, "references": [0, 1],
+                    "document_id": "d2"}],
+    }  # fmt: skip
+    cell = CellResult.from_dict({**OK_CELL, "evidence": evidence})
+    assert cell.evidence is not None and cell.evidence.chunks[1].references == (0, 1)
+    assert _same_json(cell.to_dict(), {**OK_CELL, "evidence": evidence})
+    assert CellResult.from_dict(OK_CELL).evidence is None and "evidence" not in CellResult.from_dict(OK_CELL).to_dict()
+
+
 def test_config_configurations_and_questions_round_trip() -> None:
     assert _same_json(BenchmarkConfig.from_dict(CONFIG).to_dict(), CONFIG)
     assert BenchmarkConfig.from_dict({}).seed == 0 and BenchmarkConfig.from_dict(None).primary_metric is None

@@ -356,6 +356,44 @@ def test_boundary_view_cuts_a_long_document_at_a_chunk_end() -> None:
 # ---------------------------------------------------------------------------------------------- technical parts
 
 
+def _words(element: Any) -> str:
+    return " ".join(element.text_content().split())
+
+
+def _node(index: int, role: str = "hit", **fields: Any) -> dict[str, Any]:
+    score = 0.9 - index / 10 if role == "hit" else None
+    return {"chunk_index": index, "role": role, "start_index": 100 * index, "end_index": 100 * index + 90,
+            "text": f"Text of chunk {index}.", "score": score, **fields}  # fmt: skip
+
+
+@pytest.mark.parametrize("stored", ["ranked", "before ranks"])
+def test_the_expansion_tree_lists_a_hit_under_another_by_its_rank_not_as_a_neighbour(stored: str) -> None:
+    # Hits 1 and 2 (±1/1) each lie in the other's window. Cells stored before the tree said so list the other hit
+    # with its text and no rank: the report draws both shapes the same way.
+    ranked = stored == "ranked"
+
+    def ref(index: int, rank: int) -> dict[str, Any]:  # a hit listed under another
+        return {k: v for k, v in _node(index, rank=rank).items() if k != "text"} if ranked else _node(index)
+
+    tree = [
+        {**_node(1, **({"rank": 1} if ranked else {})), "neighbors_prev": [_node(0, "neighbor")],
+         "neighbors_next": [ref(2, 2)]},
+        {**_node(2, **({"rank": 2} if ranked else {})), "neighbors_prev": [ref(1, 1)],
+         "neighbors_next": [_node(3, "neighbor")]},
+    ]  # fmt: skip
+    exp = make_experiment(neighbours=1)
+    for cell in exp["cells"]:
+        cell["expansion_tree"] = tree if cell["config_key"] == key("fixed_size") else None
+    _, page = render(exp, "technical")
+    first = page.get_element_by_id("tab-expansion").find_class("tree")[0]
+    drawn = [[_words(n) for n in hit.find_class("tree-neighbor")] for hit in first.find_class("tree-hit")]
+    assert drawn == [
+        ["← neighbour #0 · chars 0–90 Text of chunk 0.", "→ hit #2 · rank 2, shown as its own hit"],
+        ["← hit #1 · rank 1, shown as its own hit", "→ neighbour #3 · chars 300–390 Text of chunk 3."],
+    ]
+    assert first.text_content().count("Text of chunk 1.") == 1  # each hit's text once, in its own node
+
+
 def test_technical_report_parts() -> None:
     exp = make_experiment(judge=True, neighbours=1)
     _, tree = render(exp, "technical")
@@ -370,6 +408,7 @@ def test_technical_report_parts() -> None:
         "← neighbour #0",
         "→ neighbour #2",
     ]
+    assert hits[1].find_class("hit")[0].getparent().text_content().split("·")[0].strip() == "hit #1 rank 1"
     judge = tree.xpath("//table[@id='judge-table']/tbody/tr[@data-config='semantic/dense/k5']/td")
     assert [td.text_content() for td in judge] == ["semantic/dense/k5", "20", "62", "2", "0%"]
     first_judged = tree.xpath("//details[contains(@class, 'judged')]")[0]

@@ -15,7 +15,9 @@ from chunkbench.embedding.registry import get_spec
 from chunkbench.embedding.service import embed_query, embed_texts
 from chunkbench.embedding.sparse import Bm25Encoder
 from chunkbench.errors import QueryError
+from chunkbench.limits import MAX_CANDIDATE_K
 from chunkbench.models import StrategyName
+from chunkbench.retrieval import pipeline
 from chunkbench.retrieval.context import attach_parents
 from chunkbench.retrieval.expansion import apply_neighbor_expansion
 from chunkbench.retrieval.rerank import CrossEncoderReranker, LlmListwiseReranker, parse_ranking
@@ -225,6 +227,51 @@ def test_bm25_with_only_stopwords_finds_nothing(corpus_store: VectorStore, setti
     assert run(corpus_store, settings, "bm25", "what is it", None) == []
 
 
+def ranked(
+    store: VectorStore, settings: Settings, retriever: str, vector: np.ndarray, **knobs: object
+) -> pipeline.QueryResult:
+    """The pipeline's retrieval only (no answer) of CODE_QUERY over the corpus document, top 2."""
+    plan = pipeline.make_plan(
+        settings, question=CODE_QUERY, scope=pipeline.Scope.document("t1", "d1"), strategy=FIXED, corpus=SPEC,
+        retriever=retriever, top_k=2, answer="none", query_vector=vector, **knobs,
+    )  # fmt: skip
+    return pipeline.run(settings, store, plan)
+
+
+def test_a_deeper_ranking_keeps_the_top_scores(
+    corpus_store: VectorStore, settings: Settings, query_vectors: dict[str, np.ndarray]
+) -> None:
+    vector = query_vectors[CODE_QUERY]
+    for retriever in RetrieverName:
+        plain, deep = (
+            ranked(corpus_store, settings, retriever, vector),
+            ranked(corpus_store, settings, retriever, vector, ranking_depth=8),
+        )
+        # The same scores at the top. Chunks of exactly equal score (the two BM25 "Error E-47…" lines; in RRF, any
+        # two chunks with mirrored ranks) may come in another order when the engine is asked for more of them.
+        assert [h.score for h in deep.hits] == [h.score for h in plain.hits]
+        assert plain.ranking == plain.hits and deep.ranking[:2] == deep.hits
+        # The ranking is the retriever's own, eight deep (BM25 ranks only chunks sharing a term with the question).
+        alone = run(corpus_store, settings, retriever, CODE_QUERY, vector, top_k=8)
+        assert [c.score for c in deep.ranking] == [c.score for c in alone] and len(alone) >= 3
+    with pytest.raises(QueryError, match="ranking depth"):
+        ranked(corpus_store, settings, "dense", vector, ranking_depth=MAX_CANDIDATE_K + 1)
+
+
+def test_a_reranked_ranking_is_the_reranked_pool_then_the_retrievers_order(
+    corpus_store: VectorStore, settings: Settings, query_vectors: dict[str, np.ndarray], tiny_cross_encoder: Path
+) -> None:
+    settings.cross_encoder_model = str(tiny_cross_encoder)
+    vector = query_vectors[CODE_QUERY]
+    plain = ranked(corpus_store, settings, "dense", vector, rerank="cross_encoder", candidate_k=4)
+    deep = ranked(corpus_store, settings, "dense", vector, rerank="cross_encoder", candidate_k=4, ranking_depth=9)
+    assert [(h.chunk_id, h.score) for h in deep.hits] == [(h.chunk_id, h.score) for h in plain.hits]
+    retrieved = run(corpus_store, settings, "dense", CODE_QUERY, vector, top_k=9)
+    pool = CrossEncoderReranker(str(tiny_cross_encoder), settings).rerank(CODE_QUERY, retrieved[:4], top_k=4)
+    assert [c.chunk_id for c in deep.ranking] == [c.chunk_id for c in (*pool, *retrieved[4:])]
+    assert deep.ranking[:2] == deep.hits
+
+
 # ---------------------------------------------------------------- Neighbor Expansion (seed 000 §9.2)
 
 EXPANSION_TEXTS = [f"fixed chunk number {i}" for i in range(8)]
@@ -260,10 +307,7 @@ def test_expansion_at_first_and_last_chunk(fixed_store: VectorStore) -> None:
     assert [(c.chunk_index, c.role, c.score) for c in flat if c.role == "neighbor"] == [
         (1, "neighbor", None), (2, "neighbor", None), (5, "neighbor", None), (6, "neighbor", None),
     ]  # fmt: skip
-    assert [n.chunk_index for n in tree[0].neighbors_prev] == []
-    assert [n.chunk_index for n in tree[0].neighbors_next] == [1, 2]
-    assert [n.chunk_index for n in tree[1].neighbors_prev] == [5, 6]
-    assert [n.chunk_index for n in tree[1].neighbors_next] == []
+    assert drawn(tree) == [(0, 1, [], [(1, None), (2, None)]), (7, 2, [(5, None), (6, None)], [])]
 
 
 def test_expansion_with_overlapping_neighbourhoods_and_hit_as_neighbour(fixed_store: VectorStore) -> None:
@@ -285,20 +329,62 @@ def test_expansion_with_overlapping_neighbourhoods_and_hit_as_neighbour(fixed_st
         assert by_index[hit.chunk_index].role == "hit"
         assert by_index[hit.chunk_index].score == hit.score
     assert [n.role for n in (by_index[2], by_index[5], by_index[7])] == ["neighbor"] * 3
-    assert [node.hit.chunk_index for node in tree] == [4, 3, 6]
-    assert [(n.chunk_index, n.role) for n in tree[0].neighbors_prev] == [(3, "hit")]
-    assert [(n.chunk_index, n.role) for n in tree[0].neighbors_next] == [(5, "neighbor")]
-    assert tree[0].to_dict()["neighbors_prev"][0]["score"] == hits[1].score
+    # Each chunk once: 5 lies in the windows of 4 and 6 (both one away) and goes to the better-ranked 4; the hits 3
+    # and 4, each in the other's window, are listed there as references to their own nodes.
+    assert drawn(tree) == [(4, 1, [(3, 2)], [(5, None)]), (3, 2, [(2, None)], [(4, 1)]), (6, 3, [], [(7, None)])]
+    assert tree[0].to_dict()["rank"] == 1
     chunk_4, chunk_3, chunk_5 = by_index[4].chunk_id, by_index[3].chunk_id, by_index[5].chunk_id
+    # A hit under another hit carries its rank and position, not a second copy of its text.
+    assert tree[0].to_dict()["neighbors_prev"] == [
+        {"chunk_id": chunk_3, "chunk_index": 3, "role": "hit", "score": hits[1].score, "rank": 2,
+         "start_index": by_index[3].start_index, "end_index": by_index[3].end_index, "document_id": "d1"},
+    ]  # fmt: skip
+    assert tree[0].to_dict()["neighbors_next"][0]["text"] == by_index[5].text
     assert tree[0].to_refs() == {
-        "chunk_id": chunk_4, "chunk_index": 4, "role": "hit", "score": hits[0].score,
-        "neighbors_prev": [{"chunk_id": chunk_3, "chunk_index": 3, "role": "hit", "score": hits[1].score}],
+        "chunk_id": chunk_4, "chunk_index": 4, "role": "hit", "score": hits[0].score, "rank": 1,
+        "neighbors_prev": [{"chunk_id": chunk_3, "chunk_index": 3, "role": "hit", "score": hits[1].score, "rank": 2}],
         "neighbors_next": [{"chunk_id": chunk_5, "chunk_index": 5, "role": "neighbor", "score": None}],
     }  # fmt: skip
     without_text = by_index[4].to_dict(with_text=False)
     assert "text" not in without_text and without_text == {
         k: v for k, v in by_index[4].to_dict().items() if k != "text"
     }
+
+
+def drawn(tree: list) -> list[tuple[int, int, list[tuple[int, int | None]], list[tuple[int, int | None]]]]:
+    """The tree as (hit index, rank, [(index, rank of a hit) before], [(index, rank of a hit) after])."""
+    return [
+        (
+            node.hit.chunk_index,
+            node.rank,
+            [(n.chunk.chunk_index, n.rank) for n in node.neighbors_prev],
+            [(n.chunk.chunk_index, n.rank) for n in node.neighbors_next],
+        )
+        for node in tree
+    ]
+
+
+def test_the_tree_shows_each_chunk_once_with_adjacent_hits_at_both_ends(fixed_store: VectorStore) -> None:
+    # The issue's case: hits at both ends of the document, next to each other; each used to appear twice, as a hit
+    # and again, unlabelled, as the other's neighbour.
+    hits = hits_at(fixed_store, 6, 0, 7, 1)
+    flat, tree = expand(fixed_store, hits, 1, 1)
+    assert [c.chunk_index for c in flat] == [0, 1, 2, 5, 6, 7]
+    assert drawn(tree) == [
+        (6, 1, [(5, None)], [(7, 3)]),
+        (0, 2, [], [(1, 4)]),
+        (7, 3, [(6, 1)], []),
+        (1, 4, [(0, 2)], [(2, None)]),
+    ]
+    listed = [n for node in tree for n in (*node.neighbors_prev, *node.neighbors_next)]
+    neighbours = [n.chunk.chunk_index for n in listed if n.rank is None]
+    assert sorted(neighbours) == [c.chunk_index for c in flat if c.role == "neighbor"]  # each neighbour once
+
+
+def test_a_neighbour_in_two_windows_is_drawn_under_the_nearest_hit(fixed_store: VectorStore) -> None:
+    # ±2 around 2 and 5: chunk 3 is one from 2, chunk 4 one from 5; each goes under the hit it is next to.
+    _, tree = expand(fixed_store, hits_at(fixed_store, 2, 5), 2, 2)
+    assert drawn(tree) == [(2, 1, [(0, None), (1, None)], [(3, None)]), (5, 2, [(4, None)], [(6, None), (7, None)])]
 
 
 def test_expansion_off_without_knobs_or_for_other_strategies(store: VectorStore, fixed_store: VectorStore) -> None:

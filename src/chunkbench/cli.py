@@ -536,10 +536,11 @@ def query(
     out.print(sources)
     out.rule("Expansion Tree")
     for node in result.expansion_tree:
-        out.print(f"hit #{node['chunk_index']} score {node['score']:.4f}", highlight=False)
+        out.print(f"hit #{node['chunk_index']} rank {node['rank']} score {node['score']:.4f}", highlight=False)
         for side in ("neighbors_prev", "neighbors_next"):
             for neighbour in node.get(side, []):
-                out.print(f"    {side.removeprefix('neighbors_')} #{neighbour['chunk_index']}", highlight=False)
+                also = f" (hit, rank {neighbour['rank']})" if neighbour["role"] == "hit" else ""
+                out.print(f"    {side.removeprefix('neighbors_')} #{neighbour['chunk_index']}{also}", highlight=False)
     latency = " · ".join(f"{stage} {ms:.0f} ms" for stage, ms in result.latency_breakdown.items())
     tokens = result.token_usage
     out.print(

@@ -82,6 +82,8 @@ def run_cell(
             neighbor_prev=configuration.neighbor_prev,
             neighbor_next=configuration.neighbor_next,
             answer="auto" if context.answers else "none",
+            # Ranked as deep as a reranker's candidates, to say where evidence the hits missed came.
+            ranking_depth=context.settings.rerank_candidate_k,
         )
         return _grade(context, configuration, question, pipeline.run(context.settings, context.store, plan))
     except LlmUnavailableError:
@@ -131,13 +133,18 @@ def _grade(
     # Stored: the hits by rank, then the Neighbor Expansion neighbours in context order.
     retrieved = tuple(
         RetrievedChunk(chunk.chunk_index, chunk.start_index, chunk.end_index, chunk.role, _rounded(chunk.score),
-                       chunk.token_count, chunk.document_id if context.spans_documents else None)
+                       chunk.token_count, chunk.document_id if context.spans_documents else None, chunk.prefix)
         for chunk in (*result.hits, *result.neighbours)
     )  # fmt: skip
     passages = [source.passage for source in result.sources]
+    chunking = context.chunkings[(configuration.strategy.value, corpus.id)]
     metrics: dict[str, MetricValue] = scoring.retrieval_metrics(
-        evidence, retrieved, context.chunkings[(configuration.strategy.value, corpus.id)], top_k=configuration.top_k
+        evidence, retrieved, chunking, top_k=configuration.top_k
     )
+    ranks = scoring.evidence_ranks(
+        evidence, [(chunk.document_id, chunk.chunk_index) for chunk in result.ranking], chunking,
+        depth=max(result.plan.candidate_k, result.plan.ranking_depth),
+    )  # fmt: skip
     # tok@k: the tokens of the context the answerer actually receives (parents included).
     context_tokens = sum(get_tokenizer().count_many(passages)) if passages else 0
     metrics["tok_at_k"] = context_tokens
@@ -165,7 +172,7 @@ def _grade(
         completion_tokens += verdict.completion_tokens
     metrics.update(scoring.judge_scores(verdict))
     tree = (
-        [_tree_node(node.to_dict()) for node in result.tree]
+        [_tree_node(node.to_dict(), with_document=context.spans_documents) for node in result.tree]
         if capabilities(configuration.strategy).expands_neighbours
         else None
     )
@@ -182,6 +189,7 @@ def _grade(
         judge=verdict.to_dict() if verdict is not None else None,
         latency_ms=latency,
         tokens=CellTokens(prompt_tokens, completion_tokens, context_tokens),
+        evidence=ranks,
     )
 
 
@@ -190,13 +198,16 @@ def _rounded(score: float | None) -> float | None:
     return None if score is None else round(score, 6)
 
 
-def _tree_node(node: dict[str, Any]) -> dict[str, Any]:
-    """An Expansion Tree node as a cell keeps it: positions, text and rounded score of the hit and its neighbours."""
-    compact = {
-        "chunk_index": node["chunk_index"], "role": node["role"], "start_index": node["start_index"],
-        "end_index": node["end_index"], "text": node["text"], "score": _rounded(node["score"]),
-    }  # fmt: skip
+def _tree_node(node: dict[str, Any], *, with_document: bool) -> dict[str, Any]:
+    """An Expansion Tree node as a cell keeps it: positions, text and rounded score of the hit and its neighbours,
+    a hit's rank (a hit listed under another is a reference: no text), and the document when there are several."""
+    compact = {key: node[key] for key in ("chunk_index", "role", "start_index", "end_index", "text") if key in node}
+    compact["score"] = _rounded(node["score"])
+    if "rank" in node:
+        compact["rank"] = node["rank"]
+    if with_document:
+        compact["document_id"] = node["document_id"]
     for side in ("neighbors_prev", "neighbors_next"):
         if side in node:
-            compact[side] = [_tree_node(neighbour) for neighbour in node[side]]
+            compact[side] = [_tree_node(neighbour, with_document=with_document) for neighbour in node[side]]
     return compact

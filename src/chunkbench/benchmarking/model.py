@@ -209,7 +209,7 @@ class RetrievedChunk:
     """A chunk a cell's query put in the context: a hit (in rank order) or a Neighbor Expansion neighbour.
 
     ``document_id`` is set when the Experiment spans several documents (None: the Experiment's one document)
-    and written to JSON only then, so one-document cells keep the JSON they always had.
+    and written to JSON only then, so one-document cells keep the JSON they always had; ``prefix`` likewise.
     """
 
     chunk_index: int
@@ -220,6 +220,8 @@ class RetrievedChunk:
     tokens: int
     # The chunk's document when an Experiment spans several; None: the Experiment's one document.
     document_id: str | None = None
+    # The context prefix it was embedded behind (contextual retrieval); None for every other strategy.
+    prefix: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -228,14 +230,69 @@ class RetrievedChunk:
         }  # fmt: skip
         if self.document_id is not None:
             data["document_id"] = self.document_id
+        if self.prefix is not None:
+            data["prefix"] = self.prefix
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RetrievedChunk:
         return cls(
             data["chunk_index"], data["start_index"], data["end_index"], data.get("role"), data.get("score"),
-            data.get("tokens", 0), data.get("document_id"),
+            data.get("tokens", 0), data.get("document_id"), data.get("prefix"),
         )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EvidenceChunk:
+    """A chunk of the configuration's chunking that overlaps the question's evidence, and the rank it came at.
+
+    ``rank`` is 1-based in the cell's whole ranking (the hits are its first top_k), None when it came below the
+    ranking's depth or not at all. ``references``: the question's references it overlaps (0-based).
+    """
+
+    chunk_index: int
+    start_index: int
+    end_index: int
+    rank: int | None
+    references: tuple[int, ...]
+    # The chunk's document when an Experiment spans several; None: the Experiment's one document.
+    document_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {
+            "chunk_index": self.chunk_index, "start_index": self.start_index, "end_index": self.end_index,
+            "rank": self.rank, "references": list(self.references),
+        }  # fmt: skip
+        if self.document_id is not None:
+            data["document_id"] = self.document_id
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvidenceChunk:
+        return cls(
+            data["chunk_index"], data["start_index"], data["end_index"], data.get("rank"),
+            tuple(data.get("references") or ()), data.get("document_id"),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EvidenceRanks:
+    """Where a cell's evidence lies and where the ranking put it: what explains a miss.
+
+    ``depth``: how deep the ranking was asked for; ``ranked``: how many chunks it held (fewer when the retriever
+    ranks only some, as BM25 ranks only chunks sharing a term with the question, or a score floor cut it).
+    """
+
+    depth: int
+    ranked: int
+    chunks: tuple[EvidenceChunk, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"depth": self.depth, "ranked": self.ranked, "chunks": [c.to_dict() for c in self.chunks]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvidenceRanks:
+        return cls(int(data["depth"]), int(data["ranked"]), tuple(EvidenceChunk.from_dict(c) for c in data["chunks"]))
 
 
 @dataclass(frozen=True)
@@ -272,6 +329,9 @@ class CellResult:
     judge: dict[str, Any] | None = None
     latency_ms: dict[str, float] = field(default_factory=dict)
     tokens: CellTokens = CellTokens()
+    # Where the evidence lies and at what rank it came; None for a question without evidence and for cells stored
+    # before it was recorded (their JSON has no "evidence", and keeps none).
+    evidence: EvidenceRanks | None = None
 
     @property
     def ok(self) -> bool:
@@ -287,7 +347,7 @@ class CellResult:
                 "question_id": self.question_id, "config_key": self.config_key, "status": self.status,
                 "error": self.error, "metrics": dict(self.metrics), "retrieved": [c.to_dict() for c in self.retrieved],
             }  # fmt: skip
-        return {
+        data = {
             "question_id": self.question_id,
             "config_key": self.config_key,
             "status": self.status,
@@ -306,6 +366,9 @@ class CellResult:
                 "context": self.tokens.context,
             },
         }
+        if self.evidence is not None:
+            data["evidence"] = self.evidence.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CellResult:
@@ -324,6 +387,7 @@ class CellResult:
             judge=data.get("judge"),
             latency_ms=dict(data.get("latency_ms") or {}),
             tokens=CellTokens(tokens.get("prompt", 0), tokens.get("completion", 0), tokens.get("context", 0)),
+            evidence=EvidenceRanks.from_dict(data["evidence"]) if data.get("evidence") else None,
         )
 
 

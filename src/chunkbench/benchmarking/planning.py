@@ -266,8 +266,8 @@ def _strategy_runs(
 ) -> dict[str, dict[str, Any]]:
     """Each strategy's completed run on every document with every Corpus model (400 naming what to run).
 
-    One document with one model: ``{run_id, params, boundary_model[, window]}`` per strategy, as always.
-    Otherwise ``{params, runs: [{document_id, corpus_model, run_id, params, boundary_model[, window]}]}``,
+    One document with one model: ``{run_id, params, boundary_model[, window][, details]}`` per strategy, as always.
+    Otherwise ``{params, runs: [{document_id, corpus_model, run_id, params, boundary_model[, window][, details]}]}``,
     ``params`` being the first run's (the chunking parameters the report shows).
     """
     out: dict[str, dict[str, Any]] = {}
@@ -297,6 +297,8 @@ def _strategy_runs(
                 }  # fmt: skip
                 if window := (run.diagnostics or {}).get("window"):  # chunks longer than the Corpus model reads
                     entry["window"] = window
+                if run.details:  # what the run decided beyond its parameters (contextual retrieval's prefix_mode…)
+                    entry["details"] = run.details
                 runs.append({"document_id": document.id, "corpus_model": model.id, **entry})
         if len(runs) == 1:
             out[strategy.value] = {k: v for k, v in runs[0].items() if k not in ("document_id", "corpus_model")}

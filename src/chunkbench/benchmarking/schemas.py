@@ -281,6 +281,7 @@ class RetrievedChunkOut(BaseModel):
     score: float | None
     tokens: int
     document_id: str | None = Field(None, description="Set when the Experiment spans several documents")
+    prefix: str | None = Field(None, description="contextual_retrieval: the prefix the chunk was embedded behind")
 
 
 class BenchmarkConfigOut(BaseModel):
@@ -303,6 +304,25 @@ class BenchmarkConfigOut(BaseModel):
     corpus_models: list[str] | None = Field(None, description="The Corpus models compared (two or more)")
 
 
+class EvidenceChunkOut(BaseModel):
+    """``model.EvidenceChunk``: a chunk that overlaps the question's evidence, and its rank."""
+
+    chunk_index: int
+    start_index: int
+    end_index: int
+    rank: int | None = Field(description="1-based in the cell's whole ranking; null: below its depth or not ranked")
+    references: list[int] = Field(description="The question's references (0-based) this chunk overlaps")
+    document_id: str | None = Field(None, description="Set when the Experiment spans several documents")
+
+
+class EvidenceRanksOut(BaseModel):
+    """``model.EvidenceRanks``: where a cell's evidence lies and where the ranking put it."""
+
+    depth: int = Field(description="How deep the ranking was asked for (the reranker's candidate pool)")
+    ranked: int = Field(description="How many chunks the ranking held (BM25 ranks only chunks sharing a term)")
+    chunks: list[EvidenceChunkOut]
+
+
 class OkCellOut(BaseModel):
     """``model.CellResult`` of a cell that ran; the scores view keeps ids, status, error, metrics, latency, tokens."""
 
@@ -319,6 +339,9 @@ class OkCellOut(BaseModel):
     judge: dict[str, Any] | None = Field(None, description="The judge's verdict; None when not judged")
     latency_ms: dict[str, float] | None = None
     tokens: CellTokens | None = None
+    evidence: EvidenceRanksOut | None = Field(
+        None, description="Where the evidence lies and at what rank it came; absent in cells recorded before it was"
+    )
 
 
 class FailedCellOut(BaseModel):

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from chunkbench.benchmarking.model import MetricValue, RetrievedChunk
+from chunkbench.benchmarking.model import EvidenceChunk, EvidenceRanks, MetricValue, RetrievedChunk
 from chunkbench.evaluation import answers, ranking
 from chunkbench.evaluation.judge import JudgeVerdict
 from chunkbench.evaluation.spans import SPAN_METRICS, precision_omega, span_metrics
@@ -102,6 +102,31 @@ def retrieval_metrics(
         "iou": spans.iou if spans else 0.0,
         **{name: getattr(ranks, name) for name in RANK_METRICS},
     }
+
+
+def evidence_ranks(
+    evidence: Sequence[Span], ranked: Sequence[ranking.ChunkKey], chunking: Chunking, *, depth: int
+) -> EvidenceRanks | None:
+    """The chunks of ``chunking`` that overlap the evidence, in document order, each with its 1-based rank in
+    ``ranked`` (``(document id, chunk index)``, best first, asked ``depth`` deep); None without evidence."""
+    if not evidence:
+        return None
+    rank_of: dict[ranking.ChunkKey, int] = {}
+    for rank, key in enumerate(ranked, start=1):
+        rank_of.setdefault(key, rank)
+    references = [ranking.Evidence(*span) for span in evidence]
+    own = chunking.of_documents({d for d, _, _ in evidence})
+    chunks = []
+    for chunk in sorted(own, key=lambda c: (chunking.offsets[c.document_id], c.chunk_index)):
+        overlapped = tuple(i for i, reference in enumerate(references) if ranking.overlaps(chunk, reference))
+        if overlapped:
+            document = None if chunking.sole_document else chunk.document_id
+            chunks.append(
+                EvidenceChunk(
+                    chunk.chunk_index, chunk.start_index, chunk.end_index, rank_of.get(chunk.key), overlapped, document
+                )
+            )
+    return EvidenceRanks(depth, len(ranked), tuple(chunks))
 
 
 def answer_scores(answer: str, expected: str | None, vectors: np.ndarray | None) -> dict[str, float | None]:

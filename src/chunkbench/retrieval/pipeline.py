@@ -75,6 +75,9 @@ class QueryPlan:
     retriever: RetrieverName
     top_k: int
     candidate_k: int  # hits fetched before reranking; top_k when there is no reranking
+    # How deep the result's ranking goes (at least candidate_k): a benchmark asks for the reranker's candidate pool
+    # to say at what rank a missed chunk came. Hits and reranking see only the first candidate_k.
+    ranking_depth: int = 0
     rerank: RerankKind = "none"
     score_floor: float | None = None
     neighbor_prev: int = 0
@@ -113,6 +116,7 @@ def make_plan(
     max_tokens: int | None = None,
     query_vector: np.ndarray | None = None,
     exact: bool = True,
+    ranking_depth: int = 0,
 ) -> QueryPlan:
     """A plan whose unset knobs come from ``settings`` (top_k, Neighbor Expansion, candidates, score floor, guard)."""
     top = top_k or settings.top_k
@@ -125,6 +129,7 @@ def make_plan(
         retriever=RetrieverName(retriever),
         top_k=top,
         candidate_k=candidates,
+        ranking_depth=ranking_depth,
         rerank=rerank,
         score_floor=settings.score_floor if score_floor is None else score_floor,
         neighbor_prev=settings.neighbor_prev if neighbor_prev is None else neighbor_prev,
@@ -162,6 +167,9 @@ class QueryResult:
 
     plan: QueryPlan
     hits: list[RetrievedChunk]  # the ranked hits (after reranking), best first
+    # The whole ranking, best first, of which the hits are the top_k: the (reranked) candidates, then the
+    # retriever's order below them, down to the plan's ranking_depth.
+    ranking: list[RetrievedChunk]
     context: list[RetrievedChunk]  # hits and their neighbours, in context order (document order when expanded)
     tree: list[ExpansionNode]  # one node per hit, rank order
     sources: list[Source]  # one per context chunk, numbered 1..
@@ -216,16 +224,19 @@ def run(settings: Settings, store: VectorStore, plan: QueryPlan) -> QueryResult:
         with clock.stage("embed"):
             vector = embedding.embed_query(plan.corpus, plan.question, settings)
     with clock.stage("search"):
-        hits = retrieve(
+        ranking = retrieve(
             store, settings, strategy=plan.strategy, corpus_spec=plan.corpus, retriever=plan.retriever,
             question=plan.question, query_vector=vector, tenant_id=plan.tenant_id,
             document_id=plan.scope.store_filter, top_k=plan.candidate_k, score_floor=plan.score_floor, exact=plan.exact,
+            depth=plan.ranking_depth,
         )  # fmt: skip
     client = get_llm_client(settings) if plan.answer == "auto" or plan.rerank == "llm" else None
-    if plan.rerank != "none" and hits:
+    candidates, below = ranking[: plan.candidate_k], ranking[plan.candidate_k :]
+    if plan.rerank != "none" and candidates:
         with clock.stage("rerank"):
-            hits = reranker(plan.rerank, settings, client).rerank(plan.question, hits, plan.top_k)
-    hits = hits[: plan.top_k]
+            # The whole pool in the reranker's order (its top_k are what it would return), then the rest.
+            ranking = reranker(plan.rerank, settings, client).rerank(plan.question, candidates, len(candidates)) + below
+    hits = ranking[: plan.top_k]
     with clock.stage("expand"):
         context, tree = apply_neighbor_expansion(
             store, hits, strategy=plan.strategy.value, model_id=plan.corpus.id, tenant_id=plan.tenant_id,
@@ -237,7 +248,7 @@ def run(settings: Settings, store: VectorStore, plan: QueryPlan) -> QueryResult:
         )  # fmt: skip
     if plan.answer == "none":
         sources = [Source(b.source, b.chunk, b.parent, b.parent_source, None, "none") for b in blocks]
-        return QueryResult(plan, hits, context, tree, sources, None, vector, clock.total())
+        return QueryResult(plan, hits, ranking, context, tree, sources, None, vector, clock.total())
     for_llm = client is not None
     guard = ChunkGuard.build(plan.guard_policy, plan.injection_threshold)
     sources = []
@@ -255,7 +266,7 @@ def run(settings: Settings, store: VectorStore, plan: QueryPlan) -> QueryResult:
             embed=corpus_embedder(plan.corpus, settings, plan.question, vector),
             max_tokens=plan.max_tokens,
         )
-    return QueryResult(plan, hits, context, tree, sources, answer, vector, clock.total())
+    return QueryResult(plan, hits, ranking, context, tree, sources, answer, vector, clock.total())
 
 
 def _check(plan: QueryPlan) -> None:
@@ -268,6 +279,8 @@ def _check(plan: QueryPlan) -> None:
         raise QueryError(
             f"candidate_k must be between top_k ({plan.top_k}) and {MAX_CANDIDATE_K}; got {plan.candidate_k}."
         )
+    if not 0 <= plan.ranking_depth <= MAX_CANDIDATE_K:
+        raise QueryError(f"The ranking depth must be between 0 and {MAX_CANDIDATE_K}; got {plan.ranking_depth}.")
     if plan.neighbor_prev < 0 or plan.neighbor_next < 0:
         raise QueryError("Neighbor Expansion levels cannot be negative.")
     if plan.scope.document_ids is not None and not plan.scope.document_ids:

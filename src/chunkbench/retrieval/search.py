@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from chunkbench.chunking.base import context_prefix
 from chunkbench.config import Settings
 from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.embedding.sparse import Bm25Encoder
@@ -62,6 +63,11 @@ class RetrievedChunk:
             strategy_name=str(payload.get("strategy_name", "")),
             payload=payload,
         )
+
+    @property
+    def prefix(self) -> str | None:
+        """The context prefix the chunk was embedded behind (contextual retrieval); None for other strategies."""
+        return context_prefix(self.text, self.payload.get("enriched_content"))
 
     def to_dict(self, *, with_text: bool = True) -> dict[str, Any]:
         """JSON-ready fields (without the raw payload; without the text when ``with_text`` is false)."""
@@ -215,15 +221,19 @@ def retrieve(
     top_k: int,
     score_floor: float | None,
     exact: bool = True,
+    depth: int = 0,
 ) -> list[RetrievedChunk]:
-    """The top-k hits (role "hit", best first) of ``retriever``, minus those under the optional score floor.
+    """The top-k hits (role "hit", best first) of ``retriever``, minus those under the optional score floor; with
+    ``depth`` > ``top_k``, that many (the ranking below the top k, to say where a chunk ranked).
 
     The floor (seed 004: absolute, off when ``None``, may leave nothing) compares per retriever:
     dense → cosine similarity; bm25 → raw BM25 score; hybrid → the hit's dense cosine, because RRF
     scores are rank-based and not comparable to any absolute threshold. ``top_k`` is 1..MAX_CANDIDATE_K
     (candidates for a reranker, or a retrieval-only evaluation); ``document_id`` one id, several, or None
     (the tenant's whole corpus). ``exact`` (the default) searches exhaustively, so a benchmark's figures repeat;
-    the serving faces pass ``exact=False`` to use the collection's HNSW graph where one is built.
+    the serving faces pass ``exact=False`` to use the collection's HNSW graph where one is built. Hybrid fuses
+    ``max(2 * top_k, rerank_candidate_k)`` candidates per vector, so a ``depth`` up to that leaves the top k's
+    scores as they were without it (chunks of exactly equal score may then come in another order).
     """
     if not 1 <= top_k <= MAX_CANDIDATE_K:
         raise QueryError(f"top_k must be between 1 and {MAX_CANDIDATE_K}; got {top_k}.")
@@ -246,7 +256,7 @@ def retrieve(
         document_id=document_id,
         question=question,
         query_vector=query_vector,
-        top_k=top_k,
+        top_k=max(top_k, depth),
         prefetch_limit=max(2 * top_k, settings.rerank_candidate_k),
         exact=exact,
     )

@@ -193,10 +193,28 @@ def expansion_samples(experiment: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _tree_nodes(tree: Any) -> list[Mapping[str, Any]]:
+    """A cell's tree nodes, each with its rank, and every hit listed under another hit with that hit's rank."""
     # The query pipeline stores the tree as its list of hit nodes; accept a {"nodes": [...]} wrapper as well.
     if isinstance(tree, Mapping):
         tree = tree.get("nodes") or tree.get("tree") or []
-    return [n for n in tree or [] if isinstance(n, Mapping)]
+    nodes = [n for n in tree or [] if isinstance(n, Mapping)]
+    # Cells stored before nodes carried ranks: a node's rank is its position, a listed hit's that of its node.
+    ranks = {_tree_key(n): n.get("rank") or position for position, n in enumerate(nodes, start=1)}
+
+    def ranked(entry: Mapping[str, Any]) -> dict[str, Any]:
+        if entry.get("role") != "hit":
+            return dict(entry)
+        return {**entry, "rank": entry.get("rank") or ranks.get(_tree_key(entry))}
+
+    return [
+        {**ranked(n), "neighbors_prev": [ranked(m) for m in n.get("neighbors_prev") or []],
+         "neighbors_next": [ranked(m) for m in n.get("neighbors_next") or []]}
+        for n in nodes
+    ]  # fmt: skip
+
+
+def _tree_key(node: Mapping[str, Any]) -> tuple[Any, Any]:
+    return (node.get("document_id"), node.get("chunk_index"))
 
 
 # Groups a breakdown table shows: the worst ones; the report says how many more there are.

@@ -294,9 +294,12 @@ const snippet = (text, size = 110) => (!text ? "" : text.length > size ? `${text
 function TreeChunk({ node, byId, showSource, where }) {
   const source = byId[node.chunk_id];
   const neighbour = node.role === "neighbor";
+  // A hit under another hit (``where`` set) lies in that hit's window; the server lists it there once, by its rank.
+  const hit = `hit${node.rank ? ` #${node.rank}` : ""}`;
   return html`
     <div class=${`tree-chunk${neighbour ? " neighbour" : ""}`} data-role=${node.role}>
-      <span class="badge ${neighbour ? "" : "accent"}">${neighbour ? `neighbour ${where}` : "hit"}</span>
+      <span class="badge ${neighbour ? "" : "accent"}">${neighbour ? `neighbour ${where}` : where ? `${where} · ${hit}`
+        : hit}</span>
       <span class="mono">chunk ${node.chunk_index}</span>
       <span class="muted">score ${node.score === null || node.score === undefined ? "—" : fmt(node.score)}</span>
       ${source ? html`<button type="button" class="link" onClick=${() => showSource(source.number)}>[Source ${source.number}]</button>` : null}
@@ -306,7 +309,8 @@ function TreeChunk({ node, byId, showSource, where }) {
 
 function ExpansionTree({ tree, byId, expands, showSource }) {
   const [nodes, pager] = usePager(tree, 10);
-  const neighbourCount = tree.reduce((n, node) => n + (node.neighbors_prev?.length || 0) + (node.neighbors_next?.length || 0), 0);
+  const neighbourCount = tree.flatMap((node) => [...(node.neighbors_prev || []), ...(node.neighbors_next || [])])
+    .filter((n) => n.role === "neighbor").length;
   return html`
     <div class="panel" data-testid="expansion-tree">
       <h2><${Term} name="expansion_tree" /> <span class="muted">(${tree.length} hit${tree.length === 1 ? "" : "s"},

@@ -62,10 +62,11 @@ QUESTIONS = [
 ]
 
 
-@pytest.fixture
-def document_id(client) -> str:
-    document = client.post("/documents", files={"file": ("handbook.md", HANDBOOK.encode())}).json()["document"]
-    processed = client.post(
+def processed_handbook(http) -> str:
+    """The handbook uploaded and processed with fixed_size (30 tokens) and recursive (60): its document id.
+    ``http`` is the app's TestClient or an httpx.Client on a live server (the same calls)."""
+    document = http.post("/documents", files={"file": ("handbook.md", HANDBOOK.encode())}).json()["document"]
+    processed = http.post(
         f"/documents/{document['id']}/process",
         params={"wait": "true"},
         json={
@@ -75,6 +76,11 @@ def document_id(client) -> str:
     )
     assert processed.status_code == 200, processed.text
     return document["id"]
+
+
+@pytest.fixture
+def document_id(client) -> str:
+    return processed_handbook(client)
 
 
 def _benchmark(client, document_id, **fields):

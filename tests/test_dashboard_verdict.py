@@ -12,8 +12,7 @@ import httpx
 import pytest
 
 from conftest import screenshot
-from test_benchmarks import QUESTIONS
-from test_queries import HANDBOOK
+from test_benchmarks import QUESTIONS, processed_handbook
 
 expect = pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package").expect
 
@@ -25,17 +24,8 @@ WIDE = {"width": 1440, "height": 900}
 def _experiment(base: str, name: str, **fields) -> dict:
     """The handbook processed with fixed_size and recursive, then benchmarked on the five questions."""
     with httpx.Client(base_url=base, timeout=300) as http:
-        document = http.post("/documents", files={"file": ("handbook.md", HANDBOOK.encode())}).json()["document"]
-        processed = http.post(
-            f"/documents/{document['id']}/process",
-            params={"wait": "true"},
-            json={
-                "strategies": ["fixed_size", "recursive"],
-                "params": {"fixed_size": {"chunk_size": 30, "chunk_overlap": 0}, "recursive": {"chunk_size": 60}},
-            },
-        )
-        assert processed.status_code == 200, processed.text
-        body = {"document_id": document["id"], "questions": QUESTIONS, "name": name, **fields}
+        document_id = processed_handbook(http)
+        body = {"document_id": document_id, "questions": QUESTIONS, "name": name, **fields}
         ran = http.post("/benchmarks", params={"wait": "true"}, json=body)
         assert ran.status_code == 200, ran.text
         return ran.json()

@@ -15,9 +15,8 @@ from chunkbench.benchmarking.decision import Decision, decide
 from chunkbench.benchmarking.verdicts import verdict, with_verdict
 from chunkbench.cli import app as cli_app
 from chunkbench.config import get_settings
-from test_benchmarks import QUESTIONS
+from test_benchmarks import QUESTIONS, processed_handbook
 from test_decision import _budget_decision, tie_scores
-from test_queries import HANDBOOK
 
 # Three configurations whose means are all 0.5 (A and B swap 0.6 and 0.4 question by question, C is constant).
 TIED = {**tie_scores(), "C": [0.5] * 30}
@@ -201,19 +200,8 @@ def test_decisions_stored_before_cannot_tell_read_as_their_cause() -> None:
 @pytest.fixture
 def experiment(client) -> dict:
     """A completed benchmark of the handbook: fixed_size and recursive, dense, k 5, five questions."""
-    document = client.post("/documents", files={"file": ("handbook.md", HANDBOOK.encode())}).json()["document"]
-    processed = client.post(
-        f"/documents/{document['id']}/process",
-        params={"wait": "true"},
-        json={
-            "strategies": ["fixed_size", "recursive"],
-            "params": {"fixed_size": {"chunk_size": 30, "chunk_overlap": 0}, "recursive": {"chunk_size": 60}},
-        },
-    )
-    assert processed.status_code == 200, processed.text
-    ran = client.post(
-        "/benchmarks", params={"wait": "true"}, json={"document_id": document["id"], "questions": QUESTIONS}
-    )
+    document_id = processed_handbook(client)
+    ran = client.post("/benchmarks", params={"wait": "true"}, json={"document_id": document_id, "questions": QUESTIONS})
     assert ran.status_code == 200, ran.text
     return ran.json()
 

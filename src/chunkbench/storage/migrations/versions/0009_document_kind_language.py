@@ -22,9 +22,7 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column("kind", sa.String(length=16), nullable=False, server_default="text"))
         batch_op.add_column(sa.Column("code_language", sa.String(length=32), nullable=True))
         batch_op.add_column(sa.Column("parent_id", sa.String(length=32), nullable=True))
-        batch_op.create_foreign_key(
-            "fk_documents_parent_id", "documents", ["parent_id"], ["id"], ondelete="SET NULL"
-        )
+        batch_op.create_foreign_key("fk_documents_parent_id", "documents", ["parent_id"], ["id"], ondelete="SET NULL")
     op.execute("UPDATE documents SET language_source = 'detected' WHERE language IS NOT NULL")
 
 

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from chunkbench.config import Settings
 from chunkbench.documents.parsers import parse_document, parser_for, supported_suffixes
 from chunkbench.documents.parsers.text import VERBATIM
+from chunkbench.embedding.languages import UNDETERMINED
 from chunkbench.errors import (
     AmbiguousDocumentError,
     ChunkbenchError,
@@ -187,7 +188,8 @@ def _new_row(
         file_size=size,
         mime_type=mime_type,
         page_count=parsed.page_count,
-        language=detect_language(parsed.plain_text),
+        # Source code is never held to a written language (documents.language will classify text properly).
+        language=UNDETERMINED if parsed.kind == "code" else detect_language(parsed.plain_text),
         language_source="detected",
         kind=parsed.kind,
         code_language=parsed.code_language,

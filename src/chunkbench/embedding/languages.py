@@ -12,6 +12,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 ENGLISH = frozenset({"en"})
+# ISO 639-2's "undetermined": a document that is mostly code, too short, or has no confident language. No model is
+# checked against it, so it never refuses a model or switches one.
+UNDETERMINED = "und"
 
 # The languages of XLM-RoBERTa's CC-100 training data, which multilingual-e5-small inherits (its model card lists
 # these 100; romanised scripts and Burmese Zawgyi share their language's code, Chinese's two scripts one "zh").
@@ -128,6 +131,6 @@ def uncovered(languages: Mapping[str, str | None], covered: frozenset[str] | Non
     if covered is None:
         return out
     for name, code in languages.items():
-        if code is not None and code not in covered:
+        if code is not None and code != UNDETERMINED and code not in covered:
             out.setdefault(code, []).append(name)
     return out

@@ -39,6 +39,7 @@ from chunkbench.storage.schema import DEFAULT_TENANT
 from chunkbench.tenants.commands import admin_app
 
 if TYPE_CHECKING:
+    from chunkbench.documents.schemas import IngestOut
     from chunkbench.indexing.schemas import ProcessIn
 
 
@@ -185,25 +186,26 @@ def ingest(
     else:
         table = Table("file", "state", "pages", "headings", "language", "id / error")  # file: its source key
         for r in results:
-            if r.error is not None:
-                table.add_row(r.source_key, "[red]failed[/red]", "", "", "", f"[red]{r.error.message}[/red]")
-                continue
-            doc = r.document
-            state = f"{doc.status} ({r.outcome.value})"
-            if r.duplicate_of:
-                state += f", same content as {r.duplicate_of}"
-            table.add_row(
-                r.source_key,
-                state,
-                str(doc.page_count or "–"),
-                str(doc.heading_count),
-                doc.language or "–",
-                doc.id,
-            )
+            _ingest_rows(table, r, 0)
         out.print(table)
         out.print(f"{len(results) - len(failed)} ingested, {len(failed)} failed")
     if failed:
         raise typer.Exit(code=1)
+
+
+def _ingest_rows(table: Table, result: IngestOut, depth: int) -> None:
+    """One row per file ingested, then its attachments' rows, indented under it."""
+    name = f"{'  ' * depth}{'↳ ' if depth else ''}{result.source_key}"
+    if result.error is not None:
+        table.add_row(name, "[red]failed[/red]", "", "", "", f"[red]{result.error.message}[/red]")
+    else:
+        doc = result.document
+        state = f"{doc.status} ({result.outcome.value})"
+        if result.duplicate_of:
+            state += f", same content as {result.duplicate_of}"
+        table.add_row(name, state, str(doc.page_count or "–"), str(doc.heading_count), doc.language or "–", doc.id)
+    for attachment in result.attachments:
+        _ingest_rows(table, attachment, depth + 1)
 
 
 def _parse_params(items: list[str]) -> dict[str, dict[str, Any]]:

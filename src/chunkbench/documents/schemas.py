@@ -108,6 +108,12 @@ class IngestOut(BaseModel):
     replaced_id: str | None = None
     warnings: list[str] = []
     error: ErrorOut | None = None
+    attachments: list[IngestOut] = Field(
+        [],
+        description="The files found inside this one (a mail's attachments), each ingested as its own document "
+        "whose parent_id is this one and whose source key is this one's + '//' + the attachment's filename; an "
+        "attachment that failed is listed with its error (and in warnings), and never fails the mail",
+    )
 
     @classmethod
     def of(cls, result: IngestResult) -> IngestOut:
@@ -120,6 +126,7 @@ class IngestOut(BaseModel):
             replaced_id=result.replaced_id,
             warnings=list(result.warnings),
             error=ErrorOut(**result.error.to_dict()) if result.error is not None else None,
+            attachments=[cls.of(attachment) for attachment in result.attachments],
         )
 
 

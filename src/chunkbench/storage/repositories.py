@@ -62,6 +62,24 @@ class DocumentRepository:
             )
         )
 
+    def children(self, document_id: str) -> list[DocumentRow]:
+        """The documents found inside this one (a mail's attachments), by source key."""
+        return list(
+            self.session.scalars(
+                select(DocumentRow)
+                .where(DocumentRow.tenant_id == self.tenant_id, DocumentRow.parent_id == document_id)
+                .order_by(DocumentRow.source_key)
+            )
+        )
+
+    def descendants(self, document_id: str) -> list[DocumentRow]:
+        """Children, their children and so on (an attached mail's own attachments), each before its children."""
+        found: list[DocumentRow] = []
+        for child in self.children(document_id):
+            found.append(child)
+            found.extend(self.descendants(child.id))
+        return found
+
     def find_by_hash(self, content_hash: str) -> DocumentRow | None:
         return self.session.scalar(
             select(DocumentRow)

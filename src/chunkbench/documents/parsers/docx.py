@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 import docx
 from docx.document import Document as DocxDocument
 from docx.enum.style import WD_STYLE_TYPE
+from docx.opc.constants import RELATIONSHIP_TYPE as RT
 from docx.opc.exceptions import PackageNotFoundError
 from docx.oxml.ns import qn
 from docx.styles.style import BaseStyle
@@ -145,6 +146,10 @@ def _relationship_targets(archive: zipfile.ZipFile, names: set[str]) -> tuple[di
         rel_type, target = rel.get("Type", ""), rel.get("Target", "")
         if target and rel.get("TargetMode") != "External":
             suffix = rel_type[rel_type.rfind("/") :]
+            if suffix == _CORE_PROPERTIES_REL and rel_type != RT.CORE_PROPERTIES:
+                # LibreOffice writes another type URI, which python-docx does not read: it would make up default
+                # properties whose title is "Word Document" (every .doc, .odt and .rtf would be titled that).
+                continue
             targets[suffix] = str(PurePosixPath(target.lstrip("/")))
             strict = strict or (suffix == _OFFICE_DOCUMENT_REL and rel_type.startswith(_STRICT_NAMESPACE))
     return targets, strict
@@ -157,32 +162,39 @@ def _page_count(app_xml: bytes) -> int | None:
     return int(pages.text.strip()) or None  # type: ignore[union-attr]
 
 
+def guard_archive(archive: zipfile.ZipFile, path: Path, settings: Settings, resave: str = "Word") -> None:
+    """Refuse a zip bomb from its directory: too many entries, too much inflated in all, or one entry compressed
+    far beyond what real documents are (the OOXML, ODF and EPUB parsers share it); ``resave``: the application
+    the message tells a person to re-save the file with."""
+    entries = archive.infolist()
+    if len(entries) > settings.max_docx_entries:
+        raise ArchiveBombError(
+            f"'{path.name}' holds {len(entries)} files inside its zip container (at most "
+            f"{settings.max_docx_entries} allowed): it looks like a zip bomb. If it is genuine, "
+            "raise CHUNKBENCH_MAX_DOCX_ENTRIES."
+        )
+    if sum(entry.file_size for entry in entries) > settings.max_docx_uncompressed_bytes:
+        raise ArchiveBombError(
+            f"'{path.name}' would inflate beyond {settings.max_docx_uncompressed_bytes // (1024 * 1024)} MB "
+            "when unzipped: it looks like a zip bomb. If it is a genuine document, split it or raise "
+            "CHUNKBENCH_MAX_DOCX_UNCOMPRESSED_MB."
+        )
+    for entry in entries:
+        if entry.file_size > _RATIO_MIN_BYTES and entry.file_size > _MAX_RATIO * max(entry.compress_size, 1):
+            raise ArchiveBombError(
+                f"'{path.name}' contains '{entry.filename}', compressed more than {_MAX_RATIO}:1 "
+                "to inflate to "
+                f"{entry.file_size // (1024 * 1024)} MB: it looks like a zip bomb. "
+                f"Re-save the document in {resave} and upload it again."
+            )
+
+
 def _inspect_package(path: Path, settings: Settings) -> _Package:
     """Refuse zip bombs and broken packages before python-docx inflates anything."""
-    too_big = (
-        f"'{path.name}' would inflate beyond {settings.max_docx_uncompressed_bytes // (1024 * 1024)} MB "
-        "when unzipped: it looks like a zip bomb. If it is a genuine document, split it or raise "
-        "CHUNKBENCH_MAX_DOCX_UNCOMPRESSED_MB."
-    )
     try:
         with zipfile.ZipFile(path) as archive:
+            guard_archive(archive, path, settings)
             entries = archive.infolist()
-            if len(entries) > settings.max_docx_entries:
-                raise ArchiveBombError(
-                    f"'{path.name}' holds {len(entries)} files inside its zip container (at most "
-                    f"{settings.max_docx_entries} allowed): it looks like a zip bomb. If it is genuine, "
-                    "raise CHUNKBENCH_MAX_DOCX_ENTRIES."
-                )
-            if sum(entry.file_size for entry in entries) > settings.max_docx_uncompressed_bytes:
-                raise ArchiveBombError(too_big)
-            for entry in entries:
-                if entry.file_size > _RATIO_MIN_BYTES and entry.file_size > _MAX_RATIO * max(entry.compress_size, 1):
-                    raise ArchiveBombError(
-                        f"'{path.name}' contains '{entry.filename}', compressed more than {_MAX_RATIO}:1 "
-                        "to inflate to "
-                        f"{entry.file_size // (1024 * 1024)} MB: it looks like a zip bomb. "
-                        "Re-save the document in Word and upload it again."
-                    )
             names = {entry.filename for entry in entries}
             targets, strict = _relationship_targets(archive, names)
             main_part = targets.get(_OFFICE_DOCUMENT_REL, _DEFAULT_MAIN_PART)

@@ -1,5 +1,6 @@
 """E-mail (.eml) on real mails written with the stdlib ``email`` package: headers, bodies, charsets, attachments
-ingested as documents of their own (parent, source keys, corpora, re-ingest, delete); Outlook .msg refused."""
+ingested as documents of their own (parent, source keys, corpora, re-ingest, delete); Outlook .msg files (laid out
+as [MS-OXMSG] says, in a compound file pycfb writes) read the same way."""
 
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ from fastapi.testclient import TestClient
 
 from chunkbench.config import Settings
 from chunkbench.documents import service
-from chunkbench.documents.parsers import parse_document, parser_for, supported_suffixes
+from chunkbench.documents.parsers import parse_document
 from chunkbench.documents.service import IngestOutcome, SourceFile, ingest_paths
-from chunkbench.errors import UnsupportedFileTypeError
+from chunkbench.errors import CorruptDocumentError, UnsupportedFileTypeError
 from chunkbench.storage.db import Database
 from chunkbench.storage.repositories import CorpusRepository, DocumentRepository
-from docgen import pdfs
+from docgen import office, pdfs
 from docgen.offsets import assert_exact_offsets
+from docgen.outlook import MsgAttachment, MsgMessage, write_msg
 
 TENANT = "default"
 
@@ -147,12 +149,66 @@ def test_text_without_headers_is_not_a_mail(tmp_path, lo_settings):
         parse_document(path, lo_settings)
 
 
-def test_msg_is_refused_with_the_reason(tmp_path, lo_settings):
-    assert ".msg" not in supported_suffixes()
-    with pytest.raises(UnsupportedFileTypeError) as caught:
-        parser_for("meeting.msg")
-    assert caught.value.status_code == 415
-    assert "GPL-3.0" in caught.value.message and ".eml" in caught.value.message
+def _outlook_pack() -> MsgMessage:
+    thread = MsgMessage(
+        "Earlier thread",
+        sender_name="Cy",
+        sender_email="cy@example.com",
+        body="The first draft is ready.",
+        attachments=[MsgAttachment("draft.txt", b"Draft text v1.")],
+    )
+    return MsgMessage(
+        "Quarterly figures",
+        cc="Team",
+        body="Hello Bo,\r\n\r\nThe figures are in.\r\n\r\n> On Monday, Bo wrote:\r\n> Send them\r\n",
+        attachments=[
+            MsgAttachment("note.txt", b"Remember the deadline.", "text/plain"),
+            MsgAttachment("logo.png", b"\x89PNG\r\n\x1a\n", "image/png", content_id="logo@example.com"),
+        ],
+        attached_messages=[thread],
+    )
+
+
+def test_msg_reads_like_an_eml(tmp_path, lo_settings):
+    result = parse_document(write_msg(tmp_path / "figures.msg", _outlook_pack()), lo_settings)
+
+    assert result.tree.root.heading == "Quarterly figures"
+    assert result.markdown == (
+        "# Quarterly figures\n\nFrom: Ana Silva <ana@example.com>\nTo: Bo Berg\nCc: Team\n"
+        "Date: Tue, 01 Dec 2026 10:00:00 +0000\n\nHello Bo,\n\nThe figures are in.\n\n"
+        "> On Monday, Bo wrote:\n> Send them"
+    )
+    assert_exact_offsets(result)
+    # The inline picture is skipped; the attached mail is handed on as an .eml, its own attachment inside it.
+    assert [a.filename for a in result.attachments] == ["note.txt", "Earlier thread.eml"]
+    assert any("1 inline image" in warning for warning in result.warnings)
+    (tmp_path / "thread.eml").write_bytes(result.attachments[1].data)
+    thread = parse_document(tmp_path / "thread.eml", lo_settings)
+    assert thread.tree.root.heading == "Earlier thread"
+    assert "From: Cy <cy@example.com>" in thread.markdown
+    assert [(a.filename, a.data) for a in thread.attachments] == [("draft.txt", b"Draft text v1.")]
+
+
+def test_msg_with_an_ansi_html_body(tmp_path, lo_settings):
+    message = MsgMessage(
+        "Größe der Lieferung",
+        html="<html><body><h1>Überblick</h1><p>Preis 12 € für das Café.</p><script>x()</script></body></html>",
+        codepage=1252,
+    )
+    result = parse_document(write_msg(tmp_path / "lieferung.msg", message), lo_settings)
+    assert result.tree.headings() == [(1, "Größe der Lieferung"), (2, "Überblick")]
+    assert result.markdown.endswith("## Überblick\n\nPreis 12 € für das Café.")
+    assert_exact_offsets(result)
+
+
+def test_other_ole_files_named_msg_are_refused(tmp_path, lo_settings):
+    doc = office.make_fake_ole(tmp_path / "report.msg", "WordDocument", b"\xec\xa5" + bytes(30))
+    with pytest.raises(CorruptDocumentError, match="not an Outlook message"):
+        parse_document(doc, lo_settings)
+    truncated = tmp_path / "cut.msg"
+    truncated.write_bytes(write_msg(tmp_path / "whole.msg", _outlook_pack()).read_bytes()[:1500])
+    with pytest.raises(CorruptDocumentError, match="damaged Outlook message"):
+        parse_document(truncated, lo_settings)
 
 
 def _ingest(settings: Settings, path: Path, key: str, corpus: str | None = None):
@@ -298,9 +354,16 @@ def test_api_upload_lists_attachments_and_delete_takes_them_with_their_vectors(c
     assert _points(client) == 0
 
 
-def test_api_refuses_msg_with_415(client):
-    response = client.post(
-        "/documents", files={"file": ("meeting.msg", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 600)}
-    )
-    assert response.status_code == 415
-    assert "GPL-3.0" in response.json()["message"]
+def test_msg_ingest_stores_the_attached_mail_and_its_attachment(tmp_path, settings):
+    result = _ingest(settings, write_msg(tmp_path / "figures.msg", _outlook_pack()), "mail/figures.msg")
+    assert result.document.mime_type == "application/vnd.ms-outlook"
+    assert [a.source_key for a in result.attachments] == [
+        "mail/figures.msg//note.txt",
+        "mail/figures.msg//Earlier thread.eml",
+    ]
+    (thread,) = [a for a in result.attachments if a.filename.endswith(".eml")]
+    assert thread.document.parent_id == result.document.id
+    assert [(a.source_key, a.outcome) for a in thread.attachments] == [
+        ("mail/figures.msg//Earlier thread.eml//draft.txt", IngestOutcome.CREATED)
+    ]
+    assert thread.attachments[0].document.parent_id == thread.document.id

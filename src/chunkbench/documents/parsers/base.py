@@ -12,8 +12,6 @@ from chunkbench.errors import UnsupportedFileTypeError
 from chunkbench.models import ParseResult
 
 _REGISTRY: dict[str, DocumentParser] = {}
-# Suffixes refused on purpose, with the reason and what to do instead: a 415 that says more than "unsupported".
-_REFUSED: dict[str, str] = {}
 
 
 class DocumentParser(ABC):
@@ -43,11 +41,6 @@ def register(cls: type[DocumentParser]) -> type[DocumentParser]:
     return cls
 
 
-def refuse(suffix: str, reason: str) -> None:
-    """Refuse files with this suffix, saying why and what to do instead (a format with no parser that fits)."""
-    _REFUSED[suffix] = reason
-
-
 def supported_suffixes() -> list[str]:
     return sorted(_REGISTRY)
 
@@ -56,8 +49,6 @@ def parser_for(filename: str) -> DocumentParser:
     """The parser registered for a filename's suffix, or a 415 that lists what is supported."""
     suffix = Path(filename).suffix.lower()
     parser = _REGISTRY.get(suffix)
-    if parser is None and suffix in _REFUSED:
-        raise UnsupportedFileTypeError(f"'{filename}' cannot be ingested: {_REFUSED[suffix]}", filename=filename)
     if parser is None:
         raise UnsupportedFileTypeError(
             f"'{filename}' has an unsupported type '{suffix or '(no extension)'}'. "

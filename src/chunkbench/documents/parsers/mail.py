@@ -18,7 +18,7 @@ from chunkbench.errors import CorruptDocumentError
 from chunkbench.models import Attachment, ParseResult
 
 # The headers a reader of a mail looks at, in the order a mail client shows them.
-_SHOWN_HEADERS = ("From", "To", "Cc", "Date")
+SHOWN_HEADERS = ("From", "To", "Cc", "Date")
 # A header line ("Name: value"), optionally after an mbox "From " separator line: what every mail starts with.
 _FIRST_HEADER = re.compile(rb"\A(?:From [^\r\n]*\r?\n)?[!-9;-~]+:")
 # A mail with more is a mailing of files, not a mail with attachments: the rest are reported, not ingested.
@@ -53,13 +53,13 @@ def _text_content(part: Message, warnings: list[str]) -> str:
         return decoded.text
 
 
-def _plain_blocks(text: str) -> list[Block]:
+def plain_blocks(text: str) -> list[Block]:
     """A text/plain body: paragraphs split at blank lines; line breaks, and quoted replies' ``>`` marks, kept."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     return [Block("paragraph", part.strip("\n")) for part in _PARAGRAPH_BREAK.split(text) if part.strip()]
 
 
-def _html_blocks(markup: str) -> list[Block]:
+def html_blocks(markup: str) -> list[Block]:
     """A text/html body through the HTML parser; its headings one level below the subject."""
     blocks = page_blocks(markup).blocks
     for block in blocks:
@@ -74,14 +74,20 @@ def _body_blocks(message: EmailMessage, warnings: list[str]) -> list[Block]:
     if body is None:
         return []
     text = _text_content(body, warnings)
-    return _html_blocks(text) if body.get_content_subtype() == "html" else _plain_blocks(text)
+    return html_blocks(text) if body.get_content_subtype() == "html" else plain_blocks(text)
+
+
+def clean_filename(raw: str | None) -> str:
+    """An attachment's name as sent, without directory parts or control characters ("" when nothing is left)."""
+    name = _UNSAFE_NAME.sub("_", PurePosixPath((raw or "").replace("\\", "/")).name).strip()
+    return name if name not in (".", "..") else ""
 
 
 def _safe_name(raw: str | None, part: Message, number: int) -> str:
     """An attachment's base name without directory parts or control characters; a name made up when it has
     none, with the extension of its content type (so the right parser reads it)."""
-    name = _UNSAFE_NAME.sub("_", PurePosixPath((raw or "").replace("\\", "/")).name).strip()
-    if name and name not in (".", ".."):
+    name = clean_filename(raw)
+    if name:
         return name
     if part.get_content_type() == "message/rfc822":
         return f"attachment-{number}.eml"
@@ -89,7 +95,7 @@ def _safe_name(raw: str | None, part: Message, number: int) -> str:
     return f"attachment-{number}{extension}"
 
 
-def _unique(name: str, taken: set[str]) -> str:
+def unique_name(name: str, taken: set[str]) -> str:
     """``name``, or ``stem-2.ext``, ``stem-3.ext``…: two attachments of one mail never share a source key."""
     candidate, number = name, 1
     while candidate.lower() in taken:
@@ -124,7 +130,7 @@ def _attachments(message: EmailMessage, warnings: list[str]) -> list[Attachment]
         except (ValueError, TypeError, LookupError) as exc:
             warnings.append(f"Attachment {number} of the mail cannot be decoded ({exc}); it was left out.")
             continue
-        found.append(Attachment(_unique(_safe_name(part.get_filename(), part, number), taken), data))
+        found.append(Attachment(unique_name(_safe_name(part.get_filename(), part, number), taken), data))
     # Pictures shown in the body (multipart/related, or inline parts): no text to index.
     skipped_images = sum(1 for part in message.walk() if _is_inline_image(part))
     if skipped_images:
@@ -159,14 +165,35 @@ class EmailParser(DocumentParser):
                 "Save the mail from your mail client as .eml and upload that."
             )
         warnings: list[str] = []
-        subject = _header(message, "Subject")
-        blocks = [Block("heading", subject, level=1)] if subject else []
-        header_lines = [f"{name}: {value}" for name in _SHOWN_HEADERS if (value := _header(message, name))]
-        if header_lines:
-            blocks.append(Block("paragraph", "\n".join(header_lines)))
-        blocks.extend(_body_blocks(message, warnings))
+        body = _body_blocks(message, warnings)
         attachments = _attachments(message, warnings)
-        result = build_parse_result(blocks, title=subject or None, heading_source="email", warnings=warnings)
-        result.attachments = attachments
-        result.declared_language = _header(message, "Content-Language").split(",")[0].strip() or None
-        return result
+        return mail_result(
+            _header(message, "Subject"),
+            [(name, _header(message, name)) for name in SHOWN_HEADERS],
+            body,
+            attachments,
+            warnings,
+            language=_header(message, "Content-Language").split(",")[0].strip() or None,
+        )
+
+
+def mail_result(
+    subject: str,
+    headers: list[tuple[str, str]],
+    body: list[Block],
+    attachments: list[Attachment],
+    warnings: list[str],
+    *,
+    language: str | None,
+) -> ParseResult:
+    """A mail as a document (.eml and .msg alike): the subject as title and level-1 heading, the headers that have
+    a value as one paragraph, then the body; the attachments to ingest as documents of their own."""
+    blocks = [Block("heading", subject, level=1)] if subject else []
+    header_lines = [f"{name}: {value}" for name, value in headers if value]
+    if header_lines:
+        blocks.append(Block("paragraph", "\n".join(header_lines)))
+    blocks.extend(body)
+    result = build_parse_result(blocks, title=subject or None, heading_source="email", warnings=warnings)
+    result.attachments = attachments
+    result.declared_language = language
+    return result

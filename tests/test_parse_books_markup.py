@@ -3,9 +3,14 @@ headings, chapters, exact offsets, and hostile books → typed errors."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import random
 import zipfile
+from email.message import EmailMessage
 from pathlib import Path
 
+import docx
 import pytest
 from odf.opendocument import OpenDocumentText
 from odf.style import Style
@@ -16,6 +21,7 @@ from chunkbench.documents.parsers import parse_document
 from chunkbench.documents.service import IngestOutcome, SourceFile, ingest_paths
 from chunkbench.errors import (
     ArchiveBombError,
+    ChunkbenchError,
     ConverterUnavailableError,
     CorruptDocumentError,
     EncryptedDocumentError,
@@ -23,6 +29,7 @@ from chunkbench.errors import (
 )
 from chunkbench.storage.db import Database
 from docgen.offsets import assert_exact_offsets
+from docgen.outlook import MsgMessage, write_msg
 
 CONTAINER = """<?xml version="1.0"?>
 <container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">
@@ -394,3 +401,43 @@ def test_folder_of_new_formats_ingests_each_file(tmp_path, settings):
     assert [r.outcome for r in results] == [IngestOutcome.CREATED] * 3
     assert [r.document.heading_count for r in results] == [3, 3, 3]
     assert [r.document.mime_type for r in results] == ["application/epub+zip", "text/x-rst", "text/x-org"]
+
+
+def _damaged_copies(data: bytes, count: int, seed: int) -> list[bytes]:
+    """Copies of a file with bytes overwritten at random (seeded), some also cut short."""
+    rng = random.Random(seed)
+    copies = []
+    for _ in range(count):
+        damaged = bytearray(data)
+        for _ in range(rng.randint(1, 20)):
+            damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+        copies.append(bytes(damaged[: rng.randrange(len(damaged))] if rng.random() < 0.3 else damaged))
+    return copies
+
+
+def test_damaged_files_only_ever_raise_typed_errors(tmp_path, lo_settings):
+    """Seeded byte damage to each format's file: a parse succeeds or raises a ChunkbenchError, never anything else
+    (before: zipfile's OSError on a damaged local header, zlib errors inside python-docx)."""
+    document = docx.Document()
+    document.add_heading("Claims", level=1)
+    document.add_paragraph("Claims are paid within 30 days. " * 20)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    mail = EmailMessage()
+    mail["Subject"] = "Figures"
+    mail.set_content("The figures are in.")
+    mail.add_attachment(b"report", maintype="application", subtype="pdf", filename="r.pdf")
+    samples = {
+        "epub": epub3(tmp_path / "seed.epub").read_bytes(),
+        "docx": buffer.getvalue(),
+        "msg": write_msg(tmp_path / "seed.msg", MsgMessage("Figures", body="In.")).read_bytes(),
+        "eml": mail.as_bytes(),
+        "rst": RST.encode(),
+        "org": ORG.encode(),
+    }
+    for number, (suffix, data) in enumerate(samples.items()):
+        for copy in _damaged_copies(data, 80, seed=number):
+            path = tmp_path / f"damaged.{suffix}"
+            path.write_bytes(copy)
+            with contextlib.suppress(ChunkbenchError):
+                parse_document(path, lo_settings)

@@ -211,7 +211,7 @@ def _inspect_package(path: Path, settings: Settings) -> _Package:
             if app_xml in names:
                 page_count = _page_count(_read_capped(archive, app_xml, _SMALL_PART_MAX_BYTES))
             return _Package(page_count, targets.get(_CORE_PROPERTIES_REL) in names, strict)
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, etree.XMLSyntaxError) as exc:
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, etree.XMLSyntaxError) as exc:
         raise CorruptDocumentError(
             f"'{path.name}' is damaged: its zip container cannot be read ({exc}). "
             "Open it in Word or LibreOffice, save it again, and re-upload."
@@ -515,7 +515,16 @@ def _read_transitional(path: Path, package: _Package) -> ParseResult:
     or the Title style."""
     try:
         document = docx.Document(str(path))
-    except (PackageNotFoundError, KeyError, ValueError, zipfile.BadZipFile, etree.XMLSyntaxError) as exc:
+    except (
+        PackageNotFoundError,
+        KeyError,
+        ValueError,
+        zipfile.BadZipFile,
+        zlib.error,
+        EOFError,
+        OSError,
+        etree.XMLSyntaxError,
+    ) as exc:  # a damaged part deflates wrong (zlib), a damaged local header seeks before the file (OSError)
         raise CorruptDocumentError(
             f"'{path.name}' could not be read as a Word document ({exc}). "
             "Open it in Word or LibreOffice, save it as .docx again, and re-upload."

@@ -231,5 +231,5 @@ class EpubParser(DocumentParser):
                 guard_archive(archive, path, settings, resave=_RESAVE)
                 book = _Book(archive, path, settings)
                 return _read_book(book)
-        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, KeyError) as exc:
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, KeyError, OSError) as exc:
             raise _corrupt(path, f"its zip container cannot be read ({exc})") from exc

@@ -237,5 +237,5 @@ class MsgParser(DocumentParser):
                 attachments = _attachments(ole, "", 1, warnings)
                 subject = " ".join(message.string(_SUBJECT).split())
                 return mail_result(subject, _headers(message), body, attachments, warnings, language=None)
-        except (OSError, struct.error, IndexError, ValueError, KeyError, UnicodeError) as exc:
+        except (OSError, struct.error, IndexError, ValueError, KeyError, UnicodeError, RecursionError) as exc:
             raise CorruptDocumentError(f"'{path.name}' is a damaged Outlook message ({exc}). {_RESAVE}.") from exc

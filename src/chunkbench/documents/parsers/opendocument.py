@@ -66,7 +66,7 @@ def _check_odt_package(path: Path, settings: Settings) -> tuple[str | None, str 
                     "(File → Properties → Security, or save without 'Save with password'), and upload it again."
                 )
             return _metadata(archive.read(_META)) if _META in names else (None, None)
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, etree.XMLSyntaxError) as exc:
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, OSError, etree.XMLSyntaxError) as exc:
         raise CorruptDocumentError(
             f"'{path.name}' is damaged: its zip container cannot be read ({exc}). "
             f"Open it in {_RESAVE}, save it again, and re-upload."

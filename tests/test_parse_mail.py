@@ -5,14 +5,17 @@ as [MS-OXMSG] says, in a compound file pycfb writes) read the same way."""
 from __future__ import annotations
 
 import io
+import json
 from email.message import EmailMessage
 from pathlib import Path
 
 import docx
 import pytest
 from fastapi.testclient import TestClient
+from typer.testing import CliRunner
 
-from chunkbench.config import Settings
+from chunkbench.cli import app
+from chunkbench.config import Settings, get_settings
 from chunkbench.documents import service
 from chunkbench.documents.parsers import parse_document
 from chunkbench.documents.service import IngestOutcome, SourceFile, ingest_paths
@@ -367,3 +370,32 @@ def test_msg_ingest_stores_the_attached_mail_and_its_attachment(tmp_path, settin
         ("mail/figures.msg//Earlier thread.eml//draft.txt", IngestOutcome.CREATED)
     ]
     assert thread.attachments[0].document.parent_id == thread.document.id
+
+
+@pytest.fixture
+def cli_data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHUNKBENCH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("COLUMNS", "200")  # the table's long source keys unwrapped
+    get_settings.cache_clear()
+    yield tmp_path / "data"
+    get_settings.cache_clear()
+
+
+def test_cli_ingest_lists_attachments_under_their_mail(cli_data_dir, tmp_path):
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    _write(folder / "pack.eml", _pack(tmp_path))
+    runner = CliRunner()
+    table = runner.invoke(app, ["ingest", str(folder)], catch_exceptions=False)
+    assert table.exit_code == 0  # a failed attachment does not fail the mail
+    assert "  ↳ pack.eml//note.txt" in table.stdout and "    ↳ pack.eml//thread.eml//draft.txt" in table.stdout
+    assert "1 ingested, 0 failed; attachments: 4 ingested, 1 failed" in table.stdout
+    # Again: the mail is unchanged, and so are the attachments it stored.
+    (mail,) = json.loads(runner.invoke(app, ["ingest", str(folder), "--json"], catch_exceptions=False).stdout)
+    assert mail["outcome"] == "unchanged"
+    assert [(a["source_key"], a["outcome"]) for a in mail["attachments"]] == [
+        ("pack.eml//note.txt", "unchanged"),
+        ("pack.eml//policy.docx", "unchanged"),
+        ("pack.eml//thread.eml", "unchanged"),
+    ]
+    assert mail["attachments"][2]["attachments"][0]["source_key"] == "pack.eml//thread.eml//draft.txt"

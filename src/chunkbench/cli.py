@@ -188,9 +188,18 @@ def ingest(
         for r in results:
             _ingest_rows(table, r, 0)
         out.print(table)
-        out.print(f"{len(results) - len(failed)} ingested, {len(failed)} failed")
+        attachments = [a for r in results for a in _nested_attachments(r)]
+        attached_failed = sum(a.error is not None for a in attachments)
+        summary = f"{len(results) - len(failed)} ingested, {len(failed)} failed"
+        if attachments:
+            summary += f"; attachments: {len(attachments) - attached_failed} ingested, {attached_failed} failed"
+        out.print(summary)
     if failed:
         raise typer.Exit(code=1)
+
+
+def _nested_attachments(result: IngestOut) -> list[IngestOut]:
+    return [nested for a in result.attachments for nested in (a, *_nested_attachments(a))]
 
 
 def _ingest_rows(table: Table, result: IngestOut, depth: int) -> None:

@@ -307,6 +307,24 @@ def test_reingest_replaces_attachments_and_unchanged_lists_them(tmp_path, settin
         database.dispose()
 
 
+def test_attachments_left_without_their_mail_are_replaced_not_a_conflict(tmp_path, settings):
+    mail = _write(tmp_path / "pack.eml", _pack(tmp_path))
+    _ingest(settings, mail, "pack.eml")
+    database = Database.from_settings(settings)
+    try:
+        with database.session() as session:  # the mail's row alone goes (parent_id is SET NULL on its attachments)
+            repo = DocumentRepository(session, TENANT)
+            repo.delete(repo.get_by_source_key("pack.eml"))
+        again = _ingest(settings, mail, "pack.eml")
+        assert again.outcome is IngestOutcome.CREATED
+        assert {a.outcome for a in again.attachments if a.document is not None} == {IngestOutcome.REPLACED}
+        with database.session() as session:
+            rows = DocumentRepository(session, TENANT).list(limit=100)[0]
+            assert len(rows) == 5 and all(row.parent_id is not None for row in rows if "//" in row.source_key)
+    finally:
+        database.dispose()
+
+
 def test_a_real_file_key_can_never_be_an_attachment_key(tmp_path, settings):
     path = tmp_path / "x.txt"
     path.write_text("hello there")

@@ -172,14 +172,15 @@ def ingest_file(
     corpora = CorpusRepository(session, tenant_id)
     memberships: list[str] = []
     old_attachments: dict[str, tuple[str, list[str]]] = {}
+    # A replaced mail's attachments go with it (found by key: also any left without their mail); the new ones keep
+    # the corpora an old one of the same key had.
+    for child in _attachments_of(repo, key) if existing is not None or attachments else ():
+        old_attachments[child.source_key] = (child.id, corpora.corpora_of(child.id))
+        repo.delete(child)
     if existing is not None:
         replaced_id = existing.id
         # Deleting the row cascades to its memberships: a re-ingest must not drop the document from its corpora.
         memberships = corpora.corpora_of(existing.id)
-        # A replaced mail's attachments go with it; the new ones keep the corpora an old one of the same key had.
-        for child in reversed(repo.descendants(existing.id)):
-            old_attachments[child.source_key] = (child.id, corpora.corpora_of(child.id))
-            repo.delete(child)
         repo.delete(existing)
     row = repo.add(_new_row(filename, key, content_hash, size, parser.mime_type, parsed))
     for name in memberships:
@@ -208,6 +209,11 @@ def _check_size(filename: str, size: int, settings: Settings) -> None:
             "(CHUNKBENCH_MAX_UPLOAD_MB).",
             size_bytes=size,
         )
+
+
+def _attachments_of(repo: DocumentRepository, source_key: str) -> list[DocumentRow]:
+    """The documents found inside the one stored under ``source_key``, nested ones too (their keys extend its)."""
+    return repo.with_key_prefix(f"{source_key}{ATTACHMENT_SEPARATOR}")
 
 
 def attachment_source_key(parent_key: str, filename: str) -> str:
@@ -535,9 +541,9 @@ def delete(database: Database, settings: Settings, document_id: str, *, tenant_i
     with database.session() as session:
         repo = DocumentRepository(session, tenant_id)
         row = repo.get(document_id)
-        attachments = repo.descendants(document_id)
+        attachments = _attachments_of(repo, row.source_key)
         gone = [document_id, *(child.id for child in attachments)]
-        for child in reversed(attachments):
+        for child in attachments:
             repo.delete(child)
         repo.delete(row)
         corpus_generation.bump(session, tenant_id)

@@ -72,13 +72,17 @@ class DocumentRepository:
             )
         )
 
-    def descendants(self, document_id: str) -> list[DocumentRow]:
-        """Children, their children and so on (an attached mail's own attachments), each before its children."""
-        found: list[DocumentRow] = []
-        for child in self.children(document_id):
-            found.append(child)
-            found.extend(self.descendants(child.id))
-        return found
+    def with_key_prefix(self, prefix: str) -> list[DocumentRow]:
+        """The documents whose source key starts with ``prefix`` (a mail's attachments, nested ones too), by key."""
+        return list(
+            self.session.scalars(
+                select(DocumentRow)
+                .where(
+                    DocumentRow.tenant_id == self.tenant_id, DocumentRow.source_key.startswith(prefix, autoescape=True)
+                )
+                .order_by(DocumentRow.source_key)
+            )
+        )
 
     def find_by_hash(self, content_hash: str) -> DocumentRow | None:
         return self.session.scalar(

@@ -265,6 +265,43 @@ def test_rst_sections_become_headings_sphinx_directives_tolerated(tmp_path, lo_s
     assert_exact_offsets(result)
 
 
+MARKUP = Path(__file__).parent / "fixtures" / "markup"  # real files: docutils' primer, orgparse's test data
+
+
+def test_real_rst_primer(lo_settings):
+    result = parse_document(MARKUP / "quickstart.rst", lo_settings)
+    assert result.tree.headings() == [
+        (1, "A ReStructuredText Primer"),
+        (2, "Structure"),
+        (2, "Text styles"),
+        (2, "Lists"),
+        (2, "Preformatting (code samples)"),
+        (2, "Sections"),
+        (3, "Document Title / Subtitle"),
+        (2, "Images"),
+        (2, "What Next?"),
+    ]
+    assert "```\nAn example::\n\n    Whitespace, newlines, blank lines, and all kinds of markup" in result.markdown
+    root = result.tree.root
+    assert (root.start_index, root.end_index) == (0, len(result.markdown))
+    for section in result.tree.root.iter_nodes():
+        if section.heading_level:
+            assert result.markdown[section.start_index :].startswith(f"{'#' * section.heading_level} {section.heading}")
+
+
+def test_real_org_files(lo_settings):
+    simple = parse_document(MARKUP / "00_simple.org", lo_settings)
+    # The file's own #+SEQ_TODO keywords and :TAG: suffixes are not part of the headings.
+    assert simple.tree.headings()[:4] == [(1, "Heading 0"), (2, "Heading 1"), (3, "Heading 2"), (4, "Heading 3")]
+    attributes = parse_document(MARKUP / "01_attributes.org", lo_settings)
+    assert attributes.markdown.startswith(
+        "# A node with a lot of attributes\n\n- <2010-08-16 Mon> DateList\n- <2010-08-07 Sat>--<2010-08-08 Sun>"
+    )
+    assert "CLOCK" not in attributes.markdown and "Effort" not in attributes.markdown
+    assert_exact_offsets(simple)
+    assert_exact_offsets(attributes)
+
+
 ORG = """\
 #+TITLE: Harbour notes
 #+AUTHOR: Ana

@@ -192,6 +192,33 @@ def test_msg_reads_like_an_eml(tmp_path, lo_settings):
     assert [(a.filename, a.data) for a in thread.attachments] == [("draft.txt", b"Draft text v1.")]
 
 
+OUTLOOK = Path(__file__).parent / "fixtures" / "outlook"  # written by Outlook (msg_parser's test files, BSD-2)
+
+
+def test_msg_files_written_by_outlook(tmp_path, lo_settings):
+    outer = parse_document(OUTLOOK / "outer.msg", lo_settings)
+    assert outer.markdown == "# outer subject\n\nTo: outer@foo.bar\nDate: Tue, 15 Nov 2016 23:29:05 +0000\n\nOuter body"
+    assert_exact_offsets(outer)
+    (attached,) = outer.attachments
+    assert attached.filename == "test.eml"
+    (tmp_path / "test.eml").write_bytes(attached.data)
+    assert parse_document(tmp_path / "test.eml", lo_settings).markdown == (
+        "# test\n\nTo: test@foobar.com\nDate: Tue, 15 Nov 2016 23:28:26 +0000\n\nbody"
+    )
+
+    notice = parse_document(OUTLOOK / "other.msg", lo_settings)
+    assert notice.tree.root.heading == "投递状态通知 (Failure Notice)"
+    assert "From: Mail Delivery Subsystem <mailer-daemon@tjdpf.org.cn>" in notice.markdown
+    assert "The recipients is locked. (User Locked)" in notice.markdown
+    assert_exact_offsets(notice)
+    (bounced,) = notice.attachments
+    assert bounced.filename == "default_attachment.eml"
+    (tmp_path / "bounced.eml").write_bytes(bounced.data)
+    inner = parse_document(tmp_path / "bounced.eml", lo_settings)
+    assert inner.tree.headings() == [(1, "回复:转发:反馈·北京 2017年12月02-03日 销售")]  # NFKC: ： → :
+    assert [a.filename for a in inner.attachments] == ["北京 2017年12月02-03日 销售主管 确认n.pdf"]
+
+
 def test_msg_with_an_ansi_html_body(tmp_path, lo_settings):
     message = MsgMessage(
         "Größe der Lieferung",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+import re
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ _NCX_TYPE = "application/x-dtbncx+xml"
 # No DTDs, no entities, no network: an e-book's XML is data, never instructions (billion laughs, XXE).
 _XML_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
 _RESAVE = "your e-book editor (Calibre, Sigil)"
+_NOT_WORD = re.compile(r"\W+")
 
 
 @dataclass(frozen=True)
@@ -160,13 +162,18 @@ def _encrypted_parts(book: _Book) -> set[str]:
     return {posixpath.normpath(unquote(ref.get("URI", ""))) for ref in references if ref.get("URI")}
 
 
+def _same_title(heading: str, title: str) -> bool:
+    """Whether a page's heading repeats its contents entry (``Chapter 1 - The Eve`` and ``Chapter 1 The Eve``)."""
+    return _NOT_WORD.sub("", heading).casefold() == _NOT_WORD.sub("", title).casefold()
+
+
 def _chapter_blocks(markup: bytes, title: str | None) -> list[Block]:
     """One chapter: its title as a level-1 heading, the page's own headings below it; the page's first heading is
     the title itself when the table of contents names none (or names it the same)."""
     decoded = decode(markup, declared_charset(markup))
     blocks = page_blocks(decoded.text).blocks
     first = next((block for block in blocks if block.kind == "heading"), None)
-    if first is not None and (title is None or " ".join(first.text.split()).casefold() == title.casefold()):
+    if first is not None and (title is None or _same_title(first.text, title)):
         title = title or " ".join(first.text.split())
         blocks.remove(first)
     if title is None:

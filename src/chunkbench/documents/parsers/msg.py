@@ -193,7 +193,9 @@ def _attachments(ole: olefile.OleFileIO, storage: str, depth: int, warnings: lis
                 continue
             data = _as_eml(ole, f"{attachment_storage}/{_EMBEDDED}", depth, warnings)
             stem = clean_filename(attachment.string(_DISPLAY_NAME)) or f"attachment-{number}"
-            found.append(Attachment(unique_name(f"{stem.removesuffix('.msg')}.eml", taken), data))
+            for suffix in (".msg", ".eml"):  # a display name that already ends so is not doubled
+                stem = stem.removesuffix(suffix)
+            found.append(Attachment(unique_name(f"{stem}.eml", taken), data))
             continue
         if mime.startswith("image/") and inline:
             skipped_images += 1

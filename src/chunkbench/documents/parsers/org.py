@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 
 from chunkbench.config import Settings
@@ -13,14 +14,18 @@ from chunkbench.models import ParseResult
 
 _HEADLINE = re.compile(r"^(\*+)[ \t]+(.*?)[ \t]*$")
 # A headline's furniture: TODO keyword, priority cookie, trailing tags (Org manual §2.2, §5, §6).
-_TODO = re.compile(r"^(?:TODO|DONE|NEXT|WAITING|CANCELLED|CANCELED)[ \t]+")
+_DEFAULT_TODO = ("TODO", "DONE", "NEXT", "WAITING", "CANCELLED", "CANCELED")
+# A file's own keywords: ``#+TODO:``, ``#+SEQ_TODO:``, ``#+TYP_TODO:`` (``|`` separates done states, ``(t)`` keys).
+_TODO_KEYWORDS = ("TODO", "SEQ_TODO", "TYP_TODO")
+_KEY_SHORTCUT = re.compile(r"\(.*\)$")
 _PRIORITY = re.compile(r"^\[#[A-Za-z0-9]\][ \t]*")
 _TAGS = re.compile(r"[ \t]+:(?:[\w@#%]+:)+$")
-_KEYWORD = re.compile(r"^[ \t]*#\+(\w+):[ \t]*(.*?)[ \t]*$")
+_KEYWORD = re.compile(r"^[ \t]*#\+(\w+):[ \t]*(.*?)[ \t]*$", re.MULTILINE)
 _BLOCK_BEGIN = re.compile(r"^[ \t]*#\+BEGIN_(\w+)(?:[ \t]+(\S+))?", re.IGNORECASE)
 _DRAWER = re.compile(r"^[ \t]*:[\w-]+:[ \t]*$")
 _DRAWER_END = re.compile(r"^[ \t]*:END:[ \t]*$", re.IGNORECASE)
-_PLANNING = re.compile(r"^[ \t]*(?:SCHEDULED|DEADLINE|CLOSED):")
+# Planning lines and clock entries (Org manual §8.3, §8.4): when work was due or done, not text.
+_PLANNING = re.compile(r"^[ \t]*(?:SCHEDULED|DEADLINE|CLOSED|CLOCK):")
 _COMMENT = re.compile(r"^[ \t]*#(?:[ \t]|$)")
 _TABLE_RULE = re.compile(r"^[ \t]*\|[-+]+\|?[ \t]*$")
 _LINK = re.compile(r"\[\[([^\]]+)\](?:\[([^\]]+)\])?\]")
@@ -33,13 +38,24 @@ def _links(text: str) -> tuple[str, str]:
     return plain, markdown
 
 
-def _headline(text: str) -> str:
-    return _TAGS.sub("", _PRIORITY.sub("", _TODO.sub("", text)))
+def _todo_pattern(source: str) -> re.Pattern[str]:
+    """The TODO keywords a headline may start with: the usual ones and those the file declares."""
+    words = set(_DEFAULT_TODO)
+    for keyword in _KEYWORD.finditer(source):
+        if keyword.group(1).upper() in _TODO_KEYWORDS:
+            words.update(_KEY_SHORTCUT.sub("", word) for word in keyword.group(2).split() if word != "|")
+    alternatives = "|".join(re.escape(word) for word in sorted(words, key=lambda w: (-len(w), w)) if word)
+    return re.compile(rf"^(?:{alternatives})[ \t]+")
+
+
+def _headline(text: str, todo: re.Pattern[str]) -> str:
+    return _TAGS.sub("", _PRIORITY.sub("", todo.sub("", text)))
 
 
 def _paragraph(lines: list[str]) -> Block:
     """Body lines up to a blank line: list items and table rows kept one per line, table rules dropped."""
-    kept = [line.rstrip() for line in lines if not _TABLE_RULE.match(line)]
+    # Body text is often indented under its headline: the indentation is layout, not text.
+    kept = textwrap.dedent("\n".join(line.rstrip() for line in lines if not _TABLE_RULE.match(line))).split("\n")
     rows = [line.strip().strip("|").split("|") for line in kept]
     if kept and all(line.lstrip().startswith("|") for line in kept):  # a table: cells joined like other formats'
         text = "\n".join(" | ".join(cell.strip() for cell in row if cell.strip()) for row in rows)
@@ -61,6 +77,7 @@ def _drawer_end(lines: list[str], start: int) -> int | None:
 def org_blocks(source: str) -> tuple[list[Block], str | None]:
     """The blocks of an Org document in reading order, and its ``#+TITLE``."""
     lines = source.split("\n")
+    todo = _todo_pattern(source)
     blocks: list[Block] = []
     title: str | None = None
     pending: list[str] = []
@@ -79,7 +96,7 @@ def org_blocks(source: str) -> tuple[list[Block], str | None]:
         keyword = _KEYWORD.match(line)
         if headline:
             flush()
-            blocks.append(Block("heading", _links(_headline(headline.group(2)))[0], level=len(headline.group(1))))
+            blocks.append(Block("heading", _links(_headline(headline.group(2), todo))[0], level=len(headline.group(1))))
         elif begin:
             flush()
             kind, language = begin.group(1).upper(), begin.group(2) or ""

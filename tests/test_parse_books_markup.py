@@ -17,7 +17,7 @@ from odf.style import Style
 from odf.text import H, P
 
 from chunkbench.config import Settings
-from chunkbench.documents.parsers import parse_document
+from chunkbench.documents.parsers import org, parse_document
 from chunkbench.documents.service import IngestOutcome, SourceFile, ingest_paths
 from chunkbench.errors import (
     ArchiveBombError,
@@ -478,3 +478,14 @@ def test_damaged_files_only_ever_raise_typed_errors(tmp_path, lo_settings):
             path.write_bytes(copy)
             with contextlib.suppress(ChunkbenchError):
                 parse_document(path, lo_settings)
+
+
+def test_deeply_nested_markup_is_capped_or_refused(tmp_path, lo_settings):
+    outline = tmp_path / "deep.org"
+    outline.write_text("".join(f"{'*' * depth} level {depth}\n" for depth in range(1, 1001)))
+    headings = parse_document(outline, lo_settings).tree.headings()
+    assert len(headings) == 1000 and max(level for level, _ in headings) == org.MAX_HEADLINE_LEVEL
+    quotes = tmp_path / "deep.rst"
+    quotes.write_text("".join(f"{'  ' * depth}level {depth}\n\n" for depth in range(1000)))
+    with pytest.raises(CorruptDocumentError, match="cannot be read as reStructuredText"):
+        parse_document(quotes, lo_settings)

@@ -444,3 +444,18 @@ def test_cli_ingest_lists_attachments_under_their_mail(cli_data_dir, tmp_path):
         ("pack.eml//thread.eml", "unchanged"),
     ]
     assert mail["attachments"][2]["attachments"][0]["source_key"] == "pack.eml//thread.eml//draft.txt"
+
+
+def test_mails_nested_hundreds_deep_are_refused(tmp_path, lo_settings):
+    inner = "Subject: innermost\n\nbody\n"
+    for level in range(500):
+        boundary = f"b{level}"
+        inner = (
+            f'Subject: level {level}\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{boundary}"\n\n'
+            f"--{boundary}\nContent-Type: text/plain\n\ntext {level}\n--{boundary}\nContent-Type: message/rfc822\n\n"
+            f"{inner}\n--{boundary}--\n"
+        )
+    path = tmp_path / "deep.eml"
+    path.write_text(inner)
+    with pytest.raises(CorruptDocumentError, match="nests mails inside mails too deeply"):
+        parse_document(path, lo_settings)

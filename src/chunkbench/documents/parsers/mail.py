@@ -157,6 +157,15 @@ class EmailParser(DocumentParser):
         return looks_like_text(head) and _FIRST_HEADER.match(head.lstrip()) is not None
 
     def parse(self, path: Path, settings: Settings) -> ParseResult:
+        try:
+            return self._parse(path)
+        except RecursionError as exc:  # the email package recurses once per level of nested parts
+            raise CorruptDocumentError(
+                f"'{path.name}' nests mails inside mails too deeply to read (hundreds of levels): it is not a mail a "
+                "person wrote. Forward the innermost mail on its own and upload that."
+            ) from exc
+
+    def _parse(self, path: Path) -> ParseResult:
         with path.open("rb") as handle:
             message = BytesParser(policy=policy.default).parse(handle)
         if not message.keys():

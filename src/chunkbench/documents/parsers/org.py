@@ -12,6 +12,9 @@ from chunkbench.documents.parsers.encoding import decode
 from chunkbench.documents.tree import Block, build_parse_result
 from chunkbench.models import ParseResult
 
+# Deeper headlines are kept at this level (siblings): real outlines stop far above it, and a tree a thousand
+# levels deep would exhaust the recursion of everything that walks it.
+MAX_HEADLINE_LEVEL = 16
 _HEADLINE = re.compile(r"^(\*+)[ \t]+(.*?)[ \t]*$")
 # A headline's furniture: TODO keyword, priority cookie, trailing tags (Org manual §2.2, §5, §6).
 _DEFAULT_TODO = ("TODO", "DONE", "NEXT", "WAITING", "CANCELLED", "CANCELED")
@@ -96,7 +99,8 @@ def org_blocks(source: str) -> tuple[list[Block], str | None]:
         keyword = _KEYWORD.match(line)
         if headline:
             flush()
-            blocks.append(Block("heading", _links(_headline(headline.group(2), todo))[0], level=len(headline.group(1))))
+            level = min(len(headline.group(1)), MAX_HEADLINE_LEVEL)
+            blocks.append(Block("heading", _links(_headline(headline.group(2), todo))[0], level=level))
         elif begin:
             flush()
             kind, language = begin.group(1).upper(), begin.group(2) or ""

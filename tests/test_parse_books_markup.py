@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import random
+import shutil
 import zipfile
 from email.message import EmailMessage
 from pathlib import Path
@@ -30,6 +31,14 @@ from chunkbench.errors import (
 from chunkbench.storage.db import Database
 from docgen.offsets import assert_exact_offsets
 from docgen.outlook import MsgMessage, write_msg
+
+_SKIP_WITHOUT_LIBREOFFICE = pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice not installed")
+
+
+def needs_libreoffice(test):
+    """Marked ``libreoffice`` (``-m libreoffice`` selects them) and skipped where LibreOffice is not installed."""
+    return pytest.mark.libreoffice(_SKIP_WITHOUT_LIBREOFFICE(test))
+
 
 CONTAINER = """<?xml version="1.0"?>
 <container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">
@@ -372,7 +381,7 @@ RTF = r"""{\rtf1\ansi\ansicpg1252\deff0{\fonttbl{\f0 Times New Roman;}}
 }"""
 
 
-@pytest.mark.libreoffice
+@needs_libreoffice
 def test_odt_headings_survive_the_conversion(tmp_path, lo_settings):
     result = parse_document(write_odt(tmp_path / "plan.odt"), lo_settings)
     assert result.tree.headings() == [(1, "Introduction"), (2, "Scope")]
@@ -384,7 +393,7 @@ def test_odt_headings_survive_the_conversion(tmp_path, lo_settings):
     assert_exact_offsets(result)
 
 
-@pytest.mark.libreoffice
+@needs_libreoffice
 def test_rtf_heading_styles_survive_the_conversion(tmp_path, lo_settings):
     path = tmp_path / "plan.rtf"
     path.write_bytes(RTF.encode("ascii"))
@@ -396,6 +405,7 @@ def test_rtf_heading_styles_survive_the_conversion(tmp_path, lo_settings):
     assert_exact_offsets(result)
 
 
+@needs_libreoffice  # with LibreOffice absent, any .odt is refused first for that (the test below)
 def test_odt_that_is_another_zip_and_encrypted_odt_are_refused(tmp_path, lo_settings):
     other = tmp_path / "sheet.odt"
     with zipfile.ZipFile(other, "w") as archive:

@@ -499,3 +499,25 @@ def test_deeply_nested_markup_is_capped_or_refused(tmp_path, lo_settings):
     quotes.write_text("".join(f"{'  ' * depth}level {depth}\n\n" for depth in range(1000)))
     with pytest.raises(CorruptDocumentError, match="cannot be read as reStructuredText"):
         parse_document(quotes, lo_settings)
+
+
+def test_api_uploads_of_the_new_formats(client, tmp_path):
+    uploads = {
+        "harbour.epub": epub3(tmp_path / "harbour.epub").read_bytes(),
+        "guide.rst": RST.encode(),
+        "notes.org": ORG.encode(),
+        "figures.msg": write_msg(tmp_path / "figures.msg", MsgMessage("Figures", body="Revenue grew.")).read_bytes(),
+    }
+    for name, data in uploads.items():
+        response = client.post("/documents", files={"file": (name, data)})
+        assert response.status_code == 201, response.text
+        detail = client.get(f"/documents/{response.json()['document']['id']}").json()
+        first = {
+            "harbour.epub": "Arrival",
+            "guide.rst": "Harbour guide",
+            "notes.org": "Moorings",
+            "figures.msg": "Figures",
+        }
+        assert detail["headings"][0] == {"level": 1, "heading": first[name]}
+    wrong = client.post("/documents", files={"file": ("book.epub", b"%PDF-1.4 not a book")})
+    assert wrong.status_code == 415 and wrong.json()["error"] == "unsupported_file_type"

@@ -149,10 +149,11 @@ def _not_regular(path: Path, root: Path) -> SkipReason | None:
     if path.is_symlink():
         target = path.resolve()
         if not target.exists():
-            kind, message = "broken link", f"'{name}' is a link to '{os.readlink(path)}', which does not exist."
+            # Targets are not named: through the API they would show server paths outside the data directory.
+            kind, message = "broken link", f"'{name}' is a broken link: what it points to does not exist."
         elif not target.is_relative_to(root):
             kind = "link outside the folder"
-            message = f"'{name}' links outside the folder (to {target}): ingest the target by name to include it."
+            message = f"'{name}' links outside the folder: ingest what it points to by name to include it."
         elif target.is_dir():
             kind = "link to a folder"
             message = f"'{name}' links to a folder, and links to folders are not followed: ingest that folder itself."

@@ -184,7 +184,7 @@ function FolderOutcome({ result, onSelect }) {
         const reason = r.skip_reason || r.error;
         const folder = r.skip_reason?.details?.folder;
         return html`<tr key=${r.source_key}>
-          <td style="overflow-wrap:anywhere">${folder ? `${r.source_key}/ (${fmtInt(r.skip_reason.files)} files)` : r.source_key}</td>
+          <td style="overflow-wrap:anywhere; min-width:10rem">${folder ? `${r.source_key}/ (${fmtInt(r.skip_reason.files)} files)` : r.source_key}</td>
           <td><span class=${`badge ${tone}`}>${label}${r.skip_reason ? ` · ${r.skip_reason.code}` : ""}</span></td>
           <td style="overflow-wrap:anywhere">${reason ? reason.message
             : r.document && html`<button class="link" onClick=${() => onSelect(r.document.id)}>open</button>`}</td></tr>`;

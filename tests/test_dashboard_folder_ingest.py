@@ -51,7 +51,7 @@ def test_folder_ingest_lists_every_file_with_its_reason_and_the_summary(page, in
             assert shown == "refused" and "not a readable PDF" in reason, (key, shown, reason)
         else:
             assert (shown, reason) == ("added", "open"), key
-    assert "'.png' is not a supported type (supported: " in rows["photo.png"][1]
+    assert "'.bin' is not a supported type (supported: " in rows["firmware.bin"][1]
     assert "the limit is 0.1 MB" in rows["big.txt"][1]
     assert "hidden folder with 3 file(s)" in rows[".git/ (3 files)"][1]
     assert "is a socket" in rows["sock.md"][1] and "does not exist" in rows["dangling.md"][1]

@@ -35,7 +35,7 @@ GUIDE = (
 EXPECTED = {
     ".DS_Store": ("skipped", "hidden"),
     ".git": ("skipped", "hidden"),
-    "Makefile": ("skipped", "unsupported_type"),
+    "blob": ("skipped", "unsupported_type"),
     "big.txt": ("skipped", "too_large"),
     "corrupt.pdf": ("failed", "corrupt_document"),
     "dangling.md": ("skipped", "not_a_regular_file"),
@@ -44,7 +44,7 @@ EXPECTED = {
     "docs/notes.txt": ("created", None),
     "docs/tool.exe": ("skipped", "unsupported_type"),
     "outside.md": ("skipped", "not_a_regular_file"),
-    "photo.png": ("skipped", "unsupported_type"),
+    "firmware.bin": ("skipped", "unsupported_type"),
     "pipe.txt": ("skipped", "not_a_regular_file"),
     "report.docx": ("created", None),
     "sock.md": ("skipped", "not_a_regular_file"),
@@ -69,8 +69,8 @@ def _build(folder: Path, outside: Path) -> socket.socket:
     (folder / "docs" / "empty.md").write_bytes(b"")
     (folder / "docs" / "tool.exe").write_bytes(b"MZ\x90\x00 not a document")
     (folder / "report.docx").write_bytes(_docx_bytes())
-    (folder / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
-    (folder / "Makefile").write_text("all:\n\techo hi\n")
+    (folder / "firmware.bin").write_bytes(b"\x7fELF" + bytes(64))
+    (folder / "blob").write_bytes(b"\x00\x01 raw bytes")
     (folder / "big.txt").write_text("A line of text that repeats.\n" * int(LIMIT_MB * 2 * 1048576 / 29))
     (folder / "corrupt.pdf").write_bytes(b"%PDF-1.7\n garbage, not a PDF body")
     (folder / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")
@@ -122,10 +122,10 @@ def test_discovery_reports_every_file_with_a_typed_reason(real_folder: Path, set
     skipped = {f.source_key: f.reason for f in found if isinstance(f, SkippedFile)}
     assert skipped[".git"].files == 3 and "3 file(s)" in skipped[".git"].message
     assert skipped[".DS_Store"].message == "hidden file: ingest it by name to include it."
-    assert skipped["photo.png"].details == {"extension": ".png"}
-    assert "'.png' is not a supported type (supported: " in skipped["photo.png"].message
-    assert all(suffix in skipped["photo.png"].message for suffix in supported_suffixes()[:5])
-    assert skipped["Makefile"].details == {"extension": ""} and "no extension" in skipped["Makefile"].message
+    assert skipped["firmware.bin"].details == {"extension": ".bin"}
+    assert "'.bin' is not a supported type (supported: " in skipped["firmware.bin"].message
+    assert all(suffix in skipped["firmware.bin"].message for suffix in supported_suffixes()[:5])
+    assert skipped["blob"].details == {"extension": ""} and "no extension" in skipped["blob"].message
     big = skipped["big.txt"]
     assert big.details == {"size_bytes": (real_folder / "big.txt").stat().st_size, "limit_bytes": 104857}
     assert "the limit is 0.1 MB" in big.message and "CHUNKBENCH_MAX_UPLOAD_MB" in big.message
@@ -299,7 +299,7 @@ def test_the_chatbot_index_directory_lists_skipped_and_refused_files(client, sta
     assert set(files) == set(EXPECTED)
     assert files["docs/guide.md"]["chunks"] >= 1 and files["docs/guide.md"]["outcome"] == "created"
     assert files["corrupt.pdf"]["error"]["error"] == "corrupt_document"
-    assert files["photo.png"]["skip_reason"]["code"] == "unsupported_type"
+    assert files["firmware.bin"]["skip_reason"]["code"] == "unsupported_type"
     assert files[".git"]["skip_reason"]["files"] == 3
     assert body["summary"]["line"] == LINE and LINE in body["message"]
     assert "corrupt.pdf" in body["message"]

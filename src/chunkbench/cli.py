@@ -18,6 +18,7 @@ from chunkbench.chunking.commands import strategies_app
 from chunkbench.config import get_settings
 from chunkbench.console import (
     JsonOption,
+    err,
     fail,
     install_recovery,
     job_progress,
@@ -154,8 +155,16 @@ def ingest(
         typer.Option(help="Text and markdown files as they are (no normalising, no headings): offsets stay valid"),
     ] = False,
     as_json: JsonOption = False,
+    with_summary: Annotated[
+        bool,
+        typer.Option(
+            "--with-summary",
+            help='With --json: print {"results": [...], "summary": {...}} instead of the bare list of results',
+        ),
+    ] = False,
 ) -> None:
-    """Parse files into documents; each file succeeds or fails on its own.
+    """Parse files into documents; each file succeeds or fails on its own, and every file of a folder that is not
+    read (hidden, unsupported type, empty, too large, not a regular file, unreadable) is listed with its reason.
 
     A file found in a folder is keyed by its path below that folder, a file named directly by its filename.
     """
@@ -163,47 +172,63 @@ def ingest(
     from chunkbench.documents.schemas import IngestOut
 
     settings, database = open_database()
-    files = list(service.discover_files(paths))
-    results: list[IngestOut] = []
+    found = list(service.discover_files(paths, settings))
+    ingested: list[service.IngestResult] = []
     try:
         ingesting = service.ingest_paths(
-            database, settings, files, tenant_id=DEFAULT_TENANT, corpus=corpus, verbatim=verbatim
+            database, settings, found, tenant_id=DEFAULT_TENANT, corpus=corpus, verbatim=verbatim
         )
     except ChunkbenchError as exc:  # a bad corpus name: nothing was read
         database.dispose()
         raise fail(exc, as_json) from exc
     with progress_bar() as progress:
-        task = progress.add_task("ingesting", total=len(files))
-        for source, result in zip(files, ingesting, strict=True):
+        task = progress.add_task("ingesting", total=len(found))
+        for source, result in zip(found, ingesting, strict=True):
             progress.update(task, advance=1, description=f"ingesting {source.source_key}")
-            results.append(IngestOut.of(result))
+            ingested.append(result)
     database.dispose()
 
-    failed = [r for r in results if r.error is not None]
+    summary = service.IngestSummary.of(ingested)
+    results = [IngestOut.of(result) for result in ingested]
     if as_json:
-        print_json([r.model_dump(mode="json") for r in results])
+        listed = [r.model_dump(mode="json") for r in results]
+        # The bare list stays the default: scripts read it; the summary is one flag away, and on stderr for people.
+        print_json({"results": listed, "summary": summary.model_dump(mode="json")} if with_summary else listed)
+        err.print(summary.line, markup=False, highlight=False, soft_wrap=True)
     else:
-        table = Table("file", "state", "pages", "headings", "language", "id / error")  # file: its source key
-        for r in results:
-            if r.error is not None:
-                table.add_row(r.source_key, "[red]failed[/red]", "", "", "", f"[red]{r.error.message}[/red]")
-                continue
+        out.print(_ingest_table(results))
+        out.print(summary.line, markup=False, highlight=False, soft_wrap=True)
+    if summary.refused:
+        raise typer.Exit(code=1)
+
+
+def _ingest_table(results: list[Any]) -> Table:
+    """Every file with its outcome: the document's figures, the refusal's error or the skip's reason."""
+    table = Table("file", "state", "pages", "headings", "language", "id / reason")  # file: its source key
+    for r in results:
+        if r.skip_reason is not None:
+            reason = r.skip_reason
+            name = f"{r.source_key}/ ({reason.files:,} files)" if reason.details.get("folder") else r.source_key
+            table.add_row(
+                escape(name), f"[yellow]skipped[/yellow] ({reason.code.value})", "", "", "", escape(reason.message)
+            )
+        elif r.error is not None:
+            message = f"[red]{escape(r.error.message)}[/red]"
+            table.add_row(escape(r.source_key), "[red]refused[/red]", "", "", "", message)
+        else:
             doc = r.document
             state = f"{doc.status} ({r.outcome.value})"
             if r.duplicate_of:
                 state += f", same content as {r.duplicate_of}"
             table.add_row(
-                r.source_key,
+                escape(r.source_key),
                 state,
                 str(doc.page_count or "–"),
                 str(doc.heading_count),
                 doc.language or "–",
                 doc.id,
             )
-        out.print(table)
-        out.print(f"{len(results) - len(failed)} ingested, {len(failed)} failed")
-    if failed:
-        raise typer.Exit(code=1)
+    return table
 
 
 def _parse_params(items: list[str]) -> dict[str, dict[str, Any]]:

@@ -86,18 +86,10 @@ def index_directory(
     tenant_id: TenantDep,
 ) -> IndexDirectoryOut:
     """Ingest every supported file under a folder of the data directory, each keyed by its path below that folder;
-    each file fails on its own. With ``corpus``, every file ingested joins it."""
-    ingested = service.index_directory(database, settings, body.path, tenant_id=tenant_id, corpus=body.corpus)
-    results = [IngestOut.of(r) for r in ingested]
-    failed = sum(r.outcome is IngestOutcome.FAILED for r in results)
-    unchanged = sum(r.outcome is IngestOutcome.UNCHANGED for r in results)
-    return IndexDirectoryOut(
-        path=body.path,
-        results=results,
-        ingested=len(results) - failed - unchanged,
-        unchanged=unchanged,
-        failed=failed,
-    )
+    each file fails on its own, and every file not read is listed as skipped with its reason (hidden, unsupported
+    type, empty, too large, not a regular file, unreadable). With ``corpus``, every file ingested joins it."""
+    results = service.index_directory(database, settings, body.path, tenant_id=tenant_id, corpus=body.corpus)
+    return IndexDirectoryOut.of(body.path, results)
 
 
 @router.get("/{document_id}", response_model=DocumentDetail, responses={404: {"model": ErrorOut}})

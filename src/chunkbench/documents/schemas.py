@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from chunkbench.documents.service import IngestOutcome, IngestResult
+from chunkbench.documents.discovery import SkipReason
+from chunkbench.documents.service import IngestOutcome, IngestResult, IngestSummary
 from chunkbench.models import CORPUS_NAME_RULE, DocumentTree
 from chunkbench.schemas import ErrorOut
 from chunkbench.storage.schema import DocumentRow
@@ -108,6 +109,11 @@ class IngestOut(BaseModel):
     replaced_id: str | None = None
     warnings: list[str] = []
     error: ErrorOut | None = None
+    skip_reason: SkipReason | None = Field(
+        None,
+        description="Why a file found in a folder was not read (outcome skipped): unsupported_type, hidden, "
+        "too_large, empty, not_a_regular_file or unreadable, with a message and details",
+    )
 
     @classmethod
     def of(cls, result: IngestResult) -> IngestOut:
@@ -120,6 +126,7 @@ class IngestOut(BaseModel):
             replaced_id=result.replaced_id,
             warnings=list(result.warnings),
             error=ErrorOut(**result.error.to_dict()) if result.error is not None else None,
+            skip_reason=result.skip_reason,
         )
 
 
@@ -133,8 +140,25 @@ class IndexDirectoryIn(BaseModel):
 
 
 class IndexDirectoryOut(BaseModel):
+    """Every file under the folder, in path order: ingested, refused (failed) or skipped with its reason."""
+
     path: str
     results: list[IngestOut]
-    ingested: int
+    ingested: int = Field(description="Created or replaced (summary.ingested counts unchanged ones too)")
     unchanged: int
     failed: int
+    skipped: int = Field(0, description="Files not read (a hidden folder counts its files): see summary")
+    summary: IngestSummary
+
+    @classmethod
+    def of(cls, path: str, results: list[IngestResult]) -> IndexDirectoryOut:
+        summary = IngestSummary.of(results)
+        return cls(
+            path=path,
+            results=[IngestOut.of(r) for r in results],
+            ingested=summary.created + summary.replaced,
+            unchanged=summary.unchanged,
+            failed=summary.refused,
+            skipped=summary.skipped,
+            summary=summary,
+        )

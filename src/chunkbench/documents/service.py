@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 import py3langid
+from pydantic import BaseModel, Field, computed_field
 from sqlalchemy.orm import Session
 
 from chunkbench.config import Settings
-from chunkbench.documents.parsers import parse_document, parser_for, supported_suffixes
+from chunkbench.documents.discovery import SkipCode, SkippedFile, SkipReason, SourceFile, discover_files
+from chunkbench.documents.parsers import parse_document, parser_for
 from chunkbench.documents.parsers.text import VERBATIM
 from chunkbench.embedding.languages import UNDETERMINED
 from chunkbench.errors import (
@@ -53,15 +55,8 @@ class IngestOutcome(StrEnum):
     CREATED = "created"
     REPLACED = "replaced"  # same source key, new content: the old document (and what hangs on it) is gone
     UNCHANGED = "unchanged"  # same source key, same bytes: nothing to do
-    FAILED = "failed"
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    """A file to ingest and the source key it is stored under."""
-
-    path: Path
-    source_key: str
+    FAILED = "failed"  # refused: read and found bad (corrupt, encrypted, scanned, …); ``error`` says why
+    SKIPPED = "skipped"  # found in a folder, not read (hidden, unsupported type, empty, …); ``skip_reason`` says why
 
 
 @dataclass
@@ -76,6 +71,67 @@ class IngestResult:
     replaced_id: str | None = None
     error: ChunkbenchError | None = None
     warnings: tuple[str, ...] = ()
+    skip_reason: SkipReason | None = None
+
+    @classmethod
+    def skipped(cls, found: SkippedFile) -> IngestResult:
+        return cls(found.path.name, IngestOutcome.SKIPPED, found.source_key, skip_reason=found.reason)
+
+
+_SKIP_LABELS = {
+    SkipCode.UNSUPPORTED_TYPE: "unsupported",
+    SkipCode.HIDDEN: "hidden",
+    SkipCode.TOO_LARGE: "too large",
+    SkipCode.EMPTY: "empty",
+    SkipCode.NOT_A_REGULAR_FILE: "not regular",  # links, sockets, pipes
+    SkipCode.UNREADABLE: "unreadable",
+}
+
+
+class IngestSummary(BaseModel):
+    """What a folder ingest did, counted in files: ``files == ingested + refused + skipped`` always."""
+
+    files: int = Field(description="Files found (a hidden folder counts its files)")
+    ingested: int = Field(description="created + replaced + unchanged")
+    created: int
+    replaced: int
+    unchanged: int
+    refused: int = Field(description="Read and refused (outcome failed): corrupt, encrypted, scanned, …")
+    skipped: int = Field(description="Not read (outcome skipped): the sum of skipped_by_reason")
+    skipped_by_reason: dict[SkipCode, int] = Field(description="Skipped files by reason code; only non-zero ones")
+
+    @classmethod
+    def of(cls, results: Iterable[IngestResult]) -> IngestSummary:
+        outcomes = dict.fromkeys(IngestOutcome, 0)
+        by_reason = dict.fromkeys(SkipCode, 0)
+        for result in results:
+            if result.skip_reason is not None:
+                by_reason[result.skip_reason.code] += result.skip_reason.files
+            else:
+                outcomes[result.outcome] += 1
+        ingested = sum(outcomes[o] for o in (IngestOutcome.CREATED, IngestOutcome.REPLACED, IngestOutcome.UNCHANGED))
+        skipped = sum(by_reason.values())
+        return cls(
+            files=ingested + outcomes[IngestOutcome.FAILED] + skipped,
+            ingested=ingested,
+            created=outcomes[IngestOutcome.CREATED],
+            replaced=outcomes[IngestOutcome.REPLACED],
+            unchanged=outcomes[IngestOutcome.UNCHANGED],
+            refused=outcomes[IngestOutcome.FAILED],
+            skipped=skipped,
+            skipped_by_reason={code: count for code, count in by_reason.items() if count},  # SkipCode order
+        )
+
+    @computed_field(description='One line for people: "213 files: 190 ingested, 12 refused, 11 unsupported"')
+    @property
+    def line(self) -> str:
+        ingested = f"{self.ingested} ingested"
+        if self.replaced or self.unchanged:
+            kinds = [(self.created, "new"), (self.replaced, "replaced"), (self.unchanged, "unchanged")]
+            ingested += " (" + ", ".join(f"{count} {label}" for count, label in kinds if count) + ")"
+        parts = [ingested, f"{self.refused} refused"]
+        parts += [f"{count} {_SKIP_LABELS[code]}" for code, count in self.skipped_by_reason.items()]
+        return f"{self.files} file{'' if self.files == 1 else 's'}: " + ", ".join(parts)
 
 
 def sha256_file(path: Path) -> str:
@@ -268,29 +324,10 @@ def _forget_vectors(database: Database, settings: Settings, tenant_id: str, docu
         corpus_generation.bump(session, tenant_id)
 
 
-def discover_files(paths: Iterable[Path]) -> Iterator[SourceFile]:
-    """Supported files under the given files and directories, recursively, sorted, hidden ones skipped.
-
-    A file found in a folder is keyed by its path relative to that folder (``a/notes.txt`` and ``b/notes.txt``
-    are two documents); a file named directly, by its filename.
-    """
-    suffixes = set(supported_suffixes())
-    for path in paths:
-        if path.is_dir():
-            for candidate in sorted(path.rglob("*")):
-                relative = candidate.relative_to(path)
-                if any(part.startswith(".") for part in relative.parts):
-                    continue
-                if candidate.is_file() and candidate.suffix.lower() in suffixes:
-                    yield SourceFile(candidate, relative.as_posix())
-        else:
-            yield SourceFile(path, path.name)
-
-
 def ingest_paths(
     database: Database,
     settings: Settings,
-    sources: Iterable[SourceFile],
+    sources: Iterable[SourceFile | SkippedFile],
     *,
     tenant_id: str,
     corpus: str | None = None,
@@ -298,6 +335,7 @@ def ingest_paths(
 ) -> Iterator[IngestResult]:
     """Ingest files one by one, each in its own transaction (a hostile file fails alone); every file ingested
     (created, replaced or unchanged) joins ``corpus``, which is made if missing; ``verbatim`` as ``ingest_file``.
+    A file discovery skipped comes back as a ``skipped`` result, in its place.
 
     A bad corpus name refuses the whole call here, before any file is read.
     """
@@ -308,13 +346,16 @@ def ingest_paths(
 def _ingest_each(
     database: Database,
     settings: Settings,
-    sources: Iterable[SourceFile],
+    sources: Iterable[SourceFile | SkippedFile],
     *,
     tenant_id: str,
     corpus: str | None,
     verbatim: bool = False,
 ) -> Iterator[IngestResult]:
     for source in sources:
+        if isinstance(source, SkippedFile):
+            yield IngestResult.skipped(source)
+            continue
         try:
             if not source.path.is_file():
                 raise NotFoundError(f"'{source.path}' does not exist or is not a file.")
@@ -344,9 +385,10 @@ def index_directory(
     database: Database, settings: Settings, relative: str, *, tenant_id: str, corpus: str | None = None
 ) -> list[IngestResult]:
     """Ingest every supported file under a folder of the data directory (``index-directory``), keyed by its path
-    below that folder; with ``corpus``, every file ingested joins it."""
+    below that folder, and report every other file as skipped; with ``corpus``, every file ingested joins it."""
     root = resolve_in_data_dir(settings, relative)
-    return list(ingest_paths(database, settings, discover_files([root]), tenant_id=tenant_id, corpus=corpus))
+    found = discover_files([root], settings)
+    return list(ingest_paths(database, settings, found, tenant_id=tenant_id, corpus=corpus))
 
 
 def get_all(

@@ -90,6 +90,7 @@ function Uploader({ spec, onSelect }) {
     if (event.key === "Enter" || event.key === " ") { event.preventDefault(); input.current?.click(); }
   };
   const finished = items.some((item) => item.state === "done" || item.state === "failed");
+  const summary = uploadSummary(items);
   return html`<div class="panel">
     <h2>Upload ${spec.noun}</h2>
     <div class=${`dropzone${over ? " over" : ""}`} role="button" tabindex="0"
@@ -105,9 +106,90 @@ function Uploader({ spec, onSelect }) {
       <thead><tr><th>file</th><th class="num">size</th><th>result</th></tr></thead>
       <tbody>${items.map((item) => html`<${UploadRow} key=${item.key} item=${item} spec=${spec} onSelect=${onSelect} />`)}</tbody>
     </table></div>
+    ${summary && html`<p role="status" aria-label="Upload summary" style="margin:0.5rem 0 0">${summary}</p>`}
     ${finished && html`<div class="row" style="margin-top:0.5rem"><button class="secondary"
       onClick=${() => setItems((list) => list.filter((i) => i.state === "queued" || i.state === "uploading"))}>
       Clear finished uploads</button></div>`}`}
+    <${FolderIngest} onSelect=${onSelect} />
+  </div>`;
+}
+
+// An upload the server refused for what the file is (its type, size, emptiness) is counted as a folder ingest
+// counts a skipped file of that kind; any other refusal is "refused" (the same words as the server's summary).
+const REFUSAL_KIND = { unsupported_file_type: "unsupported", file_too_large: "too large", empty_document: "empty" };
+
+// "3 files: 1 ingested, 1 refused, 1 unsupported" over the finished uploads; null before any has finished.
+function uploadSummary(items) {
+  const done = items.filter((item) => item.state === "done").length;
+  const failed = items.filter((item) => item.state === "failed");
+  if (done + failed.length === 0) return null;
+  const kinds = {};
+  for (const { error } of failed) {
+    const kind = REFUSAL_KIND[error?.body?.error] || "refused";
+    kinds[kind] = (kinds[kind] || 0) + 1;
+  }
+  const parts = [`${fmtInt(done)} ingested`, `${fmtInt(kinds.refused || 0)} refused`,
+    ...["unsupported", "too large", "empty"].filter((k) => kinds[k]).map((k) => `${fmtInt(kinds[k])} ${k}`)];
+  const files = done + failed.length;
+  const pending = items.length - files;
+  return `${fmtInt(files)} file${files === 1 ? "" : "s"}: ${parts.join(", ")}${pending ? ` (${fmtInt(pending)} still to go)` : ""}`;
+}
+
+// Ingest a folder of the server's data directory (POST /documents/index-directory): every file under it comes
+// back, ingested, refused with the error, or skipped with the reason, under the server's summary line.
+function FolderIngest({ onSelect }) {
+  const [path, setPath] = useState("");
+  const [corpus, setCorpus] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState(null);
+  const [result, setResult] = useState(null);
+  const submit = async (event) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const body = await api("/documents/index-directory", { method: "POST",
+        json: { path: path.trim(), corpus: corpus.trim() || null } });
+      setResult(body);
+      emit(CHANGED, {});
+    } catch (e) {
+      setError(e);
+    }
+    setBusy(false);
+  };
+  return html`<details style="margin-top:0.75rem" open=${result !== null}>
+    <summary>Ingest a folder of the server's data directory</summary>
+    <form class="row" style="margin-top:0.5rem" aria-label="Folder ingest" onSubmit=${submit}>
+      <label style="flex:1">Folder<input type="text" required value=${path} aria-label="Folder path"
+        placeholder="a path relative to the data directory, e.g. inbox" onInput=${(e) => setPath(e.target.value)} /></label>
+      <label>Corpus<input type="text" value=${corpus} aria-label="Folder corpus" placeholder="optional"
+        onInput=${(e) => setCorpus(e.target.value)} /></label>
+      <button type="submit" class="primary" disabled=${busy}>${busy ? "Ingesting…" : "Ingest folder"}</button>
+    </form>
+    <${ErrorBox} error=${error} />
+    ${result && html`<${FolderOutcome} result=${result} onSelect=${onSelect} />`}
+  </details>`;
+}
+
+const FOLDER_OUTCOME = { created: ["added", "good"], replaced: ["replaced", "good"], unchanged: ["unchanged", ""],
+  failed: ["refused", "bad"], skipped: ["skipped", "warn"] };
+
+function FolderOutcome({ result, onSelect }) {
+  return html`<div class="stack" style="margin-top:0.5rem">
+    <p role="status" aria-label="Folder ingest summary" style="margin:0"><strong>${result.summary.line}</strong></p>
+    <div class="scroll" style="max-height:50vh"><table class="data" aria-label="Folder ingest results">
+      <thead><tr><th>file</th><th>outcome</th><th>reason</th></tr></thead>
+      <tbody>${result.results.map((r) => {
+        const [label, tone] = FOLDER_OUTCOME[r.outcome] || [r.outcome, ""];
+        const reason = r.skip_reason || r.error;
+        const folder = r.skip_reason?.details?.folder;
+        return html`<tr key=${r.source_key}>
+          <td style="overflow-wrap:anywhere; min-width:10rem">${folder ? `${r.source_key}/ (${fmtInt(r.skip_reason.files)} files)` : r.source_key}</td>
+          <td><span class=${`badge ${tone}`}>${label}${r.skip_reason ? ` · ${r.skip_reason.code}` : ""}</span></td>
+          <td style="overflow-wrap:anywhere">${reason ? reason.message
+            : r.document && html`<button class="link" onClick=${() => onSelect(r.document.id)}>open</button>`}</td></tr>`;
+      })}</tbody>
+    </table></div>
   </div>`;
 }
 

@@ -137,6 +137,20 @@ def _is_code_line(line: str) -> bool:
     return bool(visible) and (symbols / len(visible) > 0.12 or operators >= 2 or (operators == 1 and not sentence))
 
 
+_HEADING_MARK = re.compile(r"^\s*(?:#{1,6}|>+)\s+")
+
+
+def _without_markup(line: str) -> str:
+    """A line without what makes prose look like code: markdown heading, quote and list marks, table pipes, links,
+    URLs and e-mail addresses."""
+    line = _HEADING_MARK.sub("", line)
+    line = _LIST_MARK.sub("", line)
+    line = _LINK.sub(r"\1", line)
+    line = _URL.sub("", line)
+    line = _EMAIL.sub("", line)
+    return line.replace("|", " ") if line.lstrip().startswith("|") else line
+
+
 def _prose_of_line(line: str) -> str:
     """The words of a line of prose, without markup, links, numbers, codes or all-capitals runs."""
     line = _LIST_MARK.sub(" ", line)
@@ -151,7 +165,7 @@ def _prose_of_line(line: str) -> str:
     line = _LEADERS.sub(" ", line)
     line = _MARKUP.sub(" ", line)
     line = re.sub(r"\s*[,;\t]\s*(?=[,;\t]|$)", " ", line)  # empty CSV cells
-    return " ".join(line.split())
+    return " ".join(word for word in line.split() if any(c.isalpha() for c in word))
 
 
 @dataclass(frozen=True)
@@ -174,7 +188,7 @@ def extract_prose(text: str) -> Prose:
         size = len(line.strip())
         if not size:
             continue
-        if in_fence or _is_code_line(line):
+        if in_fence or _is_code_line(_without_markup(line)):
             code_chars += size
             continue
         prose_chars += size

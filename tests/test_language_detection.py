@@ -100,6 +100,17 @@ def test_a_document_whose_language_is_only_at_its_end_is_found() -> None:
     assert detect_text(text)[0] == "de"
 
 
+def test_a_long_document_is_read_in_slices_from_start_to_end() -> None:
+    """An 872-page handbook is not stripped whole: slices spread over it, its last pages included, are read."""
+    contents = gen.all_caps_contents(200)
+    text = "\n".join([contents] * 220 + [gen.prose("de", 60)] * 30)  # 2.8 MB, its German prose in the last 7%
+    assert len(text) > 10 * language.MAX_READ_CHARS
+    read = language._slices(text)
+    assert len(read) <= language.MAX_READ_CHARS + language.READ_SLICES and gen.GERMAN[0] in read
+    assert read.startswith("U.S. Department of Justice") and read.rstrip().endswith(text.rstrip()[-40:])
+    assert detect_text(text)[0] == "de"
+
+
 def test_what_is_not_prose_is_stripped() -> None:
     prose = language.extract_prose(
         "# Heading\n\nSee https://example.org/x and mail ops@example.org.\n\n"

@@ -141,6 +141,7 @@ def generated_samples() -> Iterator[Sample]:
         yield Sample("half code (en|und)", f"half-{variant}", en_und, gen.half_code(variant), "gen")
         yield Sample("mostly code (und|en)", f"mostly-{variant}", en_und, gen.mostly_code(variant), "gen")
         yield Sample("CSV-like English", f"csv-{variant}", en, gen.csv_like_english(variant), "gen")
+        yield Sample("short English chat export", f"chat-{variant}", en, gen.chat_export(variant), "gen")
         for code in ("de", "fr", "es", "fa"):
             text = gen.prose(code, 9, variant)
             yield Sample(f"generated ({code})", f"{code}-{variant}", frozenset({code}), text, "gen")

@@ -71,8 +71,16 @@ def test_a_text_too_short_to_tell_is_undetermined(text: str) -> None:
     assert detect_text(text)[0] == UNDETERMINED
 
 
-def test_csv_like_english_is_english() -> None:
+def test_csv_like_english_and_a_short_chat_export_are_english() -> None:
     assert detect_text(gen.csv_like_english())[0] == "en"
+    for variant in range(3):
+        assert detect_text(gen.chat_export(variant))[0] == "en"
+
+
+def test_a_german_and_english_page_in_windows_1252_is_german_or_english(client) -> None:
+    page = (gen.prose("de", 6) + "\n\n" + gen.prose("en", 6)).encode("cp1252")
+    document = _upload(client, "seite.txt", page)["document"]
+    assert document["language"] in {"de", "en"} and document["language_source"] == "detected"
 
 
 @pytest.mark.parametrize("code", ["de", "fr", "es", "fa"])

@@ -135,6 +135,19 @@ def csv_like_english(variant: int = 0) -> str:
     return "\n".join(rows)
 
 
+def chat_export(variant: int = 0) -> str:
+    """A short English chat export: timestamps, names and one-line messages."""
+    messages = [
+        ("Alice", "are we still on for lunch today?"), ("Bob", "yes, see you at noon"),
+        ("Alice", "great, I will book a table"), ("Bob", "thanks! can you send me the address"),
+        ("Alice", "sure, it is the place near the station"), ("Bob", "perfect, running a bit late though"),
+        ("Alice", "no problem, I will wait inside"), ("Bob", "ok, be there in ten minutes"),
+    ]  # fmt: skip
+    picked = messages[variant % 2 :] + messages[: variant % 2]
+    day = f"2024-03-0{variant + 1}"
+    return "\n".join(f"[{day} 12:{index:02d}] {name}: {text}" for index, (name, text) in enumerate(picked))
+
+
 def write_contents_docx(path: Path, *, language: str | None = None) -> Path:
     """A Word file whose first pages are an all-capitals table of contents, then English prose; ``language``:
     the core property a Word file declares (often en-US whatever its text)."""

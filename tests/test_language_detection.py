@@ -283,3 +283,16 @@ def test_the_cli_sets_a_documents_and_a_corpus_language(settings, monkeypatch, t
         assert wrong.exit_code == 1 and "not a language code" in " ".join(wrong.output.split())
     finally:
         get_settings.cache_clear()
+
+
+def test_the_cli_ingest_says_when_the_text_contradicts_the_declared_language(settings, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("CHUNKBENCH_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("CHUNKBENCH_DATABASE_URL", settings.database_url)
+    get_settings.cache_clear()
+    try:
+        path = gen.write_prose_docx(tmp_path / "bericht.docx", "de", declared="en-US")
+        ingested = runner.invoke(app, ["ingest", str(path)])
+        said = " ".join(ingested.output.split())
+        assert ingested.exit_code == 0 and "warning: bericht.docx: The file declares its language as 'en-US'" in said
+    finally:
+        get_settings.cache_clear()

@@ -201,6 +201,9 @@ def ingest(
                 doc.id,
             )
         out.print(table)
+        for r in results:  # what parsing and language detection noticed (a declared language the text contradicts)
+            for warning in r.warnings:
+                out.print(f"[yellow]warning:[/yellow] {r.source_key}: {warning}", highlight=False)
         out.print(f"{len(results) - len(failed)} ingested, {len(failed)} failed")
     if failed:
         raise typer.Exit(code=1)

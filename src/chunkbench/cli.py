@@ -197,6 +197,9 @@ def ingest(
         err.print(summary.line, markup=False, highlight=False, soft_wrap=True)
     else:
         out.print(_ingest_table(results))
+        for r in results:  # what parsing and language detection noticed (a declared language the text contradicts)
+            for warning in r.warnings:
+                out.print(f"[yellow]warning:[/yellow] {escape(r.source_key)}: {escape(warning)}", highlight=False)
         out.print(summary.line, markup=False, highlight=False, soft_wrap=True)
     if summary.refused:
         raise typer.Exit(code=1)

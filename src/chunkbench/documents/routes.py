@@ -10,10 +10,12 @@ from chunkbench.documents import service
 from chunkbench.documents.schemas import (
     DocumentDetail,
     DocumentPage,
+    DocumentPatch,
     DocumentSummary,
     IndexDirectoryIn,
     IndexDirectoryOut,
     IngestOut,
+    LanguageChangeOut,
 )
 from chunkbench.documents.service import IngestOutcome
 from chunkbench.models import DocumentState
@@ -102,6 +104,19 @@ def get_document(
     """Metadata, the corpora it belongs to, section tree, headings and a markdown preview."""
     row = service.get(session, document_id, tenant_id=tenant_id)
     return DocumentDetail.of_row(row, preview_chars, service.corpora_of(session, row.id, tenant_id=tenant_id))
+
+
+@router.patch(
+    "/{document_id}",
+    response_model=LanguageChangeOut,
+    responses={400: {"model": ErrorOut, "description": "Not a language code"}, 404: {"model": ErrorOut}},
+)
+def patch_document(
+    document_id: str, body: DocumentPatch, session: SessionDep, tenant_id: TenantDep
+) -> LanguageChangeOut:
+    """Set the document's language (source ``user``, confidence 1); models that already processed it and do not
+    cover the new language are named in ``warnings`` (nothing is re-processed)."""
+    return LanguageChangeOut.of(service.set_language(session, [document_id], body.language, tenant_id=tenant_id))
 
 
 @router.get("/{document_id}/markdown", response_class=PlainTextResponse, responses={404: {"model": ErrorOut}})

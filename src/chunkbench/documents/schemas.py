@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from chunkbench.documents.discovery import SkipReason
-from chunkbench.documents.service import IngestOutcome, IngestResult, IngestSummary
+from chunkbench.documents.service import IngestOutcome, IngestResult, IngestSummary, LanguageChange
 from chunkbench.models import CORPUS_NAME_RULE, DocumentTree
 from chunkbench.schemas import ErrorOut
 from chunkbench.storage.schema import DocumentRow
@@ -161,4 +161,36 @@ class IndexDirectoryOut(BaseModel):
             failed=summary.refused,
             skipped=summary.skipped,
             summary=summary,
+        )
+
+
+class DocumentPatch(BaseModel):
+    """What a user may change of a document: its written language."""
+
+    language: str = Field(
+        min_length=1,
+        max_length=35,
+        description="An ISO 639-1 code (a BCP 47 tag such as en-US is read as en) or 'und' (undetermined)",
+        examples=["de"],
+    )
+
+
+class LanguageChangeOut(BaseModel):
+    """The documents whose language was set, and what the models that already processed them cannot read."""
+
+    language: str
+    corpus: str | None = Field(None, description="The corpus whose every member was set, when one was")
+    documents: list[DocumentSummary]
+    warnings: list[str] = Field(
+        description="Corpus or Boundary models that processed a document and do not cover its new language: its "
+        "results are not meaningful until it is processed again with a model that does"
+    )
+
+    @classmethod
+    def of(cls, change: LanguageChange, corpus: str | None = None) -> LanguageChangeOut:
+        return cls(
+            language=change.language,
+            corpus=corpus,
+            documents=[DocumentSummary.of(row) for row in change.documents],
+            warnings=change.warnings,
         )

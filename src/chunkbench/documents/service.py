@@ -17,15 +17,16 @@ from enum import StrEnum
 from pathlib import Path
 from typing import BinaryIO
 
-import py3langid
 from pydantic import BaseModel, Field, computed_field
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from chunkbench.config import Settings
+from chunkbench.documents import language as languages
 from chunkbench.documents.discovery import SkipCode, SkippedFile, SkipReason, SourceFile, discover_files
 from chunkbench.documents.parsers import parse_document, parser_for
 from chunkbench.documents.parsers.text import VERBATIM
-from chunkbench.embedding.languages import UNDETERMINED
+from chunkbench.embedding.registry import REGISTRY, language_warnings
 from chunkbench.errors import (
     AmbiguousDocumentError,
     ChunkbenchError,
@@ -40,13 +41,12 @@ from chunkbench.models import DocumentState, ParseResult, corpus_name
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
 from chunkbench.storage.repositories import CorpusRepository, DocumentRepository
-from chunkbench.storage.schema import DocumentRow
+from chunkbench.storage.schema import DocumentRow, StrategyRunRow
 from chunkbench.storage.vectors import get_vector_store
 
 logger = logging.getLogger(__name__)
 
 _COPY_BLOCK = 1024 * 1024
-_LANGUAGE_SAMPLE_CHARS = 4000
 _SOURCE_KEY_MAX_CHARS = 1024  # documents.source_key
 _AMBIGUOUS_SHOWN = 10
 
@@ -142,13 +142,9 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def detect_language(text: str) -> str | None:
-    """ISO 639-1 code of the dominant language (py3langid ships its model: no download)."""
-    sample = text[:_LANGUAGE_SAMPLE_CHARS].strip()
-    if not sample:
-        return None
-    language, _score = py3langid.classify(sample)
-    return language
+def detect_language(text: str) -> str:
+    """ISO 639-1 code of the text's language, or ``und`` (``documents.language.detect_text``)."""
+    return languages.detect_text(text)[0]
 
 
 def _safe_filename(filename: str) -> str:
@@ -218,7 +214,8 @@ def ingest_file(
         # Deleting the row cascades to its memberships: a re-ingest must not drop the document from its corpora.
         memberships = corpora.corpora_of(existing.id)
         repo.delete(existing)
-    row = repo.add(_new_row(filename, key, content_hash, size, parser.mime_type, parsed))
+    guess = languages.document_language(parsed)
+    row = repo.add(_new_row(filename, key, content_hash, size, parser.mime_type, parsed, guess))
     for name in memberships:
         corpora.add_documents(corpora.get(name), [row.id])
     corpus_generation.bump(session, tenant_id)  # in the same transaction as the change
@@ -229,12 +226,18 @@ def ingest_file(
         document=row,
         duplicate_of=twin.id if twin is not None and twin.id != replaced_id else None,
         replaced_id=replaced_id,
-        warnings=tuple(parsed.warnings),
+        warnings=(*parsed.warnings, *([guess.note] if guess.note else [])),
     )
 
 
 def _new_row(
-    filename: str, source_key: str, content_hash: str, size: int, mime_type: str, parsed: ParseResult
+    filename: str,
+    source_key: str,
+    content_hash: str,
+    size: int,
+    mime_type: str,
+    parsed: ParseResult,
+    guess: languages.LanguageGuess,
 ) -> DocumentRow:
     row = DocumentRow(
         id=uuid.uuid4().hex,
@@ -244,9 +247,9 @@ def _new_row(
         file_size=size,
         mime_type=mime_type,
         page_count=parsed.page_count,
-        # Source code is never held to a written language (documents.language will classify text properly).
-        language=UNDETERMINED if parsed.kind == "code" else detect_language(parsed.plain_text),
-        language_source="detected",
+        language=guess.code,
+        language_confidence=guess.confidence,
+        language_source=guess.source.value,
         kind=parsed.kind,
         code_language=parsed.code_language,
         paragraph_count=parsed.paragraph_count,
@@ -447,3 +450,52 @@ def resolve(session: Session, reference: str, *, tenant_id: str) -> DocumentRow:
         "`chunkbench documents list` or GET /documents.",
         document=reference,
     )
+
+
+@dataclass
+class LanguageChange:
+    """Documents whose language a user set, and what the models that already processed them cannot read."""
+
+    language: str
+    documents: list[DocumentRow]
+    warnings: list[str]
+
+
+def set_language(session: Session, document_ids: Sequence[str], code: str, *, tenant_id: str) -> LanguageChange:
+    """Set documents' language (source ``user``, confidence 1); an unknown code is a 400 before anything changes.
+
+    Nothing is re-processed: a Corpus or Boundary model that already processed a document and does not cover the
+    new language is named in the warnings (process again with a model that covers it).
+    """
+    language = languages.user_code(code)
+    repo = DocumentRepository(session, tenant_id)
+    rows = [repo.get(document_id) for document_id in dict.fromkeys(document_ids)]
+    for row in rows:
+        row.language = language
+        row.language_confidence = 1.0
+        row.language_source = languages.LanguageSource.USER.value
+    return LanguageChange(language, rows, _processed_warnings(session, rows, tenant_id))
+
+
+def _processed_warnings(session: Session, rows: Sequence[DocumentRow], tenant_id: str) -> list[str]:
+    """The language warnings of the models that built the documents' completed runs, from their language now."""
+    by_name = {row.id: row.source_key for row in rows}
+    used = session.execute(
+        select(StrategyRunRow.document_id, StrategyRunRow.corpus_model_id, StrategyRunRow.boundary_model_id)
+        .where(StrategyRunRow.tenant_id == tenant_id)
+        .where(StrategyRunRow.document_id.in_(list(by_name)))
+        .where(StrategyRunRow.status == "completed")
+        .distinct()
+    ).all()
+    documents: dict[tuple[str, str], dict[str, str | None]] = {}  # (role, model) → source key → language
+    language_of = {row.id: row.language for row in rows}
+    for document_id, corpus_model, boundary_model in used:
+        for role, model_id in (("corpus", corpus_model), ("boundary", boundary_model)):
+            if model_id is not None:
+                documents.setdefault((role, model_id), {})[by_name[document_id]] = language_of[document_id]
+    warnings: list[str] = []
+    for (role, model_id), named in sorted(documents.items()):  # sorted: the same order every time
+        spec = REGISTRY.get(model_id)
+        if spec is not None:
+            warnings.extend(w.message for w in language_warnings(role, spec, dict(sorted(named.items()))))
+    return warnings

@@ -70,6 +70,15 @@ def _declared_charset(data: bytes) -> str | None:
     return (match.group(1) or match.group(2)).decode("ascii")
 
 
+def _declared_language(soup: BeautifulSoup) -> str | None:
+    """The page's ``<html lang>`` (or ``xml:lang``) as written, if it has one."""
+    html = soup.find("html")
+    if not isinstance(html, Tag):
+        return None
+    value = html.get("lang") or html.get("xml:lang")
+    return value.strip() or None if isinstance(value, str) else None
+
+
 def _is_text(node: PageElement) -> bool:
     """A text node that is page text (not a comment, CDATA, doctype or processing instruction)."""
     return isinstance(node, NavigableString) and not isinstance(node, PreformattedString)
@@ -340,6 +349,8 @@ class HtmlParser(TextFormatParser):
         if not title:
             headings = (block.text for block in walker.blocks if block.kind == "heading" and block.level == 1)
             title = next(headings, "")
-        return build_parse_result(
+        result = build_parse_result(
             walker.blocks, title=title or None, heading_source=heading_source, warnings=decoded.notes
         )
+        result.declared_language = _declared_language(soup)
+        return result

@@ -434,7 +434,8 @@ function DocumentDetail({ id, openTab, onDeleted }) {
   if (!doc) return html`<div class="panel">${loading && html`<${Spinner} label="Loading the document…" />`}</div>`;
   const processed = () => { setTick((t) => t + 1); setRunTick((t) => t + 1); emit(CHANGED, { id }); };
   return html`<div class="stack">
-    <${Summary} doc=${doc} openTab=${openTab} onDeleted=${onDeleted} />
+    <${Summary} doc=${doc} openTab=${openTab} onDeleted=${onDeleted}
+      onChanged=${() => { setTick((t) => t + 1); emit(CHANGED, { id }); }} />
     <div class="grid two">
       <div class="panel"><h2>Sections</h2><${SectionTree} tree=${doc.tree} /></div>
       <${MarkdownPreview} doc=${doc} />
@@ -445,7 +446,7 @@ function DocumentDetail({ id, openTab, onDeleted }) {
   </div>`;
 }
 
-function Summary({ doc, openTab, onDeleted }) {
+function Summary({ doc, openTab, onDeleted, onChanged }) {
   const [confirming, setConfirming] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState(null);
@@ -490,7 +491,7 @@ function Summary({ doc, openTab, onDeleted }) {
       <dt>type</dt><dd>${doc.mime_type}</dd>
       <dt>size</dt><dd>${bytes(doc.file_size)}</dd>
       <dt>pages</dt><dd>${doc.page_count ?? "—"}</dd>
-      <dt>language</dt><dd>${doc.language || "—"}</dd>
+      <dt>language</dt><dd><${LanguageField} doc=${doc} onChanged=${onChanged} /></dd>
       <dt>paragraphs</dt><dd>${fmtInt(doc.paragraph_count)}</dd>
       <dt>headings</dt><dd>${fmtInt(doc.heading_count)}${doc.heading_source ? ` (from ${doc.heading_source})` : ""}</dd>
       <dt>markdown</dt><dd>${fmtInt(doc.markdown_chars)} characters</dd>
@@ -498,6 +499,51 @@ function Summary({ doc, openTab, onDeleted }) {
       <dt>id</dt><dd class="mono">${doc.id}</dd>
     </dl>
   </div>`;
+}
+
+// How a document's language was found, in words: what documents.language records.
+const LANGUAGE_SOURCES = { detected: "detected", declared: "declared by the file", user: "set by you" };
+
+// The document's language, its source and confidence, and a form to set it (PATCH /documents/{id}): the server
+// says which models that already processed the document do not read the new language.
+function LanguageField({ doc, onChanged }) {
+  const [editing, setEditing] = useState(false);
+  const [code, setCode] = useState(doc.language || "");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState(null);
+  const [warnings, setWarnings] = useState([]);
+  const save = async (e) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const body = await api(`/documents/${doc.id}`, { method: "PATCH", json: { language: code.trim() } });
+      setWarnings(body.warnings);
+      setEditing(false);
+      onChanged();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const source = LANGUAGE_SOURCES[doc.language_source] || doc.language_source || "detected";
+  const confidence = doc.language_confidence === null || doc.language_confidence === undefined
+    ? "" : ` · confidence ${pct(doc.language_confidence)}`;
+  return html`<span data-testid="document-language">
+    <span class="mono">${doc.language || "—"}</span>${doc.language === "und" ? " (undetermined)" : ""}
+    <span class="muted"> · ${source}${confidence}</span>
+    ${!editing && html` <button class="secondary small" onClick=${() => { setCode(doc.language || ""); setEditing(true); }}>
+      Change language…</button>`}
+    ${editing && html`<form class="row" style="margin-top:0.4rem" onSubmit=${save} aria-label="Set the language">
+      <label>Language code <input value=${code} onInput=${(e) => setCode(e.target.value)} size="6" required
+        placeholder="de" title="An ISO 639-1 code (en, de, fr, fa, …) or und (undetermined)" /></label>
+      <button class="primary" type="submit" disabled=${busy}>${busy ? "Saving…" : "Save"}</button>
+      <button class="secondary" type="button" onClick=${() => { setEditing(false); setError(null); }}>Cancel</button>
+    </form>`}
+    <${ErrorBox} error=${error} />
+    ${warnings.map((w) => html`<div class="notice" role="alert" data-testid="language-change-warning">${w}</div>`)}
+  </span>`;
 }
 
 function SectionTree({ tree }) {

@@ -4,6 +4,7 @@ recognised in ``.txt`` files by its content, never held to a written language, a
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sysconfig
 from pathlib import Path
@@ -15,9 +16,11 @@ from typer.testing import CliRunner
 from chunkbench.cli import app as cli_app
 from chunkbench.config import Settings, get_settings
 from chunkbench.documents.parsers import parse_document
+from chunkbench.documents.parsers.code_languages import LANGUAGES
 from chunkbench.documents.parsers.code_sniff import sniff_code_language
 from chunkbench.embedding.languages import UNDETERMINED
 from chunkbench.models import NodeType, ParseResult, TreeNode
+from conftest import screenshot
 
 CODE = Path(__file__).parent / "data" / "code"
 # file → (language, the (level, heading) of every section in document order)
@@ -279,3 +282,30 @@ def test_a_corpus_of_code_and_prose_is_processed_with_the_defaults_and_benchmark
             assert decision["best"] and decision["best"] in decision["verdict"], decision
     finally:
         get_settings.cache_clear()
+
+
+def test_the_dashboard_lists_every_code_format_and_shows_a_files_definitions_as_code(page, live_server, tmp_path: Path):
+    script = (Path(__file__).parents[1] / "src/chunkbench/web/static/tabs/documents.js").read_text(encoding="utf-8")
+    for language in LANGUAGES:  # the Documents tab lists and accepts every code format there is
+        assert f'"{language.mime_type}"' in script, language.name
+        assert all(suffix in script for suffix in language.suffixes), language.name
+
+    page.on("filechooser", lambda _chooser: None)
+    page.goto("/app#documents")
+    documents = page.locator("#panel-documents")
+    with page.expect_file_chooser() as chooser:
+        documents.get_by_role("button", name=re.compile("^Upload files")).click()
+    chooser.value.set_files([CODE / "matrix.rs"])
+    documents.get_by_role("table", name="Uploads").get_by_role("row").filter(has_text="matrix.rs").get_by_text(
+        "added"
+    ).wait_for()
+    listed = documents.get_by_role("table", name="Documents list")
+    listed.get_by_role("button", name="matrix.rs").click()
+    tree = documents.get_by_label("Section tree")
+    signature = tree.get_by_text("pub fn identity(n: usize) -> Self", exact=True)
+    signature.wait_for()
+    assert "mono" in (signature.get_attribute("class") or "")
+    assert tree.get_by_text("impl fmt::Display for Matrix", exact=True).count() == 1
+    assert documents.get_by_text("source code (rust)").count() == 1
+    assert documents.get_by_label("Markdown preview").inner_text().startswith("use std::fmt;")
+    screenshot(page, "documents-code")

@@ -13,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from chunkbench.chunking.base import ChunkingInput, strategy_class, validate_params
 from chunkbench.cli import app as cli_app
 from chunkbench.config import Settings, get_settings
 from chunkbench.documents.parsers import parse_document
@@ -309,3 +310,27 @@ def test_the_dashboard_lists_every_code_format_and_shows_a_files_definitions_as_
     assert documents.get_by_text("source code (rust)").count() == 1
     assert documents.get_by_label("Markdown preview").inner_text().startswith("use std::fmt;")
     screenshot(page, "documents-code")
+
+
+def test_structure_aware_strategies_cut_at_definitions_and_name_the_class_and_method(settings: Settings):
+    result = _parse(CODE / "inventory.py", settings)
+    document = ChunkingInput("inventory", "inventory.py", result.markdown, result.tree)
+    starts = {section.start_index: section.heading for section in _sections(result.tree.root)}
+    # min_chunk_tokens 0: no short definition joins the next, so every definition starts a chunk and none
+    # runs into the next one.
+    params = validate_params("recursive", {"chunk_size": 80, "min_chunk_tokens": 0})
+    recursive = strategy_class("recursive")(params).chunk(document)
+    assert set(starts) <= {chunk.start_index for chunk in recursive}
+    for chunk in recursive:
+        assert not any(chunk.start_index < start < chunk.end_index for start in starts), chunk.text
+    receive = next(chunk for chunk in recursive if chunk.text.startswith("def receive"))
+    assert receive.start_index in starts and receive.heading_path == [
+        "class Inventory",
+        "def receive(self, sku: str, quantity: int, unit_cost: float) -> Item",
+    ]
+    contextual = strategy_class("contextual_retrieval")(validate_params("contextual_retrieval", {"chunk_size": 80}))
+    chunk = next(chunk for chunk in contextual.chunk(document) if chunk.text.startswith("def receive"))
+    assert chunk.enriched_content.startswith(
+        'This chunk is from "inventory", section "class Inventory > def receive(self, sku: str, quantity: int, '
+        'unit_cost: float) -> Item".'
+    )

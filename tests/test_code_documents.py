@@ -334,3 +334,21 @@ def test_structure_aware_strategies_cut_at_definitions_and_name_the_class_and_me
         'This chunk is from "inventory", section "class Inventory > def receive(self, sku: str, quantity: int, '
         'unit_cost: float) -> Item".'
     )
+
+
+def test_hostile_source_never_crashes_and_keeps_exact_offsets(tmp_path: Path, settings: Settings):
+    cases = {
+        "parens.py": "(" * 50_000,
+        "unclosed.rs": "fn a() {" * 10_000,
+        "nested.py": "".join("    " * depth + f"class C{depth}:\n" for depth in range(200)) + "    " * 200 + "pass\n",
+        "many.py": "def f(x):\n    return x\n\n" * 5_000,
+    }
+    for name, text in cases.items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        result = _parse(path, settings)
+        assert result.kind == "code" and result.markdown == text, name
+        _check_offsets(result)
+    nested = _parse(tmp_path / "nested.py", settings)
+    assert [level for level, _heading in nested.tree.headings()] == [1, 2, 3]  # no deeper than namespace > class > …
+    assert len(_parse(tmp_path / "many.py", settings).tree.headings()) == 5_000

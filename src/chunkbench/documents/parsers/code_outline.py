@@ -151,7 +151,8 @@ class _Reader:
         """Where a definition starts once the comments and attributes right above it (no blank line between)
         are taken in."""
         start = nodes[index].start_byte
-        for previous in reversed(nodes[:index]):
+        for position in range(index - 1, -1, -1):
+            previous = nodes[position]
             gap = self.data[previous.end_byte : start]
             if not _LEADING.search(previous.type) or gap.strip() or gap.count(b"\n") > 1:
                 break

@@ -352,3 +352,22 @@ def test_hostile_source_never_crashes_and_keeps_exact_offsets(tmp_path: Path, se
     nested = _parse(tmp_path / "nested.py", settings)
     assert [level for level, _heading in nested.tree.headings()] == [1, 2, 3]  # no deeper than namespace > class > …
     assert len(_parse(tmp_path / "many.py", settings).tree.headings()) == 5_000
+
+
+def test_a_header_is_c_unless_it_uses_cpp(tmp_path: Path, settings: Settings):
+    c_header = tmp_path / "queue.h"
+    c_header.write_text(
+        "#ifndef QUEUE_H\n#define QUEUE_H\n\nstruct queue {\n    int head;\n    int tail;\n};\n\n"
+        "int queue_push(struct queue *q, int value);\n\n#endif\n",
+        encoding="utf-8",
+    )
+    cpp_header = tmp_path / "stack.h"
+    cpp_header.write_text(
+        "#pragma once\n#include <vector>\n\nnamespace util {\nclass Stack {\n public:\n  void push(int v) {\n"
+        "    items_.push_back(v);\n  }\n private:\n  std::vector<int> items_;\n};\n}  // namespace util\n",
+        encoding="utf-8",
+    )
+    c_result, cpp_result = _parse(c_header, settings), _parse(cpp_header, settings)
+    assert (c_result.code_language, cpp_result.code_language) == ("c", "cpp")
+    assert c_result.tree.headings() == [(1, "struct queue")]
+    assert cpp_result.tree.headings() == [(1, "namespace util"), (2, "class Stack"), (3, "void push(int v)")]

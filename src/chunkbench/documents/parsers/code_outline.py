@@ -42,6 +42,9 @@ _FUNCTION_LIKE = re.compile(r"function|method|constructor|init_declaration|macro
 # Statements that hold a definition (the range is theirs, the heading the definition's): Python decorators, JS/TS
 # exports, C++ templates, C typedefs, and JS/TS ``const f = () => {…}``.
 _WRAPPERS = frozenset({"decorated_definition", "export_statement", "template_declaration", "type_definition"})
+# Nodes whose statements are read as if in their place: what the grammar could not place (ERROR), and C/C++
+# conditional compilation (a header's include guard holds all of it).
+_TRANSPARENT = frozenset({"ERROR", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"})
 _VARIABLE_STATEMENTS = frozenset({"lexical_declaration", "variable_declaration"})
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function", "class"})
 _BODY_TYPES = frozenset(
@@ -133,7 +136,7 @@ class _Reader:
     def definitions(self, nodes: list[Node], depth: int) -> list[Definition]:
         found: list[Definition] = []
         for index, node in enumerate(nodes):
-            if node.type == "ERROR":  # the grammar could not place these: read what is inside as if in place
+            if node.type in _TRANSPARENT:
                 found += self.definitions(node.children, depth)
                 continue
             inner = _definition_in(node)

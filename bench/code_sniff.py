@@ -2,7 +2,8 @@
 
 Code: source files of the CPython stdlib and whatever Rust, Go, Java, JavaScript, TypeScript, C, C++, C#, PHP and
 shell sources the machine holds (each read as if renamed ``.txt``). Prose: the Chroma evaluation corpora (cut into
-pieces), Debian ``copyright`` files, licences, and README/markdown files (prose with code examples in them).
+pieces), Debian ``copyright`` files, licences, and README/markdown files (prose with code examples in them), the
+markdown files again with their code fences taken out (prose whose examples nothing marks as code: a hard case).
 Prints precision and recall of "is code", the language accuracy per language, and the misses; writes JSON to
 ``bench/results/code_sniff.json``. Run: ``PYTHONPATH=src python bench/code_sniff.py``.
 """
@@ -74,6 +75,10 @@ def prose_samples(rng: random.Random) -> list[tuple[str, str]]:
         for path in rng.sample(paths, min(count, len(paths))):
             if (text := _read(path)) is not None and text.strip():
                 samples.append((str(path), text))
+                # The same text with its code fences taken out: prose whose examples are not marked as code.
+                if pattern == "*.md" and "```" in text:
+                    unfenced = "\n".join(line for line in text.split("\n") if not line.lstrip().startswith("```"))
+                    samples.append((f"{path} (fences removed)", unfenced))
     return samples
 
 

@@ -1,12 +1,14 @@
 """Whether a text file's text is source code, and in which programming language.
 
 A scored rule set, then the grammar's verdict. The first line may settle it (a ``#!`` interpreter line, ``<?php``).
-Otherwise most non-blank lines must look like code (end in ``;``, ``{``, ``}``, ``)``, ``:`` or ``,``; open with a
-comment marker or a keyword; assign), and few like prose (sentences of eight words or more); each language's
-marker lines (``def f(``, ``package main``, ``fn main``, ``#include``…) are counted, and the leading candidates are
-parsed with their tree-sitter grammar: the language whose markers are most frequent once discounted by the share
-of the text its grammar cannot parse wins, and code whose best grammar fails on more than ``_MAX_ERROR_SHARE`` of it
-is taken for text. Prose with a few code lines (a README with an example) stays text: its lines are prose.
+A text with markdown code fences is prose with examples. Otherwise at least 40% of the non-blank lines must look
+like code (end in ``;``, ``{``, ``}``, ``)``, ``:`` or ``,``; open with a comment marker or a keyword; assign; sit
+in a block comment or a docstring) and at most 20% like prose (eight words or more, three in four plain words, not
+in a comment); each language's marker lines (``def f(``, ``package main``, ``fn main``, ``#include``…) are counted,
+and the leading candidates are parsed with their tree-sitter grammar: the language whose marker share, discounted by
+the share of the text its grammar cannot parse, is highest wins, if at least ``_MIN_SCORE`` and its grammar fails
+on at most ``_MAX_ERROR_SHARE`` of the text. A text whose lines are nearly all code and none prose is given more
+room (macros, generated code: ``_CLEAR_CODE_*``). Prose with a few code lines (a README with an example) stays text.
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ _MIN_SCORE = 0.1  # the winner's marker share, discounted by its grammar's error
 _MIN_MARKER_SHARE_NO_GRAMMAR = 0.2  # nothing checks such a language's guess: ask for more evidence
 _MAX_ERROR_SHARE = 0.1  # of the text its grammar cannot parse
 _CANDIDATES = 4  # languages parsed, most markers first
+# Text whose lines are nearly all code and none prose: its grammar may fail on more of it (macros, generated code).
+_CLEAR_CODE_SHARE = 0.85
+_CLEAR_CODE_PROSE_SHARE = 0.02
+_CLEAR_CODE_MAX_ERROR_SHARE = 0.6
+_CLEAR_CODE_MIN_SCORE = 0.03
 
 _SHEBANG = re.compile(r"#!\s*(?:/usr/bin/env\s+(?:-S\s+)?)?(?:\S*/)?(\w+)")
 _INTERPRETERS = {
@@ -33,7 +40,8 @@ _INTERPRETERS = {
 }  # fmt: skip
 _CODE_LINE = re.compile(
     r".*(?:[;{}()\[\],:\\]|=>|->)$"  # a statement, block or argument list ends
-    r"|(?://|/\*|\*/|\*(?:\s|$)|#|--|<!--)"  # a comment
+    r"|(?://|/\*|\*/|#|--)"  # a comment
+    r"|\s+\*(?:\s|$)"  # inside a block comment (indented: a markdown bullet starts at column 0)
     r"|(?:return|if|else|elif|for|while|import|from|def|class|fn|func|fun|let|const|var|end|package|use|using|public"
     r"|private|protected|static|try|except|catch|finally|switch|case|break|continue|pub|impl|struct|enum|module"
     r"|namespace|template|typedef|local|function|export|async|await|yield|raise|throw|match|do|then|fi|done|esac"
@@ -42,7 +50,12 @@ _CODE_LINE = re.compile(
     r"|[\w.]+\(.*\)$"  # a call
     r"|@\w+"  # a decorator, an annotation
 )
-_PROSE_LINE = re.compile(r"(?:[^\W\d_][\w'’-]*[,;:]?\s+){7,}[^\W\d_][\w'’-]*[.!?\"”)]*$")
+# A prose line: eight words or more, three in four of them plain words (markup such as `code` or [links] around a
+# word allowed); a comment is never prose, whatever it says.
+_PROSE_WORD = re.compile(r"[(\"'`\[*_]*[^\W\d_][^\W\d_'’-]*(?:['’-][^\W\d_]+)*[)\"'`\]*_.,;:!?]*")
+_PROSE_MIN_WORDS = 8
+_PROSE_WORD_SHARE = 0.75
+_COMMENT_START = re.compile(r"(?://|/\*|\*|#|--|;)")
 # Statements every C-like language writes: counted for each, so that their grammars decide between them.
 _C_FAMILY = r"|return\b.*;$|\}\s*else\b|.*\);$"
 _MARKERS: dict[str, str] = {
@@ -97,6 +110,7 @@ _C_LANGUAGES = frozenset({"c", "cpp"})
 # A markdown code fence: a text that has them is prose with examples, whatever its share of code lines.
 _FENCE = re.compile(r"^\s*(?:```|~~~)", re.MULTILINE)
 _MARKER_PATTERNS = {language: re.compile(pattern) for language, pattern in _MARKERS.items()}
+_ORDER = list(_MARKERS)
 
 
 def sniff_code_language(text: str) -> str | None:
@@ -111,24 +125,62 @@ def sniff_code_language(text: str) -> str | None:
             return interpreter
     if first.startswith("<?php"):
         return "php"
-    lines = [line.strip() for line in sample.split("\n") if line.strip()]
+    raw_lines = [line.rstrip() for line in sample.split("\n") if line.strip()]
+    lines = [line.strip() for line in raw_lines]
     if len(lines) < _MIN_LINES or len(_FENCE.findall(sample)) >= 2:
         return None
-    code = sum(1 for line in lines if _CODE_LINE.match(line)) / len(lines)
-    prose = sum(1 for line in lines if _PROSE_LINE.match(line)) / len(lines)
+    commented = _in_comment_blocks(lines)
+    code = prose = 0
+    for raw, line, in_comment in zip(raw_lines, lines, commented, strict=True):
+        code += in_comment or _CODE_LINE.match(line) is not None or _CODE_LINE.match(raw) is not None
+        prose += not in_comment and _is_prose(line)
+    code, prose = code / len(lines), prose / len(lines)
     if code < _MIN_CODE_SHARE or prose > _MAX_PROSE_SHARE:
         return None
-    return _best_language(sample, lines)
+    candidates = language_candidates(sample, lines)
+    best = _best(candidates, _MAX_ERROR_SHARE, _MIN_SCORE)
+    if best is None and code >= _CLEAR_CODE_SHARE and prose <= _CLEAR_CODE_PROSE_SHARE:
+        # Nearly every line is code: a grammar that stumbles on macros or generated code may still name it.
+        best = _best(candidates, _CLEAR_CODE_MAX_ERROR_SHARE, _CLEAR_CODE_MIN_SCORE)
+    return best
 
 
-def language_scores(sample: str, lines: list[str]) -> list[tuple[float, str, float, float | None]]:
-    """``(score, language, marker share, error share)`` of the candidate languages, best first (ties: the order of
-    ``_MARKERS``, so plain C is C and plain JavaScript is JavaScript)."""
+def _in_comment_blocks(lines: list[str]) -> list[bool]:
+    """Per line: whether it is inside a block comment (``/* … */``) or a docstring (``\"\"\"…\"\"\"``) opened on an
+    earlier line: the prose of a licence header or a docstring is part of the code."""
+    inside: list[bool] = []
+    closer: str | None = None
+    for line in lines:
+        inside.append(closer is not None)
+        if closer is not None:
+            if closer in line:
+                closer = None
+            continue
+        for opener, end in (("/*", "*/"), ('"""', '"""'), ("'''", "'''")):
+            position = line.find(opener)
+            if position >= 0 and end not in line[position + len(opener) :]:
+                closer = end
+                break
+    return inside
+
+
+def _is_prose(line: str) -> bool:
+    if _COMMENT_START.match(line):
+        return False
+    tokens = line.split()
+    if len(tokens) < _PROSE_MIN_WORDS:
+        return False
+    return sum(1 for token in tokens if _PROSE_WORD.fullmatch(token)) >= _PROSE_WORD_SHARE * len(tokens)
+
+
+def language_candidates(sample: str, lines: list[str]) -> list[tuple[str, float, float | None]]:
+    """``(language, marker share, error share)`` of the languages whose markers are most frequent, most first
+    (ties: the order of ``_MARKERS``, so plain C is C and plain JavaScript is JavaScript); the error share is
+    ``None`` for a language without a grammar."""
     shares = {
         language: sum(1 for line in lines if pattern.match(line)) / len(lines)
         for language, pattern in _MARKER_PATTERNS.items()
     }
-    order = list(_MARKERS)
     # PHP's grammar reads anything outside <?php … ?> as page text: without the tag it cannot check a guess.
     has_php_tag = "<?php" in sample
     preprocessor = _PREPROCESSOR.search(sample) is not None
@@ -140,22 +192,22 @@ def language_scores(sample: str, lines: list[str]) -> list[tuple[float, str, flo
             and (language != "php" or has_php_tag)
             and (language in _C_LANGUAGES or not preprocessor)
         ),
-        key=lambda language: (-shares[language], order.index(language)),
+        key=lambda language: (-shares[language], _ORDER.index(language)),
     )[:_CANDIDATES]
-    scored: list[tuple[float, str, float, float | None]] = []
-    for language in candidates:
-        errors = error_share(sample, language)
+    return [(language, shares[language], error_share(sample, language)) for language in candidates]
+
+
+def _best(candidates: list[tuple[str, float, float | None]], max_errors: float, min_score: float) -> str | None:
+    """The candidate of the highest score (marker share discounted by the grammar's errors, over ``min_score``),
+    or ``None``."""
+    scored: list[tuple[float, int, str]] = []
+    for language, share, errors in candidates:
         if errors is None:
-            score = shares[language] if shares[language] >= _MIN_MARKER_SHARE_NO_GRAMMAR else 0.0
+            score = share if share >= _MIN_MARKER_SHARE_NO_GRAMMAR else 0.0
         else:
-            score = shares[language] * (1 - errors) ** 2 if errors <= _MAX_ERROR_SHARE else 0.0
-        scored.append((score, language, shares[language], errors))
-    scored.sort(key=lambda item: (-item[0], order.index(item[1])))
-    return scored
-
-
-def _best_language(sample: str, lines: list[str]) -> str | None:
-    scored = language_scores(sample, lines)
-    if not scored or scored[0][0] < _MIN_SCORE:
+            score = share * (1 - errors) ** 2 if errors <= max_errors else 0.0
+        scored.append((-score, _ORDER.index(language), language))
+    scored.sort()
+    if not scored or -scored[0][0] < min_score:
         return None
-    return scored[0][1]
+    return scored[0][2]

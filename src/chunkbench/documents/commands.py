@@ -85,6 +85,8 @@ def show_document(
         + (f" · OCR on pages {', '.join(map(str, detail.ocr_pages or []))}" if detail.ocr else "")
     )
     out.print(f"corpora: {', '.join(detail.corpora) or '–'}", markup=False, highlight=False)
+    kind = f"code ({detail.code_language or 'unknown language'})" if detail.kind == "code" else detail.kind
+    out.print(f"kind: {kind}", markup=False, highlight=False)
     for heading in detail.headings:
         out.print(f"{'  ' * (heading.level - 1)}{'#' * min(heading.level, 6)} {heading.heading}", markup=False)
     out.rule("markdown")

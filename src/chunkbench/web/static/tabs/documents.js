@@ -14,10 +14,23 @@ const WORD_TYPES = [
   "text/markdown",
   "text/plain",
 ];
+// Source code documents (documents/parsers/code_languages.py: each language's MIME type and suffixes; a test
+// checks that these lists name them all).
+const CODE_TYPES = [
+  "application/sql", "application/typescript", "application/x-php", "application/x-sh", "text/javascript",
+  "text/x-c", "text/x-c++", "text/x-clojure", "text/x-csharp", "text/x-dart", "text/x-elixir", "text/x-erlang",
+  "text/x-fsharp", "text/x-go", "text/x-groovy", "text/x-haskell", "text/x-java", "text/x-julia", "text/x-kotlin",
+  "text/x-lua", "text/x-ocaml", "text/x-perl", "text/x-powershell", "text/x-python", "text/x-r", "text/x-ruby",
+  "text/x-rust", "text/x-scala", "text/x-swift", "text/x-zig",
+];
+const CODE_SUFFIXES = ".py,.pyw,.pyi,.js,.mjs,.cjs,.jsx,.ts,.mts,.cts,.tsx,.java,.go,.rs,.c,.h,.cpp,.cc,.cxx,.c++,"
+  + ".hpp,.hh,.hxx,.h++,.cs,.rb,.rake,.php,.sh,.bash,.zsh,.ksh,.kt,.kts,.swift,.scala,.sc,.lua,.sql,.pl,.pm,.r,.hs,"
+  + ".ex,.exs,.erl,.dart,.jl,.zig,.ml,.mli,.fs,.fsx,.groovy,.gradle,.ps1,.psm1,.clj,.cljs,.cljc";
 const FORMATS = {
   word: {
-    title: "Documents", noun: "Word, HTML, text and markdown documents", mimeTypes: WORD_TYPES,
-    accept: ".docx,.doc,.html,.htm,.md,.markdown,.txt", hint: "DOCX, DOC, HTML, MD or TXT", other: "PDF",
+    title: "Documents", noun: "Word, HTML, text and markdown documents", mimeTypes: [...WORD_TYPES, ...CODE_TYPES],
+    accept: `.docx,.doc,.html,.htm,.md,.markdown,.txt,${CODE_SUFFIXES}`, hint: "DOCX, DOC, HTML, MD, TXT or source code",
+    other: "PDF",
     tab: "documents", otherTab: "pdf",
   },
   pdf: {
@@ -437,7 +450,8 @@ function DocumentDetail({ id, openTab, onDeleted }) {
     <${Summary} doc=${doc} openTab=${openTab} onDeleted=${onDeleted}
       onChanged=${() => { setTick((t) => t + 1); emit(CHANGED, { id }); }} />
     <div class="grid two">
-      <div class="panel"><h2>Sections</h2><${SectionTree} tree=${doc.tree} /></div>
+      <div class="panel"><h2>${doc.kind === "code" ? "Definitions" : "Sections"}</h2>
+        <${SectionTree} tree=${doc.tree} code=${doc.kind === "code"} /></div>
       <${MarkdownPreview} doc=${doc} />
     </div>
     <div class="panel"><${ProcessPanel} title="Process" path=${`/documents/${doc.id}/process`} Result=${Outcome}
@@ -492,6 +506,7 @@ function Summary({ doc, openTab, onDeleted, onChanged }) {
       <dt>size</dt><dd>${bytes(doc.file_size)}</dd>
       <dt>pages</dt><dd>${doc.page_count ?? "—"}</dd>
       <dt>language</dt><dd><${LanguageField} doc=${doc} onChanged=${onChanged} /></dd>
+      <dt>kind</dt><dd>${doc.kind === "code" ? `source code (${doc.code_language || "unknown language"})` : "text"}</dd>
       <dt>paragraphs</dt><dd>${fmtInt(doc.paragraph_count)}</dd>
       <dt>headings</dt><dd>${fmtInt(doc.heading_count)}${doc.heading_source ? ` (from ${doc.heading_source})` : ""}</dd>
       <dt>markdown</dt><dd>${fmtInt(doc.markdown_chars)} characters</dd>
@@ -546,24 +561,29 @@ function LanguageField({ doc, onChanged }) {
   </span>`;
 }
 
-function SectionTree({ tree }) {
+function SectionTree({ tree, code }) {
   const sections = (tree?.root?.children || []).filter(isSection);
-  if (sections.length === 0) return html`<p class="muted">No headings were found: the document is one section.</p>`;
+  if (sections.length === 0) {
+    return html`<p class="muted">${code ? "No definitions (classes, functions) were found: the file is one section."
+      : "No headings were found: the document is one section."}</p>`;
+  }
   return html`<div class="scroll"><ul class="tree" style="padding-left:0" aria-label="Section tree">${sections.map((node, i) =>
-    html`<${TreeNode} key=${i} node=${node} depth=${0} />`)}</ul></div>`;
+    html`<${TreeNode} key=${i} node=${node} depth=${0} code=${code} />`)}</ul></div>`;
 }
 
 const isSection = (node) => node.node_type === "section" || node.node_type === "article";
 
-function TreeNode({ node, depth }) {
+function TreeNode({ node, depth, code }) {
   const children = (node.children || []).filter(isSection);
   const paragraphs = (node.children || []).length - children.length;
-  const label = html`<span>${node.heading || "(untitled)"}</span>
+  // A code heading is a signature: shown as code.
+  const label = html`<span class=${code ? "mono" : ""}>${node.heading || "(untitled)"}</span>
     ${node.node_type === "article" && html` <span class="badge accent">article</span>`}
     ${paragraphs > 0 && html` <span class="muted">· ${paragraphs} ¶</span>`}`;
   if (children.length === 0) return html`<li>${label}</li>`;
   return html`<li><details open=${depth < 1}><summary>${label}</summary>
-    <ul class="tree">${children.map((child, i) => html`<${TreeNode} key=${i} node=${child} depth=${depth + 1} />`)}</ul>
+    <ul class="tree">${children.map((child, i) =>
+      html`<${TreeNode} key=${i} node=${child} depth=${depth + 1} code=${code} />`)}</ul>
   </details></li>`;
 }
 
@@ -577,7 +597,7 @@ function MarkdownPreview({ doc }) {
     setBusy(false);
   };
   return html`<div class="panel">
-    <h2>Markdown ${doc.markdown_truncated && !whole ? html`<span class="muted">(first ${fmtInt(doc.markdown_preview.length)}${" "}
+    <h2>${doc.kind === "code" ? "Source" : "Markdown"} ${doc.markdown_truncated && !whole ? html`<span class="muted">(first ${fmtInt(doc.markdown_preview.length)}${" "}
       of ${fmtInt(doc.markdown_chars)} characters)</span>` : null}</h2>
     <div class="scroll doc-text" tabindex="0" aria-label="Markdown preview">${whole ?? doc.markdown_preview}</div>
     <${ErrorBox} error=${error} />

@@ -106,6 +106,22 @@ def test_a_warning_on_a_few_documents_leaves_the_decision_standing_and_states_th
     _consistent(flagged)
 
 
+def test_an_unsure_detection_of_most_documents_leaves_the_decision_standing_and_says_why() -> None:
+    # A one-document Experiment: every question is on the document, detected as German with too little confidence.
+    entry = {**_entry(list(range(25)), material=False, documents=1, total=1), "standing": "unsure"}
+    entry["min_confidence"] = 0.8
+    flagged = decide({"A": STRONG, "B": HALF}, {"A": 100.0, "B": 100.0}, metric="recall", uncovered={"A": entry})
+    assert (flagged.status, flagged.best) == ("winner", "A")
+    assert flagged.language["without"] is None  # nothing is left without those questions: no lead to test
+    assert flagged.reasons[-1] == (
+        "100.0 % of the questions are in German (de), which the Corpus model "
+        "all-MiniLM-L6-v2 does not cover: the scores of A on those questions are not meaningful, but their language "
+        "was detected with a confidence below 0.80, too unsure to void it, so the Decision stands (set the "
+        "documents' language if the guess is right)."
+    )
+    _consistent(flagged)
+
+
 def test_a_lead_that_depends_on_the_questions_the_model_cannot_read_is_said_in_the_verdict() -> None:
     # 50 questions: A leads only through the 4 on the German documents (8 %); on the other 46 B is better on each.
     a, b = [1.0] * 4 + [0.5] * 46, [0.0] * 4 + [0.52] * 46

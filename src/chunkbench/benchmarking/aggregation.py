@@ -149,6 +149,10 @@ def uncovered_configurations(
                 continue
             entry["material"] = bool(entry.get("material")) or bool(warning["material"])
             entry["material_share"] = warning.get("material_share")
+            entry["min_confidence"] = warning.get("min_confidence")
+            # Too unsure for any one of its warnings: the documents would be enough, their detections are not.
+            unsure = entry.get("standing") == "unsure" or warning.get("standing") == "unsure"
+            entry["standing"] = None if entry["material"] else "unsure" if unsure else "minority"
             entry["total_documents"] = warning.get("total_documents")
             entry["document_ids"] = list(dict.fromkeys([*entry.get("document_ids", []), *warning["document_ids"]]))
             found = [position[q] for q in warning.get("question_ids") or () if q in position]

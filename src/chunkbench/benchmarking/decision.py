@@ -281,6 +281,8 @@ def _language_rule(
         # Warnings stored before the language rule say nothing of shares: they are material, as they were.
         "material": not known or any(entry["material"] for entry in entries),
         "material_share": entries[0].get("material_share"),
+        "min_confidence": entries[0].get("min_confidence"),
+        "standing": "unsure" if any(entry.get("standing") == "unsure" for entry in entries) else "minority",
         "documents": len(documents) if known else None,
         "total_documents": entries[0].get("total_documents") if known else None,
         "questions": len(positions) if known else None,
@@ -292,7 +294,7 @@ def _language_rule(
             why = {"cause": "language", "configurations": [decision.best], "n_questions": decision.n_questions,
                    **uncovered[decision.best]}  # fmt: skip
             decision = replace(decision, status="cannot_tell", best=None, tie_break=None, cannot_tell=why)
-    elif decision.best is not None and positions:
+    elif decision.best is not None and 0 < len(positions) < n_total:  # some questions left to decide on
         again = without(set(positions))
         language["without"] = {
             "n_questions": again.n_questions, "status": again.status, "best": again.best, "leader": again.leader,

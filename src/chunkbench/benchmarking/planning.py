@@ -222,7 +222,7 @@ def _with_shares(
     """One model's warnings as the Experiment stores them: each with its documents' ids and shares of the documents,
     the text and the questions; ``material`` (the same for all of the model's warnings: the rule counts the documents
     it does not cover together) when its confident documents hold at least the rule's share of the questions (of the
-    text, when no question names its document)."""
+    text, when no question names its document), else ``standing`` says why not (``minority`` or ``unsure``)."""
     every = list(evidence.values())
     ids = {d.source_key: d.id for d in documents}
     order = {document_id: position for position, document_id in enumerate(evidence)}
@@ -233,11 +233,16 @@ def _with_shares(
         return [q.id for q in questions if alone or members & set(question_documents(q))]
 
     attributed = alone or any(question_documents(q) for q in questions)
-    confident = {ids[n] for w in found for n in w.documents if rule.confident(evidence[ids[n]])}
-    if attributed:
-        share = len(on(confident)) / len(questions) if questions else 0.0
-    else:
-        share = rule.text_share([evidence[i] for i in confident], every)
+
+    def share_of(members: set[str]) -> float:
+        if attributed:
+            return len(on(members)) / len(questions) if questions else 0.0
+        return rule.text_share([evidence[i] for i in members], every)
+
+    uncovered = {ids[n] for w in found for n in w.documents}
+    material = rule.material(share_of({i for i in uncovered if rule.confident(evidence[i])}))
+    # Not material: too few questions, or (when they would be enough) detections too unsure to count.
+    standing = None if material else "unsure" if rule.material(share_of(uncovered)) else "minority"
     out = []
     for warning in found:
         members = {ids[name] for name in warning.documents}
@@ -248,8 +253,10 @@ def _with_shares(
             "document_ids": sorted(members, key=order.__getitem__),
             "question_ids": about,
             "questions_share": len(about) / len(questions) if questions else 0.0,
-            "material": rule.material(share),
+            "material": material,
             "material_share": rule.material_share,
+            "min_confidence": rule.min_confidence,
+            "standing": standing,
         })  # fmt: skip
     return out
 

@@ -470,12 +470,14 @@ def language_reasons(best: str | None, language: Mapping[str, Any]) -> list[str]
 
 
 def language_share(language: Mapping[str, Any]) -> str | None:
-    """``2 of 52 documents (3.8 %), 4.0 % of the questions``; None when the Decision's warnings did not record it."""
+    """``2 of 52 documents (3.8 %), 4.0 % of the questions`` (the questions alone, in a one-document Experiment); None
+    when the Decision's warnings did not record it."""
     questions, total = language.get("questions"), language.get("total_questions")
     if questions is None or not total:
         return None
     documents, of = language.get("documents"), language.get("total_documents")
-    held = f"{documents} of {of} documents ({percent(documents / of)}), " if documents is not None and of else ""
+    several = documents is not None and of is not None and of > 1
+    held = f"{documents} of {of} documents ({percent(documents / of)}), " if several else ""
     return f"{held}{percent(questions / total)} of the questions"
 
 
@@ -489,13 +491,23 @@ def minority_sentence(language: Mapping[str, Any]) -> str:
     names = list(language["configurations"])
     models = list(language.get("models") or [])
     share = language_share(language) or "Some of the questions"
-    rule = language.get("material_share")
-    below = f"fewer than the {percent(rule)} of the questions" if rule is not None else "too few"
+    built_on = "them" if len(models) > 1 else "it"
+    if language.get("standing") == "unsure":
+        sure = language.get("min_confidence")
+        why = (
+            f"but their language was detected with a confidence below {float(sure if sure is not None else 0.8):.2f},"
+            " too unsure to void it, so the Decision stands (set the documents' language if the guess is right)"
+        )
+    else:
+        rule = language.get("material_share")
+        below = f"fewer than the {percent(rule)} of the questions" if rule is not None else "too few"
+        why = f"but they are {below} at which the Decision names no configuration built on {built_on}, so the " + (
+            "Decision stands"
+        )
     return (
         f"{share} are in {_languages(language['languages'])}, which {_models(models)} "
         f"{'do' if len(models) > 1 else 'does'} not cover: the scores of {_join(names)} on those questions are not "
-        f"meaningful, but they are {below} at which the Decision names no configuration built on "
-        f"{'them' if len(models) > 1 else 'it'}, so the Decision stands."
+        f"meaningful, {why}."
     )
 
 

@@ -103,13 +103,14 @@ class LanguageRule:
 
     def standing(self, uncovered: Iterable[str], of: Sequence[LanguageEvidence]) -> Standing | None:
         """Whether documents ``uncovered`` (names of ``of``) in languages a model does not cover switch or refuse it
-        (None), or let it through: ``unsure`` when none is confident, ``minority`` when the confident ones hold less
-        than the material share of the text (a document processed alone is the whole of its text)."""
+        (None), or let it through: ``minority`` when they hold less than the material share of the text, ``unsure``
+        when they hold enough but their confident ones do not (a document processed alone is all of its text)."""
         names = set(uncovered)
-        counted = [d for d in of if d.name in names and self.confident(d)]
-        if not counted:
-            return "unsure" if names else None
-        return None if self.text_share(counted, of) >= self.material_share else "minority"
+        members = [d for d in of if d.name in names]
+        if not members or not self.material(self.text_share(members, of)):
+            return "minority" if members else None
+        counted = [d for d in members if self.confident(d)]
+        return None if counted and self.material(self.text_share(counted, of)) else "unsure"
 
     def material(self, share: float) -> bool:
         return share >= self.material_share
@@ -213,8 +214,8 @@ class LanguageWarning:
         )
 
     def narrowed(self, name: str) -> LanguageWarning:
-        """The same warning about one of its documents only."""
-        return replace(self, documents=(name,))
+        """The same warning about one of its documents only (its share of the text is the group's: not known)."""
+        return replace(self, documents=(name,), text_share=None)
 
     def with_share(
         self, total_documents: int, text_share: float | None, standing: Standing | None, rule: LanguageRule

@@ -111,8 +111,8 @@ def _warnings(
     for warning in found:
         members = [d for d in documents if d.name in warning.documents]
         mine: Standing | None = standing
-        if standing == "minority" and not any(rule.confident(d) for d in members):
-            mine = "unsure"
+        if standing == "unsure" and all(rule.confident(d) for d in members):
+            mine = "minority"  # sure of these: the unsure ones are other documents
         out.append(warning.with_share(len(documents), rule.text_share(members, documents), mine, rule))
     return tuple(out)
 

@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import update
 from typer.testing import CliRunner
 
+from chunkbench.admin import service as admin
 from chunkbench.benchmarking import service as benchmarks
 from chunkbench.benchmarking.decision import Decision, decide
 from chunkbench.benchmarking.report.render import render_report
@@ -25,6 +26,7 @@ from chunkbench.embedding.registry import MULTILINGUAL_MODEL_ID
 from chunkbench.errors import LanguageNotCoveredError
 from chunkbench.indexing import corpus_job
 from chunkbench.indexing.schemas import ProcessIn
+from chunkbench.models import StrategyName
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DEFAULT_TENANT, DocumentRow
 from chunkbench.storage.vectors import get_vector_store
@@ -257,6 +259,14 @@ def test_a_corpus_with_two_foreign_documents_is_processed_with_no_flag_and_its_d
         row = benchmarks.run(database, settings, store, request, tenant_id=DEFAULT_TENANT)
         with database.session() as session:
             experiment = benchmarks.experiment_dict(session, row)
+            # Chunk Preview of a German member shows its run's warning: the share and why MiniLM was kept.
+            otter = documents.resolve(session, "otter.md", tenant_id=DEFAULT_TENANT).id
+            preview = admin.chunk_preview(session, settings, store, otter, StrategyName("fixed_size"),
+                                          tenant_id=DEFAULT_TENANT)  # fmt: skip
+        (shown,) = preview.warnings
+        assert shown.standing == "minority" and shown.message.startswith(
+            "'otter.md' (1 of 52 documents) is in German (de), which the Corpus model all-MiniLM-L6-v2 does not cover"
+        )
     finally:
         database.dispose()
         get_settings.cache_clear()

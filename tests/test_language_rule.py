@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 from sqlalchemy import update
 from typer.testing import CliRunner
@@ -358,3 +359,32 @@ def test_unsure_or_undetermined_languages_never_switch_or_refuse_a_model(setting
             assert not corpus_job.plan(session, settings, "mixed", forced, tenant_id=DEFAULT_TENANT).request.warnings
     finally:
         database.dispose()
+
+
+def test_the_decision_board_shows_the_share_and_that_the_decision_stands(page, live_app) -> None:
+    """The handbook benchmarked after its language was found to be German with too little confidence: the Decision
+    stands, and the Decision Board's warning says the share of the questions and so."""
+    from test_benchmarks import QUESTIONS, processed_handbook
+
+    base, app = live_app
+    with httpx.Client(base_url=base, timeout=300) as http:
+        document_id = processed_handbook(http)
+        with app.state.database.session() as session:
+            session.execute(
+                update(DocumentRow).where(DocumentRow.id == document_id)
+                .values(language="de", language_confidence=0.4, language_source="detected")
+            )  # fmt: skip
+        ran = http.post("/benchmarks", params={"wait": "true"},
+                        json={"document_id": document_id, "questions": QUESTIONS, "name": "unsure"})  # fmt: skip
+        assert ran.status_code == 200, ran.text
+    stored = ran.json()
+    (warning,) = stored["warnings"]
+    assert (warning["material"], warning["standing"], warning["questions_share"]) == (False, "unsure", 1.0)
+    assert "too unsure to void it, so the Decision stands" in " ".join(stored["decision"]["reasons"])
+    page.goto("/app#decision")
+    card = page.get_by_test_id("verdict")
+    card.wait_for()
+    assert card.get_by_test_id("decision-verdict").inner_text() == stored["decision"]["verdict"]
+    notice = card.get_by_test_id("language-warning").inner_text()
+    assert "Its documents hold 100.0 % of the questions." in notice
+    assert "The Decision stands (its reasons say why); built on it:" in notice and "No winner" not in notice

@@ -291,8 +291,8 @@ def _language_rule(
     }
     if language["material"]:
         if decision.best in uncovered:
-            why = {"cause": "language", "configurations": [decision.best], "n_questions": decision.n_questions,
-                   **uncovered[decision.best]}  # fmt: skip
+            model = {k: uncovered[decision.best][k] for k in ("role", "model_id", "languages", "covering_models")}
+            why = {"cause": "language", "configurations": [decision.best], "n_questions": decision.n_questions, **model}
             decision = replace(decision, status="cannot_tell", best=None, tie_break=None, cannot_tell=why)
     elif decision.best is not None and 0 < len(positions) < n_total:  # some questions left to decide on
         again = without(set(positions))

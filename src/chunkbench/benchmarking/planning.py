@@ -230,7 +230,7 @@ def _with_shares(
 
     def on(members: set[str]) -> list[str]:
         """The questions about documents ``members`` (ids): in a one-document Experiment, every question."""
-        return [q.id for q in questions if alone or members & set(question_documents(q))]
+        return [q.id for q in questions if members and (alone or members & set(question_documents(q)))]
 
     attributed = alone or any(question_documents(q) for q in questions)
 

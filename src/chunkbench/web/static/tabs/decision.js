@@ -307,7 +307,7 @@ function Verdict({ summary, experiment }) {
         ${(experiment.warnings || []).map((w) => html`<div class="notice" role="alert" data-testid="language-warning"
           dir="auto"><span class="badge bad">${w.language} not covered</span> ${w.message}${" "}
           ${w.questions_share != null ? `Its documents hold ${(w.questions_share * 100).toFixed(1)} % of the questions. ` : ""}
-          ${w.material === false ? "Too few to void the Decision, which stands; built on it:" : "No winner is named among"}${" "}
+          ${w.material === false ? "The Decision stands (its reasons say why); built on it:" : "No winner is named among"}${" "}
           <span class="mono">${w.configurations.join(", ")}</span>.</div>`)}
         <${ExperimentCharts} experimentId=${summary.id} experimentName=${expLabel(summary)} collapsed=${["heatmap"]} />
         <details data-testid="decision-details"><summary>Details: standing, reasons, breakdowns</summary>

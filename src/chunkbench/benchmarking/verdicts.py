@@ -519,19 +519,14 @@ def lead_sentence(best: str | None, language: Mapping[str, Any], *, only_if_it_d
         return None
     other, n = without.get("best"), int(without.get("n_questions") or 0)
     k = int(language.get("questions") or 0)
+    those, them = ("that question", "it") if k == 1 else (f"those {k} questions", "them")
     if other == best:
         if only_if_it_depends:
             return None
-        return (
-            f"Without those {_plural(k, 'question')}, {best} is still named on the other {n}: its lead does not "
-            "depend on them."
-        )
+        return f"Without {those}, {best} is still named on the other {n}: its lead does not depend on {them}."
     if other:
-        return (
-            f"{best}'s lead depends on those {_plural(k, 'question')}: without them, {other} would lead instead "
-            f"(on the other {n})."
-        )
+        return f"{best}'s lead depends on {those}: without {them}, {other} would lead instead (on the other {n})."
     return (
-        f"{best}'s lead depends on those {_plural(k, 'question')}: without them, the benchmark could not name a "
-        f"configuration on the other {n}."
+        f"{best}'s lead depends on {those}: without {them}, the benchmark could not name a configuration on the "
+        f"other {n}."
     )

@@ -101,6 +101,8 @@ def second_pass_changes(first: list[dict[str, Any]], second: list[dict[str, Any]
     for result in second:
         old = before.get(result["source_key"])
         key = result["source_key"]
+        if old is not None and old["outcome"] == result["outcome"] == "skipped":
+            continue  # not read either time
         if old is None:
             changes.append(f"{key}: not seen in pass 1")
         elif old["error"] is not None:
@@ -155,8 +157,13 @@ def main() -> None:
         stored = cli(["documents", "list", "--limit", "1000"], data_dir, args.ocr)[0]["total"]
         second, second_s = cli(["ingest", str(folder)], data_dir, args.ocr)
 
-    formats = tally(first)
-    ingested = sum(result["error"] is None for result in first)
+    read = [result for result in first if result["outcome"] != "skipped"]
+    skipped: Counter[str] = Counter()  # files not read, by reason (a hidden folder counts its files)
+    for result in first:
+        if result["skip_reason"] is not None:
+            skipped[result["skip_reason"]["code"]] += result["skip_reason"]["files"]
+    formats = tally(read)
+    ingested = sum(result["error"] is None for result in read)
     problems = []
     missing = sorted(set(expected) - {result["source_key"] for result in first})
     if missing:
@@ -169,7 +176,8 @@ def main() -> None:
     size_mb = sum((folder / key).stat().st_size for key in expected) / 1e6
     print(f"{folder}: {len(expected)} files, {size_mb:.1f} MB, OCR {'on' if args.ocr else 'off'}")
     print_table(formats)
-    print(f"pass 1: {first_s:.1f} s, {ingested} ingested, {len(first) - ingested} failed; {stored} documents stored")
+    print(f"pass 1: {first_s:.1f} s, {ingested} ingested, {len(read) - ingested} failed; {stored} documents stored")
+    print("skipped (not read): " + (", ".join(f"{n} {code}" for code, n in skipped.most_common()) or "none"))
     second_outcomes = Counter(result["outcome"] for result in second)
     print(f"pass 2: {second_s:.1f} s, " + ", ".join(f"{n} {outcome}" for outcome, n in second_outcomes.most_common()))
     print("second pass changed nothing" if not changes else f"second pass CHANGED {len(changes)} files")
@@ -192,6 +200,7 @@ def main() -> None:
                 "pass1_s": round(first_s, 2),
                 "pass2_s": round(second_s, 2),
                 "ingested": ingested,
+                "skipped": dict(skipped.most_common()),
                 "documents_stored": stored,
                 "pass2_outcomes": dict(second_outcomes),
                 "second_pass_changes": changes,

@@ -45,7 +45,8 @@ def test_ingest_reports_each_file_and_fails_only_the_bad_ones(data_dir, mixed_fo
     assert rows["guide.md"]["document"]["heading_count"] == 2
     assert rows["guide.md"]["document"]["status"] == "parsed"
     assert rows["scan.pdf"]["error"]["error"] == "corrupt_document"
-    assert rows["empty.md"]["error"]["error"] == "empty_document"
+    # An empty file is seen by its size, before reading: skipped, not refused.
+    assert (rows["empty.md"]["outcome"], rows["empty.md"]["skip_reason"]["code"]) == ("skipped", "empty")
 
     listed = json.loads(_invoke("documents", "list", "--json").stdout)
     assert listed["total"] == 3
@@ -53,8 +54,8 @@ def test_ingest_reports_each_file_and_fails_only_the_bad_ones(data_dir, mixed_fo
 
 def test_ingest_table_output_names_state_and_errors(data_dir, mixed_folder):
     result = _invoke("ingest", str(mixed_folder))
-    assert "3 ingested, 2 failed" in result.stdout
-    assert "failed" in result.stdout and "parsed (created)" in result.stdout
+    assert "5 files: 3 ingested, 1 refused, 1 empty" in result.stdout
+    assert "refused" in result.stdout and "parsed (created)" in result.stdout
 
 
 def test_ingest_of_good_files_exits_zero_and_reingest_is_unchanged(data_dir, mixed_folder):

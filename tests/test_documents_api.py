@@ -207,22 +207,30 @@ def test_index_directory_ingests_good_files_and_reports_bad_ones(client, setting
             "nested/page.html": b"<html><body><h1>Hi</h1><p>There</p></body></html>",
             "broken.pdf": b"%PDF-1.7\n garbage",
             "empty.txt": b"",
-            "ignored.xlsx": b"not even looked at",
+            "ignored.xyz": b"not even looked at",
             ".hidden/secret.md": b"# secret",
         },
     )
     response = client.post("/documents/index-directory", json={"path": "inbox"})
     assert response.status_code == 200, response.text
     body = response.json()
-    outcomes = {r["filename"]: (r["outcome"], (r["error"] or {}).get("error")) for r in body["results"]}
+
+    def reason(result):
+        return (result["error"] or {}).get("error") or (result["skip_reason"] or {}).get("code")
+
+    outcomes = {r["source_key"]: (r["outcome"], reason(r)) for r in body["results"]}
     assert outcomes == {
+        ".hidden": ("skipped", "hidden"),
         "broken.pdf": ("failed", "corrupt_document"),
-        "empty.txt": ("failed", "empty_document"),
+        "empty.txt": ("skipped", "empty"),
         "guide.md": ("created", None),
-        "page.html": ("created", None),
-        "policy.docx": ("created", None),
+        "ignored.xyz": ("skipped", "unsupported_type"),
+        "nested/page.html": ("created", None),
+        "nested/policy.docx": ("created", None),
     }
-    assert (body["ingested"], body["failed"]) == (3, 2)
+    assert [r["source_key"] for r in body["results"]] == sorted(outcomes)  # path order
+    assert (body["ingested"], body["failed"], body["skipped"]) == (3, 1, 3)
+    assert body["summary"]["line"] == "7 files: 3 ingested, 1 refused, 1 unsupported, 1 hidden, 1 empty"
     assert _row_count(client) == 3
     again = client.post("/documents/index-directory", json={"path": "inbox"}).json()
     assert (again["ingested"], again["unchanged"]) == (0, 3)

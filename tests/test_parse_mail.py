@@ -434,7 +434,7 @@ def test_cli_ingest_lists_attachments_under_their_mail(cli_data_dir, tmp_path):
     table = runner.invoke(app, ["ingest", str(folder)], catch_exceptions=False)
     assert table.exit_code == 0  # a failed attachment does not fail the mail
     assert "  ↳ pack.eml//note.txt" in table.stdout and "    ↳ pack.eml//thread.eml//draft.txt" in table.stdout
-    assert "1 ingested, 0 failed; attachments: 4 ingested, 1 failed" in table.stdout
+    assert "1 file: 1 ingested, 0 refused" in table.stdout and "attachments: 4 ingested, 1 refused" in table.stdout
     # Again: the mail is unchanged, and so are the attachments it stored.
     (mail,) = json.loads(runner.invoke(app, ["ingest", str(folder), "--json"], catch_exceptions=False).stdout)
     assert mail["outcome"] == "unchanged"

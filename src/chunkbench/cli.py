@@ -18,6 +18,7 @@ from chunkbench.chunking.commands import strategies_app
 from chunkbench.config import get_settings
 from chunkbench.console import (
     JsonOption,
+    err,
     fail,
     install_recovery,
     job_progress,
@@ -155,8 +156,16 @@ def ingest(
         typer.Option(help="Text and markdown files as they are (no normalising, no headings): offsets stay valid"),
     ] = False,
     as_json: JsonOption = False,
+    with_summary: Annotated[
+        bool,
+        typer.Option(
+            "--with-summary",
+            help='With --json: print {"results": [...], "summary": {...}} instead of the bare list of results',
+        ),
+    ] = False,
 ) -> None:
-    """Parse files into documents; each file succeeds or fails on its own.
+    """Parse files into documents; each file succeeds or fails on its own, and every file of a folder that is not
+    read (hidden, unsupported type, empty, too large, not a regular file, unreadable) is listed with its reason.
 
     A file found in a folder is keyed by its path below that folder, a file named directly by its filename.
     """
@@ -164,56 +173,76 @@ def ingest(
     from chunkbench.documents.schemas import IngestOut
 
     settings, database = open_database()
-    files = list(service.discover_files(paths))
-    results: list[IngestOut] = []
+    found = list(service.discover_files(paths, settings))
+    ingested: list[service.IngestResult] = []
     try:
         ingesting = service.ingest_paths(
-            database, settings, files, tenant_id=DEFAULT_TENANT, corpus=corpus, verbatim=verbatim
+            database, settings, found, tenant_id=DEFAULT_TENANT, corpus=corpus, verbatim=verbatim
         )
     except ChunkbenchError as exc:  # a bad corpus name: nothing was read
         database.dispose()
         raise fail(exc, as_json) from exc
     with progress_bar() as progress:
-        task = progress.add_task("ingesting", total=len(files))
-        for source, result in zip(files, ingesting, strict=True):
+        task = progress.add_task("ingesting", total=len(found))
+        for source, result in zip(found, ingesting, strict=True):
             progress.update(task, advance=1, description=f"ingesting {source.source_key}")
-            results.append(IngestOut.of(result))
+            ingested.append(result)
     database.dispose()
 
-    failed = [r for r in results if r.error is not None]
+    summary = service.IngestSummary.of(ingested)
+    results = [IngestOut.of(result) for result in ingested]
     if as_json:
-        print_json([r.model_dump(mode="json") for r in results])
+        listed = [r.model_dump(mode="json") for r in results]
+        # The bare list stays the default: scripts read it; the summary is one flag away, and on stderr for people.
+        print_json({"results": listed, "summary": summary.model_dump(mode="json")} if with_summary else listed)
+        err.print(summary.line, markup=False, highlight=False, soft_wrap=True)
     else:
-        table = Table("file", "state", "pages", "headings", "language", "id / error")  # file: its source key
-        for r in results:
-            _ingest_rows(table, r, 0)
-        out.print(table)
+        out.print(_ingest_table(results))
+        for r in results:  # what parsing and language detection noticed (a declared language the text contradicts)
+            for warning in r.warnings:
+                out.print(f"[yellow]warning:[/yellow] {escape(r.source_key)}: {escape(warning)}", highlight=False)
+        out.print(summary.line, markup=False, highlight=False, soft_wrap=True)
         attachments = [a for r in results for a in _nested_attachments(r)]
-        attached_failed = sum(a.error is not None for a in attachments)
-        summary = f"{len(results) - len(failed)} ingested, {len(failed)} failed"
-        if attachments:
-            summary += f"; attachments: {len(attachments) - attached_failed} ingested, {attached_failed} failed"
-        out.print(summary)
-    if failed:
+        if attachments:  # counted apart: a failed attachment never fails its mail (nor the exit code)
+            refused = sum(a.error is not None for a in attachments)
+            out.print(f"attachments: {len(attachments) - refused} ingested, {refused} refused", highlight=False)
+    if summary.refused:
         raise typer.Exit(code=1)
+
+
+def _ingest_table(results: list[IngestOut]) -> Table:
+    """Every file with its outcome: the document's figures, the refusal's error or the skip's reason; a mail's
+    attachments indented under it."""
+    table = Table("file", "state", "pages", "headings", "language", "id / reason")  # file: its source key
+    for r in results:
+        _ingest_rows(table, r, 0)
+    return table
 
 
 def _nested_attachments(result: IngestOut) -> list[IngestOut]:
     return [nested for a in result.attachments for nested in (a, *_nested_attachments(a))]
 
 
-def _ingest_rows(table: Table, result: IngestOut, depth: int) -> None:
-    """One row per file ingested, then its attachments' rows, indented under it."""
-    name = f"{'  ' * depth}{'↳ ' if depth else ''}{result.source_key}"
-    if result.error is not None:
-        table.add_row(name, "[red]failed[/red]", "", "", "", f"[red]{result.error.message}[/red]")
+def _ingest_rows(table: Table, r: IngestOut, depth: int) -> None:
+    """One row for a file, then its attachments' rows, indented by depth."""
+    name = f"{'  ' * depth}{'↳ ' if depth else ''}{r.source_key}"
+    if r.skip_reason is not None:
+        reason = r.skip_reason
+        name = f"{name}/ ({reason.files:,} files)" if reason.details.get("folder") else name
+        table.add_row(
+            escape(name), f"[yellow]skipped[/yellow] ({reason.code.value})", "", "", "", escape(reason.message)
+        )
+    elif r.error is not None:
+        table.add_row(escape(name), "[red]refused[/red]", "", "", "", f"[red]{escape(r.error.message)}[/red]")
     else:
-        doc = result.document
-        state = f"{doc.status} ({result.outcome.value})"
-        if result.duplicate_of:
-            state += f", same content as {result.duplicate_of}"
-        table.add_row(name, state, str(doc.page_count or "–"), str(doc.heading_count), doc.language or "–", doc.id)
-    for attachment in result.attachments:
+        doc = r.document
+        state = f"{doc.status} ({r.outcome.value})"
+        if r.duplicate_of:
+            state += f", same content as {r.duplicate_of}"
+        table.add_row(
+            escape(name), state, str(doc.page_count or "–"), str(doc.heading_count), doc.language or "–", doc.id
+        )
+    for attachment in r.attachments:
         _ingest_rows(table, attachment, depth + 1)
 
 

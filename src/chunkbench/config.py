@@ -130,6 +130,14 @@ class Settings(BaseSettings):
     # Processing documents and jobs carry a lease their process renews every third of it; at start-up another
     # process takes over (marks failed) only work whose owner is dead or whose lease ran out.
     processing_lease_s: float = Field(60, ge=1)
+    # The language rule (indexing/languages.py): a document's language switches the Corpus or Boundary model, or
+    # refuses an explicit one, only when it is confident (py3langid's normalised probability; declared and user-set
+    # languages are) and the documents a model does not cover hold at least this share of the corpus's text (or of
+    # an Experiment's questions, for the Decision). Measured: prose of one sentence scores >= 0.95, the guesses on
+    # code and markup (mt, zxx, hu, vo) <= 0.18.
+    language_min_confidence: float = Field(0.8, ge=0, le=1)
+    language_material_share: float = Field(0.1, gt=0, le=1)
+
     # A corpus job embeds its documents' chunks together in batches of about this many chunks per strategy (a
     # batch closes once a strategy reaches it): the model's batch throughput, bounded memory, and at most one
     # batch of work to redo after a kill.

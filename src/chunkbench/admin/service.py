@@ -96,7 +96,7 @@ def chunk_preview(
         window_tokens=window,
         prefix_mode=run.details.get("prefix_mode") if run is not None else None,
         language=document.language,
-        warnings=_language_warnings({document.source_key: document.language}, model_id, boundary),
+        warnings=_language_warnings({document.source_key: document.language}, model_id, boundary, run),
         total=len(payloads),
         start=start,
         end=end,
@@ -162,15 +162,21 @@ def chunk_sizes(session: Session, store: VectorStore, document_id: str, *, tenan
 
 
 def _language_warnings(
-    languages: dict[str, str | None], corpus_model_id: str, boundary_model_id: str | None
+    languages: dict[str, str | None], corpus_model_id: str, boundary_model_id: str | None, run: StrategyRunRow | None
 ) -> list[LanguageWarningOut]:
     """What the chunks' Corpus model (and the Boundary model that cut them) cannot read of the document, from its
-    language now: runs recorded before languages were checked are warned about too."""
+    language now: runs recorded before languages were checked are warned about too. Where the run recorded the same
+    warning, its record is shown: it has the share of the corpus it was processed in and why the model was kept."""
+    recorded = {
+        (w.role, w.language): w
+        for w in (LanguageWarningOut(**entry) for entry in (run.details.get("language_warnings") or [] if run else []))
+    }
     out: list[LanguageWarningOut] = []
     for role, model_id in (("corpus", corpus_model_id), ("boundary", boundary_model_id)):
         spec = REGISTRY.get(model_id) if model_id else None
         if spec is not None:
-            out.extend(LanguageWarningOut(**w.to_dict()) for w in language_warnings(role, spec, languages))
+            found = (LanguageWarningOut(**w.to_dict()) for w in language_warnings(role, spec, languages))
+            out.extend(recorded.get((w.role, w.language), w) for w in found)
     return out
 
 

@@ -124,13 +124,18 @@ def decision_for(
         budget=budget_scores(
             questions, list(scores), results, metric=metric, budget=budget, with_documents=with_documents
         ),
-        uncovered=uncovered_configurations(warnings),
+        uncovered=uncovered_configurations(warnings, questions),
     ).to_dict()
 
 
-def uncovered_configurations(warnings: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def uncovered_configurations(
+    warnings: Sequence[Mapping[str, Any]], questions: Sequence[BenchmarkQuestion] = ()
+) -> dict[str, dict[str, Any]]:
     """Configuration key → the model it is built on that does not cover a document's language, the languages and
-    the models that cover them (from the Experiment's language warnings, the first model per configuration)."""
+    the models that cover them (from the Experiment's language warnings, the first model per configuration), and,
+    for warnings that record them, the documents concerned, the positions of the questions on them in
+    ``questions`` and whether they are material (the language rule; warnings stored before it: material)."""
+    position = {question.id: index for index, question in enumerate(questions)}
     out: dict[str, dict[str, Any]] = {}
     for warning in warnings:
         for key in warning.get("configurations") or ():
@@ -140,6 +145,18 @@ def uncovered_configurations(warnings: Sequence[Mapping[str, Any]]) -> dict[str,
             if warning["model_id"] == entry["model_id"]:
                 entry["languages"] = list(dict.fromkeys([*entry["languages"], warning["language"]]))
                 entry["covering_models"] = list(dict.fromkeys([*entry["covering_models"], *warning["covering_models"]]))
+            if "material" not in warning:
+                continue
+            entry["material"] = bool(entry.get("material")) or bool(warning["material"])
+            entry["material_share"] = warning.get("material_share")
+            entry["min_confidence"] = warning.get("min_confidence")
+            # Too unsure for any one of its warnings: the documents would be enough, their detections are not.
+            unsure = entry.get("standing") == "unsure" or warning.get("standing") == "unsure"
+            entry["standing"] = None if entry["material"] else "unsure" if unsure else "minority"
+            entry["total_documents"] = warning.get("total_documents")
+            entry["document_ids"] = list(dict.fromkeys([*entry.get("document_ids", []), *warning["document_ids"]]))
+            found = [position[q] for q in warning.get("question_ids") or () if q in position]
+            entry["questions"] = sorted({*entry.get("questions", []), *found})
     return out
 
 

@@ -24,8 +24,12 @@ interval of its difference to the leader. Then:
     suffice (more questions would not change the decision; fix: harder questions, a smaller k, a larger
     corpus);
   - ``language``: the configuration that would win (or break the tie) is built on a Corpus or Boundary model
-    that does not cover a language of the benchmark's documents (``uncovered``): its scores mean nothing, so it is
-    not named; such configurations are listed in the reasons whatever the status;
+    that does not cover a language of the benchmark's documents (``uncovered``), and those documents are
+    *material* (the language rule: confident detections holding at least its share of the questions): its scores
+    mean nothing, so it is not named; such configurations are listed in the reasons whatever the status. Below
+    the rule (a minority of the questions) the Decision stands: a reason states the share of documents and
+    questions, and the Decision is made again without those questions to say whether the named configuration's
+    lead depends on them (``language["without"]``);
 * **insufficient_data**: fewer than 2 configurations or fewer than ``MIN_QUESTIONS`` usable questions.
 
 **Equal context budget.** Given the scores of every configuration with its context cut to B tokens
@@ -118,6 +122,9 @@ class Decision:
     cannot_tell: dict[str, Any] | None = None
     # The ranking at equal context budget (``BudgetScores``), beside the raw one.
     budget_matched: dict[str, Any] | None = None
+    # Configurations built on a model that does not cover a language of the documents: which, the shares, whether
+    # material (the language rule), and the Decision without those questions (``_language_rule``).
+    language: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: tuples as lists, non-finite floats as None."""
@@ -149,6 +156,7 @@ class Decision:
             "verdict": self.verdict,
             "cannot_tell": self.cannot_tell,
             "budget_matched": self.budget_matched,
+            "language": self.language,
         }
 
 
@@ -228,29 +236,72 @@ def decide(
     language → ``{role, model_id, languages, covering_models}``. A ``ValueError`` when configurations have
     different numbers of questions or the margin is negative.
     """
-    decision = _decide_all(
-        scores, costs, metric=metric, higher_is_better=higher_is_better, confidence=confidence,
-        min_prob_best=min_prob_best, practical_margin=practical_margin, n_resamples=n_resamples, seed=seed,
-        cost_margin=cost_margin, ceiling=ceiling, budget=budget,
-    )  # fmt: skip
-    return _language_rule(decision, uncovered or {})
+    options: dict[str, Any] = {
+        "metric": metric, "higher_is_better": higher_is_better, "confidence": confidence,
+        "min_prob_best": min_prob_best, "practical_margin": practical_margin, "n_resamples": n_resamples,
+        "seed": seed, "cost_margin": cost_margin, "ceiling": ceiling,
+    }  # fmt: skip
+    decision = _decide_all(scores, costs, budget=budget, **options)
+
+    def without(positions: set[int]) -> Decision:
+        """The Decision on every question but those at ``positions``."""
+
+        def keep(table: Mapping[str, Sequence[float | None]]) -> dict[str, list[float | None]]:
+            return {name: [v for i, v in enumerate(column) if i not in positions] for name, column in table.items()}
+
+        fewer = replace(budget, scores=keep(budget.scores)) if budget is not None else None
+        return _decide_all(keep(scores), costs, budget=fewer, **options)
+
+    # The verdict is written last, from the Decision as it finally stands: it and the reasons cannot disagree.
+    return _with_verdict(_language_rule(decision, uncovered or {}, len(next(iter(scores.values()), [])), without))
 
 
-def _language_rule(decision: Decision, uncovered: Mapping[str, Mapping[str, Any]]) -> Decision:
-    """No configuration built on a model that cannot read a document is named: the one that would be best makes the
-    Decision cannot_tell (cause ``language``), and every such configuration is listed in the reasons."""
+def _language_rule(
+    decision: Decision,
+    uncovered: Mapping[str, Mapping[str, Any]],
+    n_total: int,
+    without: Callable[[set[int]], Decision],
+) -> Decision:
+    """Configurations built on a model that cannot read some documents. When those documents are material, none is
+    named: the one that would be best makes the Decision cannot_tell (cause ``language``). Below the rule the
+    Decision stands, and is made again without their questions to say whether its choice depends on them. Either
+    way ``language`` records it and ``verdicts.language_reasons`` says it."""
     flagged = [name for name in decision.means or decision.contenders if name in uncovered]
     if not flagged:
         return decision
-    codes = list(dict.fromkeys(code for name in flagged for code in uncovered[name]["languages"]))
-    reasons = [*decision.reasons, verdicts.uncovered_sentence(flagged, codes)]
-    if decision.best is None or decision.best not in uncovered:
-        return replace(decision, reasons=reasons)
-    why = {"cause": "language", "configurations": [decision.best], "n_questions": decision.n_questions,
-           **uncovered[decision.best]}  # fmt: skip
-    return _with_verdict(
-        replace(decision, status="cannot_tell", best=None, tie_break=None, cannot_tell=why, reasons=reasons)
-    )
+    entries = [uncovered[name] for name in flagged]
+    positions = sorted({i for entry in entries for i in entry.get("questions", ())})
+    documents = {d for entry in entries for d in entry.get("document_ids", ())}
+    known = all("material" in entry for entry in entries)
+    language: dict[str, Any] = {
+        "configurations": flagged,
+        "models": list(dict.fromkeys((entry["role"], entry["model_id"]) for entry in entries)),
+        "languages": list(dict.fromkeys(code for entry in entries for code in entry["languages"])),
+        "covering_models": list(dict.fromkeys(m for entry in entries for m in entry["covering_models"])),
+        # Warnings stored before the language rule say nothing of shares: they are material, as they were.
+        "material": not known or any(entry["material"] for entry in entries),
+        "material_share": entries[0].get("material_share"),
+        "min_confidence": entries[0].get("min_confidence"),
+        "standing": "unsure" if any(entry.get("standing") == "unsure" for entry in entries) else "minority",
+        "documents": len(documents) if known else None,
+        "total_documents": entries[0].get("total_documents") if known else None,
+        "questions": len(positions) if known else None,
+        "total_questions": n_total,
+        "without": None,
+    }
+    if language["material"]:
+        if decision.best in uncovered:
+            model = {k: uncovered[decision.best][k] for k in ("role", "model_id", "languages", "covering_models")}
+            why = {"cause": "language", "configurations": [decision.best], "n_questions": decision.n_questions, **model}
+            decision = replace(decision, status="cannot_tell", best=None, tie_break=None, cannot_tell=why)
+    elif decision.best is not None and 0 < len(positions) < n_total:  # some questions left to decide on
+        again = without(set(positions))
+        language["without"] = {
+            "n_questions": again.n_questions, "status": again.status, "best": again.best, "leader": again.leader,
+        }  # fmt: skip
+    language = {**language, "models": [list(pair) for pair in language["models"]]}
+    reasons = [*decision.reasons, *verdicts.language_reasons(decision.best, language)]
+    return replace(decision, language=language, reasons=reasons)
 
 
 def _decide_all(
@@ -268,7 +319,7 @@ def _decide_all(
     ceiling: float | None,
     budget: BudgetScores | None,
 ) -> Decision:
-    """``decide`` before the language rule."""
+    """``decide`` before the language rule and the final verdict."""
     if practical_margin < 0:
         raise ValueError(f"practical_margin must be >= 0, got {practical_margin}")
     options = {

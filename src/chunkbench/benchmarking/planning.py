@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from chunkbench.benchmarking.breakdowns import question_documents
 from chunkbench.benchmarking.model import BenchmarkConfig, Configuration
 from chunkbench.benchmarking.questions import resolve_benchmark_questions
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.chunking.base import capabilities, strategy_class
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
+from chunkbench.embedding.languages import LanguageEvidence, LanguageRule, LanguageWarning
 from chunkbench.embedding.registry import REGISTRY, EmbeddingModelSpec, language_warnings
 from chunkbench.errors import BenchmarkError
 from chunkbench.evaluation.questions import BenchmarkQuestion
+from chunkbench.indexing import languages as model_choice
 from chunkbench.models import StrategyName
 from chunkbench.storage.repositories import CorpusRepository, DocumentRepository
 from chunkbench.storage.schema import DocumentRow, StrategyRunRow
@@ -160,24 +163,39 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
         ),
         strategy_runs=strategy_runs,
         languages={d.id: d.language for d in documents},
-        warnings=_language_warnings(documents, configurations, models, strategy_runs),
+        warnings=_language_warnings(
+            session, settings, documents, configurations, models, strategy_runs, questions, tenant_id=tenant_id
+        ),
     )
 
 
 def _language_warnings(
+    session: Session,
+    settings: Settings,
     documents: Sequence[DocumentRow],
     configurations: Sequence[Configuration],
     models: Sequence[EmbeddingModelSpec],
     strategy_runs: dict[str, dict[str, Any]],
+    questions: Sequence[BenchmarkQuestion],
+    *,
+    tenant_id: str,
 ) -> tuple[dict[str, Any], ...]:
     """Each model of the grid (Corpus, and Boundary of the semantic strategies' runs) that does not cover a
-    document's language, with the configurations built on it: the Decision names none of those."""
+    document's language, with the configurations built on it, the documents' share of the documents, the text and
+    the questions, and whether they are ``material`` under the language rule (the Decision then names none of those
+    configurations; below it, the Decision stands and says what share its scores are not meaningful on)."""
     names = {d.id: d.source_key for d in documents}
     languages = {d.source_key: d.language for d in documents}
+    evidence = model_choice.evidence(session, tenant_id, [d.id for d in documents])
+    rule = model_choice.rule_of(settings)
+
+    def _shares(found: Sequence[LanguageWarning]) -> list[dict[str, Any]]:
+        return _with_shares(found, documents, evidence, questions, rule)
+
     out: list[dict[str, Any]] = []
     for model in models:
         built = [c.key for c in configurations if (c.corpus_model or models[0].id) == model.id]
-        out.extend({**w.to_dict(), "configurations": built} for w in language_warnings("corpus", model, languages))
+        out.extend({**w, "configurations": built} for w in _shares(language_warnings("corpus", model, languages)))
     cutting = [s for s in dict.fromkeys(c.strategy for c in configurations) if strategy_class(s).needs_boundary]
     for strategy in cutting:
         entry = strategy_runs[strategy.value]
@@ -189,9 +207,58 @@ def _language_warnings(
                 by_model.setdefault(run["boundary_model"], {})[name] = languages[name]
         built = [c.key for c in configurations if c.strategy == strategy]
         for model_id, members in by_model.items():
-            for warning in language_warnings("boundary", REGISTRY[model_id], members):
-                out.append({**warning.to_dict(), "configurations": built})
+            found = language_warnings("boundary", REGISTRY[model_id], members)
+            out.extend({**w, "configurations": built} for w in _shares(found))
     return tuple(out)
+
+
+def _with_shares(
+    found: Sequence[LanguageWarning],
+    documents: Sequence[DocumentRow],
+    evidence: Mapping[str, LanguageEvidence],
+    questions: Sequence[BenchmarkQuestion],
+    rule: LanguageRule,
+) -> list[dict[str, Any]]:
+    """One model's warnings as the Experiment stores them: each with its documents' ids and shares of the documents,
+    the text and the questions; ``material`` (the same for all of the model's warnings: the rule counts the documents
+    it does not cover together) when its confident documents hold at least the rule's share of the questions (of the
+    text, when no question names its document), else ``standing`` says why not (``minority`` or ``unsure``)."""
+    every = list(evidence.values())
+    ids = {d.source_key: d.id for d in documents}
+    order = {document_id: position for position, document_id in enumerate(evidence)}
+    alone = len(documents) == 1
+
+    def on(members: set[str]) -> list[str]:
+        """The questions about documents ``members`` (ids): in a one-document Experiment, every question."""
+        return [q.id for q in questions if members and (alone or members & set(question_documents(q)))]
+
+    attributed = alone or any(question_documents(q) for q in questions)
+
+    def share_of(members: set[str]) -> float:
+        if attributed:
+            return len(on(members)) / len(questions) if questions else 0.0
+        return rule.text_share([evidence[i] for i in members], every)
+
+    uncovered = {ids[n] for w in found for n in w.documents}
+    material = rule.material(share_of({i for i in uncovered if rule.confident(evidence[i])}))
+    # Not material: too few questions, or (when they would be enough) detections too unsure to count.
+    standing = None if material else "unsure" if rule.material(share_of(uncovered)) else "minority"
+    out = []
+    for warning in found:
+        members = {ids[name] for name in warning.documents}
+        text = rule.text_share([evidence[i] for i in members], every)
+        about = on(members)
+        out.append({
+            **warning.with_share(len(documents), text, None, rule).to_dict(),
+            "document_ids": sorted(members, key=order.__getitem__),
+            "question_ids": about,
+            "questions_share": len(about) / len(questions) if questions else 0.0,
+            "material": material,
+            "material_share": rule.material_share,
+            "min_confidence": rule.min_confidence,
+            "standing": standing,
+        })  # fmt: skip
+    return out
 
 
 # Documents named in a refusal: the first few, then how many more.

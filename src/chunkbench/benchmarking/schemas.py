@@ -414,8 +414,22 @@ class ExperimentWarningOut(BaseModel):
     language: str
     documents: list[str] = Field(description="The documents concerned (source keys)")
     covering_models: list[str]
-    configurations: list[str] = Field(description="The configurations built on the model: none is named best")
+    configurations: list[str] = Field(
+        description="The configurations built on the model: none is named best when the documents are material"
+    )
     message: str
+    # The language rule's evidence (Experiments planned before it record none of these).
+    document_ids: list[str] = []
+    total_documents: int | None = None
+    documents_share: float | None = Field(None, description="Share of the Experiment's documents, 0–1")
+    text_share: float | None = Field(None, description="Share of the documents' text (characters), 0–1")
+    questions_share: float | None = Field(None, description="Share of the questions about those documents, 0–1")
+    material: bool | None = Field(
+        None, description="Whether the Decision names none of the configurations (false: it stands, with a reason)"
+    )
+    standing: Literal["minority", "unsure"] | None = Field(
+        None, description="Why not material: too few questions, or detections too unsure"
+    )
 
 
 class ExperimentOut(BaseModel):

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chunkbench.benchmarking.report.formatting import metric_name, pct
-from chunkbench.embedding.languages import language_label
+from chunkbench.embedding.languages import language_label, percent
 
 FIX_HARDER = "harder questions, a smaller k or a larger corpus would separate them"
 # How many configurations a sentence names before it counts the rest.
@@ -54,10 +54,12 @@ def verdict(decision: Mapping[str, Any]) -> str:
     contender for a choice that cannot wait."""
     status = decision.get("status")
     metric = metric_name(str(decision.get("metric") or "the metric"))
-    if status == "winner" and decision.get("best"):
-        return winner_verdict(decision, metric)
-    if status == "tie_broken_by_cost" and decision.get("best"):
-        return tie_broken_verdict(decision, metric)
+    best = decision.get("best")
+    if best and status in ("winner", "tie_broken_by_cost"):
+        named = winner_verdict(decision, metric) if status == "winner" else tie_broken_verdict(decision, metric)
+        # A choice that rests on questions its model cannot read says so where it is made.
+        depends = lead_sentence(best, decision.get("language") or {}, only_if_it_depends=True)
+        return f"{named} {depends}" if depends else named
     if status == "insufficient_data":
         return insufficient_verdict(decision, metric)
     why = decision.get("cannot_tell") if status == "cannot_tell" else _legacy_why(decision)
@@ -140,7 +142,9 @@ def _costs_against(decision: Mapping[str, Any], name: str, others: Sequence[str]
 def cheapest_contender_sentence(decision: Mapping[str, Any]) -> str | None:
     """What to pick when nobody wins and a choice cannot wait: the contender that needs the least context. When
     the contenders are tied, also why that does not break the tie (the rule as ``decision.py`` computes it)."""
-    contenders = list(decision.get("contenders") or [])
+    # The Decision names none of the configurations built on a model that cannot read a material share of it.
+    unnamable = set(_unnamable(decision))
+    contenders = [name for name in decision.get("contenders") or [] if name not in unnamable]
     priced = sorted((cost, name) for name in contenders if (cost := _cost(decision, name)) is not None)
     if len(contenders) < 2 or len(priced) < 2:
         return None
@@ -157,6 +161,12 @@ def cheapest_contender_sentence(decision: Mapping[str, Any]) -> str | None:
         return f"If a choice is needed now, {cheapest} is the cheapest contender, but {clause}."
     costs = _costs_against(decision, cheapest, [name for _, name in priced[1:]])
     return f"If a choice is needed now, {cheapest} is the cheapest contender ({costs})."
+
+
+def _unnamable(decision: Mapping[str, Any]) -> list[str]:
+    """The configurations the Decision may not name: built on a model that does not cover a material share of it."""
+    language = decision.get("language") or {}
+    return list(language.get("configurations") or []) if language.get("material", True) else []
 
 
 def tie_not_broken_clause(priced: Sequence[tuple[float, str]], margin: float) -> str:
@@ -432,11 +442,91 @@ def equal_budget_sentence(
     )
 
 
-def uncovered_sentence(names: Sequence[str], languages: Sequence[str]) -> str:
-    """The reason that flags configurations built on a model that does not cover a language of the documents."""
+def uncovered_sentence(names: Sequence[str], languages: Sequence[str], share: str | None = None) -> str:
+    """The reason that flags configurations built on a model that does not cover a language of the documents (and,
+    when known, the share of the documents and questions in it)."""
     plural = len(names) > 1
+    held = f", the language of {share}" if share else ""
     return (
         f"{_join(list(names))} {'are' if plural else 'is'} built on a model that does not cover "
-        f"{_languages(languages)}: {'their' if plural else 'its'} scores on those documents are not meaningful, and "
-        "the Decision names none of them."
+        f"{_languages(languages)}{held}: {'their' if plural else 'its'} scores on those documents are not "
+        "meaningful, and the Decision names none of them."
+    )
+
+
+# ------------------------------------------------------------------------------------------- language warnings
+
+
+def language_reasons(best: str | None, language: Mapping[str, Any]) -> list[str]:
+    """Every reason about languages a Decision gives (``Decision.language``): the configurations it names none of,
+    when the documents they cannot read are material; else the share they are not meaningful on, and whether the
+    named configuration's lead depends on those questions."""
+    names, codes = list(language["configurations"]), list(language["languages"])
+    if language.get("material", True):
+        return [uncovered_sentence(names, codes, language_share(language))]
+    reasons = [minority_sentence(language)]
+    lead = lead_sentence(best, language) if best else None
+    return [*reasons, lead] if lead else reasons
+
+
+def language_share(language: Mapping[str, Any]) -> str | None:
+    """``2 of 52 documents (3.8 %), 4.0 % of the questions`` (the questions alone, in a one-document Experiment); None
+    when the Decision's warnings did not record it."""
+    questions, total = language.get("questions"), language.get("total_questions")
+    if questions is None or not total:
+        return None
+    documents, of = language.get("documents"), language.get("total_documents")
+    several = documents is not None and of is not None and of > 1
+    held = f"{documents} of {of} documents ({percent(documents / of)}), " if several else ""
+    return f"{held}{percent(questions / total)} of the questions"
+
+
+def _models(models: Sequence[Sequence[str]]) -> str:
+    return _join([f"the {'Corpus' if role == 'corpus' else 'Boundary'} model {model_id}" for role, model_id in models])
+
+
+def minority_sentence(language: Mapping[str, Any]) -> str:
+    """Configurations built on a model that does not cover a few of the documents: the share, and why the Decision
+    stands (below the language rule's share)."""
+    names = list(language["configurations"])
+    models = list(language.get("models") or [])
+    share = language_share(language) or "Some of the questions"
+    built_on = "them" if len(models) > 1 else "it"
+    if language.get("standing") == "unsure":
+        sure = language.get("min_confidence")
+        why = (
+            f"but their language was detected with a confidence below {float(sure if sure is not None else 0.8):.2f},"
+            " too unsure to void it, so the Decision stands (set the documents' language if the guess is right)"
+        )
+    else:
+        rule = language.get("material_share")
+        below = f"fewer than the {percent(rule)} of the questions" if rule is not None else "too few"
+        why = f"but they are {below} at which the Decision names no configuration built on {built_on}, so the " + (
+            "Decision stands"
+        )
+    return (
+        f"{share} are in {_languages(language['languages'])}, which {_models(models)} "
+        f"{'do' if len(models) > 1 else 'does'} not cover: the scores of {_join(names)} on those questions are not "
+        f"meaningful, {why}."
+    )
+
+
+def lead_sentence(best: str | None, language: Mapping[str, Any], *, only_if_it_depends: bool = False) -> str | None:
+    """Whether the named configuration's lead depends on the questions its models' languages leave out (the Decision
+    made again without them, ``language["without"]``); ``only_if_it_depends``: say nothing when it does not."""
+    without = language.get("without")
+    if not best or not without:
+        return None
+    other, n = without.get("best"), int(without.get("n_questions") or 0)
+    k = int(language.get("questions") or 0)
+    those, them = ("that question", "it") if k == 1 else (f"those {k} questions", "them")
+    if other == best:
+        if only_if_it_depends:
+            return None
+        return f"Without {those}, {best} is still named on the other {n}: its lead does not depend on {them}."
+    if other:
+        return f"{best}'s lead depends on {those}: without {them}, {other} would lead instead (on the other {n})."
+    return (
+        f"{best}'s lead depends on {those}: without {them}, the benchmark could not name a configuration on the "
+        f"other {n}."
     )

@@ -136,6 +136,24 @@ def remove_documents(name: NameArgument, documents: DocsArgument, as_json: JsonO
     _change_membership(service.remove_documents, name, documents, as_json, counted="removed", preposition="from")
 
 
+@corpora_app.command("set-language")
+def set_language(
+    name: NameArgument,
+    code: Annotated[str, typer.Argument(help="ISO 639-1 code (de, fr, fa, …; en-US is read as en) or und")],
+    as_json: JsonOption = False,
+) -> None:
+    """Set the language of every member of a corpus (source user); warns about models that cannot read it."""
+    from chunkbench.corpora import service
+    from chunkbench.documents.commands import print_language_change
+    from chunkbench.documents.schemas import LanguageChangeOut
+
+    def apply(session: Any) -> LanguageChangeOut:
+        corpus, change = service.set_language(session, name, code, tenant_id=DEFAULT_TENANT)
+        return LanguageChangeOut.of(change, corpus.name)
+
+    print_language_change(_in_session(as_json, apply), as_json)
+
+
 def _change_membership(
     change: Any, name: str, documents: list[str], as_json: bool, *, counted: str, preposition: str
 ) -> None:

@@ -13,6 +13,7 @@ from chunkbench.corpora.schemas import (
     CorpusSummary,
 )
 from chunkbench.dependencies import SessionDep, TenantDep
+from chunkbench.documents.schemas import DocumentPatch, LanguageChangeOut
 from chunkbench.schemas import ErrorOut, unprocessable
 
 router = APIRouter(prefix="/corpora", tags=["corpora"])
@@ -71,3 +72,15 @@ def remove_document(name: str, document_id: str, session: SessionDep, tenant_id:
     """Remove a document from a corpus (404 when it is not a member); the document stays."""
     service.remove_documents(session, name, [document_id], tenant_id=tenant_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.put(
+    "/{name}/language",
+    response_model=LanguageChangeOut,
+    responses={**_NOT_FOUND, 400: {"model": ErrorOut, "description": "Not a language code"}},
+)
+def set_language(name: str, body: DocumentPatch, session: SessionDep, tenant_id: TenantDep) -> LanguageChangeOut:
+    """Set the language of every member of the corpus (source ``user``, confidence 1); models that already
+    processed one and do not cover the language are named in ``warnings``."""
+    corpus, change = service.set_language(session, name, body.language, tenant_id=tenant_id)
+    return LanguageChangeOut.of(change, corpus.name)

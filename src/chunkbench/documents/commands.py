@@ -18,7 +18,7 @@ from chunkbench.errors import ChunkbenchError
 from chunkbench.models import DocumentState
 from chunkbench.storage.schema import DEFAULT_TENANT
 
-documents_app = typer.Typer(help="List, show and delete ingested documents.", no_args_is_help=True)
+documents_app = typer.Typer(help="List, show and delete ingested documents; set their language.", no_args_is_help=True)
 
 
 @documents_app.command("list")
@@ -80,11 +80,13 @@ def show_document(
     out.print(
         f"state {detail.status} · {detail.mime_type} · {detail.file_size} bytes"
         f" · pages {detail.page_count or '–'}"
-        f" · language {detail.language or '–'} · {detail.paragraph_count} paragraphs"
+        f" · language {_language(detail)} · {detail.paragraph_count} paragraphs"
         f" · headings from {detail.heading_source or '–'}"
         + (f" · OCR on pages {', '.join(map(str, detail.ocr_pages or []))}" if detail.ocr else "")
     )
     out.print(f"corpora: {', '.join(detail.corpora) or '–'}", markup=False, highlight=False)
+    kind = f"code ({detail.code_language or 'unknown language'})" if detail.kind == "code" else detail.kind
+    out.print(f"kind: {kind}", markup=False, highlight=False)
     for heading in detail.headings:
         out.print(f"{'  ' * (heading.level - 1)}{'#' * min(heading.level, 6)} {heading.heading}", markup=False)
     out.rule("markdown")
@@ -117,3 +119,46 @@ def delete_document(
         print_json({"deleted": row.id, "filename": row.filename, "source_key": row.source_key})
     else:
         out.print(f"deleted {row.source_key} ({row.id})")
+
+
+def _language(document) -> str:
+    """``de (detected, 0.98)``; ``–`` when none is recorded."""
+    if not document.language:
+        return "–"
+    confidence = f", {document.language_confidence:.2f}" if document.language_confidence is not None else ""
+    return f"{document.language} ({document.language_source or 'detected'}{confidence})"
+
+
+def print_language_change(change, as_json: bool) -> None:
+    """What ``set-language`` did: the documents set, and the warnings of models that cannot read the language."""
+    if as_json:
+        print_json(change.model_dump(mode="json"))
+        return
+    where = f" (every member of {change.corpus})" if change.corpus else ""
+    out.print(f"language {change.language} set on {len(change.documents)} documents{where}", highlight=False)
+    for document in change.documents:
+        out.print(f"  {document.source_key}  {document.id}", markup=False, highlight=False)
+    for warning in change.warnings:
+        out.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+
+
+@documents_app.command("set-language")
+def set_language(
+    document_id: Annotated[str, typer.Argument(help="Document id, source key or unique filename")],
+    code: Annotated[str, typer.Argument(help="ISO 639-1 code (de, fr, fa, …; en-US is read as en) or und")],
+    as_json: JsonOption = False,
+) -> None:
+    """Set a document's language (source user); warns when a model that processed it does not cover it."""
+    from chunkbench.documents import service
+    from chunkbench.documents.schemas import LanguageChangeOut
+
+    _settings, database = open_database()
+    try:
+        with database.session() as session:
+            row = service.resolve(session, document_id, tenant_id=DEFAULT_TENANT)
+            change = LanguageChangeOut.of(service.set_language(session, [row.id], code, tenant_id=DEFAULT_TENANT))
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
+    finally:
+        database.dispose()
+    print_language_change(change, as_json)

@@ -10,10 +10,12 @@ from chunkbench.documents import service
 from chunkbench.documents.schemas import (
     DocumentDetail,
     DocumentPage,
+    DocumentPatch,
     DocumentSummary,
     IndexDirectoryIn,
     IndexDirectoryOut,
     IngestOut,
+    LanguageChangeOut,
 )
 from chunkbench.documents.service import IngestOutcome
 from chunkbench.models import DocumentState
@@ -87,18 +89,10 @@ def index_directory(
     tenant_id: TenantDep,
 ) -> IndexDirectoryOut:
     """Ingest every supported file under a folder of the data directory, each keyed by its path below that folder;
-    each file fails on its own. With ``corpus``, every file ingested joins it."""
-    ingested = service.index_directory(database, settings, body.path, tenant_id=tenant_id, corpus=body.corpus)
-    results = [IngestOut.of(r) for r in ingested]
-    failed = sum(r.outcome is IngestOutcome.FAILED for r in results)
-    unchanged = sum(r.outcome is IngestOutcome.UNCHANGED for r in results)
-    return IndexDirectoryOut(
-        path=body.path,
-        results=results,
-        ingested=len(results) - failed - unchanged,
-        unchanged=unchanged,
-        failed=failed,
-    )
+    each file fails on its own, and every file not read is listed as skipped with its reason (hidden, unsupported
+    type, empty, too large, not a regular file, unreadable). With ``corpus``, every file ingested joins it."""
+    results = service.index_directory(database, settings, body.path, tenant_id=tenant_id, corpus=body.corpus)
+    return IndexDirectoryOut.of(body.path, results)
 
 
 @router.get("/{document_id}", response_model=DocumentDetail, responses={404: {"model": ErrorOut}})
@@ -111,6 +105,19 @@ def get_document(
     """Metadata, the corpora it belongs to, section tree, headings and a markdown preview."""
     row = service.get(session, document_id, tenant_id=tenant_id)
     return DocumentDetail.of_row(row, preview_chars, service.corpora_of(session, row.id, tenant_id=tenant_id))
+
+
+@router.patch(
+    "/{document_id}",
+    response_model=LanguageChangeOut,
+    responses={400: {"model": ErrorOut, "description": "Not a language code"}, 404: {"model": ErrorOut}},
+)
+def patch_document(
+    document_id: str, body: DocumentPatch, session: SessionDep, tenant_id: TenantDep
+) -> LanguageChangeOut:
+    """Set the document's language (source ``user``, confidence 1); models that already processed it and do not
+    cover the new language are named in ``warnings`` (nothing is re-processed)."""
+    return LanguageChangeOut.of(service.set_language(session, [document_id], body.language, tenant_id=tenant_id))
 
 
 @router.get("/{document_id}/markdown", response_class=PlainTextResponse, responses={404: {"model": ErrorOut}})

@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from chunkbench.documents.service import IngestOutcome, IngestResult
+from chunkbench.documents.discovery import SkipReason
+from chunkbench.documents.service import IngestOutcome, IngestResult, IngestSummary, LanguageChange
 from chunkbench.models import CORPUS_NAME_RULE, DocumentTree
 from chunkbench.schemas import ErrorOut
 from chunkbench.storage.schema import DocumentRow
@@ -108,6 +109,11 @@ class IngestOut(BaseModel):
     replaced_id: str | None = None
     warnings: list[str] = []
     error: ErrorOut | None = None
+    skip_reason: SkipReason | None = Field(
+        None,
+        description="Why a file found in a folder was not read (outcome skipped): unsupported_type, hidden, "
+        "too_large, empty, not_a_regular_file or unreadable, with a message and details",
+    )
     attachments: list[IngestOut] = Field(
         [],
         description="The files found inside this one (a mail's attachments), each ingested as its own document "
@@ -126,6 +132,7 @@ class IngestOut(BaseModel):
             replaced_id=result.replaced_id,
             warnings=list(result.warnings),
             error=ErrorOut(**result.error.to_dict()) if result.error is not None else None,
+            skip_reason=result.skip_reason,
             attachments=[cls.of(attachment) for attachment in result.attachments],
         )
 
@@ -140,8 +147,57 @@ class IndexDirectoryIn(BaseModel):
 
 
 class IndexDirectoryOut(BaseModel):
+    """Every file under the folder, in path order: ingested, refused (failed) or skipped with its reason."""
+
     path: str
     results: list[IngestOut]
-    ingested: int
+    ingested: int = Field(description="Created or replaced (summary.ingested counts unchanged ones too)")
     unchanged: int
     failed: int
+    skipped: int = Field(0, description="Files not read (a hidden folder counts its files): see summary")
+    summary: IngestSummary
+
+    @classmethod
+    def of(cls, path: str, results: list[IngestResult]) -> IndexDirectoryOut:
+        summary = IngestSummary.of(results)
+        return cls(
+            path=path,
+            results=[IngestOut.of(r) for r in results],
+            ingested=summary.created + summary.replaced,
+            unchanged=summary.unchanged,
+            failed=summary.refused,
+            skipped=summary.skipped,
+            summary=summary,
+        )
+
+
+class DocumentPatch(BaseModel):
+    """What a user may change of a document: its written language."""
+
+    language: str = Field(
+        min_length=1,
+        max_length=35,
+        description="An ISO 639-1 code (a BCP 47 tag such as en-US is read as en) or 'und' (undetermined)",
+        examples=["de"],
+    )
+
+
+class LanguageChangeOut(BaseModel):
+    """The documents whose language was set, and what the models that already processed them cannot read."""
+
+    language: str
+    corpus: str | None = Field(None, description="The corpus whose every member was set, when one was")
+    documents: list[DocumentSummary]
+    warnings: list[str] = Field(
+        description="Corpus or Boundary models that processed a document and do not cover its new language: its "
+        "results are not meaningful until it is processed again with a model that does"
+    )
+
+    @classmethod
+    def of(cls, change: LanguageChange, corpus: str | None = None) -> LanguageChangeOut:
+        return cls(
+            language=change.language,
+            corpus=corpus,
+            documents=[DocumentSummary.of(row) for row in change.documents],
+            warnings=change.warnings,
+        )

@@ -17,13 +17,16 @@ from enum import StrEnum
 from pathlib import Path
 from typing import BinaryIO
 
-import py3langid
+from pydantic import BaseModel, Field, computed_field
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from chunkbench.config import Settings
-from chunkbench.documents.parsers import parse_document, parser_for, supported_suffixes
+from chunkbench.documents import language as languages
+from chunkbench.documents.discovery import SkipCode, SkippedFile, SkipReason, SourceFile, discover_files
+from chunkbench.documents.parsers import parse_document, parser_for
 from chunkbench.documents.parsers.text import VERBATIM
-from chunkbench.embedding.languages import UNDETERMINED
+from chunkbench.embedding.registry import REGISTRY, language_warnings
 from chunkbench.errors import (
     AmbiguousDocumentError,
     ChunkbenchError,
@@ -38,13 +41,12 @@ from chunkbench.models import DocumentState, ParseResult, corpus_name
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
 from chunkbench.storage.repositories import CorpusRepository, DocumentRepository
-from chunkbench.storage.schema import DocumentRow
+from chunkbench.storage.schema import DocumentRow, StrategyRunRow
 from chunkbench.storage.vectors import get_vector_store
 
 logger = logging.getLogger(__name__)
 
 _COPY_BLOCK = 1024 * 1024
-_LANGUAGE_SAMPLE_CHARS = 4000
 _SOURCE_KEY_MAX_CHARS = 1024  # documents.source_key
 _AMBIGUOUS_SHOWN = 10
 # An attachment's source key is its mail's, this separator, and its filename (``inbox/a.eml//report.pdf``). A real
@@ -59,15 +61,8 @@ class IngestOutcome(StrEnum):
     CREATED = "created"
     REPLACED = "replaced"  # same source key, new content: the old document (and what hangs on it) is gone
     UNCHANGED = "unchanged"  # same source key, same bytes: nothing to do
-    FAILED = "failed"
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    """A file to ingest and the source key it is stored under."""
-
-    path: Path
-    source_key: str
+    FAILED = "failed"  # refused: read and found bad (corrupt, encrypted, scanned, …); ``error`` says why
+    SKIPPED = "skipped"  # found in a folder, not read (hidden, unsupported type, empty, …); ``skip_reason`` says why
 
 
 @dataclass
@@ -86,12 +81,73 @@ class IngestResult:
     attachments: tuple[IngestResult, ...] = ()
     # The replaced document's attachments, deleted with it: their vectors go once the transaction commits.
     removed_attachment_ids: tuple[str, ...] = ()
+    skip_reason: SkipReason | None = None
 
     def with_attachments(self) -> Iterator[IngestResult]:
         """This result, then its attachments' results, depth first."""
         yield self
         for attachment in self.attachments:
             yield from attachment.with_attachments()
+
+    @classmethod
+    def skipped(cls, found: SkippedFile) -> IngestResult:
+        return cls(found.path.name, IngestOutcome.SKIPPED, found.source_key, skip_reason=found.reason)
+
+
+_SKIP_LABELS = {
+    SkipCode.UNSUPPORTED_TYPE: "unsupported",
+    SkipCode.HIDDEN: "hidden",
+    SkipCode.TOO_LARGE: "too large",
+    SkipCode.EMPTY: "empty",
+    SkipCode.NOT_A_REGULAR_FILE: "not regular",  # links, sockets, pipes
+    SkipCode.UNREADABLE: "unreadable",
+}
+
+
+class IngestSummary(BaseModel):
+    """What a folder ingest did, counted in files: ``files == ingested + refused + skipped`` always."""
+
+    files: int = Field(description="Files found (a hidden folder counts its files)")
+    ingested: int = Field(description="created + replaced + unchanged")
+    created: int
+    replaced: int
+    unchanged: int
+    refused: int = Field(description="Read and refused (outcome failed): corrupt, encrypted, scanned, …")
+    skipped: int = Field(description="Not read (outcome skipped): the sum of skipped_by_reason")
+    skipped_by_reason: dict[SkipCode, int] = Field(description="Skipped files by reason code; only non-zero ones")
+
+    @classmethod
+    def of(cls, results: Iterable[IngestResult]) -> IngestSummary:
+        outcomes = dict.fromkeys(IngestOutcome, 0)
+        by_reason = dict.fromkeys(SkipCode, 0)
+        for result in results:
+            if result.skip_reason is not None:
+                by_reason[result.skip_reason.code] += result.skip_reason.files
+            else:
+                outcomes[result.outcome] += 1
+        ingested = sum(outcomes[o] for o in (IngestOutcome.CREATED, IngestOutcome.REPLACED, IngestOutcome.UNCHANGED))
+        skipped = sum(by_reason.values())
+        return cls(
+            files=ingested + outcomes[IngestOutcome.FAILED] + skipped,
+            ingested=ingested,
+            created=outcomes[IngestOutcome.CREATED],
+            replaced=outcomes[IngestOutcome.REPLACED],
+            unchanged=outcomes[IngestOutcome.UNCHANGED],
+            refused=outcomes[IngestOutcome.FAILED],
+            skipped=skipped,
+            skipped_by_reason={code: count for code, count in by_reason.items() if count},  # SkipCode order
+        )
+
+    @computed_field(description='One line for people: "213 files: 190 ingested, 12 refused, 11 unsupported"')
+    @property
+    def line(self) -> str:
+        ingested = f"{self.ingested} ingested"
+        if self.replaced or self.unchanged:
+            kinds = [(self.created, "new"), (self.replaced, "replaced"), (self.unchanged, "unchanged")]
+            ingested += " (" + ", ".join(f"{count} {label}" for count, label in kinds if count) + ")"
+        parts = [ingested, f"{self.refused} refused"]
+        parts += [f"{count} {_SKIP_LABELS[code]}" for code, count in self.skipped_by_reason.items()]
+        return f"{self.files} file{'' if self.files == 1 else 's'}: " + ", ".join(parts)
 
 
 def sha256_file(path: Path) -> str:
@@ -102,13 +158,9 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def detect_language(text: str) -> str | None:
-    """ISO 639-1 code of the dominant language (py3langid ships its model: no download)."""
-    sample = text[:_LANGUAGE_SAMPLE_CHARS].strip()
-    if not sample:
-        return None
-    language, _score = py3langid.classify(sample)
-    return language
+def detect_language(text: str) -> str:
+    """ISO 639-1 code of the text's language, or ``und`` (``documents.language.detect_text``)."""
+    return languages.detect_text(text)[0]
 
 
 def _safe_filename(filename: str) -> str:
@@ -182,7 +234,8 @@ def ingest_file(
         # Deleting the row cascades to its memberships: a re-ingest must not drop the document from its corpora.
         memberships = corpora.corpora_of(existing.id)
         repo.delete(existing)
-    row = repo.add(_new_row(filename, key, content_hash, size, parser.mime_type, parsed))
+    guess = languages.document_language(parsed)
+    row = repo.add(_new_row(filename, key, content_hash, size, parser.mime_type, parsed, guess))
     for name in memberships:
         corpora.add_documents(corpora.get(name), [row.id])
     stored = _store_attachments(repo, corpora, row, attachments, memberships, old_attachments)
@@ -194,7 +247,7 @@ def ingest_file(
         document=row,
         duplicate_of=twin.id if twin is not None and twin.id != replaced_id else None,
         replaced_id=replaced_id,
-        warnings=tuple(warnings),
+        warnings=(*warnings, *([guess.note] if guess.note else [])),
         attachments=stored,
         removed_attachment_ids=tuple(sorted(old_id for old_id, _ in old_attachments.values())),
     )
@@ -299,7 +352,8 @@ def _store_attachments(
             results.append(IngestResult(item.filename, IngestOutcome.FAILED, item.source_key, error=item.error))
             continue
         twin = repo.find_by_hash(item.content_hash)
-        new = _new_row(item.filename, item.source_key, item.content_hash, item.size, item.mime_type, item.parsed)
+        guess = languages.document_language(item.parsed)
+        new = _new_row(item.filename, item.source_key, item.content_hash, item.size, item.mime_type, item.parsed, guess)
         new.parent_id = parent.id
         row = repo.add(new)
         replaced_id, old_corpora = old_attachments.get(item.source_key, (None, []))
@@ -314,7 +368,7 @@ def _store_attachments(
                 document=row,
                 duplicate_of=twin.id if twin is not None else None,
                 replaced_id=replaced_id,
-                warnings=tuple(item.parsed.warnings),
+                warnings=(*item.parsed.warnings, *([guess.note] if guess.note else [])),
                 attachments=children,
             )
         )
@@ -336,7 +390,13 @@ def _unchanged(repo: DocumentRepository, document: DocumentRow) -> tuple[IngestR
 
 
 def _new_row(
-    filename: str, source_key: str, content_hash: str, size: int, mime_type: str, parsed: ParseResult
+    filename: str,
+    source_key: str,
+    content_hash: str,
+    size: int,
+    mime_type: str,
+    parsed: ParseResult,
+    guess: languages.LanguageGuess,
 ) -> DocumentRow:
     row = DocumentRow(
         id=uuid.uuid4().hex,
@@ -346,9 +406,9 @@ def _new_row(
         file_size=size,
         mime_type=mime_type,
         page_count=parsed.page_count,
-        # Source code is never held to a written language (documents.language will classify text properly).
-        language=UNDETERMINED if parsed.kind == "code" else detect_language(parsed.plain_text),
-        language_source="detected",
+        language=guess.code,
+        language_confidence=guess.confidence,
+        language_source=guess.source.value,
         kind=parsed.kind,
         code_language=parsed.code_language,
         paragraph_count=parsed.paragraph_count,
@@ -428,29 +488,10 @@ def _forget_vectors(database: Database, settings: Settings, tenant_id: str, docu
         corpus_generation.bump(session, tenant_id)
 
 
-def discover_files(paths: Iterable[Path]) -> Iterator[SourceFile]:
-    """Supported files under the given files and directories, recursively, sorted, hidden ones skipped.
-
-    A file found in a folder is keyed by its path relative to that folder (``a/notes.txt`` and ``b/notes.txt``
-    are two documents); a file named directly, by its filename.
-    """
-    suffixes = set(supported_suffixes())
-    for path in paths:
-        if path.is_dir():
-            for candidate in sorted(path.rglob("*")):
-                relative = candidate.relative_to(path)
-                if any(part.startswith(".") for part in relative.parts):
-                    continue
-                if candidate.is_file() and candidate.suffix.lower() in suffixes:
-                    yield SourceFile(candidate, relative.as_posix())
-        else:
-            yield SourceFile(path, path.name)
-
-
 def ingest_paths(
     database: Database,
     settings: Settings,
-    sources: Iterable[SourceFile],
+    sources: Iterable[SourceFile | SkippedFile],
     *,
     tenant_id: str,
     corpus: str | None = None,
@@ -458,6 +499,7 @@ def ingest_paths(
 ) -> Iterator[IngestResult]:
     """Ingest files one by one, each in its own transaction (a hostile file fails alone); every file ingested
     (created, replaced or unchanged) joins ``corpus``, which is made if missing; ``verbatim`` as ``ingest_file``.
+    A file discovery skipped comes back as a ``skipped`` result, in its place.
 
     A bad corpus name refuses the whole call here, before any file is read.
     """
@@ -468,13 +510,16 @@ def ingest_paths(
 def _ingest_each(
     database: Database,
     settings: Settings,
-    sources: Iterable[SourceFile],
+    sources: Iterable[SourceFile | SkippedFile],
     *,
     tenant_id: str,
     corpus: str | None,
     verbatim: bool = False,
 ) -> Iterator[IngestResult]:
     for source in sources:
+        if isinstance(source, SkippedFile):
+            yield IngestResult.skipped(source)
+            continue
         try:
             if not source.path.is_file():
                 raise NotFoundError(f"'{source.path}' does not exist or is not a file.")
@@ -504,9 +549,10 @@ def index_directory(
     database: Database, settings: Settings, relative: str, *, tenant_id: str, corpus: str | None = None
 ) -> list[IngestResult]:
     """Ingest every supported file under a folder of the data directory (``index-directory``), keyed by its path
-    below that folder; with ``corpus``, every file ingested joins it."""
+    below that folder, and report every other file as skipped; with ``corpus``, every file ingested joins it."""
     root = resolve_in_data_dir(settings, relative)
-    return list(ingest_paths(database, settings, discover_files([root]), tenant_id=tenant_id, corpus=corpus))
+    found = discover_files([root], settings)
+    return list(ingest_paths(database, settings, found, tenant_id=tenant_id, corpus=corpus))
 
 
 def get_all(
@@ -571,3 +617,52 @@ def resolve(session: Session, reference: str, *, tenant_id: str) -> DocumentRow:
         "`chunkbench documents list` or GET /documents.",
         document=reference,
     )
+
+
+@dataclass
+class LanguageChange:
+    """Documents whose language a user set, and what the models that already processed them cannot read."""
+
+    language: str
+    documents: list[DocumentRow]
+    warnings: list[str]
+
+
+def set_language(session: Session, document_ids: Sequence[str], code: str, *, tenant_id: str) -> LanguageChange:
+    """Set documents' language (source ``user``, confidence 1); an unknown code is a 400 before anything changes.
+
+    Nothing is re-processed: a Corpus or Boundary model that already processed a document and does not cover the
+    new language is named in the warnings (process again with a model that covers it).
+    """
+    language = languages.user_code(code)
+    repo = DocumentRepository(session, tenant_id)
+    rows = [repo.get(document_id) for document_id in dict.fromkeys(document_ids)]
+    for row in rows:
+        row.language = language
+        row.language_confidence = 1.0
+        row.language_source = languages.LanguageSource.USER.value
+    return LanguageChange(language, rows, _processed_warnings(session, rows, tenant_id))
+
+
+def _processed_warnings(session: Session, rows: Sequence[DocumentRow], tenant_id: str) -> list[str]:
+    """The language warnings of the models that built the documents' completed runs, from their language now."""
+    by_name = {row.id: row.source_key for row in rows}
+    used = session.execute(
+        select(StrategyRunRow.document_id, StrategyRunRow.corpus_model_id, StrategyRunRow.boundary_model_id)
+        .where(StrategyRunRow.tenant_id == tenant_id)
+        .where(StrategyRunRow.document_id.in_(list(by_name)))
+        .where(StrategyRunRow.status == "completed")
+        .distinct()
+    ).all()
+    documents: dict[tuple[str, str], dict[str, str | None]] = {}  # (role, model) → source key → language
+    language_of = {row.id: row.language for row in rows}
+    for document_id, corpus_model, boundary_model in used:
+        for role, model_id in (("corpus", corpus_model), ("boundary", boundary_model)):
+            if model_id is not None:
+                documents.setdefault((role, model_id), {})[by_name[document_id]] = language_of[document_id]
+    warnings: list[str] = []
+    for (role, model_id), named in sorted(documents.items()):  # sorted: the same order every time
+        spec = REGISTRY.get(model_id)
+        if spec is not None:
+            warnings.extend(w.message for w in language_warnings(role, spec, dict(sorted(named.items()))))
+    return warnings

@@ -1,20 +1,26 @@
 """Which languages an embedding model covers, and what to say when a document's language is not among them.
 
-A document's language is the code ``documents.service.detect_language`` gives it (py3langid: ISO 639-1 where one
-exists). A model declares the codes it was trained on (``EmbeddingModelSpec.languages``); a model that declares
-none is not checked (a remote or plugin model whose coverage chunkbench cannot know).
+A document's language is the code ``documents.language`` gives it (detected, declared by the file, or set by the
+user: ISO 639-1 where one exists, ``und`` when undetermined). A model declares the codes it was trained on
+(``EmbeddingModelSpec.languages``); a model that declares none is not checked (a remote or plugin model whose
+coverage chunkbench cannot know).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 ENGLISH = frozenset({"en"})
 # ISO 639-2's "undetermined": a document that is mostly code, too short, or has no confident language. No model is
 # checked against it, so it never refuses a model or switches one.
 UNDETERMINED = "und"
+# ISO 639-2's "no linguistic content" (py3langid's guess for JSON, tables of figures): no model reads it or fails to.
+NO_LANGUAGE = "zxx"
+NOT_LANGUAGES = frozenset({UNDETERMINED, NO_LANGUAGE})
+# Where a document's language came from: the detector's guess, the file's own declaration, or a user's setting.
+CONFIDENT_SOURCES = frozenset({"declared", "user"})
 
 # The languages of XLM-RoBERTa's CC-100 training data, which multilingual-e5-small inherits (its model card lists
 # these 100; romanised scripts and Burmese Zawgyi share their language's code, Chinese's two scripts one "zh").
@@ -54,6 +60,68 @@ def languages_label(codes: frozenset[str] | None) -> str:
     return f"{len(codes)} languages"
 
 
+Standing = Literal["accepted", "minority", "unsure"]
+
+
+def percent(share: float | None) -> str:
+    """A share as the language sentences show it: ``3.8 %``."""
+    return "?" if share is None else f"{share * 100:.1f} %"
+
+
+@dataclass(frozen=True)
+class LanguageEvidence:
+    """What the language rule knows of one document: its language, how sure, where it came from, how much text."""
+
+    name: str  # source key (or filename): how the warnings name it
+    language: str | None
+    confidence: float | None = None  # 0–1; None on rows detected before confidence was stored
+    source: str | None = None  # detected | declared | user
+    characters: int = 0  # of its parsed text
+
+
+@dataclass(frozen=True)
+class LanguageRule:
+    """When the language of documents switches a model or refuses one: only on confident detections of documents
+    that together hold a material share of the text (``Settings.language_min_confidence`` and
+    ``language_material_share``; the README states why these values)."""
+
+    min_confidence: float = 0.8
+    material_share: float = 0.1
+
+    def confident(self, document: LanguageEvidence) -> bool:
+        """Declared and user-set languages are; a detection when sure enough; an old row (no confidence) is."""
+        if document.source in CONFIDENT_SOURCES or document.confidence is None:
+            return True
+        return document.confidence >= self.min_confidence
+
+    def text_share(self, documents: Iterable[LanguageEvidence], of: Sequence[LanguageEvidence]) -> float:
+        """The share of ``of``'s characters held by ``documents`` (of its documents, when none has text)."""
+        names = {d.name for d in documents}
+        total = sum(d.characters for d in of)
+        if total <= 0:
+            return sum(d.name in names for d in of) / len(of) if of else 0.0
+        return sum(d.characters for d in of if d.name in names) / total
+
+    def standing(self, uncovered: Iterable[str], of: Sequence[LanguageEvidence]) -> Standing | None:
+        """Whether documents ``uncovered`` (names of ``of``) in languages a model does not cover switch or refuse it
+        (None), or let it through: ``minority`` when they hold less than the material share of the text, ``unsure``
+        when they hold enough but their confident ones do not (a document processed alone is all of its text)."""
+        names = set(uncovered)
+        members = [d for d in of if d.name in names]
+        if not members or not self.material(self.text_share(members, of)):
+            return "minority" if members else None
+        counted = [d for d in members if self.confident(d)]
+        return None if counted and self.material(self.text_share(counted, of)) else "unsure"
+
+    def material(self, share: float) -> bool:
+        return share >= self.material_share
+
+
+def evidence_of(languages: Mapping[str, str | None]) -> list[LanguageEvidence]:
+    """Bare detected languages (name → code) as evidence: confident, equal shares."""
+    return [LanguageEvidence(name, code) for name, code in languages.items()]
+
+
 @dataclass(frozen=True)
 class LanguageWarning:
     """A model that does not cover the language of documents it embedded: what it says and what fixes it."""
@@ -64,6 +132,24 @@ class LanguageWarning:
     documents: tuple[str, ...]  # the documents' names (source keys or filenames)
     covering: tuple[str, ...]  # registered models that do cover the language
     model_languages: frozenset[str] | None = None  # what the model does cover
+    # The documents' share of the corpus they belong to (None for a document processed alone: the whole of it).
+    total_documents: int = 1
+    text_share: float | None = None
+    # Why it was not refused: accepted with the flag, a minority of the text, or detections not confident enough.
+    standing: Standing | None = None
+    rule: LanguageRule | None = None
+
+    @property
+    def documents_share(self) -> float:
+        return len(self.documents) / self.total_documents if self.total_documents else 1.0
+
+    @property
+    def share(self) -> str:
+        """``2 of 52 documents, 1.2 % of the text``; empty for a document on its own."""
+        if self.total_documents <= 1:
+            return ""
+        text = f", {percent(self.text_share)} of the text" if self.text_share is not None else ""
+        return f"{len(self.documents)} of {self.total_documents} documents{text}"
 
     @property
     def _subject(self) -> str:
@@ -71,7 +157,8 @@ class LanguageWarning:
         shown = ", ".join(f"'{name}'" for name in self.documents[:3])
         more = len(self.documents) - 3
         verb = "is" if len(self.documents) == 1 else "are"
-        return f"{shown}{f' and {more} more' if more > 0 else ''} {verb} in {language_label(self.language)}"
+        share = f" ({self.share})" if self.share else ""
+        return f"{shown}{f' and {more} more' if more > 0 else ''}{share} {verb} in {language_label(self.language)}"
 
     @property
     def _role(self) -> str:
@@ -82,10 +169,28 @@ class LanguageWarning:
         """The warning shown wherever results built on this model appear."""
         what = "its chunks and questions were embedded" if self.role == "corpus" else "its semantic cuts were found"
         fix = f"process with {self.covering[0]}" if self.covering else "no registered model declares this language"
-        return (
+        message = (
             f"{self._subject}, which the {self._role} {self.model_id} does not cover: {what} by a model that cannot "
             f"read it, so its results are not meaningful ({fix})."
         )
+        return f"{message} {self.standing_sentence}" if self.standing_sentence else message
+
+    @property
+    def standing_sentence(self) -> str:
+        """Why the model was kept rather than switched or refused, when the language rule let it through."""
+        rule = self.rule or LanguageRule()
+        if self.standing == "minority":
+            return (
+                f"Together, documents the {self._role} does not cover hold less than the {percent(rule.material_share)}"
+                f" of the text at which chunkbench switches or refuses a model, so they are processed with "
+                f"{self.model_id} like the rest."
+            )
+        if self.standing == "unsure":
+            return (
+                f"The language was detected with a confidence below {rule.min_confidence:.2f}, too unsure to switch "
+                f"or refuse a model, so {self.model_id} is kept; set the document's language if the guess is right."
+            )
+        return ""
 
     def refusal(self) -> str:
         """Why processing is refused, and the two ways on (a model that covers the language, or the flag)."""
@@ -110,8 +215,14 @@ class LanguageWarning:
         )
 
     def narrowed(self, name: str) -> LanguageWarning:
-        """The same warning about one of its documents only."""
-        return replace(self, documents=(name,))
+        """The same warning about one of its documents only (its share of the text is the group's: not known)."""
+        return replace(self, documents=(name,), text_share=None)
+
+    def with_share(
+        self, total_documents: int, text_share: float | None, standing: Standing | None, rule: LanguageRule
+    ) -> LanguageWarning:
+        """The same warning with its documents' share of the corpus and why the model was kept."""
+        return replace(self, total_documents=total_documents, text_share=text_share, standing=standing, rule=rule)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -122,6 +233,10 @@ class LanguageWarning:
             "documents": list(self.documents),
             "covering_models": list(self.covering),
             "message": self.message,
+            "total_documents": self.total_documents,
+            "documents_share": self.documents_share,
+            "text_share": self.text_share,
+            "standing": self.standing,
         }
 
 
@@ -131,6 +246,6 @@ def uncovered(languages: Mapping[str, str | None], covered: frozenset[str] | Non
     if covered is None:
         return out
     for name, code in languages.items():
-        if code is not None and code != UNDETERMINED and code not in covered:
+        if code is not None and code not in NOT_LANGUAGES and code not in covered:
             out.setdefault(code, []).append(name)
     return out

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from chunkbench.embedding.languages import ENGLISH, UNDETERMINED, XLMR_LANGUAGES, LanguageWarning, uncovered
+from chunkbench.embedding.languages import ENGLISH, NOT_LANGUAGES, XLMR_LANGUAGES, LanguageWarning, uncovered
 from chunkbench.errors import EmbeddingError
 
 
@@ -57,7 +57,7 @@ class EmbeddingModelSpec:
 
     def covers(self, language: str | None) -> bool:
         """Whether the model reads text in ``language`` (an unknown language, or undeclared coverage: yes)."""
-        return language in (None, UNDETERMINED) or self.languages is None or language in self.languages
+        return language is None or language in NOT_LANGUAGES or self.languages is None or language in self.languages
 
 
 # Seed 000 §6.3: OpenAI accepts up to 2048 inputs per request; an Ollama server embeds one batch per

@@ -27,7 +27,7 @@ from chunkbench.chunking.base import BoundaryEmbedder, ChunkingInput, StrategyPa
 from chunkbench.config import Settings
 from chunkbench.errors import ChunkbenchError, DocumentNotFoundError, InvalidRequestError, JobCancelledError
 from chunkbench.guard.injection import InjectionDetector
-from chunkbench.indexing import service
+from chunkbench.indexing import languages, service
 from chunkbench.indexing.contextual import make_prefixer
 from chunkbench.indexing.pipeline import STAGES, IndexedDocument, IndexingPlan, chunk_document, store_documents
 from chunkbench.indexing.schemas import (
@@ -101,16 +101,13 @@ def plan(session: Session, settings: Settings, corpus_name: str, request: Proces
             f"or `chunkbench corpora add {corpus.name} …`, then process it.",
             corpus=corpus.name,
         )
-    members = session.execute(
-        select(DocumentRow.id, DocumentRow.source_key, DocumentRow.language).where(
-            DocumentRow.tenant_id == tenant_id, DocumentRow.id.in_(document_ids)
-        )
-    ).all()
-    # One Corpus model for the whole corpus, chosen for every member's language (``indexing.languages``).
-    valid = service.validate_request(session, settings, request, {m.source_key: m.language for m in members})
+    members = languages.evidence(session, tenant_id, document_ids)
+    # One Corpus model for the whole corpus, chosen for every member's language and share of the text
+    # (``indexing.languages``).
+    valid = service.validate_request(session, settings, request, list(members.values()))
     return CorpusPlan(
         tenant_id, corpus.id, corpus.name, tuple(document_ids), valid,
-        {m.id: m.source_key for m in members}, {m.id: m.language for m in members},
+        {i: m.name for i, m in members.items()}, {i: m.language for i, m in members.items()},
     )  # fmt: skip
 
 

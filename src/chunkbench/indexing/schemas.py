@@ -41,6 +41,15 @@ class LanguageWarningOut(BaseModel):
     documents: list[str] = Field(description="The documents concerned (source keys)")
     covering_models: list[str] = Field(description="Registered models that do cover the language")
     message: str
+    # The documents' share of what was processed with them (1 document of 1 when processed alone).
+    total_documents: int = 1
+    documents_share: float = 1.0
+    text_share: float | None = Field(None, description="Share of the processed text's characters, 0–1")
+    standing: Literal["accepted", "minority", "unsure"] | None = Field(
+        None,
+        description="Why the model was kept: accepted with allow_language_mismatch, a minority of the text, or "
+        "a detection too unsure (the language rule)",
+    )
 
 
 class StrategyOutcome(BaseModel):

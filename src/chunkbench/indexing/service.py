@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ from chunkbench.chunking.base import (
 )
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
-from chunkbench.embedding.languages import LanguageWarning
+from chunkbench.embedding.languages import LanguageEvidence, LanguageWarning, evidence_of
 from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.embedding.service import EmbeddingRole
 from chunkbench.errors import ChunkbenchError, ChunkingError, DocumentNotFoundError, JobCancelledError
@@ -101,7 +101,8 @@ class ValidatedRequest:
 def plan(session: Session, settings: Settings, document_id: str, request: ProcessIn, *, tenant_id: str) -> ProcessPlan:
     """Validate a request completely; raises 404/400 with what to fix."""
     row = DocumentRepository(session, tenant_id).get(document_id)
-    valid = validate_request(session, settings, request, {row.source_key: row.language})
+    alone = LanguageEvidence(row.source_key, row.language, row.language_confidence, row.language_source)
+    valid = validate_request(session, settings, request, [alone])
     return ProcessPlan(
         tenant_id, document_id, valid.strategies, valid.corpus, valid.boundary, valid.boundary_threshold,
         row.language, valid.notes, valid.warnings,
@@ -109,10 +110,13 @@ def plan(session: Session, settings: Settings, document_id: str, request: Proces
 
 
 def validate_request(
-    session: Session, settings: Settings, request: ProcessIn, languages: dict[str, str | None]
+    session: Session,
+    settings: Settings,
+    request: ProcessIn,
+    languages: Mapping[str, str | None] | Sequence[LanguageEvidence],
 ) -> ValidatedRequest:
-    """Strategies, parameters (with Settings defaults) and models of a request for documents ``languages`` (name →
-    detected language); 400 naming what to fix."""
+    """Strategies, parameters (with Settings defaults) and models of a request for documents ``languages`` (what the
+    language rule knows of each, or bare name → detected language); 400 naming what to fix."""
     names = list(dict.fromkeys(request.strategies))
     stray = sorted(set(request.params) - set(names))
     if stray:
@@ -124,12 +128,17 @@ def validate_request(
         (name, validate_params(name, {**defaults_from_settings(name, settings), **request.params.get(name, {})}))
         for name in names
     )
-    allow = request.allow_language_mismatch
-    choices = [model_choice.choose(session, EmbeddingRole.CORPUS, request.corpus_model_id, languages, allow=allow)]
+    documents = evidence_of(languages) if isinstance(languages, Mapping) else list(languages)
+    allow, rule = request.allow_language_mismatch, model_choice.rule_of(settings)
+    choices = [
+        model_choice.choose(session, EmbeddingRole.CORPUS, request.corpus_model_id, documents, allow=allow, rule=rule)
+    ]
     boundary = threshold = None
     if any(strategy_class(name).needs_boundary for name in names):
         choices.append(
-            model_choice.choose(session, EmbeddingRole.BOUNDARY, request.boundary_model_id, languages, allow=allow)
+            model_choice.choose(
+                session, EmbeddingRole.BOUNDARY, request.boundary_model_id, documents, allow=allow, rule=rule
+            )
         )
         boundary = choices[1].spec
         threshold = embedding.get_semantic_threshold(session, boundary.id)

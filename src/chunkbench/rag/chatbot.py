@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -10,15 +11,16 @@ from sqlalchemy import select
 
 from chunkbench.config import Settings
 from chunkbench.documents import service as documents
-from chunkbench.documents.service import IngestOutcome, IngestResult
+from chunkbench.documents.service import IngestOutcome, IngestResult, IngestSummary
 from chunkbench.errors import ChunkbenchError
 from chunkbench.indexing import service as processing
 from chunkbench.indexing.schemas import ProcessIn
 from chunkbench.llm.client import get_llm_client
-from chunkbench.rag.schemas import ChatHealthOut, ChatIndexOut, ChatQueryOut, ChatSourceOut
+from chunkbench.rag.schemas import ChatFileOut, ChatHealthOut, ChatIndexOut, ChatQueryOut, ChatSourceOut
 from chunkbench.retrieval import pipeline
 from chunkbench.retrieval.schemas import ServingConfig
 from chunkbench.retrieval.serving import get_serving_config, serving_plan
+from chunkbench.schemas import ErrorOut
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DocumentRow
 from chunkbench.storage.vectors import VectorStore
@@ -80,22 +82,40 @@ def index_directory(
     corpus: str | None = None,
 ) -> ChatIndexOut:
     """``POST /api/index-directory``: every supported file under a folder of the data directory (joining
-    ``corpus`` when given)."""
+    ``corpus`` when given); every other file listed as skipped, and a file that fails to index as refused."""
     config = _serving(database, tenant_id)
-    total, indexed, failures = 0, 0, []
+    total, outcomes, files = 0, [], []
     for result in documents.index_directory(database, settings, relative, tenant_id=tenant_id, corpus=corpus):
-        if result.error is not None:
-            failures.append(f"{result.source_key}: {result.error.message}")
-            continue
-        try:
-            total += _index(database, settings, store, result, config, tenant_id)
-            indexed += 1
-        except ChunkbenchError as exc:
-            failures.append(f"{result.source_key}: {exc.message}")
-    message = f"Indexed {total} chunks from {indexed} file(s) under {Path(relative).as_posix()}"
-    if failures:
-        message += f"; {len(failures)} failed: " + "; ".join(failures)
-    return ChatIndexOut(status="success" if not failures else "partial", chunks_created=total, message=message)
+        chunks = None
+        if result.document is not None:
+            try:
+                chunks = _index(database, settings, store, result, config, tenant_id)
+                total += chunks
+            except ChunkbenchError as exc:  # ingested, but not searchable: refused as far as the chatbot goes
+                result = replace(result, outcome=IngestOutcome.FAILED, error=exc)
+        outcomes.append(result)
+        files.append(
+            ChatFileOut(
+                source_key=result.source_key,
+                outcome=result.outcome,
+                chunks=chunks if result.error is None else None,
+                error=ErrorOut(**result.error.to_dict()) if result.error is not None else None,
+                skip_reason=result.skip_reason,
+            )
+        )
+    summary = IngestSummary.of(outcomes)
+    refusals = [f"{r.source_key}: {r.error.message}" for r in outcomes if r.error is not None]
+    indexed = sum(file.chunks is not None for file in files)
+    message = f"Indexed {total} chunks from {indexed} file(s) under {Path(relative).as_posix()} ({summary.line})"
+    if refusals:
+        message += ". Refused: " + "; ".join(refusals)
+    return ChatIndexOut(
+        status="success" if not refusals else "partial",
+        chunks_created=total,
+        message=message,
+        summary=summary,
+        files=files,
+    )
 
 
 def answer(

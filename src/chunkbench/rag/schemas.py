@@ -6,7 +6,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from chunkbench.documents.discovery import SkipReason
+from chunkbench.documents.service import IngestOutcome, IngestSummary
 from chunkbench.limits import MAX_QUESTION_CHARS, MAX_TOP_K
+from chunkbench.schemas import ErrorOut
 
 
 class RAGRequest(BaseModel):
@@ -102,10 +105,24 @@ class ChatQueryOut(BaseModel):
     latency_ms: float
 
 
+class ChatFileOut(BaseModel):
+    """One file of an ``/api/index-directory`` folder: indexed, refused (failed) or skipped with its reason."""
+
+    source_key: str
+    outcome: IngestOutcome
+    chunks: int | None = Field(None, description="Chunks indexed from the file (outcomes created|replaced|unchanged)")
+    error: ErrorOut | None = None
+    skip_reason: SkipReason | None = None
+
+
 class ChatIndexOut(BaseModel):
-    status: str
+    status: str = Field(description="success, or partial when a file was refused (skipped files are not failures)")
     chunks_created: int
     message: str
+    summary: IngestSummary | None = Field(None, description="/api/index-directory: the folder's files counted")
+    files: list[ChatFileOut] = Field(
+        default_factory=list, description="/api/index-directory: every file under the folder, in path order"
+    )
 
 
 class ChatHealthOut(BaseModel):

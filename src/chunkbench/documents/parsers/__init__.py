@@ -1,4 +1,5 @@
-"""Parsers for PDF, DOCX, DOC, HTML, MD, TXT, EML, EPUB, ODT, RTF, RST, Org behind one interface (``base.py``)."""
+"""Parsers for PDF, DOCX, DOC, HTML, MD, TXT, source code, EML, MSG, EPUB, ODT, RTF, RST, Org behind one
+interface (see ``base.py``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 
 from chunkbench.config import Settings
 from chunkbench.documents.parsers import (  # noqa: F401  (registration)
+    code,
     doc,
     docx,
     epub,

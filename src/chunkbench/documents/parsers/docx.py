@@ -531,9 +531,14 @@ def _read_transitional(path: Path, package: _Package) -> ParseResult:
         ) from exc
     blocks, title_paragraph = docx_blocks(document)
     core_title = document.core_properties.title.strip() if package.has_core_properties else ""
-    return build_parse_result(
+    result = build_parse_result(
         blocks,
         title=core_title or title_paragraph,
         page_count=package.page_count,
         heading_source="styles",
     )
+    # The core property Word writes ("en-US" on most files, whatever their text: documents.language decides).
+    result.declared_language = (
+        (document.core_properties.language or "").strip() or None if package.has_core_properties else None
+    )
+    return result

@@ -71,6 +71,15 @@ def declared_charset(data: bytes) -> str | None:
     return (match.group(1) or match.group(2)).decode("ascii")
 
 
+def _declared_language(soup: BeautifulSoup) -> str | None:
+    """The page's ``<html lang>`` (or ``xml:lang``) as written, if it has one."""
+    html = soup.find("html")
+    if not isinstance(html, Tag):
+        return None
+    value = html.get("lang") or html.get("xml:lang")
+    return value.strip() or None if isinstance(value, str) else None
+
+
 def _is_text(node: PageElement) -> bool:
     """A text node that is page text (not a comment, CDATA, doctype or processing instruction)."""
     return isinstance(node, NavigableString) and not isinstance(node, PreformattedString)
@@ -327,9 +336,11 @@ class HtmlParser(TextFormatParser):
         data = path.read_bytes()
         decoded = decode(data, declared_charset(data))
         page = page_blocks(decoded.text)
-        return build_parse_result(
+        result = build_parse_result(
             page.blocks, title=page.title or None, heading_source=page.heading_source, warnings=decoded.notes
         )
+        result.declared_language = page.language
+        return result
 
 
 @dataclass
@@ -339,6 +350,7 @@ class HtmlPage:
     blocks: list[Block]
     title: str
     heading_source: str  # "html" (h1–h6) | "html_style" (font rule) | "none"
+    language: str | None  # what its ``lang`` declares
 
 
 def page_blocks(markup: str) -> HtmlPage:
@@ -358,4 +370,4 @@ def page_blocks(markup: str) -> HtmlPage:
     if not title:
         headings = (block.text for block in walker.blocks if block.kind == "heading" and block.level == 1)
         title = next(headings, "")
-    return HtmlPage(walker.blocks, title, heading_source)
+    return HtmlPage(walker.blocks, title, heading_source, _declared_language(soup))

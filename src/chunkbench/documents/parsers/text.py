@@ -11,6 +11,8 @@ from markdown_it.token import Token
 
 from chunkbench.config import Settings
 from chunkbench.documents.parsers.base import TextFormatParser, register
+from chunkbench.documents.parsers.code import VERBATIM, code_result, suffix_language
+from chunkbench.documents.parsers.code_sniff import sniff_code_language
 from chunkbench.documents.parsers.encoding import decode
 from chunkbench.documents.parsers.encoding import decode_text as decode_text  # where plugins import it from
 from chunkbench.documents.parsers.text_headings import text_blocks
@@ -99,8 +101,8 @@ def markdown_blocks(source: str) -> list[Block]:
     return blocks
 
 
-# The heading source of a document read verbatim (how a re-ingest tells the two modes apart).
-VERBATIM = "verbatim"
+# VERBATIM (from code.py, which text.py imports): the heading source of a document read verbatim (how a re-ingest
+# tells the two modes apart).
 
 
 def verbatim_result(path: Path) -> ParseResult:
@@ -108,6 +110,12 @@ def verbatim_result(path: Path) -> ParseResult:
     headings, one Document Tree root over it. Span-annotated datasets (Chroma's, COVID-QA) give evidence offsets into
     the raw text, and a reproduction must chunk the very characters those offsets count."""
     source, notes = _read_text(path)
+    # Source code stays code verbatim too (never held to a written language), with no outline.
+    code_language = suffix_language(path.name, source) or (
+        sniff_code_language(source) if path.suffix.lower() == ".txt" else None
+    )
+    if code_language is not None:
+        return code_result(source, code_language, warnings=notes, structure=False)
     paragraphs = sum(1 for block in re.split(r"\n\s*\n", source) if block.strip())
     tree = DocumentTree(root=TreeNode(node_type=NodeType.DOCUMENT, start_index=0, end_index=len(source)))
     return ParseResult(tree, source, source, paragraphs, heading_source=VERBATIM, warnings=notes)
@@ -143,6 +151,9 @@ class TextParser(TextFormatParser):
 
     def parse(self, path: Path, settings: Settings) -> ParseResult:
         source, notes = _read_text(path)
+        code_language = sniff_code_language(source)  # source code saved as .txt is read as code
+        if code_language is not None:
+            return code_result(source, code_language, warnings=notes)
         blocks = text_blocks(source)
         found = any(block.kind == "heading" for block in blocks)
         return build_parse_result(blocks, heading_source="text_rules" if found else "none", warnings=notes)

@@ -627,8 +627,9 @@ function ExperimentView({ id, version, onInspect, onChanged }) {
     ${resume.busy ? html`<${ProgressBar} value=${resume.progress} label=${resume.message} />` : null}
     <${ErrorBox} error=${resume.error || cancel.error} />
     ${(experiment.warnings || []).map((w) => html`<div class="notice" role="alert" data-testid="language-warning"
-      dir="auto"><span class="badge bad">${w.language} not covered</span> ${w.message} Built on it:${" "}
-      <span class="mono">${w.configurations.join(", ")}</span>.</div>`)}
+      dir="auto"><span class="badge bad">${w.language} not covered</span> ${w.message}${" "}
+      ${w.questions_share != null ? `Its documents hold ${(w.questions_share * 100).toFixed(1)} % of the questions. ` : ""}
+      Built on it:${" "}<span class="mono">${w.configurations.join(", ")}</span>.</div>`)}
     <${DecisionView} decision=${experiment.decision} />
     <${AggregatesTable} experiment=${experiment} />
     ${experiment.status !== "running" ? html`<${ExperimentCharts} experimentId=${id}

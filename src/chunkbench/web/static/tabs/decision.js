@@ -305,7 +305,9 @@ function Verdict({ summary, experiment }) {
           <span class="muted"> on ${decision.metric} over ${decision.n_questions} question${decision.n_questions === 1 ? "" : "s"}</span></p>
         <p class="verdict-text" data-testid="decision-verdict"><strong>${decision.verdict}</strong></p>
         ${(experiment.warnings || []).map((w) => html`<div class="notice" role="alert" data-testid="language-warning"
-          dir="auto"><span class="badge bad">${w.language} not covered</span> ${w.message} No winner is named among${" "}
+          dir="auto"><span class="badge bad">${w.language} not covered</span> ${w.message}${" "}
+          ${w.questions_share != null ? `Its documents hold ${(w.questions_share * 100).toFixed(1)} % of the questions. ` : ""}
+          ${w.material === false ? "The Decision stands (its reasons say why); built on it:" : "No winner is named among"}${" "}
           <span class="mono">${w.configurations.join(", ")}</span>.</div>`)}
         <${ExperimentCharts} experimentId=${summary.id} experimentName=${expLabel(summary)} collapsed=${["heatmap"]} />
         <details data-testid="decision-details"><summary>Details: standing, reasons, breakdowns</summary>

@@ -14,10 +14,23 @@ const WORD_TYPES = [
   "text/markdown",
   "text/plain",
 ];
+// Source code documents (documents/parsers/code_languages.py: each language's MIME type and suffixes; a test
+// checks that these lists name them all).
+const CODE_TYPES = [
+  "application/sql", "application/typescript", "application/x-php", "application/x-sh", "text/javascript",
+  "text/x-c", "text/x-c++", "text/x-clojure", "text/x-csharp", "text/x-dart", "text/x-elixir", "text/x-erlang",
+  "text/x-fsharp", "text/x-go", "text/x-groovy", "text/x-haskell", "text/x-java", "text/x-julia", "text/x-kotlin",
+  "text/x-lua", "text/x-ocaml", "text/x-perl", "text/x-powershell", "text/x-python", "text/x-r", "text/x-ruby",
+  "text/x-rust", "text/x-scala", "text/x-swift", "text/x-zig",
+];
+const CODE_SUFFIXES = ".py,.pyw,.pyi,.js,.mjs,.cjs,.jsx,.ts,.mts,.cts,.tsx,.java,.go,.rs,.c,.h,.cpp,.cc,.cxx,.c++,"
+  + ".hpp,.hh,.hxx,.h++,.cs,.rb,.rake,.php,.sh,.bash,.zsh,.ksh,.kt,.kts,.swift,.scala,.sc,.lua,.sql,.pl,.pm,.r,.hs,"
+  + ".ex,.exs,.erl,.dart,.jl,.zig,.ml,.mli,.fs,.fsx,.groovy,.gradle,.ps1,.psm1,.clj,.cljs,.cljc";
 const FORMATS = {
   word: {
-    title: "Documents", noun: "Word, HTML, text and markdown documents", mimeTypes: WORD_TYPES,
-    accept: ".docx,.doc,.html,.htm,.md,.markdown,.txt", hint: "DOCX, DOC, HTML, MD or TXT", other: "PDF",
+    title: "Documents", noun: "Word, HTML, text and markdown documents", mimeTypes: [...WORD_TYPES, ...CODE_TYPES],
+    accept: `.docx,.doc,.html,.htm,.md,.markdown,.txt,${CODE_SUFFIXES}`, hint: "DOCX, DOC, HTML, MD, TXT or source code",
+    other: "PDF",
     tab: "documents", otherTab: "pdf",
   },
   pdf: {
@@ -90,6 +103,7 @@ function Uploader({ spec, onSelect }) {
     if (event.key === "Enter" || event.key === " ") { event.preventDefault(); input.current?.click(); }
   };
   const finished = items.some((item) => item.state === "done" || item.state === "failed");
+  const summary = uploadSummary(items);
   return html`<div class="panel">
     <h2>Upload ${spec.noun}</h2>
     <div class=${`dropzone${over ? " over" : ""}`} role="button" tabindex="0"
@@ -105,9 +119,90 @@ function Uploader({ spec, onSelect }) {
       <thead><tr><th>file</th><th class="num">size</th><th>result</th></tr></thead>
       <tbody>${items.map((item) => html`<${UploadRow} key=${item.key} item=${item} spec=${spec} onSelect=${onSelect} />`)}</tbody>
     </table></div>
+    ${summary && html`<p role="status" aria-label="Upload summary" style="margin:0.5rem 0 0">${summary}</p>`}
     ${finished && html`<div class="row" style="margin-top:0.5rem"><button class="secondary"
       onClick=${() => setItems((list) => list.filter((i) => i.state === "queued" || i.state === "uploading"))}>
       Clear finished uploads</button></div>`}`}
+    <${FolderIngest} onSelect=${onSelect} />
+  </div>`;
+}
+
+// An upload the server refused for what the file is (its type, size, emptiness) is counted as a folder ingest
+// counts a skipped file of that kind; any other refusal is "refused" (the same words as the server's summary).
+const REFUSAL_KIND = { unsupported_file_type: "unsupported", file_too_large: "too large", empty_document: "empty" };
+
+// "3 files: 1 ingested, 1 refused, 1 unsupported" over the finished uploads; null before any has finished.
+function uploadSummary(items) {
+  const done = items.filter((item) => item.state === "done").length;
+  const failed = items.filter((item) => item.state === "failed");
+  if (done + failed.length === 0) return null;
+  const kinds = {};
+  for (const { error } of failed) {
+    const kind = REFUSAL_KIND[error?.body?.error] || "refused";
+    kinds[kind] = (kinds[kind] || 0) + 1;
+  }
+  const parts = [`${fmtInt(done)} ingested`, `${fmtInt(kinds.refused || 0)} refused`,
+    ...["unsupported", "too large", "empty"].filter((k) => kinds[k]).map((k) => `${fmtInt(kinds[k])} ${k}`)];
+  const files = done + failed.length;
+  const pending = items.length - files;
+  return `${fmtInt(files)} file${files === 1 ? "" : "s"}: ${parts.join(", ")}${pending ? ` (${fmtInt(pending)} still to go)` : ""}`;
+}
+
+// Ingest a folder of the server's data directory (POST /documents/index-directory): every file under it comes
+// back, ingested, refused with the error, or skipped with the reason, under the server's summary line.
+function FolderIngest({ onSelect }) {
+  const [path, setPath] = useState("");
+  const [corpus, setCorpus] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState(null);
+  const [result, setResult] = useState(null);
+  const submit = async (event) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const body = await api("/documents/index-directory", { method: "POST",
+        json: { path: path.trim(), corpus: corpus.trim() || null } });
+      setResult(body);
+      emit(CHANGED, {});
+    } catch (e) {
+      setError(e);
+    }
+    setBusy(false);
+  };
+  return html`<details style="margin-top:0.75rem" open=${result !== null}>
+    <summary>Ingest a folder of the server's data directory</summary>
+    <form class="row" style="margin-top:0.5rem" aria-label="Folder ingest" onSubmit=${submit}>
+      <label style="flex:1">Folder<input type="text" required value=${path} aria-label="Folder path"
+        placeholder="a path relative to the data directory, e.g. inbox" onInput=${(e) => setPath(e.target.value)} /></label>
+      <label>Corpus<input type="text" value=${corpus} aria-label="Folder corpus" placeholder="optional"
+        onInput=${(e) => setCorpus(e.target.value)} /></label>
+      <button type="submit" class="primary" disabled=${busy}>${busy ? "Ingesting…" : "Ingest folder"}</button>
+    </form>
+    <${ErrorBox} error=${error} />
+    ${result && html`<${FolderOutcome} result=${result} onSelect=${onSelect} />`}
+  </details>`;
+}
+
+const FOLDER_OUTCOME = { created: ["added", "good"], replaced: ["replaced", "good"], unchanged: ["unchanged", ""],
+  failed: ["refused", "bad"], skipped: ["skipped", "warn"] };
+
+function FolderOutcome({ result, onSelect }) {
+  return html`<div class="stack" style="margin-top:0.5rem">
+    <p role="status" aria-label="Folder ingest summary" style="margin:0"><strong>${result.summary.line}</strong></p>
+    <div class="scroll" style="max-height:50vh"><table class="data" aria-label="Folder ingest results">
+      <thead><tr><th>file</th><th>outcome</th><th>reason</th></tr></thead>
+      <tbody>${result.results.map((r) => {
+        const [label, tone] = FOLDER_OUTCOME[r.outcome] || [r.outcome, ""];
+        const reason = r.skip_reason || r.error;
+        const folder = r.skip_reason?.details?.folder;
+        return html`<tr key=${r.source_key}>
+          <td style="overflow-wrap:anywhere; min-width:10rem">${folder ? `${r.source_key}/ (${fmtInt(r.skip_reason.files)} files)` : r.source_key}</td>
+          <td><span class=${`badge ${tone}`}>${label}${r.skip_reason ? ` · ${r.skip_reason.code}` : ""}</span></td>
+          <td style="overflow-wrap:anywhere">${reason ? reason.message
+            : r.document && html`<button class="link" onClick=${() => onSelect(r.document.id)}>open</button>`}</td></tr>`;
+      })}</tbody>
+    </table></div>
   </div>`;
 }
 
@@ -352,9 +447,11 @@ function DocumentDetail({ id, openTab, onDeleted }) {
   if (!doc) return html`<div class="panel">${loading && html`<${Spinner} label="Loading the document…" />`}</div>`;
   const processed = () => { setTick((t) => t + 1); setRunTick((t) => t + 1); emit(CHANGED, { id }); };
   return html`<div class="stack">
-    <${Summary} doc=${doc} openTab=${openTab} onDeleted=${onDeleted} />
+    <${Summary} doc=${doc} openTab=${openTab} onDeleted=${onDeleted}
+      onChanged=${() => { setTick((t) => t + 1); emit(CHANGED, { id }); }} />
     <div class="grid two">
-      <div class="panel"><h2>Sections</h2><${SectionTree} tree=${doc.tree} /></div>
+      <div class="panel"><h2>${doc.kind === "code" ? "Definitions" : "Sections"}</h2>
+        <${SectionTree} tree=${doc.tree} code=${doc.kind === "code"} /></div>
       <${MarkdownPreview} doc=${doc} />
     </div>
     <div class="panel"><${ProcessPanel} title="Process" path=${`/documents/${doc.id}/process`} Result=${Outcome}
@@ -363,7 +460,7 @@ function DocumentDetail({ id, openTab, onDeleted }) {
   </div>`;
 }
 
-function Summary({ doc, openTab, onDeleted }) {
+function Summary({ doc, openTab, onDeleted, onChanged }) {
   const [confirming, setConfirming] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState(null);
@@ -408,7 +505,8 @@ function Summary({ doc, openTab, onDeleted }) {
       <dt>type</dt><dd>${doc.mime_type}</dd>
       <dt>size</dt><dd>${bytes(doc.file_size)}</dd>
       <dt>pages</dt><dd>${doc.page_count ?? "—"}</dd>
-      <dt>language</dt><dd>${doc.language || "—"}</dd>
+      <dt>language</dt><dd><${LanguageField} doc=${doc} onChanged=${onChanged} /></dd>
+      <dt>kind</dt><dd>${doc.kind === "code" ? `source code (${doc.code_language || "unknown language"})` : "text"}</dd>
       <dt>paragraphs</dt><dd>${fmtInt(doc.paragraph_count)}</dd>
       <dt>headings</dt><dd>${fmtInt(doc.heading_count)}${doc.heading_source ? ` (from ${doc.heading_source})` : ""}</dd>
       <dt>markdown</dt><dd>${fmtInt(doc.markdown_chars)} characters</dd>
@@ -418,24 +516,74 @@ function Summary({ doc, openTab, onDeleted }) {
   </div>`;
 }
 
-function SectionTree({ tree }) {
+// How a document's language was found, in words: what documents.language records.
+const LANGUAGE_SOURCES = { detected: "detected", declared: "declared by the file", user: "set by you" };
+
+// The document's language, its source and confidence, and a form to set it (PATCH /documents/{id}): the server
+// says which models that already processed the document do not read the new language.
+function LanguageField({ doc, onChanged }) {
+  const [editing, setEditing] = useState(false);
+  const [code, setCode] = useState(doc.language || "");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState(null);
+  const [warnings, setWarnings] = useState([]);
+  const save = async (e) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const body = await api(`/documents/${doc.id}`, { method: "PATCH", json: { language: code.trim() } });
+      setWarnings(body.warnings);
+      setEditing(false);
+      onChanged();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const source = LANGUAGE_SOURCES[doc.language_source] || doc.language_source || "detected";
+  const confidence = doc.language_confidence === null || doc.language_confidence === undefined
+    ? "" : ` · confidence ${pct(doc.language_confidence)}`;
+  return html`<span data-testid="document-language">
+    <span class="mono">${doc.language || "—"}</span>${doc.language === "und" ? " (undetermined)" : ""}
+    <span class="muted"> · ${source}${confidence}</span>
+    ${!editing && html` <button class="secondary small" onClick=${() => { setCode(doc.language || ""); setEditing(true); }}>
+      Change language…</button>`}
+    ${editing && html`<form class="row" style="margin-top:0.4rem" onSubmit=${save} aria-label="Set the language">
+      <label>Language code <input value=${code} onInput=${(e) => setCode(e.target.value)} size="6" required
+        placeholder="de" title="An ISO 639-1 code (en, de, fr, fa, …) or und (undetermined)" /></label>
+      <button class="primary" type="submit" disabled=${busy}>${busy ? "Saving…" : "Save"}</button>
+      <button class="secondary" type="button" onClick=${() => { setEditing(false); setError(null); }}>Cancel</button>
+    </form>`}
+    <${ErrorBox} error=${error} />
+    ${warnings.map((w) => html`<div class="notice" role="alert" data-testid="language-change-warning">${w}</div>`)}
+  </span>`;
+}
+
+function SectionTree({ tree, code }) {
   const sections = (tree?.root?.children || []).filter(isSection);
-  if (sections.length === 0) return html`<p class="muted">No headings were found: the document is one section.</p>`;
+  if (sections.length === 0) {
+    return html`<p class="muted">${code ? "No definitions (classes, functions) were found: the file is one section."
+      : "No headings were found: the document is one section."}</p>`;
+  }
   return html`<div class="scroll"><ul class="tree" style="padding-left:0" aria-label="Section tree">${sections.map((node, i) =>
-    html`<${TreeNode} key=${i} node=${node} depth=${0} />`)}</ul></div>`;
+    html`<${TreeNode} key=${i} node=${node} depth=${0} code=${code} />`)}</ul></div>`;
 }
 
 const isSection = (node) => node.node_type === "section" || node.node_type === "article";
 
-function TreeNode({ node, depth }) {
+function TreeNode({ node, depth, code }) {
   const children = (node.children || []).filter(isSection);
   const paragraphs = (node.children || []).length - children.length;
-  const label = html`<span>${node.heading || "(untitled)"}</span>
+  // A code heading is a signature: shown as code.
+  const label = html`<span class=${code ? "mono" : ""}>${node.heading || "(untitled)"}</span>
     ${node.node_type === "article" && html` <span class="badge accent">article</span>`}
     ${paragraphs > 0 && html` <span class="muted">· ${paragraphs} ¶</span>`}`;
   if (children.length === 0) return html`<li>${label}</li>`;
   return html`<li><details open=${depth < 1}><summary>${label}</summary>
-    <ul class="tree">${children.map((child, i) => html`<${TreeNode} key=${i} node=${child} depth=${depth + 1} />`)}</ul>
+    <ul class="tree">${children.map((child, i) =>
+      html`<${TreeNode} key=${i} node=${child} depth=${depth + 1} code=${code} />`)}</ul>
   </details></li>`;
 }
 
@@ -449,7 +597,7 @@ function MarkdownPreview({ doc }) {
     setBusy(false);
   };
   return html`<div class="panel">
-    <h2>Markdown ${doc.markdown_truncated && !whole ? html`<span class="muted">(first ${fmtInt(doc.markdown_preview.length)}${" "}
+    <h2>${doc.kind === "code" ? "Source" : "Markdown"} ${doc.markdown_truncated && !whole ? html`<span class="muted">(first ${fmtInt(doc.markdown_preview.length)}${" "}
       of ${fmtInt(doc.markdown_chars)} characters)</span>` : null}</h2>
     <div class="scroll doc-text" tabindex="0" aria-label="Markdown preview">${whole ?? doc.markdown_preview}</div>
     <${ErrorBox} error=${error} />

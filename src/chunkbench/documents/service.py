@@ -254,6 +254,7 @@ def ingest_file(
 
 
 def _check_size(filename: str, size: int, settings: Settings) -> None:
+    """Refuse an empty file (400) or one over the upload limit (413), a mail's attachments alike."""
     if size == 0:
         raise EmptyDocumentError(f"'{filename}' is empty (0 bytes). Upload a file with content.")
     if size > settings.max_upload_bytes:

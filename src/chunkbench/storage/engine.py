@@ -123,4 +123,5 @@ class VectorEngine(ABC):
 
 
 def fusion_refused() -> VectorStoreError:
+    """The error of a FUSION query sent to an engine (the store fuses: ``storage.fusion``)."""
     return VectorStoreError("An engine runs dense and sparse searches only: the vector store fuses them (RRF).")

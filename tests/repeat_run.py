@@ -59,7 +59,7 @@ def main() -> None:
     params = [arg for param in PARAMS for arg in ("--param", param)]
     chunkbench("process", "--corpus", CORPUS, "--strategies", STRATEGIES, "--corpus-model", MODEL, *params, "--json")
     run = ["bench", "run", "--corpus", CORPUS, "-q", questions, "--retrievers", "dense,bm25,hybrid", "--top-k", "1,3",
-           "--corpus-model", MODEL, "--no-judge", "--json"]  # fmt: skip
+           "--prev", "1", "--next", "1", "--corpus-model", MODEL, "--no-judge", "--json"]  # fmt: skip
     experiment = json.loads(chunkbench(*run))
     asked = [question["question"] for question in experiment["questions"]]
     json.dump({"experiment": experiment, "rankings": rankings(asked)}, sys.stdout)

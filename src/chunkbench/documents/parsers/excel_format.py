@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from functools import lru_cache
 
 _BRACKET = re.compile(r"\[([^\]]*)\]")
 _CURRENCY = re.compile(r"^\$([^-\]]*)(?:-[0-9A-Fa-f]+)?$")
@@ -24,6 +25,8 @@ _MONTHS = (
 )  # fmt: skip
 _DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _EXCEL_EPOCH = dt.datetime(1899, 12, 30)
+# A workbook uses a few dozen formats over thousands of cells: each is parsed once (the results are never mutated).
+_CACHED_FORMATS = 1024
 
 
 def display_value(value: object, number_format: str | None) -> str:
@@ -37,7 +40,9 @@ def display_value(value: object, number_format: str | None) -> str:
     if isinstance(value, (dt.datetime, dt.date, dt.time, dt.timedelta)):
         return _format_datetime(value, number_format)
     if isinstance(value, (int, float)):
-        return _format_number(value, number_format or "General")
+        if number_format in (None, "General"):
+            return general(value)
+        return _format_number(value, number_format)
     return str(value)
 
 
@@ -55,7 +60,8 @@ def general(value: float) -> str:
 # --------------------------------------------------------------------------------------------- sections
 
 
-def _split_sections(number_format: str) -> list[str]:
+@lru_cache(maxsize=_CACHED_FORMATS)
+def _split_sections(number_format: str) -> tuple[str, ...]:
     """The format's ``;``-separated sections (a ``;`` inside quotes or after ``\\`` is literal)."""
     sections, current, quoted, escaped = [], [], False, False
     for char in number_format:
@@ -74,7 +80,7 @@ def _split_sections(number_format: str) -> list[str]:
         else:
             current.append(char)
     sections.append("".join(current))
-    return sections
+    return tuple(sections)
 
 
 def _text_section(value: str, number_format: str | None) -> str:
@@ -84,6 +90,7 @@ def _text_section(value: str, number_format: str | None) -> str:
     return value
 
 
+@lru_cache(maxsize=_CACHED_FORMATS)
 def _strip_brackets(section: str) -> tuple[str, bool]:
     """Colours and conditions dropped, currency tags made literal; and whether the section is an elapsed time."""
     elapsed = False
@@ -151,7 +158,8 @@ def _format_number(value: float, number_format: str) -> str:
     return f"-{laid_out}" if signed and value < 0 and any(ch.isdigit() and ch != "0" for ch in laid_out) else laid_out
 
 
-def _tokens(section: str) -> list[tuple[str, str]]:
+@lru_cache(maxsize=_CACHED_FORMATS)
+def _tokens(section: str) -> tuple[tuple[str, str], ...]:
     """``(kind, text)`` pieces: ``code`` for number placeholders and their punctuation, ``lit`` for the rest."""
     tokens: list[tuple[str, str]] = []
     index = 0
@@ -176,7 +184,7 @@ def _tokens(section: str) -> list[tuple[str, str]]:
         else:
             tokens.append(("lit", char))
             index += 1
-    return tokens
+    return tuple(tokens)
 
 
 def _lay_out_number(value: float, section: str) -> str | None:
@@ -240,6 +248,7 @@ def _scientific(number: Decimal, code: str) -> str:
 # --------------------------------------------------------------------------------------------- dates
 
 
+@lru_cache(maxsize=_CACHED_FORMATS)
 def _is_date_section(section: str) -> bool:
     return _DATE_CODES.search(_literal_free(section)) is not None
 
@@ -249,7 +258,8 @@ def _literal_free(section: str) -> str:
     return re.sub(r'"[^"]*"|\\.', "", section)
 
 
-def _date_tokens(section: str) -> list[tuple[str, str]]:
+@lru_cache(maxsize=_CACHED_FORMATS)
+def _date_tokens(section: str) -> tuple[tuple[str, str], ...]:
     """``(kind, text)``: ``y`` ``m`` ``d`` ``h`` ``s`` ``ampm`` ``frac`` codes and ``lit`` text."""
     tokens: list[tuple[str, str]] = []
     index = 0
@@ -294,7 +304,7 @@ def _date_tokens(section: str) -> list[tuple[str, str]]:
         after = tokens[codes[position + 1]][0] if position + 1 < len(codes) else None
         if before == "h" or after == "s":
             tokens[i] = ("min", tokens[i][1])
-    return tokens
+    return tuple(tokens)
 
 
 def _format_datetime(value: dt.datetime | dt.date | dt.time | dt.timedelta, number_format: str | None) -> str:

@@ -142,6 +142,18 @@ def test_pptx_tables_are_markdown_tables_with_their_header_row(deck: ParseResult
     assert table in deck.markdown
 
 
+def test_pptx_without_core_title_is_named_by_its_first_slide_title(tmp_path: Path, settings: Settings) -> None:
+    deck = Presentation()
+    untitled = deck.slides.add_slide(deck.slide_layouts[1])  # a title placeholder left empty
+    untitled.placeholders[1].text = "Agenda items"
+    deck.slides.add_slide(deck.slide_layouts[0]).shapes.title.text = "Roadmap 2027"
+    deck.save(str(tmp_path / "plan.pptx"))
+    result = parse_document(tmp_path / "plan.pptx", settings)
+    assert result.tree.headings() == [(1, "Slide 1"), (1, "Roadmap 2027")]
+    assert result.tree.root.heading == "Roadmap 2027" and result.declared_language is None
+    assert result.markdown == "# Slide 1\n\nAgenda items\n\n# Roadmap 2027"
+
+
 def test_pptx_without_text_is_empty(tmp_path: Path, settings: Settings) -> None:
     deck = Presentation()
     deck.slides.add_slide(deck.slide_layouts[6])
@@ -381,6 +393,21 @@ def test_ods_hostile_files(tmp_path: Path, settings: Settings) -> None:
     workbook.save(tmp_path / "excel.ods")  # a zip, but not OpenDocument
     with pytest.raises(CorruptDocumentError, match="not an OpenDocument spreadsheet"):
         parse_document(tmp_path / "excel.ods", settings)
+    # Calc's password protection: the parts are encrypted, and the manifest says how.
+    locked = tmp_path / "locked.ods"
+    with zipfile.ZipFile(make_ods(tmp_path / "plain.ods")) as source, zipfile.ZipFile(locked, "w") as target:
+        for entry in source.infolist():
+            data = source.read(entry)
+            if entry.filename == "META-INF/manifest.xml":
+                entry_xml = b'manifest:full-path="content.xml" manifest:media-type="text/xml"'
+                data = data.replace(
+                    entry_xml + b"/>",
+                    entry_xml + b'><manifest:encryption-data manifest:checksum="x"/></manifest:file-entry>',
+                )
+                assert b"encryption-data" in data
+            target.writestr(entry, data)
+    with pytest.raises(EncryptedDocumentError, match="password-protected"):
+        parse_document(locked, settings)
     empty = OpenDocumentSpreadsheet()
     empty.spreadsheet.addElement(Table(name="Sheet1"))
     empty.save(str(tmp_path / "empty.ods"))

@@ -75,11 +75,16 @@ def _title_shape(slide: Slide) -> BaseShape | None:
     return next((shape for shape in slide.shapes if _placeholder_type(shape) in _TITLES), None)
 
 
+def slide_title(slide: Slide) -> str:
+    """The text of the slide's title placeholder, on one line; "" when it has none or it is empty."""
+    title_shape = _title_shape(slide)
+    return " ".join(title_shape.text_frame.text.split()) if title_shape is not None else ""
+
+
 def slide_blocks(slide: Slide, number: int) -> list[Block]:
     """One slide: its heading (the title placeholder's text, else "Slide N"), body, tables and notes."""
     title_shape = _title_shape(slide)
-    title = " ".join(title_shape.text_frame.text.split()) if title_shape is not None else ""
-    blocks = [Block("heading", title or f"Slide {number}", level=1)]
+    blocks = [Block("heading", slide_title(slide) or f"Slide {number}", level=1)]
     blocks.extend(_shape_blocks(slide.shapes, title_shape.shape_id if title_shape is not None else None))
     if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
         notes = _text_frame_text(slide.notes_slide.notes_placeholder)
@@ -118,10 +123,8 @@ class PptxParser(DocumentParser):
                 if _is_hidden(slide):
                     notes.append(f"Slide {number} is hidden and was not ingested.")
                     continue
-                slide_part = slide_blocks(slide, number)
-                if first_title is None and _title_shape(slide) is not None:
-                    first_title = slide_part[0].text
-                blocks.extend(slide_part)
+                blocks.extend(slide_blocks(slide, number))
+                first_title = first_title or slide_title(slide) or None
             properties = deck.core_properties
             title = (properties.title or "").strip() or first_title
             language = (properties.language or "").strip() or None

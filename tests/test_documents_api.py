@@ -207,7 +207,7 @@ def test_index_directory_ingests_good_files_and_reports_bad_ones(client, setting
             "nested/page.html": b"<html><body><h1>Hi</h1><p>There</p></body></html>",
             "broken.pdf": b"%PDF-1.7\n garbage",
             "empty.txt": b"",
-            "ignored.xlsx": b"not even looked at",
+            "ignored.exe": b"not even looked at",  # an unsupported suffix (.xlsx is a format now)
             ".hidden/secret.md": b"# secret",
         },
     )

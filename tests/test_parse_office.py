@@ -10,6 +10,9 @@ from pathlib import Path
 
 import openpyxl
 import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from odf import dc
 from odf.opendocument import OpenDocumentSpreadsheet
 from odf.style import Style, TableProperties
@@ -216,6 +219,18 @@ def test_pptx_hostile_packages(tmp_path: Path, settings: Settings) -> None:
 )
 def test_excel_number_formats_display_like_the_sheet(value: object, number_format: str, shown: str) -> None:
     assert display_value(value, number_format) == shown
+
+
+@hypothesis_settings(max_examples=300, deadline=None)
+@given(
+    value=st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(-(10**18), 10**18)),
+    number_format=st.one_of(
+        st.sampled_from(["0.00", "#,##0", "0%", "yyyy-mm-dd", "[h]:mm", "0.00E+00", "# ?/?", '"x";;', "@", ";;;"]),
+        st.text(alphabet='0#?.,%Ee+-;"\\[]$ymdhsAP/:_* @', max_size=20),
+    ),
+)
+def test_any_number_and_format_displays_without_failing(value: float, number_format: str) -> None:
+    assert isinstance(display_value(value, number_format), str)
 
 
 # ---------------------------------------------------------------------------------------------- XLSX

@@ -31,6 +31,14 @@ _CACHED_FORMATS = 1024
 
 def display_value(value: object, number_format: str | None) -> str:
     """The text a cell shows: ``value`` as openpyxl reads it (cached values), laid out by ``number_format``."""
+    try:
+        return _display(value, number_format)
+    except (ValueError, OverflowError, InvalidOperation, IndexError):
+        # A format this formatter misreads, or a serial date past year 9999: the plain value, never a failed parse.
+        return general(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+
+
+def _display(value: object, number_format: str | None) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):

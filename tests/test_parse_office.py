@@ -399,6 +399,20 @@ def test_ods_sheets_show_their_displayed_text(tmp_path: Path, settings: Settings
     assert_exact_offsets(result)
 
 
+def test_ods_repeated_rows_with_text_are_expanded_up_to_a_cap(tmp_path: Path, settings: Settings) -> None:
+    document = OpenDocumentSpreadsheet()
+    sheet = Table(name="Fill")
+    sheet.addElement(_ods_row("status"))
+    sheet.addElement(_ods_row("open", repeat=3))  # a filled-down column: three real rows
+    sheet.addElement(_ods_row("spam", repeat=1_000_000_000))  # a billion rows from a few bytes: capped
+    document.spreadsheet.addElement(sheet)
+    document.save(str(tmp_path / "fill.ods"))
+    table_lines = [line for line in parse_document(tmp_path / "fill.ods", settings).markdown.split("\n") if "|" in line]
+    assert table_lines.count("| open |") == 3
+    # At most 10,000 rows are added by repetition per sheet: "open" took 2 of them, "spam" the rest.
+    assert table_lines.count("| spam |") == 1 + (10_000 - 2)
+
+
 def test_ods_hostile_files(tmp_path: Path, settings: Settings) -> None:
     bomb = office.make_zip_bomb(tmp_path / "bomb.ods")
     with pytest.raises(ArchiveBombError, match="zip bomb"):

@@ -8,6 +8,7 @@ where they hold text, so a sheet that declares a million empty rows costs nothin
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from lxml import etree
@@ -37,15 +38,20 @@ _OFFICE = "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}"
 _DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
 _ROW_GROUPS = frozenset({f"{_TABLE}table-header-rows", f"{_TABLE}table-rows", f"{_TABLE}table-row-group"})
 _CELLS = frozenset({f"{_TABLE}table-cell", f"{_TABLE}covered-table-cell"})
-# Repeated cells or rows that hold text are real (a filled-down column); beyond these counts they are a bomb.
+# Repeated cells or rows that hold text are real (a filled-down column); past these counts they are a bomb.
 # Columns: at most this many per row are read (Excel's own limit is 16,384; sheets read as text are far narrower).
 _MAX_REPEAT_COLUMNS = 1024
-_MAX_REPEAT_ROWS = 10_000
+_MAX_REPEATED_ROWS = 10_000  # rows added by repetition, per sheet (rows written out are bounded by the file size)
+_MAX_SPACES = 64  # one text:s element's spaces
+
+
+def _count(value: str | None, cap: int) -> int:
+    """A repeat count attribute, at least 1 and at most ``cap`` (missing or not a number: 1)."""
+    return min(int(value), cap) if value and value.isdigit() and int(value) > 0 else 1
 
 
 def _repeat(element: etree._Element, attribute: str, cap: int) -> int:
-    value = element.get(f"{_TABLE}{attribute}", "1")
-    return min(int(value), cap) if value.isdigit() and int(value) > 0 else 1
+    return _count(element.get(f"{_TABLE}{attribute}"), cap)
 
 
 def _inline_text(element: etree._Element, parts: list[str]) -> None:
@@ -54,7 +60,7 @@ def _inline_text(element: etree._Element, parts: list[str]) -> None:
         parts.append(element.text)
     for child in element:
         if child.tag == f"{_TEXT}s":
-            parts.append(" " * int(child.get(f"{_TEXT}c", "1") or 1))
+            parts.append(" " * _count(child.get(f"{_TEXT}c"), _MAX_SPACES))
         elif child.tag in (f"{_TEXT}tab", f"{_TEXT}line-break"):
             parts.append(" ")
         elif child.tag != f"{_OFFICE}annotation" and isinstance(child.tag, str):
@@ -95,7 +101,7 @@ def _row_cells(row: etree._Element) -> list[str]:
     return cells
 
 
-def _iter_rows(container: etree._Element):
+def _iter_rows(container: etree._Element) -> Iterator[etree._Element]:
     for child in container:
         if child.tag == f"{_TABLE}table-row":
             yield child
@@ -105,10 +111,13 @@ def _iter_rows(container: etree._Element):
 
 def _sheet_rows(table: etree._Element) -> list[list[str]]:
     rows: list[list[str]] = []
+    repeated = 0
     for row in _iter_rows(table):
         cells = _row_cells(row)
         if any(cell.strip() for cell in cells):
-            rows.extend([cells] * _repeat(row, "number-rows-repeated", _MAX_REPEAT_ROWS))
+            extra = min(_repeat(row, "number-rows-repeated", _MAX_REPEATED_ROWS) - 1, _MAX_REPEATED_ROWS - repeated)
+            repeated += extra
+            rows.extend([cells] * (1 + extra))
     return rows
 
 

@@ -107,6 +107,13 @@ def _invalid(path: Path, error: json.JSONDecodeError, line: int | None = None) -
     )
 
 
+def _too_deep(path: Path) -> CorruptDocumentError:
+    return CorruptDocumentError(
+        f"'{path.name}' nests its JSON too deeply to read (hundreds of levels). Flatten the structure and upload it "
+        "again."
+    )
+
+
 def _decoded(path: Path) -> tuple[str, list[str]]:
     decoded = decode(path.read_bytes())
     return decoded.text, decoded.notes
@@ -126,12 +133,11 @@ class JsonParser(DocumentParser):
     def parse(self, path: Path, settings: Settings) -> ParseResult:
         text, notes = _decoded(path)
         try:
-            value = json.loads(text)
+            blocks = value_blocks(json.loads(text))
         except json.JSONDecodeError as exc:
             raise _invalid(path, exc) from exc
-        except RecursionError as exc:
-            raise CorruptDocumentError(f"'{path.name}' nests its JSON too deeply to read.") from exc
-        blocks = value_blocks(value)
+        except RecursionError as exc:  # from the decoder, or from flattening what it could still read
+            raise _too_deep(path) from exc
         if not any(block.kind == "paragraph" for block in blocks):
             raise EmptyDocumentError(f"'{path.name}' holds no values (an empty list or object).")
         return build_parse_result(blocks, heading_source="records", warnings=notes)
@@ -160,8 +166,11 @@ class JsonLinesParser(DocumentParser):
             except json.JSONDecodeError as exc:
                 raise _invalid(path, exc, line=number) from exc
             except RecursionError as exc:
-                raise CorruptDocumentError(f"'{path.name}' nests its JSON too deeply to read (line {number}).") from exc
-        blocks = record_blocks(records, level=1)
+                raise _too_deep(path) from exc
+        try:
+            blocks = record_blocks(records, level=1)
+        except RecursionError as exc:
+            raise _too_deep(path) from exc
         if not any(block.kind == "paragraph" for block in blocks):
             raise EmptyDocumentError(f"'{path.name}' holds no records with values.")
         return build_parse_result(blocks, heading_source="records", warnings=notes)

@@ -230,6 +230,11 @@ def test_malformed_xml_names_its_line(tmp_path: Path, settings: Settings) -> Non
     with pytest.raises(CorruptDocumentError, match=r"not well-formed XML: .*\(line 3, column \d+\)") as caught:
         parse_document(path, settings)
     assert caught.value.details["line"] == 3
+    (tmp_path / "deep.xml").write_text("<a>" * 300 + "x" + "</a>" * 300)  # libxml2 stops at 256 levels
+    with pytest.raises(
+        CorruptDocumentError, match=r"Excessive depth in document: 256, .* \(line 1, column 771\)\. Fix"
+    ):
+        parse_document(tmp_path / "deep.xml", settings)
     (tmp_path / "empty.xml").write_text("<root><a/><b></b></root>")
     with pytest.raises(EmptyDocumentError, match="holds no text"):
         parse_document(tmp_path / "empty.xml", settings)

@@ -22,6 +22,7 @@ from chunkbench.models import ParseResult
 
 _XHTML = "{http://www.w3.org/1999/xhtml}"
 _ENTITY_DECLARATION = re.compile(rb"<!ENTITY", re.IGNORECASE)
+_WHERE = re.compile(r", line \d+, column \d+$")
 # Children (or attributes) whose text names their element, in the order they are preferred.
 TITLE_NAMES = ("title", "name", "heading", "label", "caption", "subject", "id")
 _MAX_TITLE_CHARS = 120
@@ -155,8 +156,9 @@ class XmlParser(DocumentParser):
             root = etree.fromstring(data, _parser())
         except etree.XMLSyntaxError as exc:
             line, column = exc.position if exc.position else (exc.lineno, 0)
+            reason = _WHERE.sub("", exc.msg)  # libxml2 ends some messages with the place; it is said once, below
             raise CorruptDocumentError(
-                f"'{path.name}' is not well-formed XML: {exc.msg} (line {line}, column {column}). "
+                f"'{path.name}' is not well-formed XML: {reason} (line {line}, column {column}). "
                 "Fix the file there, or export it again.",
                 line=line,
                 column=column,

@@ -175,7 +175,10 @@ def test_pptx_hostile_packages(tmp_path: Path, settings: Settings) -> None:
     (tmp_path / "text.pptx").write_bytes(b"just some words, not a deck")
     with pytest.raises(UnsupportedFileTypeError, match="named like a PowerPoint deck"):
         parse_document(tmp_path / "text.pptx", settings)
-    # A real zip of another format: the deck's main part is missing.
+    legacy = office.make_fake_ole(tmp_path / "old.pptx", "PowerPoint Document", b"\x00" * 16)
+    with pytest.raises(CorruptDocumentError, match="legacy binary PowerPoint file"):
+        parse_document(legacy, settings)
+    # A real zip of another format: the deck's main part is another kind.
     docx_as_pptx = tmp_path / "report.pptx"
     office.make_structured_docx(docx_as_pptx)
     with pytest.raises(CorruptDocumentError, match="Office file but not a PowerPoint deck"):

@@ -15,8 +15,8 @@ from pptx.slide import Slide
 
 from chunkbench.config import Settings
 from chunkbench.documents.parsers.base import DocumentParser, register
+from chunkbench.documents.parsers.office_package import refuse_ole
 from chunkbench.documents.parsers.tables import markdown_table, trim_rows
-from chunkbench.documents.parsers.xlsx import refuse_ole
 from chunkbench.documents.parsers.zip_container import OLE_MAGIC, READ_ERRORS, ZIP_MAGIC, damaged, open_guarded
 from chunkbench.documents.tree import Block, build_parse_result
 from chunkbench.errors import CorruptDocumentError, EmptyDocumentError

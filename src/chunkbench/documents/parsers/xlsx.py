@@ -13,8 +13,8 @@ from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 
 from chunkbench.config import Settings
 from chunkbench.documents.parsers.base import DocumentParser, register
-from chunkbench.documents.parsers.docx import ole_has_stream
 from chunkbench.documents.parsers.excel_format import display_value
+from chunkbench.documents.parsers.office_package import refuse_ole
 from chunkbench.documents.parsers.tables import table_blocks, trim_rows
 from chunkbench.documents.parsers.zip_container import (
     OLE_MAGIC,
@@ -24,26 +24,12 @@ from chunkbench.documents.parsers.zip_container import (
     open_guarded,
 )
 from chunkbench.documents.tree import Block, build_parse_result
-from chunkbench.errors import CorruptDocumentError, EmptyDocumentError, EncryptedDocumentError
+from chunkbench.errors import CorruptDocumentError, EmptyDocumentError
 from chunkbench.models import ParseResult
 
 _LABEL = "Excel workbook (.xlsx)"
 _MAIN_NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 _MAX_NAMED_CELLS = 5  # formula cells named in a warning; the rest are counted
-
-
-def refuse_ole(path: Path, application: str, extension: str) -> None:
-    """An OLE2 file named like an OOXML one: a password-protected file (encrypted packages are OLE2), or the
-    application's legacy binary format."""
-    if ole_has_stream(path, "EncryptedPackage"):
-        raise EncryptedDocumentError(
-            f"'{path.name}' is password-protected. Open it in {application}, remove the password "
-            "(File → Info → Protect → Encrypt with Password, clear it), save, and upload it again."
-        )
-    raise CorruptDocumentError(
-        f"'{path.name}' is not a {extension}: it looks like a legacy binary {application} file. "
-        f"Open it in {application} or LibreOffice and save it as {extension}."
-    )
 
 
 def _uncached_formulas(sheet: ReadOnlyWorksheet) -> list[str]:

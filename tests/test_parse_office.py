@@ -4,8 +4,12 @@ exact offsets, tables with their header row, numbers as the sheet displays them,
 from __future__ import annotations
 
 import datetime as dt
+import io
 import os
+import random
 import zipfile
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import openpyxl
@@ -28,6 +32,7 @@ from chunkbench.documents.parsers.tables import ROWS_PER_BLOCK
 from chunkbench.errors import (
     ArchiveBombError,
     CorruptDocumentError,
+    DocumentProcessingError,
     EmptyDocumentError,
     EncryptedDocumentError,
     UnsupportedFileTypeError,
@@ -445,6 +450,51 @@ def test_ods_hostile_files(tmp_path: Path, settings: Settings) -> None:
     empty.save(str(tmp_path / "empty.ods"))
     with pytest.raises(EmptyDocumentError, match="no cells with text"):
         parse_document(tmp_path / "empty.ods", settings)
+
+
+# ---------------------------------------------------------------------------------------------- damaged parts
+
+
+def _mutants(seed_file: Path, count: int, rng: random.Random) -> Iterator[bytes]:
+    """Copies of a real package with one XML part damaged: bytes changed, cut out, or markup inserted."""
+    with zipfile.ZipFile(seed_file) as source:
+        entries = [(entry.filename, source.read(entry)) for entry in source.infolist()]
+    xml_parts = [index for index, (name, _) in enumerate(entries) if name.endswith(".xml")]
+    for _ in range(count):
+        victim = rng.choice(xml_parts)
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
+            for index, (name, data) in enumerate(entries):
+                if index == victim:
+                    damaged = bytearray(data)
+                    for _ in range(rng.randint(1, 5)):
+                        at = rng.randrange(len(damaged))
+                        roll = rng.random()
+                        if roll < 0.4:
+                            damaged[at] = rng.randrange(32, 127)
+                        elif roll < 0.7:
+                            del damaged[at : at + rng.randint(1, 40)]
+                        else:
+                            damaged[at:at] = rng.choice([b"<x>", b"</", b'"', b"-1", b"999999999999", b'r="ZZ9"'])
+                    data = bytes(damaged)
+                target.writestr(name, data)
+        yield buffer.getvalue()
+
+
+@pytest.mark.parametrize(("suffix", "make"), [(".pptx", make_deck), (".xlsx", make_workbook), (".ods", make_ods)])
+def test_damaged_parts_are_typed_errors_never_crashes(tmp_path: Path, settings: Settings, suffix, make) -> None:
+    rng = random.Random(f"damaged{suffix}")  # deterministic: the same mutants every run
+    outcomes = Counter()
+    for number, data in enumerate(_mutants(make(tmp_path / f"seed{suffix}"), 60, rng)):
+        path = tmp_path / f"mutant{number}{suffix}"
+        path.write_bytes(data)
+        try:
+            parse_document(path, settings)
+            outcomes["parsed"] += 1
+        except DocumentProcessingError as exc:
+            assert 400 <= exc.status_code < 500
+            outcomes[exc.code] += 1
+    assert outcomes["corrupt_document"] > 0  # the mutations really do break files
 
 
 # ---------------------------------------------------------------------------------------------- through the API

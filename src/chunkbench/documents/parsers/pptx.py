@@ -130,7 +130,9 @@ class PptxParser(DocumentParser):
             language = (properties.language or "").strip() or None
         except zipfile.BadZipFile as exc:
             raise damaged(path, exc) from exc
-        except (PackageNotFoundError, KeyError, ValueError, TypeError, *READ_ERRORS) as exc:
+        # python-pptx on a damaged part (found by fuzzing real decks' parts): its own errors, and attribute and
+        # index lookups into elements or parts that are not what the relationships promised.
+        except (PackageNotFoundError, KeyError, IndexError, AttributeError, ValueError, TypeError, *READ_ERRORS) as exc:
             raise CorruptDocumentError(
                 f"'{path.name}' could not be read as a PowerPoint deck ({exc}). "
                 "Open it in PowerPoint or LibreOffice Impress, save it as .pptx again, and re-upload."

@@ -3,8 +3,8 @@ as the sheet displays it."""
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
+from xml.etree.ElementTree import ParseError
 
 import openpyxl
 from lxml import etree
@@ -20,7 +20,6 @@ from chunkbench.documents.parsers.zip_container import (
     OLE_MAGIC,
     READ_ERRORS,
     ZIP_MAGIC,
-    damaged,
     open_guarded,
 )
 from chunkbench.documents.tree import Block, build_parse_result
@@ -30,6 +29,12 @@ from chunkbench.models import ParseResult
 _LABEL = "Excel workbook (.xlsx)"
 _MAIN_NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 _MAX_NAMED_CELLS = 5  # formula cells named in a warning; the rest are counted
+# What openpyxl raises on a damaged part (found by fuzzing real workbooks' parts): its own errors, the stdlib XML
+# parser's (it reads sheets with ElementTree), lookups into a broken style table, and (on opening) OSError for a
+# package with no workbook part.
+_OPENPYXL_ERRORS = (
+    InvalidFileException, ParseError, KeyError, IndexError, AttributeError, ValueError, TypeError, *READ_ERRORS,
+)  # fmt: skip
 
 
 def _uncached_formulas(sheet: ReadOnlyWorksheet) -> list[str]:
@@ -66,7 +71,7 @@ def workbook_blocks(path: Path) -> tuple[list[Block], str | None, list[str]]:
     """Sections per visible sheet, the workbook's title (core properties) and the parse notes."""
     try:
         workbook = openpyxl.load_workbook(path, read_only=True, data_only=True, keep_links=False)
-    except (InvalidFileException, KeyError, ValueError, TypeError, *READ_ERRORS) as exc:
+    except (*_OPENPYXL_ERRORS, OSError) as exc:
         raise CorruptDocumentError(
             f"'{path.name}' could not be read as an Excel workbook ({exc}). "
             "Open it in Excel or LibreOffice, save it as .xlsx again, and re-upload."
@@ -88,7 +93,7 @@ def workbook_blocks(path: Path) -> tuple[list[Block], str | None, list[str]]:
             blocks.append(Block("heading", sheet.title, level=1))
             blocks.extend(table_blocks(rows))
         title = (workbook.properties.title or "").strip() or None
-    except (KeyError, ValueError, TypeError, *READ_ERRORS) as exc:
+    except _OPENPYXL_ERRORS as exc:
         raise CorruptDocumentError(
             f"'{path.name}' is damaged: a sheet could not be read ({exc}). "
             "Open it in Excel or LibreOffice, save it again, and re-upload."
@@ -115,10 +120,7 @@ class XlsxParser(DocumentParser):
             if handle.read(len(OLE_MAGIC)) == OLE_MAGIC:
                 refuse_ole(path, "Excel", ".xlsx")
         open_guarded(path, settings, _LABEL, "xl/workbook.xml")
-        try:
-            blocks, title, notes = workbook_blocks(path)
-        except zipfile.BadZipFile as exc:
-            raise damaged(path, exc) from exc
+        blocks, title, notes = workbook_blocks(path)
         if not blocks:
             raise EmptyDocumentError(f"'{path.name}' has no cells with values in any visible sheet.")
         return build_parse_result(blocks, title=title, heading_source="sheets", warnings=notes)

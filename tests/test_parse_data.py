@@ -8,11 +8,14 @@ import csv
 import json
 from pathlib import Path
 
+import py3langid
 import pytest
 from lxml import etree
 
 from chunkbench.config import Settings
 from chunkbench.documents.parsers import parse_document
+from chunkbench.documents.service import detect_language
+from chunkbench.embedding.languages import UNDETERMINED
 from chunkbench.errors import CorruptDocumentError, EmptyDocumentError, UnsupportedFileTypeError
 from chunkbench.models import ParseResult
 from test_parse_office import assert_exact_offsets, paragraphs, sections
@@ -291,3 +294,12 @@ def test_hostile_data_uploads_are_4xx_and_leave_nothing(client, name, data, code
     assert response.status_code == 400, response.text
     assert response.json()["error"] == code and says in response.json()["message"]
     assert client.get("/documents").json()["total"] == 0
+
+
+def test_a_sheets_language_is_read_from_its_words_not_its_numbers() -> None:
+    rows = "".join(f"| {n} | {n * 1.5:,.2f} | {n % 7}% | 2026-03-{n % 28 + 1:02d} |\n" for n in range(200))
+    sheet = "# Sales by region\n\n| Region | Revenue | Growth | Reported on |\n| --- | --- | --- | --- |\n" + rows
+    assert py3langid.classify(sheet[:4000])[0] != "en"  # what the whole text reads as: numbers, rules, pipes
+    assert detect_language(sheet) == "en"
+    assert detect_language(rows) == UNDETERMINED  # no words at all: no language to check a model against
+    assert detect_language("  \n ") is None

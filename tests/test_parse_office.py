@@ -533,3 +533,24 @@ def test_a_zip_bomb_upload_is_a_400_and_leaves_nothing(client, tmp_path):
     response = client.post("/documents", files={"file": ("bomb.xlsx", bomb.read_bytes())})
     assert response.status_code == 400 and response.json()["error"] == "archive_bomb"
     assert client.get("/documents").json()["total"] == 0
+
+
+def test_a_workbook_is_chunked_with_exact_offsets_and_rows_under_their_header(client, tmp_path):
+    """End to end: upload, process with a built-in strategy, and every chunk is a slice of the markdown."""
+    path = make_workbook(tmp_path / "budget.xlsx")
+    document = client.post("/documents", files={"file": ("budget.xlsx", path.read_bytes())}).json()["document"]
+    # Read from its words, not its numbers and table rules (which py3langid takes for "no language" or Italian).
+    assert document["language"] == "en"
+    document_id = document["id"]
+    processed = client.post(
+        f"/documents/{document_id}/process",
+        params={"wait": "true"},
+        json={"strategies": ["recursive"], "params": {"recursive": {"chunk_size": 200, "chunk_overlap": 0}}},
+    )
+    assert processed.status_code == 200, processed.text
+    chunks = client.get(f"/admin/chunks/{document_id}", params={"strategy": "recursive"}).json()["chunks"]
+    markdown = client.get(f"/documents/{document_id}/markdown").text
+    assert len(chunks) > 3
+    assert all(markdown[chunk["start_index"] : chunk["end_index"]] == chunk["text"] for chunk in chunks)
+    # The Log sheet's 120 rows come in blocks that each start with the header row.
+    assert sum(chunk["text"].startswith("| n | square |") for chunk in chunks) >= 3

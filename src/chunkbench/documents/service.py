@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import tempfile
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -45,6 +46,8 @@ logger = logging.getLogger(__name__)
 
 _COPY_BLOCK = 1024 * 1024
 _LANGUAGE_SAMPLE_CHARS = 4000
+_TOKEN = re.compile(r"\S+")
+_NO_LINGUISTIC_CONTENT = "zxx"  # py3langid's (ISO 639-2) code for text in no language
 _SOURCE_KEY_MAX_CHARS = 1024  # documents.source_key
 _AMBIGUOUS_SHOWN = 10
 
@@ -86,13 +89,34 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _word_sample(text: str) -> str:
+    """The text's first words with a letter in them, up to ``_LANGUAGE_SAMPLE_CHARS`` characters.
+
+    Numbers, dates, amounts and table rules (``| --- |``) say nothing about a language, and a sheet full of them
+    reads to py3langid as Italian or as "zxx" (no linguistic content) though its headers are English words.
+    """
+    words: list[str] = []
+    size = 0
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if any(char.isalpha() for char in token):
+            words.append(token)
+            size += len(token) + 1
+            if size >= _LANGUAGE_SAMPLE_CHARS:
+                break
+    return " ".join(words)
+
+
 def detect_language(text: str) -> str | None:
-    """ISO 639-1 code of the dominant language (py3langid ships its model: no download)."""
-    sample = text[:_LANGUAGE_SAMPLE_CHARS].strip()
-    if not sample:
+    """ISO 639-1 code of the dominant language (py3langid ships its model: no download); ``und`` for text without
+    words (numbers only) or without linguistic content; ``None`` for no text."""
+    if not text.strip():
         return None
+    sample = _word_sample(text)
+    if not sample:
+        return UNDETERMINED
     language, _score = py3langid.classify(sample)
-    return language
+    return UNDETERMINED if language == _NO_LINGUISTIC_CONTENT else language
 
 
 def _safe_filename(filename: str) -> str:

@@ -48,6 +48,7 @@ _COPY_BLOCK = 1024 * 1024
 _LANGUAGE_SAMPLE_CHARS = 4000
 _TOKEN = re.compile(r"\S+")
 _NO_LINGUISTIC_CONTENT = "zxx"  # py3langid's (ISO 639-2) code for text in no language
+_MIN_LETTER_SHARE = 0.5  # of a sample's visible characters; below it the sample is mostly numbers and table rules
 _SOURCE_KEY_MAX_CHARS = 1024  # documents.source_key
 _AMBIGUOUS_SHOWN = 10
 
@@ -110,11 +111,15 @@ def _word_sample(text: str) -> str:
 def detect_language(text: str) -> str | None:
     """ISO 639-1 code of the dominant language (py3langid ships its model: no download); ``und`` for text without
     words (numbers only) or without linguistic content; ``None`` for no text."""
-    if not text.strip():
-        return None
-    sample = _word_sample(text)
+    sample = text[:_LANGUAGE_SAMPLE_CHARS].strip()
     if not sample:
-        return UNDETERMINED
+        return None
+    visible = sum(1 for char in sample if not char.isspace())
+    if sum(1 for char in sample if char.isalpha()) < visible * _MIN_LETTER_SHARE:
+        # Mostly figures: classify the words alone. Prose keeps its own sample (its line breaks are features).
+        sample = _word_sample(text)
+        if not sample:
+            return UNDETERMINED
     language, _score = py3langid.classify(sample)
     return UNDETERMINED if language == _NO_LINGUISTIC_CONTENT else language
 

@@ -61,7 +61,7 @@ def _shape_blocks(shapes: Iterable[BaseShape], title_id: int | None) -> Iterator
             continue
         if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
             yield from _shape_blocks(shape.shapes, title_id)  # a group's children, in their own reading order
-        elif getattr(shape, "has_table", False) and shape.has_table:
+        elif shape.has_table:
             table = _table(shape)
             if table:
                 yield Block("paragraph", table, markdown=table)

@@ -1,11 +1,25 @@
-"""Parsers for PDF, DOCX, DOC, HTML, MD, TXT and source code behind one interface (see ``base.py``)."""
+"""Parsers for every supported format behind one interface (see ``base.py``): PDF, DOCX, DOC, HTML, MD, TXT,
+source code, PPTX, XLSX, ODS, CSV, TSV, JSON, JSONL and XML."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from chunkbench.config import Settings
-from chunkbench.documents.parsers import code, doc, docx, html, pdf, text  # noqa: F401  (registration)
+from chunkbench.documents.parsers import (  # noqa: F401  (registration)
+    code,
+    delimited,
+    doc,
+    docx,
+    html,
+    json_records,
+    ods,
+    pdf,
+    pptx,
+    text,
+    xlsx,
+    xml_elements,
+)
 from chunkbench.documents.parsers.base import DocumentParser, parser_for, supported_suffixes
 from chunkbench.errors import EmptyDocumentError, UnsupportedFileTypeError
 from chunkbench.models import ParseResult

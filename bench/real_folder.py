@@ -9,7 +9,11 @@ outcomes (created, replaced, unchanged, flagged duplicate_of, failed by error co
 many documents stored as files ingested: none replaced another), and pass 2 changes nothing (every ingested file
 ``unchanged`` with the same document id, every failed file failing with the same code).
 
-    PYTHONPATH=src python bench/real_folder.py [FOLDER] [--ocr]   # FOLDER defaults to /work/realfiles
+Languages: with ``--labels FILE`` (TSV: a source-key prefix, then the language codes accepted for the files below
+it, e.g. ``cpython-cjk/big5	zh``; the longest prefix wins; ``*`` for the rest), every ingested document's detected
+language is checked against its accepted codes, and the accuracy and every miss are reported.
+
+    PYTHONPATH=src python bench/real_folder.py [FOLDER] [--ocr] [--labels bench/data/real_folder_labels.tsv]
 """
 
 from __future__ import annotations
@@ -25,10 +29,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from chunkbench.documents.parsers import parser_for, supported_suffixes
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 DEFAULT_FOLDER = Path("/work/realfiles")
-FORMATS = {".pdf": "pdf", ".docx": "docx", ".doc": "doc", ".html": "html", ".htm": "html", ".md": "md", ".txt": "txt"}
 LEGACY_ENCODING = "Decoded as "  # how an ingest warning names a file that was not UTF-8 (parsers/encoding.py)
 
 
@@ -37,7 +42,8 @@ def supported_files(folder: Path) -> list[str]:
     keys = []
     for path in sorted(folder.rglob("*")):
         relative = path.relative_to(folder)
-        if path.is_file() and path.suffix.lower() in FORMATS and not any(p.startswith(".") for p in relative.parts):
+        supported = path.suffix.lower() in supported_suffixes()
+        if path.is_file() and supported and not any(p.startswith(".") for p in relative.parts):
             keys.append(relative.as_posix())
     return keys
 
@@ -68,7 +74,47 @@ def cli(args: list[str], data_dir: Path, ocr: bool) -> tuple[Any, float]:
 
 
 def file_format(source_key: str) -> str:
-    return FORMATS[Path(source_key).suffix.lower()]
+    """The format a file is read as: its parser's label for source code (one per language), else its suffix."""
+    suffix = Path(source_key).suffix.lower()
+    return "code" if parser_for(source_key).label.endswith("source file") else suffix.lstrip(".")
+
+
+def read_labels(path: Path) -> list[tuple[str, frozenset[str]]]:
+    """(source-key prefix, accepted codes), longest prefix first; ``*`` matches every key."""
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            prefix, codes = line.split("\t", 1)
+            rows.append((prefix, frozenset(code.strip() for code in codes.split(","))))
+    return sorted(rows, key=lambda row: (row[0] == "*", -len(row[0])))
+
+
+def language_check(results: list[dict[str, Any]], labels: list[tuple[str, frozenset[str]]]) -> dict[str, Any]:
+    """Every ingested document's language against the codes its label accepts: accuracy, per format, misses."""
+    per_format: dict[str, Counter[str]] = {}
+    misses = []
+    for result in results:
+        if result["document"] is None:
+            continue
+        key, language = result["source_key"], result["document"]["language"]
+        accepted = next((codes for prefix, codes in labels if prefix == "*" or key.startswith(prefix)), None)
+        if accepted is None:
+            continue
+        counts = per_format.setdefault(file_format(key), Counter())
+        counts["files"] += 1
+        if language in accepted:
+            counts["right"] += 1
+        else:
+            misses.append({"file": key, "language": language, "accepted": sorted(accepted)})
+    files = sum(counts["files"] for counts in per_format.values())
+    right = sum(counts["right"] for counts in per_format.values())
+    return {
+        "files": files,
+        "right": right,
+        "accuracy": round(right / files, 4) if files else None,
+        "per_format": {name: dict(counts) for name, counts in sorted(per_format.items())},
+        "misses": misses,
+    }
 
 
 def tally(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -78,7 +124,7 @@ def tally(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         row = formats.setdefault(
             file_format(result["source_key"]),
             {"files": 0, "outcomes": Counter(), "duplicate_of": 0, "failed": Counter(), "heading_source": Counter(),
-             "with_headings": 0, "legacy_encoding": 0, "ocr": 0},
+             "with_headings": 0, "legacy_encoding": 0, "ocr": 0, "languages": Counter()},
         )  # fmt: skip
         row["files"] += 1
         row["outcomes"][result["outcome"]] += 1
@@ -91,6 +137,7 @@ def tally(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         row["heading_source"][document["heading_source"] or "none"] += 1
         row["with_headings"] += document["heading_count"] > 0
         row["ocr"] += bool(document["ocr"])
+        row["languages"][document["language"] or "none"] += 1
     return dict(sorted(formats.items()))
 
 
@@ -133,13 +180,15 @@ def print_table(formats: dict[str, dict[str, Any]]) -> None:
     for name, row in formats.items():
         sources = ", ".join(f"{source} {count}" for source, count in row["heading_source"].most_common())
         failures = ", ".join(f"{code} {count}" for code, count in row["failed"].most_common()) or "none"
-        print(f"  {name:<5} headings from: {sources or '–'}; failed: {failures}")
+        languages = ", ".join(f"{code} {count}" for code, count in row["languages"].most_common())
+        print(f"  {name:<5} headings from: {sources or '–'}; failed: {failures}; languages: {languages or '–'}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", nargs="?", type=Path, default=DEFAULT_FOLDER, help="the folder to ingest")
     parser.add_argument("--ocr", action="store_true", help="CHUNKBENCH_OCR=on: OCR scanned PDF pages (Tesseract)")
+    parser.add_argument("--labels", type=Path, help="TSV of source-key prefixes and accepted language codes")
     args = parser.parse_args()
     folder = args.folder.resolve()
     if not folder.is_dir():
@@ -149,7 +198,7 @@ def main() -> None:
         )
     expected = supported_files(folder)
     if not expected:
-        sys.exit(f"{folder} holds no PDF, DOCX, DOC, HTML, MD or TXT file to ingest.")
+        sys.exit(f"{folder} holds no file of a supported type ({', '.join(supported_suffixes())}) to ingest.")
 
     with tempfile.TemporaryDirectory(prefix="chunkbench-real-") as tmp:
         data_dir = Path(tmp) / "data"
@@ -181,6 +230,13 @@ def main() -> None:
     second_outcomes = Counter(result["outcome"] for result in second)
     print(f"pass 2: {second_s:.1f} s, " + ", ".join(f"{n} {outcome}" for outcome, n in second_outcomes.most_common()))
     print("second pass changed nothing" if not changes else f"second pass CHANGED {len(changes)} files")
+    languages = language_check(first, read_labels(args.labels)) if args.labels else None
+    if languages is not None:
+        print(
+            f"languages: {languages['right']} of {languages['files']} documents as labelled ({languages['accuracy']})"
+        )
+        for miss in languages["misses"]:
+            print(f"  {miss['file']}: {miss['language']} (accepted: {', '.join(miss['accepted'])})")
     for problem in problems:
         print(f"PROBLEM: {problem}")
 
@@ -206,6 +262,7 @@ def main() -> None:
                 "second_pass_changes": changes,
                 "failures": failures,
                 "problems": problems,
+                "languages": languages,
                 "load_average_1min": os.getloadavg()[0],
             },
             indent=2,

@@ -151,25 +151,33 @@ def test_two_paragraphs_per_chunk_joins_neighbours_exactly(plugin_client, handbo
 # ---------------------------------------------------------------------------------------------- parser
 
 
+SUBTITLES = (
+    b"1\n00:00:01,000 --> 00:00:04,000\nWelcome to the handbook.\n\n"
+    b"2\n00:00:04,500 --> 00:00:07,000\nLeave is booked\nin the portal.\n"
+)
+
+
 def test_a_parser_plugin_accepts_a_new_extension(plugin_client):
-    csv_bytes = b"name,team,room\nAda,Compilers,4.12\nAlan,Crypto,2.01\n"
-    response = plugin_client.post("/documents", files={"file": ("people.csv", csv_bytes)})
+    response = plugin_client.post("/documents", files={"file": ("lecture.srt", SUBTITLES)})
     assert response.status_code == 201, response.text
     document = response.json()["document"]
-    assert document["mime_type"] == "text/csv"
+    assert document["mime_type"] == "application/x-subrip"
     markdown = plugin_client.get(f"/documents/{document['id']}/markdown").text
-    assert markdown == "# people\n\nname: Ada; team: Compilers; room: 4.12\n\nname: Alan; team: Crypto; room: 2.01"
+    assert (
+        markdown
+        == "# lecture\n\n[00:00:01,000] Welcome to the handbook.\n\n[00:00:04,500] Leave is booked in the portal."
+    )
 
     body = _process(plugin_client, document["id"], strategies=["paragraph"])
     assert body["chunk_counts"] == {"paragraph": 2}
 
-    binary = plugin_client.post("/documents", files={"file": ("blob.csv", b"\x00\x01\x02binary")})
-    assert binary.status_code == 415 and "CSV file" in binary.json()["message"]
+    binary = plugin_client.post("/documents", files={"file": ("blob.srt", b"\x00\x01\x02binary")})
+    assert binary.status_code == 415 and "SubRip subtitle file" in binary.json()["message"]
 
 
-def test_without_plugins_a_csv_is_still_415(client):
-    assert ".csv" not in supported_suffixes()
-    response = client.post("/documents", files={"file": ("people.csv", b"name\nAda\n")})
+def test_without_plugins_an_srt_is_still_415(client):
+    assert ".srt" not in supported_suffixes()
+    response = client.post("/documents", files={"file": ("lecture.srt", SUBTITLES)})
     assert response.status_code == 415
     assert "paragraph" not in StrategyName and "phrase" not in RetrieverName and "hashing-256" not in REGISTRY
 
@@ -303,6 +311,13 @@ BROKEN = {
         "@register_parser\nclass Mine(TextParser):\n    suffixes = ('.md',)\n",
         r"The parser for '\.md' is already registered",
     ),
+    # A built-in format is never silently replaced: .csv has a built-in parser now.
+    "parser_builtin_csv": (
+        "from chunkbench.plugins import register_parser\n"
+        "from chunkbench.documents.parsers.text import TextParser\n\n"
+        "@register_parser\nclass Mine(TextParser):\n    suffixes = ('.csv',)\n",
+        r"The parser for '\.csv' is already registered \(by chunkbench \(built-in\)\); pick another name",
+    ),
     "retriever_no_search": (
         "from chunkbench.plugins import Retriever, register_retriever\n\n"
         "@register_retriever\nclass Lazy(Retriever):\n    name = 'lazy'\n",
@@ -347,7 +362,7 @@ def test_plugins_load_once_per_process_and_an_absent_dir_is_a_no_op(tmp_path, pl
     assert load_plugins(None) == [] and load_plugins(tmp_path / "missing") == []
     loaded = load_plugins(plugins_dir)
     assert [p.name for p in loaded] == [
-        "csv_parser.py", "hashing_embedder.py", "paragraph_strategy.py", "phrase_retriever.py",
+        "hashing_embedder.py", "paragraph_strategy.py", "phrase_retriever.py", "srt_parser.py",
     ]  # fmt: skip
     assert load_plugins(plugins_dir) == []  # a second start in the same process imports nothing again
     assert "paragraph" in StrategyName and "phrase" in RetrieverName
@@ -379,12 +394,12 @@ def test_the_cli_lists_plugin_strategies_and_processes_with_them(cli_env):
     assert listed.exit_code == 0, listed.output
     assert [s["name"] for s in json.loads(listed.stdout)] == [*BUILT_IN_STRATEGIES, "paragraph"]
 
-    document = cli_env.parent / "people.csv"
-    document.write_text("name,team\nAda,Compilers\nAlan,Crypto\nGrace,Navy\n")
+    document = cli_env.parent / "lecture.srt"
+    document.write_bytes(SUBTITLES + b"\n3\n00:00:08,000 --> 00:00:09,000\nThank you.\n")
     ingested = runner.invoke(cli_app, ["ingest", str(document), "--json"], catch_exceptions=False)
     assert ingested.exit_code == 0, ingested.output
     processed = runner.invoke(
-        cli_app, ["process", "people.csv", "--strategies", "paragraph", "--json"], catch_exceptions=False
+        cli_app, ["process", "lecture.srt", "--strategies", "paragraph", "--json"], catch_exceptions=False
     )
     assert processed.exit_code == 0, processed.output
     assert json.loads(processed.stdout)["chunk_counts"] == {"paragraph": 3}

@@ -128,5 +128,6 @@ def apply_neighbor_expansion(
     flat: dict[str, RetrievedChunk] = {hit.chunk_id: hit for hit in hits}
     for chunk in known.values():
         flat.setdefault(chunk.chunk_id, chunk)
-    ordered = sorted(flat.values(), key=lambda c: (c.document_id, c.chunk_index))
+    # Documents by name first: an id is fresh per ingest, and the answerer reads the context in this order.
+    ordered = sorted(flat.values(), key=lambda c: (c.document_name, c.document_id, c.chunk_index))
     return ordered, tree

@@ -94,7 +94,8 @@ class CrossEncoderReranker:
         model = _load_cross_encoder(self.model_name_or_path, self.settings.embedding_device)
         scores = model.predict([(question, chunk.text) for chunk in chunks], show_progress_bar=False)
         rescored = [replace(chunk, score=float(score)) for chunk, score in zip(chunks, scores, strict=True)]
-        order = sorted(range(len(rescored)), key=lambda i: -(rescored[i].score or 0.0))
+        # Equal scores keep the retriever's order, itself deterministic (storage.fusion.tie_key).
+        order = sorted(range(len(rescored)), key=lambda i: (-(rescored[i].score or 0.0), i))
         return [rescored[i] for i in order[:top_k]]
 
 

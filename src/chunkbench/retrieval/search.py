@@ -110,7 +110,7 @@ class SearchRequest:
 
 class Retriever:
     """One way of ranking a collection's chunks for a question. Its capabilities say how the store is queried:
-    ``query_mode`` (dense Corpus embedding, BM25 sparse vector, or both fused in Qdrant), and whether it needs
+    ``query_mode`` (dense Corpus embedding, BM25 sparse vector, or both fused by RRF), and whether it needs
     the question's embedding and BM25 terms."""
 
     name: ClassVar[RetrieverName]
@@ -182,7 +182,7 @@ class Bm25Retriever(Retriever):
 
 @register_retriever
 class HybridRetriever(Retriever):
-    """Dense + BM25 candidates fused by Reciprocal Rank Fusion in Qdrant; the hit score is the RRF score.
+    """Dense + BM25 candidates fused by Reciprocal Rank Fusion (``storage.fusion``); the hit score is the RRF score.
 
     RRF scores depend on ranks only (1/(k+rank) summed), so an absolute floor on them means nothing;
     the floor applies to each hit's dense cosine instead, obtained by an exact dense query restricted to
@@ -232,8 +232,8 @@ def retrieve(
     (candidates for a reranker, or a retrieval-only evaluation); ``document_id`` one id, several, or None
     (the tenant's whole corpus). ``exact`` (the default) searches exhaustively, so a benchmark's figures repeat;
     the serving faces pass ``exact=False`` to use the collection's HNSW graph where one is built. Hybrid fuses
-    ``max(2 * top_k, rerank_candidate_k)`` candidates per vector, so a ``depth`` up to that leaves the top k's
-    scores as they were without it (chunks of exactly equal score may then come in another order).
+    ``max(2 * top_k, rerank_candidate_k)`` candidates per vector, so a ``depth`` up to that leaves the top k as it
+    was without it. Equal scores are ordered by the chunk's place (``storage.fusion.tie_key``) in every ranking.
     """
     if not 1 <= top_k <= MAX_CANDIDATE_K:
         raise QueryError(f"top_k must be between 1 and {MAX_CANDIDATE_K}; got {top_k}.")

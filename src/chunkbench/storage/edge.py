@@ -33,7 +33,14 @@ import qdrant_edge as qe
 from chunkbench.config import Settings
 from chunkbench.errors import ChunkbenchError, VectorStoreError
 from chunkbench.storage.edge_index import HnswBuilder, ReadWriteLock
-from chunkbench.storage.engine import RRF_K, EnginePoint, Layout, VectorEngine, VectorQuery, missing_collection
+from chunkbench.storage.engine import (
+    EnginePoint,
+    Layout,
+    VectorEngine,
+    VectorQuery,
+    fusion_refused,
+    missing_collection,
+)
 from chunkbench.storage.points import DENSE_VECTOR, SPARSE_VECTOR, PointFilter, QueryMode
 
 COLLECTIONS = "collections"
@@ -382,21 +389,7 @@ class EdgeEngine(VectorEngine):
         elif query.mode is QueryMode.SPARSE:
             request = qe.QueryRequest(query=sparse, params=self._params(query, sparse=True), **common)
         else:
-            prefetches = [
-                qe.Prefetch(
-                    limit=query.candidates, query=dense, filter=point_filter, params=self._params(query, sparse=False)
-                )
-            ]
-            if sparse is not None:
-                prefetches.append(
-                    qe.Prefetch(
-                        limit=query.candidates,
-                        query=sparse,
-                        filter=point_filter,
-                        params=self._params(query, sparse=True),
-                    )
-                )
-            request = qe.QueryRequest(query=qe.Fusion.Rrf(k=RRF_K), prefetches=prefetches, **common)
+            raise fusion_refused()
         with self._reading(name, "search") as handle:
             points = handle.query(request)
         return [(dict(p.payload or {}), float(p.score)) for p in points]

@@ -15,13 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chunkbench.errors import NotFoundError
+from chunkbench.errors import NotFoundError, VectorStoreError
 from chunkbench.storage.points import PointFilter, QueryMode
 
 # A migration's progress, reported while the embedded store opens: (points done, points in all, collection).
 Progress = Callable[[int, int, str], None]
-# RRF's ranking constant: score = Σ 1 / (k + rank), rank from 0. 2 is Qdrant's default (server and local mode).
-RRF_K = 2
 
 
 @dataclass(frozen=True)
@@ -44,14 +42,16 @@ class Layout:
 
 @dataclass(frozen=True)
 class VectorQuery:
-    """One search, engine-neutral (the store has checked it): what to rank by, over which points, how deep."""
+    """One search, engine-neutral (the store has checked it): what to rank by, over which points, how deep.
+
+    ``mode`` is DENSE or SPARSE: hybrid search is fused by the store (:mod:`chunkbench.storage.fusion`), over
+    rankings it orders itself, so no engine's order of equal scores reaches a result."""
 
     mode: QueryMode
     where: PointFilter
     limit: int
     dense: list[float] | None = None
     sparse: tuple[list[int], list[float]] | None = None
-    candidates: int = 0  # FUSION: candidates each vector contributes before RRF
     exact: bool = True  # False: the HNSW graph where one is built (serving); True: exhaustive (figures repeat)
     idf_corpus: PointFilter | None = None  # BM25's IDF counted over these points; None: the whole collection
     payload_fields: tuple[str, ...] | None = None  # None: the whole payload
@@ -118,4 +118,10 @@ class VectorEngine(ABC):
 
     @abstractmethod
     def query(self, name: str, query: VectorQuery) -> list[tuple[dict[str, Any], float]]:
-        """(payload, score) of the best ``query.limit`` points, best first."""
+        """(payload, score) of the best ``query.limit`` points by a dense or sparse search, best first (equal scores
+        in the engine's own order); a FUSION query is a VectorStoreError."""
+
+
+def fusion_refused() -> VectorStoreError:
+    """The error of a FUSION query sent to an engine (the store fuses: ``storage.fusion``)."""
+    return VectorStoreError("An engine runs dense and sparse searches only: the vector store fuses them (RRF).")

@@ -20,7 +20,14 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from chunkbench.config import Settings
 from chunkbench.errors import VectorStoreError
-from chunkbench.storage.engine import EnginePoint, Layout, VectorEngine, VectorQuery, missing_collection
+from chunkbench.storage.engine import (
+    EnginePoint,
+    Layout,
+    VectorEngine,
+    VectorQuery,
+    fusion_refused,
+    missing_collection,
+)
 from chunkbench.storage.points import DENSE_VECTOR, SPARSE_VECTOR, PointFilter, QueryMode
 
 logger = logging.getLogger(__name__)
@@ -206,32 +213,16 @@ class ServerEngine(VectorEngine):
         scoped_idf: bool,
     ) -> qm.QueryResponse:
         sparse = qm.SparseVector(indices=query.sparse[0], values=query.sparse[1]) if query.sparse else None
-        prefetch: list[qm.Prefetch] | None = None
         search: Any
-        using: str | None
         if query.mode is QueryMode.DENSE:
             search, using, params = query.dense, DENSE_VECTOR, self._params(query, sparse=False, scoped_idf=False)
         elif query.mode is QueryMode.SPARSE:
             search, using, params = sparse, SPARSE_VECTOR, self._params(query, sparse=True, scoped_idf=scoped_idf)
         else:
-            prefetch = [
-                qm.Prefetch(
-                    query=query.dense, using=DENSE_VECTOR, filter=point_filter, limit=query.candidates,
-                    params=self._params(query, sparse=False, scoped_idf=False),
-                )
-            ]  # fmt: skip
-            if sparse is not None:
-                prefetch.append(
-                    qm.Prefetch(
-                        query=sparse, using=SPARSE_VECTOR, filter=point_filter, limit=query.candidates,
-                        params=self._params(query, sparse=True, scoped_idf=scoped_idf),
-                    )
-                )  # fmt: skip
-            # RRF with Qdrant's default k (RRF_K), as every server version spells it.
-            search, using, params = qm.FusionQuery(fusion=qm.Fusion.RRF), None, None
+            raise fusion_refused()
         with self._op("search", name):
             return self.client.query_points(
-                name, query=search, using=using, prefetch=prefetch, query_filter=point_filter, search_params=params,
+                name, query=search, using=using, query_filter=point_filter, search_params=params,
                 limit=query.limit, with_payload=with_payload, with_vectors=False,
             )  # fmt: skip
 

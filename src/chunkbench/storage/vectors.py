@@ -19,6 +19,7 @@ import atexit
 import logging
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from chunkbench.config import Settings
 from chunkbench.errors import CollectionMissingError, NotFoundError, QueryError, VectorStoreError
 from chunkbench.models import StrategyName
 from chunkbench.storage.engine import EnginePoint, Progress, VectorEngine, VectorQuery, missing_collection
+from chunkbench.storage.fusion import cut_is_settled, ranked, reciprocal_rank_fusion
 from chunkbench.storage.points import (
     DENSE_VECTOR,
     SPARSE_VECTOR,
@@ -373,11 +375,12 @@ class VectorStore:
 
         Always filtered by tenant (and documents when given); BM25's IDF is counted over the tenant's own points,
         so other tenants' documents never change a tenant's scores. ``FUSION`` prefetches ``prefetch_limit``
-        candidates (default ``2 * top_k``) from each vector and fuses them with RRF inside the engine. A query
-        without BM25 terms (only stopwords) finds nothing by BM25; fusion then ranks by the dense prefetch
-        alone. ``exact`` (the default: benchmarks, evaluation) searches exhaustively, so figures repeat;
-        ``exact=False`` (serving) walks the HNSW graph where the collection has one. A missing collection is a
-        :class:`CollectionMissingError`.
+        candidates (default ``2 * top_k``) from each vector and fuses them with RRF here (not in the engine),
+        every ranking ordered by (score, then :func:`~chunkbench.storage.fusion.tie_key`) before it is cut, so
+        equal scores come in the same order on every engine, run and ingest order. A query without BM25 terms
+        (only stopwords) finds nothing by BM25; fusion then ranks by the dense candidates alone. ``exact`` (the
+        default: benchmarks, evaluation) searches exhaustively, so figures repeat; ``exact=False`` (serving) walks
+        the HNSW graph where the collection has one. A missing collection is a :class:`CollectionMissingError`.
         """
         name = collection_name(strategy, model_id)
         strategy_value = StrategyName(strategy).value
@@ -396,20 +399,37 @@ class VectorStore:
             raise self._no_collection(name, strategy_value, model_id)
         if mode is QueryMode.SPARSE and sparse_query is None:
             return []
-        query = VectorQuery(
+        base = VectorQuery(
             mode=mode,
             where=document_filter(tenant_id, document_id, include_parents=False),
             limit=top_k,
             dense=dense_query,
             sparse=sparse_query,
-            candidates=max(prefetch_limit or 2 * top_k, top_k),
             exact=exact,
             idf_corpus=PointFilter(tenant_id),
         )
         try:
-            return self._use("search", name).query(name, query)
+            if mode is not QueryMode.FUSION:
+                return self._ranked(name, base, top_k)
+            # Each vector's candidates in the store's order, then RRF here: the same fusion on every engine.
+            candidates = max(prefetch_limit or 2 * top_k, top_k)
+            arms = [self._ranked(name, replace(base, mode=QueryMode.DENSE), candidates)]
+            if sparse_query is not None:
+                arms.append(self._ranked(name, replace(base, mode=QueryMode.SPARSE), candidates))
+            return reciprocal_rank_fusion(arms, top_k)
         except NotFoundError as exc:
             raise self._no_collection(name, strategy_value, model_id) from exc
+
+    def _ranked(self, name: str, query: VectorQuery, depth: int) -> list[tuple[dict[str, Any], float]]:
+        """The best ``depth`` points of a dense or sparse ``query`` by (score, :func:`~chunkbench.storage.fusion.
+        tie_key`): asked one deeper than needed, and deeper again while equal scores run past what came back, so
+        which of several equal-scored points make the cut never depends on the engine's order."""
+        fetched = depth + 1
+        while True:
+            rows = self._use("search", name).query(name, replace(query, limit=fetched))
+            if cut_is_settled(rows, depth, fetched):
+                return ranked(rows)[:depth]
+            fetched *= 2
 
     def dense_scores(
         self,

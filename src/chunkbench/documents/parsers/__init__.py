@@ -1,5 +1,5 @@
-"""Parsers for PDF, DOCX, DOC, HTML, MD, TXT, source code, EML, MSG, EPUB, ODT, RTF, RST, Org behind one
-interface (see ``base.py``)."""
+"""Parsers for every supported format behind one interface (see ``base.py``): PDF, DOCX, DOC, HTML, MD, TXT,
+source code, PPTX, XLSX, ODS, CSV, TSV, JSON, JSONL, XML, EML, MSG, EPUB, ODT, RTF, RST and Org."""
 
 from __future__ import annotations
 
@@ -8,17 +8,23 @@ from pathlib import Path
 from chunkbench.config import Settings
 from chunkbench.documents.parsers import (  # noqa: F401  (registration)
     code,
+    delimited,
     doc,
     docx,
     epub,
     html,
+    json_records,
     mail,
     msg,
+    ods,
     opendocument,
     org,
     pdf,
+    pptx,
     rst,
     text,
+    xlsx,
+    xml_elements,
 )
 from chunkbench.documents.parsers.base import DocumentParser, parser_for, supported_suffixes
 from chunkbench.errors import EmptyDocumentError, UnsupportedFileTypeError

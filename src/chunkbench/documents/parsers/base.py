@@ -63,3 +63,17 @@ class TextFormatParser(DocumentParser):
 
     def sniff(self, head: bytes) -> bool:
         return looks_like_text(head)
+
+
+def text_starts_with(head: bytes, starts: tuple[str, ...]) -> bool:
+    """Whether a file's first block is text whose first non-blank character is one of ``starts`` (``{`` for JSON,
+    ``<`` for XML), in UTF-8, UTF-16 or UTF-32, with or without a byte-order mark."""
+    if not looks_like_text(head):
+        return False
+    for bom in (b"\xef\xbb\xbf", b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff", b"\xff\xfe", b"\xfe\xff"):
+        if head.startswith(bom):
+            head = head[len(bom) :]
+            break
+    # UTF-16/32 ASCII characters are one byte and zero bytes: without the zeros the first character reads the same.
+    stripped = head.replace(b"\x00", b"").lstrip()
+    return stripped[:1].decode("latin-1") in starts if stripped else False

@@ -22,16 +22,17 @@ from lxml import etree
 from chunkbench.config import Settings
 from chunkbench.documents.parsers import libreoffice
 from chunkbench.documents.parsers.base import DocumentParser, register
+from chunkbench.documents.parsers.zip_container import (
+    OLE_MAGIC,
+    SMALL_PART_MAX_BYTES,
+    ZIP_MAGIC,
+    check_entries,
+    read_capped,
+)
 from chunkbench.documents.tree import Block, build_parse_result
-from chunkbench.errors import ArchiveBombError, CorruptDocumentError, EncryptedDocumentError
+from chunkbench.errors import CorruptDocumentError, EncryptedDocumentError
 from chunkbench.models import ParseResult
 
-ZIP_MAGIC = b"PK\x03\x04"
-OLE_MAGIC = bytes.fromhex("D0CF11E0A1B11AE1")
-# Compression ratios of real DOCX parts stay far below this; zip bombs are in the thousands.
-_MAX_RATIO = 200
-_RATIO_MIN_BYTES = 1024 * 1024
-_SMALL_PART_MAX_BYTES = 1024 * 1024  # relationships and docProps/app.xml
 _MAX_STYLE_DEPTH = 16  # base-style chains are short; this only stops malicious cycles
 _OFFICE_DOCUMENT_REL = "/officeDocument"
 _CORE_PROPERTIES_REL = "/core-properties"
@@ -123,15 +124,7 @@ class _Package:
 
 
 def _read_capped(archive: zipfile.ZipFile, name: str, cap: int) -> bytes:
-    """Inflate one entry, stopping past ``cap`` bytes whatever its header declares."""
-    with archive.open(name) as handle:
-        data = handle.read(cap + 1)
-    if len(data) > cap:
-        raise ArchiveBombError(
-            f"The Word document's part '{name}' inflates beyond {cap // (1024 * 1024)} MB: it looks like "
-            "a zip bomb. If it is a genuine document, split it or raise CHUNKBENCH_MAX_DOCX_UNCOMPRESSED_MB."
-        )
-    return data
+    return read_capped(archive, name, cap, "Word document")
 
 
 def _relationship_targets(archive: zipfile.ZipFile, names: set[str]) -> tuple[dict[str, str], bool]:
@@ -139,7 +132,7 @@ def _relationship_targets(archive: zipfile.ZipFile, names: set[str]) -> tuple[di
     relationship is Strict Open XML's."""
     if "_rels/.rels" not in names:
         return {}, False
-    root = etree.fromstring(_read_capped(archive, "_rels/.rels", _SMALL_PART_MAX_BYTES))
+    root = etree.fromstring(_read_capped(archive, "_rels/.rels", SMALL_PART_MAX_BYTES))
     targets: dict[str, str] = {}
     strict = False
     for rel in root:
@@ -162,40 +155,11 @@ def _page_count(app_xml: bytes) -> int | None:
     return int(pages.text.strip()) or None  # type: ignore[union-attr]
 
 
-def guard_archive(archive: zipfile.ZipFile, path: Path, settings: Settings, resave: str = "Word") -> None:
-    """Refuse a zip bomb from its directory: too many entries, too much inflated in all, or one entry compressed
-    far beyond what real documents are (the OOXML, ODF and EPUB parsers share it); ``resave``: the application
-    the message tells a person to re-save the file with."""
-    entries = archive.infolist()
-    if len(entries) > settings.max_docx_entries:
-        raise ArchiveBombError(
-            f"'{path.name}' holds {len(entries)} files inside its zip container (at most "
-            f"{settings.max_docx_entries} allowed): it looks like a zip bomb. If it is genuine, "
-            "raise CHUNKBENCH_MAX_DOCX_ENTRIES."
-        )
-    if sum(entry.file_size for entry in entries) > settings.max_docx_uncompressed_bytes:
-        raise ArchiveBombError(
-            f"'{path.name}' would inflate beyond {settings.max_docx_uncompressed_bytes // (1024 * 1024)} MB "
-            "when unzipped: it looks like a zip bomb. If it is a genuine document, split it or raise "
-            "CHUNKBENCH_MAX_DOCX_UNCOMPRESSED_MB."
-        )
-    for entry in entries:
-        if entry.file_size > _RATIO_MIN_BYTES and entry.file_size > _MAX_RATIO * max(entry.compress_size, 1):
-            raise ArchiveBombError(
-                f"'{path.name}' contains '{entry.filename}', compressed more than {_MAX_RATIO}:1 "
-                "to inflate to "
-                f"{entry.file_size // (1024 * 1024)} MB: it looks like a zip bomb. "
-                f"Re-save the document in {resave} and upload it again."
-            )
-
-
 def _inspect_package(path: Path, settings: Settings) -> _Package:
     """Refuse zip bombs and broken packages before python-docx inflates anything."""
     try:
         with zipfile.ZipFile(path) as archive:
-            guard_archive(archive, path, settings)
-            entries = archive.infolist()
-            names = {entry.filename for entry in entries}
+            names = check_entries(path, archive, settings)
             targets, strict = _relationship_targets(archive, names)
             main_part = targets.get(_OFFICE_DOCUMENT_REL, _DEFAULT_MAIN_PART)
             if main_part not in names:
@@ -209,7 +173,7 @@ def _inspect_package(path: Path, settings: Settings) -> _Package:
             app_xml = "docProps/app.xml"
             page_count = None
             if app_xml in names:
-                page_count = _page_count(_read_capped(archive, app_xml, _SMALL_PART_MAX_BYTES))
+                page_count = _page_count(_read_capped(archive, app_xml, SMALL_PART_MAX_BYTES))
             return _Package(page_count, targets.get(_CORE_PROPERTIES_REL) in names, strict)
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, etree.XMLSyntaxError) as exc:
         raise CorruptDocumentError(

@@ -14,9 +14,9 @@ from lxml import etree
 
 from chunkbench.config import Settings
 from chunkbench.documents.parsers.base import DocumentParser, register
-from chunkbench.documents.parsers.docx import ZIP_MAGIC, guard_archive
 from chunkbench.documents.parsers.encoding import decode
 from chunkbench.documents.parsers.html import declared_charset, page_blocks
+from chunkbench.documents.parsers.zip_container import ZIP_MAGIC, check_entries
 from chunkbench.documents.tree import Block, build_parse_result
 from chunkbench.errors import ArchiveBombError, CorruptDocumentError, EncryptedDocumentError
 from chunkbench.models import ParseResult
@@ -235,7 +235,7 @@ class EpubParser(DocumentParser):
     def parse(self, path: Path, settings: Settings) -> ParseResult:
         try:
             with zipfile.ZipFile(path) as archive:
-                guard_archive(archive, path, settings, resave=_RESAVE)
+                check_entries(path, archive, settings)
                 book = _Book(archive, path, settings)
                 return _read_book(book)
         except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, KeyError, OSError) as exc:

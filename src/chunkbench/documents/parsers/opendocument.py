@@ -13,7 +13,8 @@ from lxml import etree
 from chunkbench.config import Settings
 from chunkbench.documents.parsers import libreoffice
 from chunkbench.documents.parsers.base import DocumentParser, register
-from chunkbench.documents.parsers.docx import ZIP_MAGIC, DocxParser, guard_archive
+from chunkbench.documents.parsers.docx import DocxParser
+from chunkbench.documents.parsers.zip_container import ZIP_MAGIC, check_entries
 from chunkbench.errors import CorruptDocumentError, EncryptedDocumentError
 from chunkbench.models import ParseResult
 
@@ -51,7 +52,7 @@ def _check_odt_package(path: Path, settings: Settings) -> tuple[str | None, str 
     spends its timeout on them; the title and language ``meta.xml`` declares."""
     try:
         with zipfile.ZipFile(path) as archive:
-            guard_archive(archive, path, settings, resave=_RESAVE)
+            check_entries(path, archive, settings)
             names = set(archive.namelist())
             mimetype = archive.read("mimetype").strip() if "mimetype" in names else b""
             if mimetype != _ODT_MIMETYPE or "content.xml" not in names:

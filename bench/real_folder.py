@@ -37,6 +37,11 @@ DEFAULT_FOLDER = Path("/work/realfiles")
 LEGACY_ENCODING = "Decoded as "  # how an ingest warning names a file that was not UTF-8 (parsers/encoding.py)
 
 
+def attachments_of(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """A result's attachments (a mail's files), nested ones too."""
+    return [nested for child in result.get("attachments", []) for nested in (child, *attachments_of(child))]
+
+
 def supported_files(folder: Path) -> list[str]:
     """Source keys of the files ``ingest`` should find: supported suffixes, hidden paths skipped."""
     keys = []
@@ -213,19 +218,26 @@ def main() -> None:
             skipped[result["skip_reason"]["code"]] += result["skip_reason"]["files"]
     formats = tally(read)
     ingested = sum(result["error"] is None for result in read)
+    # A mail's attachments are stored as documents of their own (nested under the mail's result).
+    attached = sum(nested["error"] is None for result in read for nested in attachments_of(result))
     problems = []
     missing = sorted(set(expected) - {result["source_key"] for result in first})
     if missing:
         problems.append(f"{len(missing)} supported files have no result: {', '.join(missing[:10])}")
-    if stored != ingested:
-        problems.append(f"pass 1 ingested {ingested} files but {stored} documents are stored")
+    if stored != ingested + attached:
+        problems.append(
+            f"pass 1 ingested {ingested} files and {attached} attachments but {stored} documents are stored"
+        )
     changes = second_pass_changes(first, second)
     problems.extend(f"pass 2 changed {change}" for change in changes)
 
     size_mb = sum((folder / key).stat().st_size for key in expected) / 1e6
     print(f"{folder}: {len(expected)} files, {size_mb:.1f} MB, OCR {'on' if args.ocr else 'off'}")
     print_table(formats)
-    print(f"pass 1: {first_s:.1f} s, {ingested} ingested, {len(read) - ingested} failed; {stored} documents stored")
+    print(
+        f"pass 1: {first_s:.1f} s, {ingested} ingested, {len(read) - ingested} failed, {attached} attachments "
+        f"ingested; {stored} documents stored"
+    )
     print("skipped (not read): " + (", ".join(f"{n} {code}" for code, n in skipped.most_common()) or "none"))
     second_outcomes = Counter(result["outcome"] for result in second)
     print(f"pass 2: {second_s:.1f} s, " + ", ".join(f"{n} {outcome}" for outcome, n in second_outcomes.most_common()))
@@ -258,6 +270,7 @@ def main() -> None:
                 "ingested": ingested,
                 "skipped": dict(skipped.most_common()),
                 "documents_stored": stored,
+                "attachments_ingested": attached,
                 "pass2_outcomes": dict(second_outcomes),
                 "second_pass_changes": changes,
                 "failures": failures,

@@ -40,6 +40,7 @@ from chunkbench.storage.schema import DEFAULT_TENANT
 from chunkbench.tenants.commands import admin_app
 
 if TYPE_CHECKING:
+    from chunkbench.documents.schemas import IngestOut
     from chunkbench.indexing.schemas import ProcessIn
 
 
@@ -201,37 +202,48 @@ def ingest(
             for warning in r.warnings:
                 out.print(f"[yellow]warning:[/yellow] {escape(r.source_key)}: {escape(warning)}", highlight=False)
         out.print(summary.line, markup=False, highlight=False, soft_wrap=True)
+        attachments = [a for r in results for a in _nested_attachments(r)]
+        if attachments:  # counted apart: a failed attachment never fails its mail (nor the exit code)
+            refused = sum(a.error is not None for a in attachments)
+            out.print(f"attachments: {len(attachments) - refused} ingested, {refused} refused", highlight=False)
     if summary.refused:
         raise typer.Exit(code=1)
 
 
-def _ingest_table(results: list[Any]) -> Table:
-    """Every file with its outcome: the document's figures, the refusal's error or the skip's reason."""
+def _ingest_table(results: list[IngestOut]) -> Table:
+    """Every file with its outcome: the document's figures, the refusal's error or the skip's reason; a mail's
+    attachments indented under it."""
     table = Table("file", "state", "pages", "headings", "language", "id / reason")  # file: its source key
     for r in results:
-        if r.skip_reason is not None:
-            reason = r.skip_reason
-            name = f"{r.source_key}/ ({reason.files:,} files)" if reason.details.get("folder") else r.source_key
-            table.add_row(
-                escape(name), f"[yellow]skipped[/yellow] ({reason.code.value})", "", "", "", escape(reason.message)
-            )
-        elif r.error is not None:
-            message = f"[red]{escape(r.error.message)}[/red]"
-            table.add_row(escape(r.source_key), "[red]refused[/red]", "", "", "", message)
-        else:
-            doc = r.document
-            state = f"{doc.status} ({r.outcome.value})"
-            if r.duplicate_of:
-                state += f", same content as {r.duplicate_of}"
-            table.add_row(
-                escape(r.source_key),
-                state,
-                str(doc.page_count or "–"),
-                str(doc.heading_count),
-                doc.language or "–",
-                doc.id,
-            )
+        _ingest_rows(table, r, 0)
     return table
+
+
+def _nested_attachments(result: IngestOut) -> list[IngestOut]:
+    return [nested for a in result.attachments for nested in (a, *_nested_attachments(a))]
+
+
+def _ingest_rows(table: Table, r: IngestOut, depth: int) -> None:
+    """One row for a file, then its attachments' rows, indented by depth."""
+    name = f"{'  ' * depth}{'↳ ' if depth else ''}{r.source_key}"
+    if r.skip_reason is not None:
+        reason = r.skip_reason
+        name = f"{name}/ ({reason.files:,} files)" if reason.details.get("folder") else name
+        table.add_row(
+            escape(name), f"[yellow]skipped[/yellow] ({reason.code.value})", "", "", "", escape(reason.message)
+        )
+    elif r.error is not None:
+        table.add_row(escape(name), "[red]refused[/red]", "", "", "", f"[red]{escape(r.error.message)}[/red]")
+    else:
+        doc = r.document
+        state = f"{doc.status} ({r.outcome.value})"
+        if r.duplicate_of:
+            state += f", same content as {r.duplicate_of}"
+        table.add_row(
+            escape(name), state, str(doc.page_count or "–"), str(doc.heading_count), doc.language or "–", doc.id
+        )
+    for attachment in r.attachments:
+        _ingest_rows(table, attachment, depth + 1)
 
 
 def _parse_params(items: list[str]) -> dict[str, dict[str, Any]]:

@@ -101,7 +101,7 @@ def delete_document(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Delete a document and its queries and experiments (it leaves its corpora)."""
+    """Delete a document, its queries and experiments, and a mail's attachments (it leaves its corpora)."""
     from chunkbench.documents import service
 
     if not yes:

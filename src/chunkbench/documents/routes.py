@@ -46,7 +46,8 @@ def upload_document(
     """Upload a document: it is parsed into a section tree and markdown, or refused with a reason.
 
     Its source key is the filename: the same filename again replaces the old document (keeping its corpora);
-    the same bytes again change nothing (200).
+    the same bytes again change nothing (200). A mail's (.eml, .msg) attachments are ingested as documents of their
+    own, listed under ``attachments`` (source key ``{mail}//{filename}``, ``parent_id`` the mail).
     """
     result = service.ingest_upload(database, settings, file.file, file.filename or "", tenant_id=tenant_id)
     if result.outcome is IngestOutcome.UNCHANGED:
@@ -128,6 +129,6 @@ def get_markdown(document_id: str, session: SessionDep, tenant_id: TenantDep) ->
 
 @router.delete("/{document_id}", status_code=status.HTTP_204_NO_CONTENT, responses={404: {"model": ErrorOut}})
 def delete_document(document_id: str, database: DatabaseDep, settings: SettingsDep, tenant_id: TenantDep) -> Response:
-    """Delete a document and everything that hangs on it (queries, experiments, runs, vectors)."""
+    """Delete a document and everything that hangs on it (queries, experiments, runs, vectors, a mail's attachments)."""
     service.delete(database, settings, document_id, tenant_id=tenant_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -114,6 +114,12 @@ class IngestOut(BaseModel):
         description="Why a file found in a folder was not read (outcome skipped): unsupported_type, hidden, "
         "too_large, empty, not_a_regular_file or unreadable, with a message and details",
     )
+    attachments: list[IngestOut] = Field(
+        [],
+        description="The files found inside this one (a mail's attachments), each ingested as its own document "
+        "whose parent_id is this one and whose source key is this one's + '//' + the attachment's filename; an "
+        "attachment that failed is listed with its error (and in warnings), and never fails the mail",
+    )
 
     @classmethod
     def of(cls, result: IngestResult) -> IngestOut:
@@ -127,6 +133,7 @@ class IngestOut(BaseModel):
             warnings=list(result.warnings),
             error=ErrorOut(**result.error.to_dict()) if result.error is not None else None,
             skip_reason=result.skip_reason,
+            attachments=[cls.of(attachment) for attachment in result.attachments],
         )
 
 

@@ -12,7 +12,7 @@ import logging
 import tempfile
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import BinaryIO
@@ -49,6 +49,12 @@ logger = logging.getLogger(__name__)
 _COPY_BLOCK = 1024 * 1024
 _SOURCE_KEY_MAX_CHARS = 1024  # documents.source_key
 _AMBIGUOUS_SHOWN = 10
+# An attachment's source key is its mail's, this separator, and its filename (``inbox/a.eml//report.pdf``). A real
+# file's key can never hold it: every key is cleaned of empty path parts (``_clean_source_key``).
+ATTACHMENT_SEPARATOR = "//"
+# A mail attached to a mail attached to a mail…: deeper attachments are reported, not ingested.
+_MAX_ATTACHMENT_DEPTH = 3
+_TEMP_NAME_MAX_BYTES = 200  # below every file system's name limit
 
 
 class IngestOutcome(StrEnum):
@@ -71,7 +77,17 @@ class IngestResult:
     replaced_id: str | None = None
     error: ChunkbenchError | None = None
     warnings: tuple[str, ...] = ()
+    # The documents found inside this one (a mail's attachments), each stored as its own document.
+    attachments: tuple[IngestResult, ...] = ()
+    # The replaced document's attachments, deleted with it: their vectors go once the transaction commits.
+    removed_attachment_ids: tuple[str, ...] = ()
     skip_reason: SkipReason | None = None
+
+    def with_attachments(self) -> Iterator[IngestResult]:
+        """This result, then its attachments' results, depth first."""
+        yield self
+        for attachment in self.attachments:
+            yield from attachment.with_attachments()
 
     @classmethod
     def skipped(cls, found: SkippedFile) -> IngestResult:
@@ -189,26 +205,30 @@ def ingest_file(
     key = _clean_source_key(source_key) if source_key is not None else filename
     parser = parser_for(filename)  # 415 before reading anything
     size = path.stat().st_size
-    if size == 0:
-        raise EmptyDocumentError(f"'{filename}' is empty (0 bytes). Upload a file with content.")
-    if size > settings.max_upload_bytes:
-        raise FileTooLargeError(
-            f"'{filename}' is {size / 1048576:.1f} MB; the limit is {settings.max_upload_mb:g} MB "
-            "(CHUNKBENCH_MAX_UPLOAD_MB).",
-            size_bytes=size,
-        )
+    _check_size(filename, size, settings)
     content_hash = sha256_file(path)
     repo = DocumentRepository(session, tenant_id)
     existing = repo.get_by_source_key(key)
     same_mode = existing is not None and (existing.heading_source == VERBATIM) == verbatim
     if existing is not None and existing.content_hash == content_hash and same_mode:
-        return IngestResult(filename, IngestOutcome.UNCHANGED, key, document=existing)
+        return IngestResult(
+            filename, IngestOutcome.UNCHANGED, key, document=existing, attachments=_unchanged(repo, existing)
+        )
 
     parsed = parse_document(path, settings, filename=filename, verbatim=verbatim)
+    warnings = list(parsed.warnings)
+    # Attachments are parsed before any write too: a LibreOffice conversion never runs inside the transaction.
+    attachments = _parse_attachments(settings, key, parsed, 1, warnings)
     twin = repo.find_by_hash(content_hash)
     replaced_id = None
     corpora = CorpusRepository(session, tenant_id)
     memberships: list[str] = []
+    old_attachments: dict[str, tuple[str, list[str]]] = {}
+    # A replaced mail's attachments go with it (found by key: also any left without their mail); the new ones keep
+    # the corpora an old one of the same key had.
+    for child in _attachments_of(repo, key) if existing is not None or attachments else ():
+        old_attachments[child.source_key] = (child.id, corpora.corpora_of(child.id))
+        repo.delete(child)
     if existing is not None:
         replaced_id = existing.id
         # Deleting the row cascades to its memberships: a re-ingest must not drop the document from its corpora.
@@ -218,6 +238,7 @@ def ingest_file(
     row = repo.add(_new_row(filename, key, content_hash, size, parser.mime_type, parsed, guess))
     for name in memberships:
         corpora.add_documents(corpora.get(name), [row.id])
+    stored = _store_attachments(repo, corpora, row, attachments, memberships, old_attachments)
     corpus_generation.bump(session, tenant_id)  # in the same transaction as the change
     return IngestResult(
         filename,
@@ -226,7 +247,146 @@ def ingest_file(
         document=row,
         duplicate_of=twin.id if twin is not None and twin.id != replaced_id else None,
         replaced_id=replaced_id,
-        warnings=(*parsed.warnings, *([guess.note] if guess.note else [])),
+        warnings=(*warnings, *([guess.note] if guess.note else [])),
+        attachments=stored,
+        removed_attachment_ids=tuple(sorted(old_id for old_id, _ in old_attachments.values())),
+    )
+
+
+def _check_size(filename: str, size: int, settings: Settings) -> None:
+    """Refuse an empty file (400) or one over the upload limit (413), a mail's attachments alike."""
+    if size == 0:
+        raise EmptyDocumentError(f"'{filename}' is empty (0 bytes). Upload a file with content.")
+    if size > settings.max_upload_bytes:
+        raise FileTooLargeError(
+            f"'{filename}' is {size / 1048576:.1f} MB; the limit is {settings.max_upload_mb:g} MB "
+            "(CHUNKBENCH_MAX_UPLOAD_MB).",
+            size_bytes=size,
+        )
+
+
+def _attachments_of(repo: DocumentRepository, source_key: str) -> list[DocumentRow]:
+    """The documents found inside the one stored under ``source_key``, nested ones too (their keys extend its)."""
+    return repo.with_key_prefix(f"{source_key}{ATTACHMENT_SEPARATOR}")
+
+
+def attachment_source_key(parent_key: str, filename: str) -> str:
+    """The source key of a file found inside the document stored under ``parent_key``."""
+    return f"{parent_key}{ATTACHMENT_SEPARATOR}{filename}"
+
+
+@dataclass
+class _ParsedAttachment:
+    """An attachment parsed (or failed) before the transaction: what will be stored as its own document."""
+
+    filename: str
+    source_key: str
+    error: ChunkbenchError | None = None
+    parsed: ParseResult | None = None
+    mime_type: str = ""
+    size: int = 0
+    content_hash: str = ""
+    children: list[_ParsedAttachment] = field(default_factory=list)
+
+
+def _parse_attachment(settings: Settings, filename: str, data: bytes) -> tuple[ParseResult, str]:
+    """An attachment's bytes through the parser of its suffix (and the checks any file gets); its MIME type."""
+    parser = parser_for(filename)
+    _check_size(filename, len(data), settings)
+    # The attachment's own name is kept where it fits, so a parser's messages name the file the user knows.
+    fits = len(filename.encode()) <= _TEMP_NAME_MAX_BYTES
+    with tempfile.TemporaryDirectory(prefix="chunkbench-attachment-") as tmp:
+        path = Path(tmp) / (filename if fits else f"attachment{Path(filename).suffix.lower()}")
+        path.write_bytes(data)
+        return parse_document(path, settings, filename=filename), parser.mime_type
+
+
+def _parse_attachments(
+    settings: Settings, parent_key: str, parsed: ParseResult, depth: int, warnings: list[str]
+) -> list[_ParsedAttachment]:
+    """Each attachment parsed on its own: one that fails (no parser, damaged, empty) is reported in ``warnings``
+    and never fails the document that carries it."""
+    found: list[_ParsedAttachment] = []
+    for attachment in parsed.attachments:
+        key = attachment_source_key(parent_key, attachment.filename)
+        item = _ParsedAttachment(attachment.filename, key)
+        try:
+            if len(key) > _SOURCE_KEY_MAX_CHARS:
+                raise InvalidRequestError(
+                    f"The attachment's source key would be longer than {_SOURCE_KEY_MAX_CHARS} characters.",
+                    source_key=key,
+                )
+            item.parsed, item.mime_type = _parse_attachment(settings, attachment.filename, attachment.data)
+        except ChunkbenchError as exc:
+            item.error = exc
+            warnings.append(f"Attachment '{attachment.filename}' was not ingested: {exc.message}")
+            found.append(item)
+            continue
+        item.size = len(attachment.data)
+        item.content_hash = hashlib.sha256(attachment.data).hexdigest()
+        if item.parsed.attachments and depth >= _MAX_ATTACHMENT_DEPTH:
+            warnings.append(
+                f"Attachment '{attachment.filename}' carries attachments of its own, nested deeper than "
+                f"{_MAX_ATTACHMENT_DEPTH} levels: those were not ingested."
+            )
+        elif item.parsed.attachments:
+            nested_warnings = list(item.parsed.warnings)
+            item.children = _parse_attachments(settings, key, item.parsed, depth + 1, nested_warnings)
+            item.parsed.warnings = nested_warnings
+        found.append(item)
+    return found
+
+
+def _store_attachments(
+    repo: DocumentRepository,
+    corpora: CorpusRepository,
+    parent: DocumentRow,
+    attachments: list[_ParsedAttachment],
+    memberships: list[str],
+    old_attachments: dict[str, tuple[str, list[str]]],
+) -> tuple[IngestResult, ...]:
+    """Each parsed attachment stored as a document whose parent is ``parent``, in ``parent``'s corpora (and those
+    an attachment of the same key had before a re-ingest); failures as failed results."""
+    results: list[IngestResult] = []
+    for item in attachments:
+        if item.error is not None or item.parsed is None:
+            results.append(IngestResult(item.filename, IngestOutcome.FAILED, item.source_key, error=item.error))
+            continue
+        twin = repo.find_by_hash(item.content_hash)
+        guess = languages.document_language(item.parsed)
+        new = _new_row(item.filename, item.source_key, item.content_hash, item.size, item.mime_type, item.parsed, guess)
+        new.parent_id = parent.id
+        row = repo.add(new)
+        replaced_id, old_corpora = old_attachments.get(item.source_key, (None, []))
+        for name in sorted({*memberships, *old_corpora}):
+            corpora.add_documents(corpora.get(name), [row.id])
+        children = _store_attachments(repo, corpora, row, item.children, memberships, old_attachments)
+        results.append(
+            IngestResult(
+                item.filename,
+                IngestOutcome.REPLACED if replaced_id else IngestOutcome.CREATED,
+                item.source_key,
+                document=row,
+                duplicate_of=twin.id if twin is not None else None,
+                replaced_id=replaced_id,
+                warnings=(*item.parsed.warnings, *([guess.note] if guess.note else [])),
+                attachments=children,
+            )
+        )
+    return tuple(results)
+
+
+def _unchanged(repo: DocumentRepository, document: DocumentRow) -> tuple[IngestResult, ...]:
+    """An unchanged document's attachments, unchanged too (the same bytes carry the same attachments)."""
+    return tuple(
+        IngestResult(
+            child.filename,
+            IngestOutcome.UNCHANGED,
+            child.source_key,
+            document=child,
+            attachments=_unchanged(repo, child),
+        )
+        for child in repo.children(document.id)
     )
 
 
@@ -310,11 +470,13 @@ def _ingest_committed(
         result = ingest_file(
             session, settings, source.path, source_key=source.source_key, tenant_id=tenant_id, verbatim=verbatim
         )
-        if corpus is not None:
+        if corpus is not None:  # attachments join the corpus with their mail
             corpora = CorpusRepository(session, tenant_id)
-            corpora.add_documents(corpora.get_or_create(corpus), [result.document.id])
-    if result.replaced_id is not None:
-        _forget_vectors(database, settings, tenant_id, result.replaced_id)
+            stored = [r.document.id for r in result.with_attachments() if r.document is not None]
+            corpora.add_documents(corpora.get_or_create(corpus), stored)
+    for document_id in (result.replaced_id, *result.removed_attachment_ids):
+        if document_id is not None:
+            _forget_vectors(database, settings, tenant_id, document_id)
     return result
 
 
@@ -421,13 +583,19 @@ def corpora_of(session: Session, document_id: str, *, tenant_id: str) -> list[st
 
 
 def delete(database: Database, settings: Settings, document_id: str, *, tenant_id: str) -> DocumentRow:
-    """Delete a document; its queries, experiments and runs go with it (cascade), then its vectors."""
+    """Delete a document and its attachments (a mail's files are part of it); their queries, experiments and runs
+    go with them (cascade), then their vectors."""
     with database.session() as session:
         repo = DocumentRepository(session, tenant_id)
         row = repo.get(document_id)
+        attachments = _attachments_of(repo, row.source_key)
+        gone = [document_id, *(child.id for child in attachments)]
+        for child in attachments:
+            repo.delete(child)
         repo.delete(row)
         corpus_generation.bump(session, tenant_id)
-    _forget_vectors(database, settings, tenant_id, document_id)
+    for gone_id in gone:
+        _forget_vectors(database, settings, tenant_id, gone_id)
     return row
 
 

@@ -62,6 +62,28 @@ class DocumentRepository:
             )
         )
 
+    def children(self, document_id: str) -> list[DocumentRow]:
+        """The documents found inside this one (a mail's attachments), by source key."""
+        return list(
+            self.session.scalars(
+                select(DocumentRow)
+                .where(DocumentRow.tenant_id == self.tenant_id, DocumentRow.parent_id == document_id)
+                .order_by(DocumentRow.source_key)
+            )
+        )
+
+    def with_key_prefix(self, prefix: str) -> list[DocumentRow]:
+        """The documents whose source key starts with ``prefix`` (a mail's attachments, nested ones too), by key."""
+        return list(
+            self.session.scalars(
+                select(DocumentRow)
+                .where(
+                    DocumentRow.tenant_id == self.tenant_id, DocumentRow.source_key.startswith(prefix, autoescape=True)
+                )
+                .order_by(DocumentRow.source_key)
+            )
+        )
+
     def find_by_hash(self, content_hash: str) -> DocumentRow | None:
         return self.session.scalar(
             select(DocumentRow)

@@ -1,5 +1,5 @@
 """Parsers for every supported format behind one interface (see ``base.py``): PDF, DOCX, DOC, HTML, MD, TXT,
-source code, PPTX, XLSX, ODS, CSV, TSV, JSON, JSONL and XML."""
+source code, PPTX, XLSX, ODS, CSV, TSV, JSON, JSONL, XML, EML, MSG, EPUB, ODT, RTF, RST and Org."""
 
 from __future__ import annotations
 
@@ -11,11 +11,17 @@ from chunkbench.documents.parsers import (  # noqa: F401  (registration)
     delimited,
     doc,
     docx,
+    epub,
     html,
     json_records,
+    mail,
+    msg,
     ods,
+    opendocument,
+    org,
     pdf,
     pptx,
+    rst,
     text,
     xlsx,
     xml_elements,

@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 import docx
 from docx.document import Document as DocxDocument
 from docx.enum.style import WD_STYLE_TYPE
+from docx.opc.constants import RELATIONSHIP_TYPE as RT
 from docx.opc.exceptions import PackageNotFoundError
 from docx.oxml.ns import qn
 from docx.styles.style import BaseStyle
@@ -138,6 +139,10 @@ def _relationship_targets(archive: zipfile.ZipFile, names: set[str]) -> tuple[di
         rel_type, target = rel.get("Type", ""), rel.get("Target", "")
         if target and rel.get("TargetMode") != "External":
             suffix = rel_type[rel_type.rfind("/") :]
+            if suffix == _CORE_PROPERTIES_REL and rel_type != RT.CORE_PROPERTIES:
+                # LibreOffice writes another type URI, which python-docx does not read: it would make up default
+                # properties whose title is "Word Document" (every .doc, .odt and .rtf would be titled that).
+                continue
             targets[suffix] = str(PurePosixPath(target.lstrip("/")))
             strict = strict or (suffix == _OFFICE_DOCUMENT_REL and rel_type.startswith(_STRICT_NAMESPACE))
     return targets, strict
@@ -170,7 +175,7 @@ def _inspect_package(path: Path, settings: Settings) -> _Package:
             if app_xml in names:
                 page_count = _page_count(_read_capped(archive, app_xml, SMALL_PART_MAX_BYTES))
             return _Package(page_count, targets.get(_CORE_PROPERTIES_REL) in names, strict)
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, etree.XMLSyntaxError) as exc:
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, etree.XMLSyntaxError) as exc:
         raise CorruptDocumentError(
             f"'{path.name}' is damaged: its zip container cannot be read ({exc}). "
             "Open it in Word or LibreOffice, save it again, and re-upload."
@@ -474,7 +479,16 @@ def _read_transitional(path: Path, package: _Package) -> ParseResult:
     or the Title style."""
     try:
         document = docx.Document(str(path))
-    except (PackageNotFoundError, KeyError, ValueError, zipfile.BadZipFile, etree.XMLSyntaxError) as exc:
+    except (
+        PackageNotFoundError,
+        KeyError,
+        ValueError,
+        zipfile.BadZipFile,
+        zlib.error,
+        EOFError,
+        OSError,
+        etree.XMLSyntaxError,
+    ) as exc:  # a damaged part deflates wrong (zlib), a damaged local header seeks before the file (OSError)
         raise CorruptDocumentError(
             f"'{path.name}' could not be read as a Word document ({exc}). "
             "Open it in Word or LibreOffice, save it as .docx again, and re-upload."

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
@@ -63,7 +64,7 @@ class _Markdown(MarkdownConverter):
 _CONVERTER = _Markdown(escape_underscores=False, escape_asterisks=False, heading_style="ATX")
 
 
-def _declared_charset(data: bytes) -> str | None:
+def declared_charset(data: bytes) -> str | None:
     match = _DECLARED_CHARSET.search(data[:_PRESCAN_BYTES])
     if match is None:
         return None
@@ -333,24 +334,40 @@ class HtmlParser(TextFormatParser):
 
     def parse(self, path: Path, settings: Settings) -> ParseResult:
         data = path.read_bytes()
-        decoded = decode(data, _declared_charset(data))
-        soup = BeautifulSoup(_XML_DECLARATION.sub("", decoded.text, count=1), "lxml")
-        title_tag = soup.find("title")
-        title = _one_line([title_tag]) if isinstance(title_tag, Tag) else ""
-        root = soup.body or soup
-        _strip_furniture(root)
-        _flatten_deep_nesting(root)
-        walker = _Walker()
-        walker.walk(root)
-        # Real h1–h6 are the author's headings; without them, bold or larger paragraphs are (SEC filings).
-        heading_source = "html"
-        if not any(block.kind == "heading" for block in walker.blocks):
-            heading_source = "html_style" if infer_headings(walker.blocks, walker.styled) else "none"
-        if not title:
-            headings = (block.text for block in walker.blocks if block.kind == "heading" and block.level == 1)
-            title = next(headings, "")
+        decoded = decode(data, declared_charset(data))
+        page = page_blocks(decoded.text)
         result = build_parse_result(
-            walker.blocks, title=title or None, heading_source=heading_source, warnings=decoded.notes
+            page.blocks, title=page.title or None, heading_source=page.heading_source, warnings=decoded.notes
         )
-        result.declared_language = _declared_language(soup)
+        result.declared_language = page.language
         return result
+
+
+@dataclass
+class HtmlPage:
+    """An HTML page's blocks in reading order, its title and where its headings came from."""
+
+    blocks: list[Block]
+    title: str
+    heading_source: str  # "html" (h1–h6) | "html_style" (font rule) | "none"
+    language: str | None  # what its ``lang`` declares
+
+
+def page_blocks(markup: str) -> HtmlPage:
+    """The blocks of decoded HTML (a page, an EPUB chapter, a mail's HTML body), furniture left out."""
+    soup = BeautifulSoup(_XML_DECLARATION.sub("", markup, count=1), "lxml")
+    title_tag = soup.find("title")
+    title = _one_line([title_tag]) if isinstance(title_tag, Tag) else ""
+    root = soup.body or soup
+    _strip_furniture(root)
+    _flatten_deep_nesting(root)
+    walker = _Walker()
+    walker.walk(root)
+    # Real h1–h6 are the author's headings; without them, bold or larger paragraphs are (SEC filings).
+    heading_source = "html"
+    if not any(block.kind == "heading" for block in walker.blocks):
+        heading_source = "html_style" if infer_headings(walker.blocks, walker.styled) else "none"
+    if not title:
+        headings = (block.text for block in walker.blocks if block.kind == "heading" and block.level == 1)
+        title = next(headings, "")
+    return HtmlPage(walker.blocks, title, heading_source, _declared_language(soup))

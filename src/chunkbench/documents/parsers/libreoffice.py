@@ -1,4 +1,4 @@
-"""LibreOffice headless conversions (.doc and Strict Open XML → .docx; tests also make PDFs and DOCs with it)."""
+"""LibreOffice headless conversions (.doc, .odt, .rtf, Strict Open XML → .docx; tests also make PDFs, DOCs)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def convert(source: Path, target_format: str, out_dir: Path, settings: Settings,
     if completed.returncode != 0 or not produced.exists() or produced.stat().st_size == 0:
         detail = (completed.stderr or completed.stdout).decode(errors="replace").strip()[-300:]
         raise ConversionError(
-            f"LibreOffice could not convert '{source.name}' (the file is probably damaged or not a "
-            f"Word document). {detail}".strip()
+            f"LibreOffice could not convert '{source.name}' (the file is probably damaged, or not the "
+            f"format its name says). {detail}".strip()
         )
     return produced

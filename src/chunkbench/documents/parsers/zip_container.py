@@ -21,7 +21,8 @@ SMALL_PART_MAX_BYTES = 1024 * 1024  # relationships, properties, manifests
 OFFICE_DOCUMENT_REL = "/officeDocument"
 # Entity expansion and network access stay off for every part read here: the parts are the uploader's bytes.
 SAFE_XML = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False)
-READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, etree.XMLSyntaxError)
+# OSError: a damaged local header makes zipfile seek before the start of the file.
+READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, etree.XMLSyntaxError)
 
 
 def read_capped(archive: zipfile.ZipFile, name: str, cap: int, label: str) -> bytes:

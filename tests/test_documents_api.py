@@ -286,3 +286,16 @@ def test_doc_without_libreoffice_is_415_naming_the_package(client, settings):
     assert response.status_code == 415
     assert response.json()["error"] == "converter_unavailable"
     assert "libreoffice-writer-nogui" in response.json()["message"]
+
+
+def test_formats_lists_every_type_the_server_ingests_with_its_parser(client):
+    formats = {f["suffix"]: f for f in client.get("/documents/formats").json()}
+    assert list(formats) == sorted(formats)  # by suffix
+    assert {".pdf", ".docx", ".pptx", ".xlsx", ".csv", ".eml", ".epub", ".rst", ".org", ".py", ".rs"} <= set(formats)
+    assert formats[".pdf"]["mime_type"] == "application/pdf" and formats[".pdf"]["kind"] == "text"
+    assert formats[".rs"]["kind"] == "code" and formats[".md"]["verbatim"] is True
+    assert ".exe" not in formats
+    # what it lists is what an upload accepts, and a type it does not list is refused
+    assert client.post("/documents", files={"file": ("notes.org", b"* Plan\nShip it.\n")}).status_code == 201
+    refused = client.post("/documents", files={"file": ("tool.exe", b"MZ")})
+    assert refused.status_code == 415 and ".pptx" in refused.json()["message"]

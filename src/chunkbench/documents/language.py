@@ -2,7 +2,7 @@
 
 Detection classifies several windows spread over the whole text (beginning, middle, end) after stripping what is
 not prose (code, URLs, e-mail addresses, base64, numbers, all-capitals runs, markdown markup), with py3langid
-restricted to the languages the embedding registry can speak of (see docs/formats-and-languages.md, "Language
+restricted to the languages the embedding registry can speak of (see docs/languages.md, "Language
 detection", for the measurement behind the choice). A text that is mostly code, too short, or without a confident
 language is ``und``; so is every ``kind == "code"`` document.
 """

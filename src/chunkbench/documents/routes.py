@@ -12,6 +12,7 @@ from chunkbench.documents.schemas import (
     DocumentPage,
     DocumentPatch,
     DocumentSummary,
+    FormatOut,
     IndexDirectoryIn,
     IndexDirectoryOut,
     IngestOut,
@@ -41,7 +42,7 @@ def upload_document(
     database: DatabaseDep,
     settings: SettingsDep,
     tenant_id: TenantDep,
-    file: UploadFile = File(..., description="PDF, DOCX, DOC, HTML/HTM, MD or TXT"),
+    file: UploadFile = File(..., description="A file of a supported type: GET /documents/formats lists them"),
 ) -> IngestOut:
     """Upload a document: it is parsed into a section tree and markdown, or refused with a reason.
 
@@ -53,6 +54,12 @@ def upload_document(
     if result.outcome is IngestOutcome.UNCHANGED:
         response.status_code = status.HTTP_200_OK
     return IngestOut.of(result)
+
+
+@router.get("/formats", response_model=list[FormatOut])
+def list_formats() -> list[FormatOut]:
+    """Every file type the server ingests (the parser registry, plugins included), by suffix."""
+    return [FormatOut.of(suffix, parser) for suffix, parser in service.formats()]
 
 
 @router.get("", response_model=DocumentPage, responses={404: {"model": ErrorOut, "description": "Unknown corpus"}})

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from chunkbench.documents.discovery import SkipReason
+from chunkbench.documents.parsers import DocumentParser
 from chunkbench.documents.service import IngestOutcome, IngestResult, IngestSummary, LanguageChange
 from chunkbench.models import CORPUS_NAME_RULE, DocumentTree
 from chunkbench.schemas import ErrorOut
@@ -90,6 +91,22 @@ class DocumentDetail(DocumentSummary):
             markdown_preview=preview,
             markdown_chars=len(markdown),
             markdown_truncated=len(preview) < len(markdown),
+        )
+
+
+class FormatOut(BaseModel):
+    """A file type the server ingests: its suffix and the parser that reads it."""
+
+    suffix: str = Field(examples=[".pptx"])
+    label: str = Field(description="The format in words", examples=["PowerPoint presentation"])
+    mime_type: str = Field(description="What its documents' mime_type is")
+    kind: str = Field(description="text | code (source code: no written-language rule applies)")
+    verbatim: bool = Field(description="Whether it can be ingested verbatim (--verbatim)")
+
+    @classmethod
+    def of(cls, suffix: str, parser: DocumentParser) -> FormatOut:
+        return cls(
+            suffix=suffix, label=parser.label, mime_type=parser.mime_type, kind=parser.kind, verbatim=parser.verbatim
         )
 
 

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from chunkbench.config import Settings
 from chunkbench.documents import language as languages
 from chunkbench.documents.discovery import SkipCode, SkippedFile, SkipReason, SourceFile, discover_files
-from chunkbench.documents.parsers import parse_document, parser_for
+from chunkbench.documents.parsers import DocumentParser, parse_document, parser_for, registered_formats
 from chunkbench.documents.parsers.text import VERBATIM
 from chunkbench.embedding.registry import REGISTRY, language_warnings
 from chunkbench.errors import (
@@ -161,6 +161,11 @@ def sha256_file(path: Path) -> str:
 def detect_language(text: str) -> str:
     """ISO 639-1 code of the text's language, or ``und`` (``documents.language.detect_text``)."""
     return languages.detect_text(text)[0]
+
+
+def formats() -> list[tuple[str, DocumentParser]]:
+    """Every file type ingested: each supported suffix with its parser (``GET /documents/formats``)."""
+    return registered_formats()
 
 
 def _safe_filename(filename: str) -> str:

@@ -26,7 +26,7 @@ from chunkbench.documents.parsers import (  # noqa: F401  (registration)
     xlsx,
     xml_elements,
 )
-from chunkbench.documents.parsers.base import DocumentParser, parser_for, supported_suffixes
+from chunkbench.documents.parsers.base import DocumentParser, parser_for, registered_formats, supported_suffixes
 from chunkbench.errors import EmptyDocumentError, UnsupportedFileTypeError
 from chunkbench.models import ParseResult
 
@@ -61,4 +61,4 @@ def parse_document(
     return result
 
 
-__all__ = ["DocumentParser", "ParseResult", "parse_document", "parser_for", "supported_suffixes"]
+__all__ = ["DocumentParser", "ParseResult", "parse_document", "parser_for", "registered_formats", "supported_suffixes"]

@@ -23,6 +23,8 @@ class DocumentParser(ABC):
     # Whether the file's decoded text can be the document as it is (``parse_document(verbatim=True)``): plain
     # text and markdown, not formats whose bytes are markup or binary.
     verbatim: ClassVar[bool] = False
+    # What its documents are: "text" (written language) or "code" (source code); what GET /documents/formats says.
+    kind: ClassVar[str] = "text"
 
     @abstractmethod
     def sniff(self, head: bytes) -> bool:
@@ -43,6 +45,11 @@ def register(cls: type[DocumentParser]) -> type[DocumentParser]:
 
 def supported_suffixes() -> list[str]:
     return sorted(_REGISTRY)
+
+
+def registered_formats() -> list[tuple[str, DocumentParser]]:
+    """Every supported suffix with the parser that reads it, by suffix (plugins' included)."""
+    return sorted(_REGISTRY.items())
 
 
 def parser_for(filename: str) -> DocumentParser:

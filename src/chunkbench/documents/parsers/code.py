@@ -104,6 +104,7 @@ class CodeParser(TextFormatParser):
     """Source code in one programming language (subclassed per language below)."""
 
     language: ClassVar[CodeLanguage]
+    kind = "code"
     verbatim = True  # the source is kept as it is anyway; verbatim only drops the outline
 
     def parse(self, path: Path, settings: Settings) -> ParseResult:

@@ -1,4 +1,4 @@
-// Documents (Word, HTML, text, markdown) and PDF tabs: one component with a format filter. Upload, the list with
+// Documents (every type but PDF) and PDF tabs: one component with a format filter. Upload, the list with
 // lifecycle state and chunk counts, the section tree and markdown, processing with live progress, Chunk Preview.
 import { html, useEffect, useRef, useState, ErrorBox, Spinner, ProgressBar, fmt, fmtInt, pct, useApi, KV_WRAP } from "../ui.js";
 import { ChunkPreview, LanguageNotices } from "../chunk_preview.js";
@@ -7,37 +7,34 @@ import { emit, on } from "../bus.js";
 import { Term } from "../glossary.js";
 import { go, useRouteParam } from "../router.js";
 
-const WORD_TYPES = [
-  "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-  "application/msword",
-  "text/html",
-  "text/markdown",
-  "text/plain",
-];
-// Source code documents (documents/parsers/code_languages.py: each language's MIME type and suffixes; a test
-// checks that these lists name them all).
-const CODE_TYPES = [
-  "application/sql", "application/typescript", "application/x-php", "application/x-sh", "text/javascript",
-  "text/x-c", "text/x-c++", "text/x-clojure", "text/x-csharp", "text/x-dart", "text/x-elixir", "text/x-erlang",
-  "text/x-fsharp", "text/x-go", "text/x-groovy", "text/x-haskell", "text/x-java", "text/x-julia", "text/x-kotlin",
-  "text/x-lua", "text/x-ocaml", "text/x-perl", "text/x-powershell", "text/x-python", "text/x-r", "text/x-ruby",
-  "text/x-rust", "text/x-scala", "text/x-swift", "text/x-zig",
-];
-const CODE_SUFFIXES = ".py,.pyw,.pyi,.js,.mjs,.cjs,.jsx,.ts,.mts,.cts,.tsx,.java,.go,.rs,.c,.h,.cpp,.cc,.cxx,.c++,"
-  + ".hpp,.hh,.hxx,.h++,.cs,.rb,.rake,.php,.sh,.bash,.zsh,.ksh,.kt,.kts,.swift,.scala,.sc,.lua,.sql,.pl,.pm,.r,.hs,"
-  + ".ex,.exs,.erl,.dart,.jl,.zig,.ml,.mli,.fs,.fsx,.groovy,.gradle,.ps1,.psm1,.clj,.cljs,.cljc";
+// What each tab holds: the PDF tab PDFs, the Documents tab every other type the server ingests. Which types those are
+// comes from GET /documents/formats (the parser registry, plugins included), so a new parser needs no edit here.
+const PDF_TYPE = "application/pdf";
 const FORMATS = {
-  word: {
-    title: "Documents", noun: "Word, HTML, text and markdown documents", mimeTypes: [...WORD_TYPES, ...CODE_TYPES],
-    accept: `.docx,.doc,.html,.htm,.md,.markdown,.txt,${CODE_SUFFIXES}`, hint: "DOCX, DOC, HTML, MD, TXT or source code",
-    other: "PDF",
-    tab: "documents", otherTab: "pdf",
-  },
-  pdf: {
-    title: "PDF", noun: "PDF documents", mimeTypes: ["application/pdf"], accept: ".pdf", hint: "PDF",
-    other: "Documents", tab: "pdf", otherTab: "documents",
-  },
+  word: { title: "Documents", noun: "documents", other: "PDF", tab: "documents", otherTab: "pdf", pdf: false },
+  pdf: { title: "PDF", noun: "PDF documents", other: "Documents", tab: "pdf", otherTab: "documents", pdf: true },
 };
+let formatsLoad = null; // one request per page load, shared by both tabs
+
+// The tab's spec with what the server ingests filled in: mimeTypes (the list's filter), accept (the file chooser)
+// and hint (the drop zone's words); null until the formats are known.
+function useFormats(base) {
+  const [formats, setFormats] = useState(null);
+  useEffect(() => {
+    formatsLoad = formatsLoad || api("/documents/formats");
+    formatsLoad.then(setFormats, () => { formatsLoad = null; });
+  }, []);
+  if (!formats) return null;
+  const mine = formats.filter((f) => (f.mime_type === PDF_TYPE) === base.pdf);
+  const text = [...new Set(mine.filter((f) => f.kind !== "code").map((f) => f.suffix.slice(1).toUpperCase()))];
+  const code = mine.some((f) => f.kind === "code");
+  return {
+    ...base,
+    mimeTypes: [...new Set(mine.map((f) => f.mime_type))],
+    accept: mine.map((f) => f.suffix).join(","),
+    hint: code ? `${text.join(", ")} or source code` : text.join(", "),
+  };
+}
 const LIST_PAGE = 20;
 const CHANGED = "documents-changed"; // emitted after an upload, a deletion or a run: every list reloads
 
@@ -50,17 +47,18 @@ export function PdfTab(props) {
 }
 
 function DocumentsView({ format, openTab }) {
-  const spec = FORMATS[format];
+  const base = FORMATS[format];
+  const spec = useFormats(base);
   // Deep links: #documents/doc/ID (the open document), #documents/corpus/NAME (the corpus the list shows).
-  const [selected, setSelected] = useRouteParam(spec.tab, "doc");
-  const [shownCorpus, setCorpus] = useRouteParam(spec.tab, "corpus");
+  const [selected, setSelected] = useRouteParam(base.tab, "doc");
+  const [shownCorpus, setCorpus] = useRouteParam(base.tab, "corpus");
   const corpus = shownCorpus || ""; // "": every document
   const [picked, setPicked] = useState(() => new Set()); // documents ticked for a corpus action
   return html`<div class="stack">
-    <${Uploader} spec=${spec} onSelect=${setSelected} />
+    ${spec ? html`<${Uploader} spec=${spec} onSelect=${setSelected} />` : html`<${Spinner} label="Loading formats…" />`}
     <${CorpusPanel} corpus=${corpus} onCorpus=${setCorpus} picked=${picked} onPicked=${setPicked} />
-    <${DocumentList} spec=${spec} selected=${selected} onSelect=${setSelected} corpus=${corpus}
-      picked=${picked} onPicked=${setPicked} />
+    ${spec && html`<${DocumentList} spec=${spec} selected=${selected} onSelect=${setSelected} corpus=${corpus}
+      picked=${picked} onPicked=${setPicked} />`}
     ${selected && html`<${DocumentDetail} key=${selected} id=${selected} openTab=${openTab}
       onDeleted=${() => setSelected(null)} />`}
   </div>`;

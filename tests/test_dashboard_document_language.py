@@ -46,3 +46,25 @@ def test_the_document_detail_shows_and_changes_the_language(page, live_server, t
     stored = httpx.get(f"{live_server}/documents/{document['id']}").json()
     assert (stored["language"], stored["language_source"], stored["language_confidence"]) == ("fa", "user", 1.0)
     screenshot(page, "documents-language")
+
+
+def test_a_corpus_language_is_set_for_every_member_from_the_corpus_panel(page, live_server, tmp_path) -> None:
+    ids = []
+    for name in ("one.md", "two.md"):
+        path = tmp_path / name
+        path.write_text(gen.prose("en", 6), encoding="utf-8")
+        with path.open("rb") as handle:
+            ids.append(httpx.post(f"{live_server}/documents", files={"file": (name, handle)}).json()["document"]["id"])
+    made = httpx.post(f"{live_server}/corpora", json={"name": "handbooks", "document_ids": ids})
+    assert made.status_code == 201, made.text
+
+    page.goto("/app#documents/corpus/handbooks")
+    panel = page.locator("#panel-documents").get_by_role("region", name="Corpora")
+    panel.get_by_role("button", name="Set language…").click()
+    form = panel.get_by_role("form", name="Set the corpus's language")
+    form.get_by_label("Language of every document in handbooks").fill("de")
+    form.get_by_role("button", name="Set for every document").click()
+    panel.get_by_role("status").filter(has_text="Set the language of 2 documents of handbooks to de").wait_for()
+    for document_id in ids:
+        stored = httpx.get(f"{live_server}/documents/{document_id}").json()
+        assert (stored["language"], stored["language_source"]) == ("de", "user")

@@ -243,6 +243,8 @@ function CorpusPanel({ corpus, onCorpus, picked, onPicked }) {
   const [description, setDescription] = useState("");
   const [confirming, setConfirming] = useState(false);
   const [processing, setProcessing] = useState(false);
+  const [language, setLanguage] = useState(null); // the code typed while setting the corpus's language, or null
+  const [warnings, setWarnings] = useState([]);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState(null);
   const [note, setNote] = useState(null);
@@ -254,7 +256,10 @@ function CorpusPanel({ corpus, onCorpus, picked, onPicked }) {
     if (corpus && !shown) onCorpus("", { replace: true });
     if (!list.some((c) => c.name === target)) setTarget(corpus || list[0]?.name || "");
   }, [corpora.data]);
-  useEffect(() => { if (corpus) setTarget(corpus); setConfirming(false); setProcessing(false); }, [corpus]);
+  useEffect(() => {
+    if (corpus) setTarget(corpus);
+    setConfirming(false); setProcessing(false); setLanguage(null); setWarnings([]);
+  }, [corpus]);
 
   const act = async (work, done) => {
     setBusy(true);
@@ -292,6 +297,17 @@ function CorpusPanel({ corpus, onCorpus, picked, onPicked }) {
     return `Removed ${fmtInt(leaving.length)} from ${target}${leaving.length < ids.length
       ? ` (${fmtInt(ids.length - leaving.length)} were not in it)` : ""}; the documents stay.`;
   }, () => onPicked(new Set()));
+  // Every member's language at once (PUT /corpora/{name}/language): the server names models that already processed
+  // a member and do not read the new language.
+  const setCorpusLanguage = (event) => {
+    event.preventDefault();
+    act(async () => {
+      const body = await api(`${path(corpus)}/language`, { method: "PUT", json: { language: language.trim() } });
+      setWarnings(body.warnings);
+      return `Set the language of ${fmtInt(body.documents.length)} document${body.documents.length === 1 ? "" : "s"} of ${
+        corpus} to ${body.language}.`;
+    }, () => setLanguage(null));
+  };
   const drop = () => act(async () => {
     await api(path(corpus), { method: "DELETE" });
     return `Deleted the corpus ${corpus}; its documents stay.`;
@@ -308,8 +324,19 @@ function CorpusPanel({ corpus, onCorpus, picked, onPicked }) {
         </select></label>
       ${shown && html`<button class="secondary" onClick=${() => setProcessing(!processing)} aria-expanded=${processing}>
           Process corpus…</button>
+        <button class="secondary" onClick=${() => setLanguage(language === null ? "" : null)}
+          aria-expanded=${language !== null}>Set language…</button>
         <button class="danger" onClick=${() => setConfirming(true)} disabled=${confirming || busy}>Delete corpus…</button>`}
     </div>
+    ${shown && language !== null && html`<form class="row" style="margin-top:0.75rem" onSubmit=${setCorpusLanguage}
+      aria-label="Set the corpus's language">
+      <label>Language of every document in ${corpus}
+        <input value=${language} onInput=${(e) => setLanguage(e.target.value)} size="6" required placeholder="de"
+          title="An ISO 639-1 code (en, de, fr, fa, …) or und (undetermined)" /></label>
+      <button class="primary" type="submit" disabled=${busy}>${busy ? "Saving…" : "Set for every document"}</button>
+      <button class="secondary" type="button" onClick=${() => setLanguage(null)}>Cancel</button>
+    </form>`}
+    ${warnings.map((w) => html`<div class="notice" role="alert" data-testid="corpus-language-warning">${w}</div>`)}
     ${shown?.description && html`<p class="muted" style="margin:0.5rem 0 0">${shown.description}</p>`}
     ${confirming && html`<div class="notice" role="alertdialog" aria-label="Confirm corpus deletion" style="margin-top:0.75rem">
       Delete the corpus <strong>${corpus}</strong>? Its ${fmtInt(shown?.document_count)} documents stay, with their

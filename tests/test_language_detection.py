@@ -129,6 +129,18 @@ def test_what_is_not_prose_is_stripped() -> None:
     assert 0 < prose.code_share < 0.5
 
 
+def test_an_unsure_guess_is_undetermined_and_the_note_names_it() -> None:
+    # A real mail of Python's test suite (test_email/data/msg_05.txt): py3langid reads its few words as Hausa.
+    text = "bar\n\nFrom: foo\nTo: baz\n\nYadda yadda yadda"
+    best, confidence = detect_text(text)
+    assert best not in ("en", UNDETERMINED) and confidence < 0.8  # what the bare detection would have stored
+    guess = document_language(_parsed(text))
+    assert (guess.code, guess.confidence, guess.source) == (UNDETERMINED, confidence, LanguageSource.DETECTED)
+    assert "reads most like" in guess.note and f"({best})" in guess.note and "below 0.8" in guess.note
+    # the threshold is the language rules' (CHUNKBENCH_LANGUAGE_MIN_CONFIDENCE): a laxer one keeps the guess
+    assert document_language(_parsed(text), min_confidence=confidence / 2).code == best
+
+
 def test_a_code_document_is_undetermined_whatever_its_text() -> None:
     guess = document_language(_parsed(gen.prose("de", 9), kind="code"))
     assert (guess.code, guess.source) == (UNDETERMINED, LanguageSource.DETECTED)

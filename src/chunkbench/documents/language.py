@@ -284,17 +284,28 @@ def detect_text(text: str, classify: Classifier = py3langid_classifier) -> tuple
     return classify_prose(prose.text, classify)
 
 
-def document_language(parsed: ParseResult, classify: Classifier = py3langid_classifier) -> LanguageGuess:
+def document_language(
+    parsed: ParseResult, classify: Classifier = py3langid_classifier, *, min_confidence: float = 0.8
+) -> LanguageGuess:
     """A parsed document's language: ``und`` for code, else the detection combined with what the file declares.
 
     A declared language is kept when detection agrees, is unsure, or finds nothing; a confident contradiction
-    (≥ ``CONFIDENT_CONTRADICTION``) keeps the detection, and the note says so.
+    (≥ ``CONFIDENT_CONTRADICTION``) keeps the detection, and the note says so. A detection below ``min_confidence``
+    (``CHUNKBENCH_LANGUAGE_MIN_CONFIDENCE``: what the language rules call confident) is ``und`` — never a made-up
+    language — and the note names the best guess.
     """
     if parsed.kind == "code":
         return LanguageGuess(UNDETERMINED, 1.0, LanguageSource.DETECTED)
     code, confidence = detect_text(parsed.markdown or parsed.plain_text, classify)
     declared = normalise_code(parsed.declared_language)
     if declared is None or declared == UNDETERMINED:
+        if code != UNDETERMINED and confidence < min_confidence:
+            note = (
+                f"Language undetermined: the text reads most like {language_label(code)}, but only with confidence "
+                f"{confidence:.2f} (below {min_confidence:g}). If you know it, set it with "
+                "`chunkbench documents set-language DOC CODE` (API: PATCH /documents/{id})."
+            )
+            return LanguageGuess(UNDETERMINED, confidence, LanguageSource.DETECTED, note)
         return LanguageGuess(code, confidence, LanguageSource.DETECTED)
     if code in (declared, UNDETERMINED) or confidence < CONFIDENT_CONTRADICTION:
         return LanguageGuess(declared, 1.0, LanguageSource.DECLARED)

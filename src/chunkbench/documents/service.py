@@ -239,11 +239,13 @@ def ingest_file(
         # Deleting the row cascades to its memberships: a re-ingest must not drop the document from its corpora.
         memberships = corpora.corpora_of(existing.id)
         repo.delete(existing)
-    guess = languages.document_language(parsed)
+    guess = languages.document_language(parsed, min_confidence=settings.language_min_confidence)
     row = repo.add(_new_row(filename, key, content_hash, size, parser.mime_type, parsed, guess))
     for name in memberships:
         corpora.add_documents(corpora.get(name), [row.id])
-    stored = _store_attachments(repo, corpora, row, attachments, memberships, old_attachments)
+    stored = _store_attachments(
+        repo, corpora, row, attachments, memberships, old_attachments, min_confidence=settings.language_min_confidence
+    )
     corpus_generation.bump(session, tenant_id)  # in the same transaction as the change
     return IngestResult(
         filename,
@@ -349,6 +351,8 @@ def _store_attachments(
     attachments: list[_ParsedAttachment],
     memberships: list[str],
     old_attachments: dict[str, tuple[str, list[str]]],
+    *,
+    min_confidence: float,
 ) -> tuple[IngestResult, ...]:
     """Each parsed attachment stored as a document whose parent is ``parent``, in ``parent``'s corpora (and those
     an attachment of the same key had before a re-ingest); failures as failed results."""
@@ -358,14 +362,16 @@ def _store_attachments(
             results.append(IngestResult(item.filename, IngestOutcome.FAILED, item.source_key, error=item.error))
             continue
         twin = repo.find_by_hash(item.content_hash)
-        guess = languages.document_language(item.parsed)
+        guess = languages.document_language(item.parsed, min_confidence=min_confidence)
         new = _new_row(item.filename, item.source_key, item.content_hash, item.size, item.mime_type, item.parsed, guess)
         new.parent_id = parent.id
         row = repo.add(new)
         replaced_id, old_corpora = old_attachments.get(item.source_key, (None, []))
         for name in sorted({*memberships, *old_corpora}):
             corpora.add_documents(corpora.get(name), [row.id])
-        children = _store_attachments(repo, corpora, row, item.children, memberships, old_attachments)
+        children = _store_attachments(
+            repo, corpora, row, item.children, memberships, old_attachments, min_confidence=min_confidence
+        )
         results.append(
             IngestResult(
                 item.filename,

@@ -187,6 +187,8 @@ def experiment_dict(session: Session, row: ExperimentRow, *, cells_view: CellsVi
         )  # fmt: skip
         if len(split) > 1:  # documents or categories to show
             view["breakdowns"] = split
+    if experiment.pruning is not None:
+        view["pruning"] = experiment.pruning
     return view
 
 

@@ -3,12 +3,18 @@ real 30-configuration Experiment (one generated document, MiniLM, Qdrant Edge, S
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+from lxml import html as lxml_html
+from typer.testing import CliRunner
 
 from chunkbench.benchmarking import experiments, planning, pruning, runner
 from chunkbench.benchmarking.model import PruneOptions
 from chunkbench.benchmarking.schemas import BenchmarkIn
+from chunkbench.cli import app as cli_app
+from chunkbench.config import get_settings
 from chunkbench.storage.schema import DEFAULT_TENANT
 from chunkbench.storage.vectors import get_vector_store
 
@@ -193,6 +199,34 @@ def test_a_pruned_grid_names_the_same_winner_on_fewer_cells_and_records_what_sto
     # The API schema reads it.
     listed = client.get(f"/benchmarks/{pruned['id']}", params={"cells": "scores"})
     assert listed.status_code == 200 and listed.json()["pruning"]["pruned"][0]["rung"] == 1
+    # Both reports show the Pruned table, and rank only the survivors.
+    for view in ("managerial", "technical"):
+        page = lxml_html.fromstring(client.get(f"/benchmarks/{pruned['id']}/report", params={"view": view}).text)
+        rows = page.xpath('//table[@id="pruned-table"]/tbody/tr')
+        assert [row.get("data-pruned") for row in rows] == stopped
+        assert rows[0].xpath("td")[1].text == "1" and rows[0].xpath("td")[2].text == "10"
+        ranked = [row.get("data-config") for row in page.xpath('//table[@id="ranking-table"]/tbody/tr')]
+        assert ranked == survivors
+    unpruned = lxml_html.fromstring(client.get(f"/benchmarks/{full['id']}/report").text)
+    assert not unpruned.xpath('//*[@id="pruned"]')
+
+
+def test_cli_bench_run_prunes_with_its_options_and_shows_the_pruned_table(settings, client, schedule, tmp_path,
+                                                                          monkeypatch):  # fmt: skip
+    monkeypatch.setenv("CHUNKBENCH_DATA_DIR", str(settings.data_dir))
+    get_settings.cache_clear()
+    questions = tmp_path / "questions.json"
+    questions.write_text(json.dumps({"questions": _questions()}), encoding="utf-8")
+    try:
+        base = ["bench", "run", "schedule.md", "-q", str(questions), "--top-k", "1,2,8,15", "--no-answers",
+                "--metric", "iou"]  # fmt: skip
+        refused = CliRunner().invoke(cli_app, [*base, "--prune"])
+        assert refused.exit_code == 1 and "30 or more configurations" in refused.output
+        ran = CliRunner().invoke(cli_app, [*base, "--prune", "--prune-min-configurations", "4", "--prune-eta", "2"])
+        assert ran.exit_code == 0, ran.output
+        assert "pruned (" in ran.stdout and "fixed_size/dense/k15" in ran.stdout and "Holm" in ran.stdout
+    finally:
+        get_settings.cache_clear()
 
 
 class _Stop(Exception):

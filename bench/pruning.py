@@ -86,6 +86,7 @@ def _seconds(experiment: dict[str, Any]) -> float:
 def _summary(name: str, wall: float, experiment: dict[str, Any]) -> dict[str, Any]:
     decision = experiment.get("decision") or {}
     pruning = experiment.get("pruning") or {}
+    stopped = {p["config_key"] for p in pruning.get("pruned") or ()}
     return {
         "run": name,
         "configurations": len(experiment["configurations"]),
@@ -96,6 +97,9 @@ def _summary(name: str, wall: float, experiment: dict[str, Any]) -> dict[str, An
         "decision_status": decision.get("status"),
         "best": decision.get("best"),
         "leader": decision.get("leader"),
+        "cannot_tell_cause": (decision.get("cannot_tell") or {}).get("cause"),
+        "contenders": list(decision.get("contenders") or []),
+        "survivors": [c["key"] for c in experiment["configurations"] if c["key"] not in stopped],
         "pruned": len(pruning.get("pruned") or []),
         "rungs": [
             {k: rung[k] for k in ("rung", "questions", "configurations", "leader", "ruled_out")}
@@ -125,6 +129,9 @@ def main() -> None:
     for run in runs:
         same = run["best"] == whole["best"] and run["decision_status"] == whole["decision_status"]
         run["same_best_as_unpruned"] = same
+        run["same_leader_as_unpruned"] = run["leader"] == whole["leader"]
+        # Did pruning stop a configuration the whole run's Decision still counts as a contender?
+        run["unpruned_contenders_kept"] = set(whole["contenders"]) <= set(run["survivors"])
         run["cells_share"] = round(run["cells_scored"] / whole["cells_scored"], 3)
     result = {
         "document": "chroma chatlogs.md",
@@ -135,11 +142,14 @@ def main() -> None:
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
     }
     RESULTS.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"{'run':<16}{'configs':>8}{'cells':>8}{'share':>7}{'run s':>8}{'cmd s':>8}  {'decision':<20}best")
+    header = f"{'run':<16}{'configs':>8}{'cells':>8}{'share':>7}{'run s':>8}{'cmd s':>8}  {'decision':<34}"
+    print(f"{header}{'leader':<26}contenders kept")
     for run in runs:
+        status = f"{run['decision_status']} ({run['best'] or run['cannot_tell_cause']})"
         print(
             f"{run['run']:<16}{run['configurations']:>8}{run['cells_scored']:>8}{run['cells_share']:>7.2f}"
-            f"{run['run_s']:>8.0f}{run['command_s']:>8.1f}  {run['decision_status'] or '—':<20}{run['best'] or '—'}"
+            f"{run['run_s']:>8.0f}{run['command_s']:>8.1f}  {status:<34}{run['leader']:<26}"
+            f"{run['unpruned_contenders_kept']}"
         )
     for run in runs[1:]:
         print(f"{run['run']}: " + "; ".join(f"rung {r['rung']} ({r['questions']} q): {len(r['ruled_out'])} stopped"

@@ -279,6 +279,9 @@ def test_pruning_a_small_grid_is_refused_and_bad_options_are_clear(client, sched
     # Allowed when the minimum is lowered: a small grid then prunes like a large one.
     small = _run(client, schedule, prune={**PRUNE, "min_configurations": 4}, top_k=[1, 2, 8, 15])
     assert small["status"] == "completed" and small["decision"]["best"] == "recursive/dense/k1"
+    dry = client.post("/benchmarks", json={**body, "top_k": [1, 2, 8, 15], "prune": {"min_configurations": 4},
+                                           "dry_run": True}).json()  # fmt: skip
+    assert dry["cells"] == 160 and any("first rung scores 8 × 10 = 80 cells" in note for note in dry["notes"])
     assert client.post("/benchmarks", json={**body, "prune": {"eta": 7}}).status_code == 422
     assert client.post("/benchmarks", json={**body, "prune": {"confidence": 1.0}}).status_code == 422
     # Off when asked off.

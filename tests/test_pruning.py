@@ -284,6 +284,14 @@ def test_pruning_a_small_grid_is_refused_and_bad_options_are_clear(client, sched
     assert dry["cells"] == 160 and any("first rung scores 8 × 10 = 80 cells" in note for note in dry["notes"])
     assert client.post("/benchmarks", json={**body, "prune": {"eta": 7}}).status_code == 422
     assert client.post("/benchmarks", json={**body, "prune": {"confidence": 1.0}}).status_code == 422
+    # Too few questions to split: one rung, nothing pruned, and the record says why.
+    few = client.post("/benchmarks", params={"wait": "true"}, json={
+        **body, "questions": _questions()[:8], "top_k": [1, 2, 8, 15], "prune": {"min_configurations": 4},
+        "retrievers": ["dense"], "answers": False, "primary_metric": "iou",
+    }).json()  # fmt: skip
+    assert len(few["cells"]) == 8 * 8 and few["pruning"]["pruned"] == []
+    assert few["pruning"]["rungs"][0]["notes"] == ["Only 8 questions: too few to split into rungs of at least 10; "
+                                                   "nothing was pruned."]  # fmt: skip
     # Off when asked off.
     off = _run(client, schedule, prune={"enabled": False}, top_k=[1, 2])
     assert "pruning" not in off and len(off["cells"]) == 2 * 2 * 20

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -136,7 +136,7 @@ def _execute(
     if config.prune is None:
         run([(c, q) for c in configurations for q in questions if (c.key, q.id) not in done])
     else:
-        _run_rungs(database, experiment, done, run, settings)
+        _run_rungs(database, experiment, done, run)
     report(1.0, "aggregating")
     return aggregation.finalize(database, settings, experiment_id, tenant_id=tenant_id)
 
@@ -145,8 +145,7 @@ def _run_rungs(
     database: Database,
     experiment: Experiment,
     done: set[tuple[str, str]],
-    run: Any,
-    settings: Settings,
+    run: Callable[[list[tuple[Configuration, BenchmarkQuestion]]], None],
 ) -> None:
     """Successive halving (``pruning.py``): each rung's cells for the configurations still in, then the ones it
     rules out stop; the record is written after every rung. A resumed run re-decides the rungs it has the cells of
@@ -183,7 +182,10 @@ def _run_rungs(
             "rung": rung, "questions": size, "configurations": len(survivors) + len(call.ruled_out if call else ()),
             "leader": call.leader if call else None, "alpha": alpha if not last else None,
             "ruled_out": [r.config_key for r in call.ruled_out] if call else [],
-            "notes": list(call.notes) if call else [],
+            "notes": list(call.notes) if call else [] if len(record.sizes) > 1 else [
+                f"Only {size} questions: too few to split into rungs of at least {pruning.MIN_RUNG_QUESTIONS}; "
+                "nothing was pruned."
+            ],
         })  # fmt: skip
         _write_pruning(database, experiment.id, record.to_dict())
 

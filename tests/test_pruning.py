@@ -264,6 +264,28 @@ def test_the_same_seed_prunes_identically_and_an_interrupted_pruned_run_resumes_
         assert next(c for c in resumed["cells"] if (c["config_key"], c["question_id"]) == key) == cell
     assert resumed["pruning"] == reference["pruning"]  # the same seed, the same rungs and calls
     assert resumed["decision"]["best"] == reference["decision"]["best"]
+    # Stopped in rung 2: rung 1's calls are recorded already, and the resume runs only the survivors' cells.
+    with database.session() as session:
+        plan = planning.plan(session, settings, request, tenant_id=DEFAULT_TENANT)
+    second = experiments.create(database, settings, plan).id
+
+    def stop_mid_rung_two(fraction: float, message: str) -> None:
+        if message.startswith("310/"):
+            raise _Stop
+
+    with pytest.raises(_Stop):
+        runner.execute(
+            database, settings, get_vector_store(settings), second, tenant_id=DEFAULT_TENANT,
+            progress=stop_mid_rung_two,
+        )  # fmt: skip
+    partial = client.get(f"/benchmarks/{second}").json()
+    assert partial["status"] == "interrupted" and partial["progress"]["cells_done"] == 310
+    assert partial["pruning"]["pruned"] == reference["pruning"]["pruned"] and len(partial["pruning"]["rungs"]) == 1
+    assert client.post(f"/benchmarks/{second}/resume").status_code == 202
+    client.app.state.jobs.wait_idle()
+    finished = client.get(f"/benchmarks/{second}").json()
+    assert finished["status"] == "completed" and len(finished["cells"]) == 320
+    assert finished["pruning"] == reference["pruning"]
     # Another seed draws other subsets.
     other = _run(client, schedule, prune={**PRUNE, "seed": 5})
     assert other["pruning"]["order"] != reference["pruning"]["order"] and other["pruning"]["options"]["seed"] == 5

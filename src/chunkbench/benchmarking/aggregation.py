@@ -179,7 +179,7 @@ def budget_scores(
 
 
 def finalize(database: Database, settings: Settings, experiment_id: str, *, tenant_id: str) -> ExperimentRow:
-    """Aggregate the cells, decide, price, and mark the Experiment completed."""
+    """Aggregate the cells, decide (a pruned run: among the survivors), price, and mark the Experiment completed."""
     with database.session() as session:
         row = get(session, experiment_id, tenant_id=tenant_id)
         experiment = Experiment.from_row(row)
@@ -195,8 +195,11 @@ def finalize(database: Database, settings: Settings, experiment_id: str, *, tena
             llm_provider=pricing.llm_provider(settings), settings=settings,
         )  # fmt: skip
         row.aggregate_metrics = aggregates
+        # A pruned run decides among the configurations that answered every question (pruning.py stopped the rest).
+        pruned = set(experiment.pruned_keys)
+        survivors = [c for c in experiment.configurations if c.key not in pruned]
         row.decision = decision_for(
-            questions, experiment.configurations, results, aggregates,
+            questions, survivors, results, aggregates,
             metric=metric, seed=seed, resamples=resamples, budget=experiment.config.budget,
             with_documents=experiment.spans_documents, warnings=experiment.provenance.get("warnings") or (),
         )  # fmt: skip

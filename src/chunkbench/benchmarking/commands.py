@@ -99,6 +99,15 @@ def bench_run(
         list[str] | None,
         typer.Option("--fail-under", help="METRIC=VALUE: exit 1 when the chosen configuration's mean is worse"),
     ] = None,
+    prune: Annotated[
+        bool, typer.Option("--prune", help="Successive halving: stop configurations ruled out on a share of questions")
+    ] = False,
+    prune_first_share: Annotated[float, typer.Option(help="--prune: share of the questions of the first rung")] = 0.25,
+    prune_eta: Annotated[int, typer.Option(help="--prune: how much the question subset grows each rung")] = 3,
+    prune_confidence: Annotated[float, typer.Option(help="--prune: family-wise confidence of 'ruled out'")] = 0.99,
+    prune_min_configurations: Annotated[
+        int, typer.Option(help="--prune: refuse grids smaller than this (lower it to prune a small grid)")
+    ] = 30,
     as_json: JsonOption = False,
 ) -> None:
     """Benchmark a document's (or a corpus's) strategies on a question set: an Experiment with a Decision."""
@@ -126,6 +135,8 @@ def bench_run(
                 corpus_models=models if len(models) > 1 else None,
                 concurrency=concurrency, name=name, seed=seed, dry_run=dry_run, budget=budget, scope=scope,
                 answers=answers,
+                prune={"first_share": prune_first_share, "eta": prune_eta, "confidence": prune_confidence,
+                       "min_configurations": prune_min_configurations} if prune else None,
             )  # fmt: skip
             with database.session() as session:
                 if dry_run:
@@ -199,11 +210,28 @@ def _show_experiment(experiment: dict[str, Any]) -> None:
     # sentences name configurations and question text, never rich markup.
     status = decision.get("status") or experiment["status"]
     out.print(f"verdict ({status}): {decision_sentence(experiment)}", highlight=False, markup=False)
+    _show_pruned(experiment.get("pruning"))
     if decision:
         _show_budget(decision.get("budget_matched"))
         out.print("details:", highlight=False)
         for reason in decision.get("reasons", []):
             out.print(f"- {reason}", highlight=False, markup=False)
+
+
+def _show_pruned(pruning: dict[str, Any] | None) -> None:
+    """The configurations pruning stopped: at which rung, on how many questions, their mean and interval."""
+    if not pruning or not pruning.get("pruned"):
+        return
+    table = Table("configuration", "rung", "questions", f"{pruning['metric']} mean", "Δ to leader [interval]",
+                  title=f"pruned ({len(pruning['pruned'])})")  # fmt: skip
+    for entry in pruning["pruned"]:
+        observed, low, high = entry["difference"]
+        table.add_row(
+            entry["config_key"], str(entry["rung"]), str(entry["questions"]), _fmt(entry["mean"]),
+            f"{observed:+.3f} [{low:+.3f}, {high:+.3f}] at {entry['confidence']:.4%}",
+        )  # fmt: skip
+    out.print(table)
+    out.print(pruning["rule"], highlight=False, markup=False)
 
 
 def _show_budget(matched: dict[str, Any] | None) -> None:

@@ -65,6 +65,34 @@ class Configuration:
 
 
 @dataclass(frozen=True)
+class PruneOptions:
+    """How a large grid is pruned (successive halving, ``pruning.py``): the first rung's share of the questions, how
+    much each rung grows, the family-wise confidence of a "ruled out", the practical margin and the subsets' seed."""
+
+    first_share: float = 0.25
+    eta: int = 3
+    confidence: float = 0.99
+    margin: float = 0.0
+    min_configurations: int = 30
+    correction: str = "holm"  # holm | bonferroni: how the rung's comparisons share its error
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "first_share": self.first_share, "eta": self.eta, "confidence": self.confidence, "margin": self.margin,
+            "min_configurations": self.min_configurations, "correction": self.correction, "seed": self.seed,
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PruneOptions:
+        return cls(
+            float(data.get("first_share", 0.25)), int(data.get("eta", 3)), float(data.get("confidence", 0.99)),
+            float(data.get("margin", 0.0)), int(data.get("min_configurations", 30)), data.get("correction", "holm"),
+            int(data.get("seed", 0)),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
 class BenchmarkConfig:
     """An Experiment's settings as a whole: the grid's axes, the Corpus model(s), how answers are made and graded,
     and how the run goes (what the report and the Decision Board show).
@@ -94,6 +122,8 @@ class BenchmarkConfig:
     # Where a question's chunks are searched: "corpus" (every document of the Experiment, Chroma's protocol) or
     # "document" (only the question's own documents).
     scope: str = "corpus"
+    # Successive halving over the questions (``pruning.py``); None: every configuration answers every question.
+    prune: PruneOptions | None = None
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -136,6 +166,8 @@ class BenchmarkConfig:
             data["budget"] = self.budget
         if self.scope != "corpus":  # likewise
             data["scope"] = self.scope
+        if self.prune is not None:  # likewise
+            data["prune"] = self.prune.to_dict()
         if len(self.corpus_models) > 1:
             data["corpus_models"] = list(self.corpus_models)
         return data
@@ -162,6 +194,7 @@ class BenchmarkConfig:
             budget=data.get("budget"),
             corpus_models=tuple(data.get("corpus_models", ())),
             scope=data.get("scope", "corpus"),
+            prune=PruneOptions.from_dict(data["prune"]) if data.get("prune") else None,
         )
 
 
@@ -424,6 +457,17 @@ class Experiment:
     @property
     def cells_total(self) -> int:
         return len(self.configurations) * len(self.questions)
+
+    @property
+    def pruning(self) -> dict[str, Any] | None:
+        """What pruning ruled out, rung by rung (``pruning.PruningRecord.to_dict``); None for an unpruned run."""
+        return self.provenance.get("pruning")
+
+    @property
+    def pruned_keys(self) -> tuple[str, ...]:
+        """The configurations pruning stopped, in plan order (none for an unpruned run)."""
+        pruned = {p["config_key"] for p in (self.pruning or {}).get("pruned") or ()}
+        return tuple(c.key for c in self.configurations if c.key in pruned)
 
     @property
     def spans_documents(self) -> bool:

@@ -10,7 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from chunkbench.benchmarking.breakdowns import question_documents
-from chunkbench.benchmarking.model import BenchmarkConfig, Configuration
+from chunkbench.benchmarking.model import BenchmarkConfig, Configuration, PruneOptions
 from chunkbench.benchmarking.questions import resolve_benchmark_questions
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.chunking.base import capabilities, strategy_class
@@ -131,6 +131,7 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
         for strategy in strategies for model in axis for retriever in request.retrievers for top_k in request.top_k
         for rerank in request.rerank
     )  # fmt: skip
+    prune = _prune_options(request, len(configurations))
     boundary_models = {d.last_boundary_embedding_model_id for d in documents}
     one = documents[0] if corpus_row is None else None
     return BenchmarkPlan(
@@ -160,6 +161,7 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
             seed=request.seed,
             budget=request.budget,
             scope=request.scope,
+            prune=prune,
         ),
         strategy_runs=strategy_runs,
         languages={d.id: d.language for d in documents},
@@ -167,6 +169,26 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
             session, settings, documents, configurations, models, strategy_runs, questions, tenant_id=tenant_id
         ),
     )
+
+
+def _prune_options(request: BenchmarkIn, configurations: int) -> PruneOptions | None:
+    """The pruning options of the request (None: off); a 400 on a grid smaller than its stated minimum."""
+    asked = request.prune
+    if asked is None or not asked.enabled:
+        return None
+    if configurations < asked.min_configurations:
+        raise BenchmarkError(
+            f"Pruning is for grids of {asked.min_configurations} or more configurations; this grid has "
+            f"{configurations}, cheap enough to run whole. Drop 'prune' (or --prune), or set "
+            f"prune.min_configurations to {configurations} or less to prune it anyway.",
+            configurations=configurations,
+            min_configurations=asked.min_configurations,
+        )
+    return PruneOptions(
+        first_share=asked.first_share, eta=asked.eta, confidence=asked.confidence, margin=asked.margin,
+        min_configurations=asked.min_configurations, correction=asked.correction,
+        seed=request.seed if asked.seed is None else asked.seed,
+    )  # fmt: skip
 
 
 def _language_warnings(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -11,9 +11,10 @@ import numpy as np
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from chunkbench.benchmarking import aggregation, experiments, ownership, scoring
+from chunkbench.benchmarking import aggregation, experiments, ownership, pruning, scoring
 from chunkbench.benchmarking.cells import CellContext, run_cell
 from chunkbench.benchmarking.model import CellResult, Configuration, Experiment
+from chunkbench.benchmarking.schemas import METRIC_DIRECTIONS
 from chunkbench.config import Settings
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import EmbeddingModelSpec
@@ -107,30 +108,94 @@ def _execute(
         config.scope,
         config.answer_mode != "none",
     )  # fmt: skip
-    todo = [(c, q) for c in configurations for q in questions if (c.key, q.id) not in done]
     total = len(configurations) * len(questions)
-    finished = total - len(todo)
+    finished = len(done)
     report(finished / total if total else 1.0, f"{finished}/{total} cells")
-    try:
-        written = _run_cells(
-            context, experiment_id, todo, config.concurrency or settings.benchmark_concurrency,
-            lambda n: report((finished + n) / total, f"{finished + n}/{total} cells"), stop,
-        )  # fmt: skip
-    except ChunkbenchError as exc:
-        _set_status(database, experiment_id, "failed", error=exc.to_dict())
-        raise
-    except BaseException as exc:  # a crash or Ctrl-C: the finished cells stay, the run can be resumed
-        _set_status(
-            database, experiment_id, "interrupted",
-            error={"error": "interrupted", "message": f"Stopped before every cell finished ({type(exc).__name__})."},
-        )  # fmt: skip
-        raise
-    if written < len(todo):
-        cancelled = _cancelled(finished + written, total)
-        _set_status(database, experiment_id, "interrupted", error=cancelled.to_dict())
-        raise cancelled
+
+    def run(todo: list[tuple[Configuration, BenchmarkQuestion]]) -> None:
+        """Run ``todo``'s cells; a stop, a crash or an unreachable LLM leave the Experiment resumable."""
+        nonlocal finished
+        try:
+            written = _run_cells(
+                context, experiment_id, todo, config.concurrency or settings.benchmark_concurrency,
+                lambda n: report((finished + n) / total, f"{finished + n}/{total} cells"), stop,
+            )  # fmt: skip
+        except ChunkbenchError as exc:
+            _set_status(database, experiment_id, "failed", error=exc.to_dict())
+            raise
+        except BaseException as exc:  # a crash or Ctrl-C: the finished cells stay, the run can be resumed
+            message = f"Stopped before every cell finished ({type(exc).__name__})."
+            _set_status(database, experiment_id, "interrupted", error={"error": "interrupted", "message": message})
+            raise
+        finished += written
+        if written < len(todo):
+            cancelled = _cancelled(finished, total)
+            _set_status(database, experiment_id, "interrupted", error=cancelled.to_dict())
+            raise cancelled
+
+    if config.prune is None:
+        run([(c, q) for c in configurations for q in questions if (c.key, q.id) not in done])
+    else:
+        _run_rungs(database, experiment, done, run)
     report(1.0, "aggregating")
     return aggregation.finalize(database, settings, experiment_id, tenant_id=tenant_id)
+
+
+def _run_rungs(
+    database: Database,
+    experiment: Experiment,
+    done: set[tuple[str, str]],
+    run: Callable[[list[tuple[Configuration, BenchmarkQuestion]]], None],
+) -> None:
+    """Successive halving (``pruning.py``): each rung's cells for the configurations still in, then the ones it
+    rules out stop; the record is written after every rung. A resumed run re-decides the rungs it has the cells of
+    (the same cells and seed give the same calls) and goes on from the first one unfinished."""
+    options = experiment.config.prune
+    assert options is not None
+    by_id = {q.id: q for q in experiment.questions}
+    metric = experiment.config.primary_metric or "recall"
+    record = pruning.PruningRecord(
+        options, pruning.question_order(list(by_id), options.seed),
+        pruning.rung_sizes(len(by_id), options), metric,
+    )  # fmt: skip
+    alpha = pruning.pruning_alpha(options, len(record.sizes))
+    survivors = list(experiment.configurations)
+    for rung, size in enumerate(record.sizes, start=1):
+        subset = [by_id[question_id] for question_id in record.order[:size]]
+        todo = [(c, q) for c in survivors for q in subset if (c.key, q.id) not in done]
+        run(todo)
+        done |= {(c.key, q.id) for c, q in todo}  # the next rung's subset holds this one's questions
+        last = rung == len(record.sizes)
+        call = None
+        if not last:
+            with database.session() as session:
+                results = experiments.cells(session, experiment.id)
+            call = pruning.rule_out(
+                pruning.rung_scores(results, [c.key for c in survivors], [q.id for q in subset], metric),
+                higher_is_better=METRIC_DIRECTIONS[metric], alpha=alpha, margin=options.margin,
+                correction=options.correction, rung=rung, seed=options.seed,
+            )  # fmt: skip
+            stopped = {r.config_key for r in call.ruled_out}
+            record.pruned.extend(call.ruled_out)
+            survivors = [c for c in survivors if c.key not in stopped]
+        record.rungs.append({
+            "rung": rung, "questions": size, "configurations": len(survivors) + len(call.ruled_out if call else ()),
+            "leader": call.leader if call else None, "alpha": alpha if not last else None,
+            "ruled_out": [r.config_key for r in call.ruled_out] if call else [],
+            "notes": list(call.notes) if call else [] if len(record.sizes) > 1 else [
+                f"Only {size} questions: too few to split into rungs of at least {pruning.MIN_RUNG_QUESTIONS}; "
+                "nothing was pruned."
+            ],
+        })  # fmt: skip
+        _write_pruning(database, experiment.id, record.to_dict())
+
+
+def _write_pruning(database: Database, experiment_id: str, record: dict[str, Any]) -> None:
+    """The pruning record into the Experiment's provenance (a new dict: the JSON column sees the change)."""
+    with database.session() as session:
+        row = session.get(ExperimentRow, experiment_id)
+        assert row is not None
+        row.provenance = {**(row.provenance or {}), "pruning": record}
 
 
 def _cancelled(done: int, total: int) -> JobCancelledError:

@@ -78,6 +78,28 @@ class QuestionIn(BaseModel):
         return str(value) if isinstance(value, int) else value
 
 
+class PruneIn(BaseModel):
+    """Successive halving for large grids (``pruning.py``): score every configuration on a seeded share of the
+    questions, stop those ruled out with family-wise confidence, continue the rest on ``eta`` times more."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    first_share: float = Field(0.25, gt=0, lt=1, description="Share of the questions of the first rung (at least 10)")
+    eta: int = Field(3, ge=2, le=4, description="How much the question subset grows each rung")
+    confidence: float = Field(
+        0.99, ge=0.8, lt=1, description="Family-wise confidence of every 'ruled out' of the run, all rungs together"
+    )
+    margin: float = Field(0.0, ge=0, description="Stop only configurations worse than the leader by more than this")
+    min_configurations: int = Field(
+        30, ge=3, description="Pruning refuses grids smaller than this (a 400): small grids are cheap to run whole"
+    )
+    correction: Literal["holm", "bonferroni"] = Field(
+        "holm", description="How each rung's comparisons share its error: Holm's step-down or plain Bonferroni"
+    )
+    seed: int | None = Field(None, description="Seed of the question subsets; default: the benchmark's seed")
+
+
 class BenchmarkIn(BaseModel):
     """What to benchmark: one document or a corpus, its questions, and the configuration grid to compare."""
 
@@ -128,6 +150,7 @@ class BenchmarkIn(BaseModel):
         "corpus",
         description="Where each question's chunks are searched: every document (corpus) or its own (document)",
     )
+    prune: PruneIn | None = Field(None, description="Successive halving for grids of 30+ configurations; default off")
     dry_run: bool = False
 
     @field_validator("top_k")
@@ -302,6 +325,7 @@ class BenchmarkConfigOut(BaseModel):
     concurrency: int | None
     seed: int
     corpus_models: list[str] | None = Field(None, description="The Corpus models compared (two or more)")
+    prune: dict[str, Any] | None = Field(None, description="The pruning options of a pruned run (``PruneIn``)")
 
 
 class EvidenceChunkOut(BaseModel):
@@ -432,6 +456,31 @@ class ExperimentWarningOut(BaseModel):
     )
 
 
+class PrunedConfigurationOut(BaseModel):
+    """A configuration pruning stopped (``pruning.RuledOut``)."""
+
+    config_key: str
+    rung: int = Field(description="The rung (1-based) after which it stopped")
+    questions: int = Field(description="How many questions it was scored on")
+    mean: float = Field(description="Its mean on the primary metric over those questions")
+    leader: str
+    leader_mean: float
+    difference: list[float] = Field(description="Its difference to the leader: observed, low, high")
+    confidence: float = Field(description="The corrected (per-comparison) confidence of that interval")
+
+
+class PruningOut(BaseModel):
+    """What pruning did (``pruning.PruningRecord``): the options, the rule, the rungs and the stopped configurations."""
+
+    options: dict[str, Any]
+    metric: str
+    rule: str
+    order: list[str] = Field(description="The questions in the seeded order: rung r scores the first sizes[r]")
+    sizes: list[int]
+    rungs: list[dict[str, Any]]
+    pruned: list[PrunedConfigurationOut]
+
+
 class ExperimentOut(BaseModel):
     """An Experiment (``model.Experiment``): plan, provenance, cells, aggregates and the Decision."""
 
@@ -460,6 +509,9 @@ class ExperimentOut(BaseModel):
     )
     breakdowns: BreakdownsOut | None = Field(
         None, description="Where each configuration fails: documents, languages, categories"
+    )
+    pruning: PruningOut | None = Field(
+        None, description="A pruned run: the configurations stopped, at which rung, on how many questions, and why"
     )
 
 

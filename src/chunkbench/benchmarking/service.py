@@ -14,7 +14,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from chunkbench.benchmarking import cost as pricing
-from chunkbench.benchmarking import experiments, ownership, planning, runner
+from chunkbench.benchmarking import experiments, ownership, planning, pruning, runner
 from chunkbench.benchmarking.breakdowns import breakdowns
 from chunkbench.benchmarking.experiments import ExperimentNotFoundError, cells, get  # noqa: F401  (the error is re-exported)
 from chunkbench.benchmarking.model import BenchmarkConfig, Experiment, question_to_json
@@ -112,6 +112,13 @@ def estimate(session: Session, settings: Settings, request: BenchmarkIn, *, tena
         settings=settings,
     )
     notes = [f"{len(plan.configurations)} configurations × {questions} questions = {plan.cells} cells."]
+    if plan.config.prune is not None:
+        sizes = pruning.rung_sizes(questions, plan.config.prune)
+        notes.append(
+            f"Pruning on: the first rung scores {len(plan.configurations)} × {sizes[0]} = "
+            f"{len(plan.configurations) * sizes[0]} cells; the {len(sizes) - 1} rung(s) after score only the "
+            f"configurations not ruled out, so the run scores between that and {plan.cells} cells (priced: at most)."
+        )
     if not settings.llm_configured:
         notes.append("No LLM configured: answers are extractive and the judge is off, so the run costs nothing.")
     return CostEstimateOut(
@@ -187,6 +194,8 @@ def experiment_dict(session: Session, row: ExperimentRow, *, cells_view: CellsVi
         )  # fmt: skip
         if len(split) > 1:  # documents or categories to show
             view["breakdowns"] = split
+    if experiment.pruning is not None:
+        view["pruning"] = experiment.pruning
     return view
 
 

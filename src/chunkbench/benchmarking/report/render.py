@@ -34,6 +34,7 @@ from chunkbench.benchmarking.report.tables import (
     expansion_samples,
     judge_details,
     kpis,
+    pruned,
     ranking,
     ruled_out,
 )
@@ -170,6 +171,8 @@ def build_context(
         "budget_view": budget_view(experiment, budget=budget),
         "charts": [metric_bars(experiment, m) for m in chart_metrics],
         "ruled_out": ruled_out(experiment),
+        "pruned": pruned(experiment),
+        "pruning_rule": (experiment.get("pruning") or {}).get("rule"),
         "recommendations": recommendations(experiment),
         "configurations": experiment_configurations(experiment),
         "n_questions": len(experiment.get("questions") or []),

@@ -82,8 +82,11 @@ def ranking(experiment: Mapping[str, Any], *, primary: str, answer_metric: str) 
     prob_best = decision.get("prob_best") or {}
     diff = decision.get("diff_to_leader") or {}
     rows = []
+    stopped = {p["config_key"] for p in pruned(experiment)}
     for config in experiment_configurations(experiment):
         key = config["key"]
+        if key in stopped:  # scored on fewer questions: the Pruned table shows it, not the ranking
+            continue
         agg = aggregate.get(key) or {}
         stat = (agg.get("metrics") or {}).get(primary) or {}
         gap = diff.get(key)
@@ -107,6 +110,11 @@ def ranking(experiment: Mapping[str, Any], *, primary: str, answer_metric: str) 
         )
     rows.sort(key=lambda r: (r["mean"] is None, -(r["mean"] or 0.0)))
     return rows
+
+
+def pruned(experiment: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The configurations pruning stopped (configuration, rung, questions, mean, interval), in the order stopped."""
+    return list((experiment.get("pruning") or {}).get("pruned") or [])
 
 
 def ruled_out(experiment: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -251,6 +251,8 @@ function BenchmarkForm({ capabilities, preselect, onStarted, onFinished }) {
   const [next, setNext] = useState(0);
   const [rerank, setRerank] = useState(new Set(["none"]));
   const [judge, setJudge] = useState(false);
+  // Successive halving (benchmarking/pruning.py): off by default, for grids of 30+ configurations.
+  const [prune, setPrune] = useState({ on: false, first_share: 0.25, eta: 3, confidence: 0.99, min_configurations: 30 });
   const [validation, setValidation] = useState({ data: null, error: null, busy: false });
   const [estimate, setEstimate] = useState({ data: null, error: null, busy: false });
   const [run, setRun] = useState({ busy: false, progress: 0, message: "", error: null, jobId: null });
@@ -296,6 +298,8 @@ function BenchmarkForm({ capabilities, preselect, onStarted, onFinished }) {
     question_set: fileName, strategies: [...strategies], retrievers: [...retrievers],
     top_k: parseTopK(topK), neighbor_prev: Number(prev), neighbor_next: Number(next), rerank: [...rerank],
     judge: judgeOk && judge, dry_run: dryRun,
+    ...(prune.on ? { prune: { first_share: Number(prune.first_share), eta: Number(prune.eta),
+      confidence: Number(prune.confidence), min_configurations: Number(prune.min_configurations) } } : {}),
   });
   const validate = async () => {
     setValidation({ data: null, error: null, busy: true });
@@ -404,6 +408,24 @@ function BenchmarkForm({ capabilities, preselect, onStarted, onFinished }) {
         onChange=${(e) => setJudge(e.target.checked)} /><${Term} name="judge" /></label></div>
     </div>
     <div class="muted"><${Term} name="neighbor_expansion" /> applies to fixed_size only.</div>
+    <details data-testid="advanced-options"><summary>Advanced options</summary>
+      <div class="row">
+        <div class="checks"><label><input type="checkbox" checked=${prune.on} data-testid="prune-toggle"
+          onChange=${(e) => setPrune((p) => ({ ...p, on: e.target.checked }))} />Prune (successive halving)</label></div>
+        <label>First share of questions<input type="number" min="0.05" max="0.9" step="0.05" value=${prune.first_share}
+          disabled=${!prune.on} onInput=${(e) => setPrune((p) => ({ ...p, first_share: e.target.value }))} /></label>
+        <label>Growth per rung (eta)<input type="number" min="2" max="4" value=${prune.eta} disabled=${!prune.on}
+          onInput=${(e) => setPrune((p) => ({ ...p, eta: e.target.value }))} /></label>
+        <label>Confidence<input type="number" min="0.8" max="0.999" step="0.005" value=${prune.confidence}
+          disabled=${!prune.on} onInput=${(e) => setPrune((p) => ({ ...p, confidence: e.target.value }))} /></label>
+        <label>Minimum configurations<input type="number" min="3" value=${prune.min_configurations}
+          disabled=${!prune.on} onInput=${(e) => setPrune((p) => ({ ...p, min_configurations: e.target.value }))} />
+        </label>
+      </div>
+      <div class="muted">Every configuration answers a seeded share of the questions first; those worse than the
+        leader with the family-wise confidence (Holm-corrected) stop, the rest go on to eta times more questions until
+        every question is scored. A grid smaller than the minimum is refused.</div>
+    </details>
     <${Unavailable} items=${[["The LLM-as-judge", capabilities.data?.judge],
       ...rerankOptions.filter(([value]) => value !== "none")
         .map(([, text, , capability]) => [`${text[0].toUpperCase()}${text.slice(1)} reranking`, capability])]} />
@@ -499,6 +521,26 @@ function DecisionView({ decision }) {
   </section>`;
 }
 
+// The configurations pruning stopped (benchmarking/pruning.py): rung, questions, mean and the interval that did it.
+function PrunedTable({ pruning }) {
+  const rows = pruning?.pruned || [];
+  if (!rows.length) return null;
+  return html`<section class="stack" aria-label="Pruned">
+    <h3>Pruned: ${fmtInt(rows.length)} configurations stopped early</h3>
+    <div class="muted">${pruning.rule}</div>
+    <div class="table-frame"><table class="data" aria-label="Pruned configurations" data-testid="pruned-table">
+      <thead><tr><th>configuration</th><th class="num">rung</th><th class="num">questions</th>
+        <th class="num">${pruning.metric} mean</th><th class="num">gap to the rung's leader [interval]</th>
+        <th class="num">confidence</th></tr></thead>
+      <tbody>${rows.map((row) => html`<tr key=${row.config_key}><td>${row.config_key}</td>
+        <td class="num">${row.rung}</td><td class="num">${fmtInt(row.questions)}</td>
+        <td class="num">${fmtMetric(pruning.metric, row.mean)}</td>
+        <td class="num">${fmt(row.difference[0])} <span class="muted">[${fmt(row.difference[1])}, ${
+          fmt(row.difference[2])}]</span> vs ${row.leader}</td>
+        <td class="num">${(row.confidence * 100).toFixed(3)}%</td></tr>`)}</tbody>
+    </table></div></section>`;
+}
+
 function AggregatesTable({ experiment }) {
   const decision = experiment.decision || {};
   const primary = decision.metric || experiment.config.primary_metric;
@@ -506,6 +548,7 @@ function AggregatesTable({ experiment }) {
   const measured = (metric) => Object.values(aggregates).some((a) => a.metrics?.[metric]?.n > 0);
   const others = KEY_METRICS.filter((m) => m !== primary && measured(m));
   const ruledOut = new Set(decision.ruled_out || []);
+  const pruned = new Set((experiment.pruning?.pruned || []).map((p) => p.config_key));
   const anyFailed = Object.values(aggregates).some((a) => a.failed_cells > 0);
   // A frame that scrolls both ways under a sticky header and a fixed first column: no row or column is cut off.
   return html`<div class="table-frame"><table class="data" aria-label="Aggregates">
@@ -523,7 +566,8 @@ function AggregatesTable({ experiment }) {
         <td>${config.key}${config.key === decision.best ? html` <span class="badge good">${
           decision.status === "winner" ? "winner" : "chosen: cheapest of the tie"}</span>` : null}
           ${ruledOut.has(config.key)
-            ? html` <${Term} name="ruled_out"><span class="badge bad">ruled out</span></${Term}>` : null}</td>
+            ? html` <${Term} name="ruled_out"><span class="badge bad">ruled out</span></${Term}>` : null}
+          ${pruned.has(config.key) ? html` <span class="badge bad">pruned</span>` : null}</td>
         <td class="num">${main ? html`${fmtMetric(primary, main.mean)} <span class="muted">[${
           fmtMetric(primary, main.ci_low)}, ${fmtMetric(primary, main.ci_high)}]</span>` : "—"}</td>
         ${others.map((m) => html`<td class="num">${fmtMetric(m, aggregate?.metrics?.[m]?.mean)}</td>`)}
@@ -632,6 +676,7 @@ function ExperimentView({ id, version, onInspect, onChanged }) {
       Built on it:${" "}<span class="mono">${w.configurations.join(", ")}</span>.</div>`)}
     <${DecisionView} decision=${experiment.decision} />
     <${AggregatesTable} experiment=${experiment} />
+    <${PrunedTable} pruning=${experiment.pruning} />
     ${experiment.status !== "running" ? html`<${ExperimentCharts} experimentId=${id}
       experimentName=${experiment.name || experimentTarget(experiment)} stamp=${experiment.finished_at} />` : null}
     <${Breakdowns} experiment=${experiment} />

@@ -109,13 +109,16 @@ def language_check(results: list[dict[str, Any]], labels: list[tuple[str, frozen
         counts["files"] += 1
         if language in accepted:
             counts["right"] += 1
-        else:
+        else:  # und where a language was expected is a miss, but not a wrong language (it never moves a model)
+            counts["undetermined" if language == "und" else "wrong"] += 1
             misses.append({"file": key, "language": language, "accepted": sorted(accepted)})
     files = sum(counts["files"] for counts in per_format.values())
     right = sum(counts["right"] for counts in per_format.values())
     return {
         "files": files,
         "right": right,
+        "undetermined": sum(counts["undetermined"] for counts in per_format.values()),
+        "wrong": sum(counts["wrong"] for counts in per_format.values()),
         "accuracy": round(right / files, 4) if files else None,
         "per_format": {name: dict(counts) for name, counts in sorted(per_format.items())},
         "misses": misses,
@@ -245,7 +248,8 @@ def main() -> None:
     languages = language_check(first, read_labels(args.labels)) if args.labels else None
     if languages is not None:
         print(
-            f"languages: {languages['right']} of {languages['files']} documents as labelled ({languages['accuracy']})"
+            f"languages: {languages['right']} of {languages['files']} documents as labelled ({languages['accuracy']}); "
+            f"{languages['undetermined']} und where a language was expected, {languages['wrong']} another language"
         )
         for miss in languages["misses"]:
             print(f"  {miss['file']}: {miss['language']} (accepted: {', '.join(miss['accepted'])})")

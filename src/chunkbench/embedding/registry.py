@@ -48,6 +48,10 @@ class EmbeddingModelSpec:
     # The model's input window in its own tokens (word pieces for BERT-style models, special tokens included): a
     # longer text is embedded from its first window only. None: unknown.
     max_input_tokens: int | None = None
+    # The largest chunk, in cl100k tokens (the chunkers' unit), that the model reads whole for >= 95 % of chunks of
+    # English prose, measured (bench/defaults.py): the strategies' size defaults follow it and a larger size is
+    # flagged before processing. None: the model reads any chunk the strategies make (or its window is unknown).
+    readable_chunk_tokens: int | None = None
     # The languages (detected-language codes) the model was trained on; None: not declared, never checked.
     languages: frozenset[str] | None = None
 
@@ -83,6 +87,7 @@ _MODELS: tuple[EmbeddingModelSpec, ...] = (
         default_semantic_threshold=0.3,
         batch_size=LOCAL_BATCH_SIZE,
         max_input_tokens=256,
+        readable_chunk_tokens=224,
         languages=ENGLISH,
     ),
     EmbeddingModelSpec(
@@ -95,6 +100,7 @@ _MODELS: tuple[EmbeddingModelSpec, ...] = (
         default_semantic_threshold=0.3,
         batch_size=LOCAL_BATCH_SIZE,
         max_input_tokens=384,
+        readable_chunk_tokens=320,
         languages=ENGLISH,
     ),
     EmbeddingModelSpec(
@@ -106,6 +112,7 @@ _MODELS: tuple[EmbeddingModelSpec, ...] = (
         default_semantic_threshold=0.3,
         batch_size=OPENAI_BATCH_SIZE,
         max_input_tokens=8191,
+        readable_chunk_tokens=8191,
     ),
     EmbeddingModelSpec(
         id="text-embedding-3-large",
@@ -116,6 +123,7 @@ _MODELS: tuple[EmbeddingModelSpec, ...] = (
         default_semantic_threshold=0.3,
         batch_size=OPENAI_BATCH_SIZE,
         max_input_tokens=8191,
+        readable_chunk_tokens=8191,
     ),
     EmbeddingModelSpec(
         id="nomic-embed-text-v2-moe",
@@ -128,6 +136,7 @@ _MODELS: tuple[EmbeddingModelSpec, ...] = (
         batch_size=OLLAMA_BATCH_SIZE,
         task_prefixes=TaskPrefixes(document="search_document: ", query="search_query: "),
         max_input_tokens=512,
+        readable_chunk_tokens=384,
     ),
     EmbeddingModelSpec(
         id=MULTILINGUAL_MODEL_ID,

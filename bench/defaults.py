@@ -5,8 +5,10 @@ chunkers' unit), each chunk counted with the Corpus model's own tokenizer (speci
 chunks the model reads whole (count <= its window) and the word-piece/cl100k ratio. English prose: Chroma's five
 corpora; Farsi: tests/data/farsi; code: this project's own Python sources. MiniLM and e5 with their own tokenizers;
 mpnet is not installed here, so it is counted with MiniLM's tokenizer (both are BERT-uncased-style WordPiece
-vocabularies; mpnet's window is 384). The default chosen for a model is the largest measured size whose chunks
-the model reads whole for >= 95 % of English-prose chunks (``EmbeddingModelSpec.readable_chunk_tokens``).
+vocabularies; mpnet's window is 384); nomic-embed-text-v2-moe (Ollama, not reachable here) shares e5's XLM-R
+tokenizer and 512 window, so it takes e5's figure. The default chosen for a model is the largest measured size whose
+chunks the model reads whole for >= 95 % of English-prose chunks, rounded down to a multiple of 16
+(``EmbeddingModelSpec.readable_chunk_tokens``).
 
 (b) ``recall``: ``chunkbench eval spans`` (a corpus benchmark, dense, MiniLM, k=5, scope corpus) of ``fixed_size``
 at the old default (512/50) and at MiniLM's new default (its readable size / 50) on three of Chroma's corpora
@@ -114,7 +116,13 @@ def measure_read() -> dict[str, Any]:
     chosen = {}
     for model, (window, _count) in counters.items():
         fits = [size for size in SIZES if out["english prose"][str(size)][model]["read_whole"] >= READ_WHOLE]
-        chosen[model] = {"window": window, "default_chunk_tokens": max(fits) if fits else None}
+        largest = max(fits) if fits else None
+        # Rounded down to a multiple of 16: a round figure, never above what was measured to fit.
+        chosen[model] = {
+            "window": window,
+            "largest_read_whole": largest,
+            "default_chunk_tokens": largest and largest // 16 * 16,
+        }
     return {"sizes": list(SIZES), "read_whole_target": READ_WHOLE, "by_text": out, "chosen": chosen}
 
 
@@ -128,7 +136,8 @@ def _print_read(result: dict[str, Any]) -> None:
                 f"{row[m]['read_whole'] * 100:>14.1f}% ({row[m]['tokens_per_cl100k']:.2f})" for m in models
             )
             print(f"{size:>4}  {row['chunks']:>6}  {cells}")
-    print("\nchosen (largest size read whole for >= 95 % of English-prose chunks):", json.dumps(result["chosen"]))
+    print("\nchosen (largest size read whole for >= 95 % of English-prose chunks, rounded down to 16):")
+    print(json.dumps(result["chosen"]))
 
 
 def _eval(folder: Path, questions: Path, data_dir: Path, size: int, overlap: int) -> dict[str, Any]:

@@ -64,8 +64,11 @@ def test_fit_keeps_given_sizes_and_warns_for_those_beyond_the_window():
     fitted, warnings = fit_to_model(strategies, {fixed: {"chunk_size"}, recursive: set()}, MINILM)
     assert dict(fitted)[fixed].chunk_size == 512  # given: kept as given
     assert dict(fitted)[recursive].chunk_size == READABLE  # not given: the model's default
-    assert [(w.strategy, w.param, w.value, w.readable) for w in warnings] == [("fixed_size", "chunk_size", 512, READABLE)]
-    assert f"chunk_size={READABLE} or less" in warnings[0].message and "all-MiniLM-L6-v2" in warnings[0].message
+    assert [(w.strategy, w.param, w.value, w.readable) for w in warnings] == [
+        ("fixed_size", "chunk_size", 512, READABLE)
+    ]
+    message = warnings[0].message
+    assert f"chunk_size={READABLE} or less" in message and "all-MiniLM-L6-v2" in message
 
 
 def test_a_default_that_clashes_with_a_given_overlap_names_the_model():

@@ -46,3 +46,13 @@ def test_the_process_form_shows_the_models_defaults_and_flags_a_size_beyond_the_
     # Nothing was processed: the warning is told before any work.
     runs = httpx.get(f"{live_server}/documents").json()
     assert runs["items"] and all(not d["chunk_counts"] for d in runs["items"])
+
+    # Run as asked: processed, and the outcome repeats the server's warning.
+    for name in ("recursive", "semantic", "contextual_retrieval", "semantic_parent_child"):
+        documents.get_by_role("checkbox", name=name, exact=True).uncheck()
+    size.fill("512")
+    documents.get_by_role("button", name="Run 1 strategy").click()
+    result = documents.get_by_test_id("size-warning-result")
+    result.wait_for(timeout=120_000)
+    assert "fixed_size: chunk_size=512 is beyond what all-MiniLM-L6-v2 reads whole" in result.inner_text()
+    assert f"Use chunk_size={READABLE} or less" in result.inner_text()

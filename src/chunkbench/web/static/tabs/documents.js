@@ -342,7 +342,7 @@ function CorpusOutcome({ result }) {
   return html`<div class="stack">
     <h3>${`Outcome · ${fmtInt(result.documents)} documents · ${fmtInt(result.processed)} processed, ${
       fmtInt(result.skipped)} skipped, ${fmtInt(result.failed)} failed`}</h3>
-    <${LanguageNotices} result=${result} />
+    <${LanguageNotices} result=${result} /><${SizeNotices} result=${result} />
     <div style="overflow-x:auto"><table class="data" aria-label="Corpus outcome per strategy">
       <thead><tr><th>strategy</th><th class="num">processed</th><th class="num">skipped</th><th class="num">failed</th>
         <th class="num">chunks indexed</th><th class="num">chunk / embed / index</th><th class="num">time</th></tr></thead>
@@ -800,9 +800,16 @@ function paramValues(strategy, raw = {}) {
   return out;
 }
 
+// The sizes the plan found beyond what the Corpus model reads whole (processed as asked): the server's words.
+function SizeNotices({ result }) {
+  return (result.size_warnings || []).map((w) => html`<div class="notice" role="note" data-testid="size-warning-result">
+    <span class="badge warn">beyond window</span> ${w.message}</div>`);
+}
+
 function Outcome({ result }) {
   const rows = [...(result.completed || []), ...(result.failed || [])];
   return html`<div><h3>Outcome · document ${result.status}</h3><${LanguageNotices} result=${result} />
+    <${SizeNotices} result=${result} />
     <${RunTable} runs=${rows.map((r) => ({
     strategy: r.strategy, status: r.status, chunks: r.chunk_count, diagnostics: r.diagnostics, ms: r.duration_ms,
     error: r.error?.message || r.error || r.message,

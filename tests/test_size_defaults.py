@@ -44,6 +44,24 @@ def test_minilm_size_defaults_follow_what_it_reads_whole():
     assert readable_sizes(StrategyName.CONTEXTUAL_RETRIEVAL, READABLE) == contextual
 
 
+def test_the_registry_holds_the_measured_readable_sizes():
+    # bench/defaults.py measured them; a registry edit without a new measurement (or the reverse) fails here.
+    from pathlib import Path
+
+    measured = json.loads((Path(__file__).parents[1] / "bench" / "results" / "defaults.json").read_text())["read"]
+    chosen = measured["chosen"]
+    assert chosen["all-MiniLM-L6-v2"]["default_chunk_tokens"] == READABLE
+    assert (
+        get_spec("all-mpnet-base-v2").readable_chunk_tokens
+        == chosen["all-mpnet-base-v2 (MiniLM's tokenizer)"]["default_chunk_tokens"]
+    )
+    assert (
+        get_spec("nomic-embed-text-v2-moe").readable_chunk_tokens
+        == chosen["multilingual-e5-small"]["default_chunk_tokens"]
+    )
+    assert measured["by_text"]["english prose"][str(READABLE)]["all-MiniLM-L6-v2"]["read_whole"] >= 0.95
+
+
 def test_models_with_a_large_or_no_window_keep_the_strategies_own_defaults():
     assert size_defaults(StrategyName.FIXED_SIZE, get_spec("text-embedding-3-small").readable_chunk_tokens) == {
         "chunk_size": 512

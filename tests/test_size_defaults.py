@@ -16,6 +16,7 @@ from chunkbench.config import get_settings
 from chunkbench.embedding.registry import get_spec
 from chunkbench.indexing.sizes import fit_to_model
 from chunkbench.models import StrategyName
+from chunkbench.storage.repositories import CorpusRepository
 from chunkbench.text.tokens import get_tokenizer
 
 MINILM = get_spec("all-MiniLM-L6-v2")
@@ -98,6 +99,17 @@ def test_a_default_that_clashes_with_a_given_overlap_names_the_model():
 # --------------------------------------------------------------------------- API
 
 
+def _finished(client, status_url: str) -> dict:
+    """The job at ``status_url`` once it has ended (it must succeed)."""
+    for _ in range(1200):
+        polled = client.get(status_url).json()
+        if polled["status"] in ("succeeded", "failed", "cancelled"):
+            break
+        time.sleep(0.1)
+    assert polled["status"] == "succeeded", polled
+    return polled
+
+
 @pytest.fixture
 def document_id(client) -> str:
     response = client.post("/documents", files={"file": ("harbour.md", PROSE.encode())})
@@ -130,17 +142,27 @@ def test_a_size_beyond_the_window_is_flagged_in_the_202_body_before_the_work(cli
         ("beyond_window", "fixed_size", "chunk_size", 512)
     ]
     assert warnings[0]["readable"] == READABLE and warnings[0]["window_tokens"] == 256
-    job = accepted.json()["status_url"]
-    for _ in range(600):
-        polled = client.get(job).json()
-        if polled["status"] in ("succeeded", "failed", "cancelled"):
-            break
-        time.sleep(0.1)
-    assert polled["status"] == "succeeded", polled
+    polled = _finished(client, accepted.json()["status_url"])
     assert polled["result"]["size_warnings"] == warnings  # and in the result
     # Processed as asked: the chunks past the window are there, and the preview says so.
     chunks = client.get(f"/admin/chunks/{document_id}", params={"strategy": "fixed_size", "limit": 100}).json()
     assert any(c["beyond_window"] for c in chunks["chunks"])
+
+
+def test_a_corpus_job_flags_a_size_beyond_the_window_in_its_202_body_and_result(client, document_id):
+    with client.app.state.database.session() as session:
+        repository = CorpusRepository(session, "default")
+        repository.add_documents(repository.create("harbour"), [document_id])
+    body = {"strategies": ["recursive"], "params": {"recursive": {"chunk_size": 300}}}
+    accepted = client.post("/corpora/harbour/process", json=body)
+    assert accepted.status_code == 202, accepted.text
+    warnings = accepted.json()["size_warnings"]
+    assert [(w["strategy"], w["value"]) for w in warnings] == [("recursive", 300)]
+    assert _finished(client, accepted.json()["status_url"])["result"]["size_warnings"] == warnings
+    done = client.post("/corpora/harbour/process", params={"wait": "true"}, json={"strategies": ["recursive"]})
+    assert done.status_code == 200, done.text
+    # Without a size: MiniLM's default, nothing flagged.
+    assert done.json()["size_warnings"] == []
 
 
 def test_strategies_endpoint_gives_each_models_defaults(client):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -306,6 +307,7 @@ def _process_document(document: str, request: ProcessIn, as_json: bool) -> None:
         with database.session() as session:
             document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
             plan = processing.plan(session, settings, document_id, request, tenant_id=DEFAULT_TENANT)
+        _print_sizes(plan.size_warnings, as_json)
         store = vector_store(settings)
         with job_progress("processing") as report:
             result = processing.run(database, settings, store, plan, report)
@@ -342,6 +344,7 @@ def _process_corpus(name: str, request: ProcessIn, as_json: bool) -> None:
     try:
         with database.session() as session:
             plan = corpus_job.plan(session, settings, name, request, tenant_id=DEFAULT_TENANT)
+        _print_sizes(plan.request.size_warnings, as_json)
         store = vector_store(settings)
         with job_progress(f"processing corpus {plan.corpus_name}", total=len(plan.document_ids)) as report:
             result = corpus_job.run(database, settings, store, plan, report)
@@ -370,6 +373,16 @@ def _process_corpus(name: str, request: ProcessIn, as_json: bool) -> None:
         )
     if result.failed:
         raise typer.Exit(code=1)
+
+
+def _print_sizes(warnings: Sequence[Any], as_json: bool) -> None:
+    """Sizes beyond what the Corpus model reads whole, told before the work starts (on stderr with --json)."""
+    for warning in warnings:
+        text = f"warning: {warning.message}"
+        if as_json:
+            typer.echo(text, err=True)
+        else:
+            out.print(f"[yellow]{escape(text)}[/yellow]")
 
 
 def _print_language(notes: list[str], warnings: list[Any]) -> None:

@@ -120,7 +120,9 @@ class Settings(BaseSettings):
     cross_encoder_model: str = ""
 
     # Strategy parameter defaults (seed 000 §3); a request's own parameters win.
-    chunk_size: int = Field(512, gt=0)
+    # None: each strategy's size follows what the Corpus model reads whole (chunking.base.size_defaults); a value set
+    # here (CHUNKBENCH_CHUNK_SIZE) is taken as given, whatever the model.
+    chunk_size: int | None = Field(None, gt=0)
     chunk_overlap: int = Field(50, ge=0)
     top_k: int = Field(5, ge=1, le=MAX_TOP_K)
     neighbor_prev: int = Field(0, ge=0, le=MAX_NEIGHBORS)

@@ -135,9 +135,15 @@ def estimate(session: Session, settings: Settings, request: BenchmarkIn, *, tena
     )
 
 
+# The chunk size a cost estimate assumes for a run that records none: the strategies' own size default.
+_USUAL_CHUNK_TOKENS = 512
+
+
 def _mean_chunk_tokens(plan: planning.BenchmarkPlan, settings: Settings) -> float:
-    sizes = [float(run["params"].get("chunk_size", settings.chunk_size)) for run in plan.strategy_runs.values()]
-    return float(np.mean(sizes)) if sizes else float(settings.chunk_size)
+    # A run's recorded params hold its chunk_size; a strategy without one (semantic) is counted at the usual size.
+    fallback = float(settings.chunk_size or _USUAL_CHUNK_TOKENS)
+    sizes = [float(run["params"].get("chunk_size", fallback)) for run in plan.strategy_runs.values()]
+    return float(np.mean(sizes)) if sizes else fallback
 
 
 # ------------------------------------------------------------------------------------------- reading

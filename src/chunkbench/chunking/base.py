@@ -136,6 +136,9 @@ class ChunkingStrategy(ABC):
     has_parents: ClassVar[bool] = False
     # Parameters whose default is a Settings field (seed 000 §3), as {parameter: Settings field name}.
     settings_defaults: ClassVar[dict[str, str]] = {}
+    # The size parameters of the chunks the Corpus model embeds, as {parameter: cl100k tokens embedded with the chunk
+    # beyond it (a context prefix)}: their default follows what the Corpus model reads whole (issue 23).
+    size_params: ClassVar[dict[str, int]] = {}
     # Set on a variant's class only: a variant is never in a default strategy list, it is named explicitly.
     variant: ClassVar[Variant | None] = None
 
@@ -203,7 +206,35 @@ def capabilities(name: StrategyName | str) -> StrategyCapabilities:
 
 def defaults_from_settings(name: StrategyName | str, settings: Any) -> dict[str, Any]:
     """The parameter defaults of ``name`` that come from ``settings`` (``ChunkingStrategy.settings_defaults``)."""
-    return {param: getattr(settings, field) for param, field in strategy_class(name).settings_defaults.items()}
+    # A Settings field left None (chunk_size) is no default: the strategy's own, or the Corpus model's, applies.
+    values = {param: getattr(settings, field) for param, field in strategy_class(name).settings_defaults.items()}
+    return {param: value for param, value in values.items() if value is not None}
+
+
+def size_defaults(name: StrategyName | str, readable_tokens: int | None) -> dict[str, int]:
+    """The defaults of ``name``'s size parameters for a Corpus model that reads ``readable_tokens`` cl100k tokens
+    whole: the parameter's own default, or less where the model would not read it whole; none when the model reads
+    any size (``readable_tokens`` None) and none for a size a variant pins."""
+    if readable_tokens is None:
+        return {}
+    cls = strategy_class(name)
+    pinned = cls.variant.params if cls.variant is not None else {}
+    defaults: dict[str, int] = {}
+    for param, extra in cls.size_params.items():
+        if param in pinned:
+            continue
+        field = cls.params_model.model_fields[param]
+        lowest = next((int(m.ge) for m in field.metadata if getattr(m, "ge", None) is not None), 1)
+        defaults[param] = max(lowest, min(int(field.default), readable_tokens - extra))
+    return defaults
+
+
+def readable_sizes(name: StrategyName | str, readable_tokens: int | None) -> dict[str, int]:
+    """The largest value of each of ``name``'s size parameters whose chunks a model reading ``readable_tokens``
+    cl100k tokens whole still reads whole; none when it reads any size."""
+    if readable_tokens is None:
+        return {}
+    return {param: readable_tokens - extra for param, extra in strategy_class(name).size_params.items()}
 
 
 def all_strategies() -> list[type[ChunkingStrategy]]:

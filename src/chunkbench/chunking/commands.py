@@ -15,26 +15,63 @@ strategies_app = typer.Typer(help="The chunking strategies, and the variants dec
 
 
 @strategies_app.callback(invoke_without_command=True)
-def strategies(ctx: typer.Context, as_json: JsonOption = False) -> None:
-    """The chunking strategies and their parameters (variants: the base and what they pin)."""
+def strategies(
+    ctx: typer.Context,
+    corpus_model: Annotated[
+        str | None, typer.Option(help="The Corpus model the size defaults follow (default: the Admin Corpus role)")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The chunking strategies and their parameters (variants: the base and what they pin), with the size defaults
+    of the Corpus model and the largest sizes it reads whole."""
     if ctx.invoked_subcommand is not None:
         return
-    from chunkbench.chunking.base import all_strategies
+    from chunkbench.chunking.base import all_strategies, readable_sizes, size_defaults
+    from chunkbench.embedding.registry import get_spec
 
+    try:
+        spec = get_spec(corpus_model or _corpus_role_model())
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
     catalog = [
         {"name": cls.name.value, "description": cls.description, "needs_boundary_model": cls.needs_boundary,
-         "params": {key: field.default for key, field in cls.params_model.model_fields.items()},
-         "variant_of": cls.variant.base if cls.variant else None}
+         "params": {key: field.default for key, field in cls.params_model.model_fields.items()}
+         | size_defaults(cls.name, spec.readable_chunk_tokens),
+         "readable_sizes": readable_sizes(cls.name, spec.readable_chunk_tokens),
+         "corpus_model_id": spec.id, "variant_of": cls.variant.base if cls.variant else None}
         for cls in all_strategies()
     ]  # fmt: skip
     if as_json:
         print_json(catalog)
         return
-    table = Table("strategy", "boundary model", "parameters (defaults)", "description")
+    table = Table("strategy", "boundary model", f"parameters (defaults on {spec.id})", "description")
     for item in catalog:
-        params = ", ".join(f"{k}={v}" for k, v in item["params"].items())
+        params = ", ".join(
+            f"{k}={v}" + (f" (read whole up to {item['readable_sizes'][k]})" if k in item["readable_sizes"] else "")
+            for k, v in item["params"].items()
+        )
         table.add_row(item["name"], "yes" if item["needs_boundary_model"] else "", params, item["description"])
     out.print(table)
+    if spec.readable_chunk_tokens is not None:
+        out.print(
+            f"Size defaults follow the Corpus model {spec.id}: it reads chunks of up to {spec.readable_chunk_tokens} "
+            f"cl100k tokens of English prose whole (window {spec.max_input_tokens} of its own tokens; measured, "
+            "bench/defaults.py). Other models: --corpus-model ID.",
+            highlight=False,
+        )
+
+
+def _corpus_role_model() -> str:
+    """The Admin Corpus role's model id (what processing embeds with by default)."""
+    from chunkbench.console import open_database
+    from chunkbench.embedding import service as embedding
+
+    _settings, database = open_database()
+    try:
+        with database.session() as session:
+            return embedding.get_role_model_id(session, embedding.EmbeddingRole.CORPUS)
+    finally:
+        database.dispose()
 
 
 @strategies_app.command("add")

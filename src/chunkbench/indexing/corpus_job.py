@@ -36,6 +36,7 @@ from chunkbench.indexing.schemas import (
     CorpusStrategyOut,
     LanguageWarningOut,
     ProcessIn,
+    SizeWarningOut,
     StrategyOutcome,
 )
 from chunkbench.jobs.service import Progress, StopCheck, never_stop
@@ -208,6 +209,7 @@ class _Tally:
             strategies=strategies,
             notes=list(request.notes),
             warnings=[LanguageWarningOut(**w.to_dict()) for w in request.warnings],
+            size_warnings=[SizeWarningOut(**w.to_dict()) for w in request.size_warnings],
         )
 
 

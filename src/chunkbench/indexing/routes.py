@@ -10,9 +10,16 @@ from pydantic import BaseModel
 
 from chunkbench.chunking.base import all_strategies
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
-from chunkbench.indexing import corpus_job, service
-from chunkbench.indexing.schemas import CorpusProcessOut, ProcessIn, ProcessOut, StrategyInfo, StrategyRunOut
-from chunkbench.jobs.schemas import JobAccepted
+from chunkbench.indexing import corpus_job, service, sizes
+from chunkbench.indexing.schemas import (
+    CorpusProcessOut,
+    ProcessAccepted,
+    ProcessIn,
+    ProcessOut,
+    SizeWarningOut,
+    StrategyInfo,
+    StrategyRunOut,
+)
 from chunkbench.jobs.service import Progress, StopCheck, never_stop
 from chunkbench.schemas import ErrorOut
 
@@ -21,7 +28,7 @@ router = APIRouter(tags=["processing"])
 
 @router.post(
     "/documents/{document_id}/process",
-    response_model=ProcessOut | JobAccepted,
+    response_model=ProcessOut | ProcessAccepted,
     status_code=status.HTTP_202_ACCEPTED,
     responses={200: {"model": ProcessOut}, 400: {"model": ErrorOut}, 404: {"model": ErrorOut}},
 )
@@ -36,13 +43,14 @@ def process_document(
     store: VectorStoreDep,
     tenant_id: TenantDep,
     wait: bool = Query(False, description="Run now and return the result instead of a job"),
-) -> ProcessOut | JobAccepted:
+) -> ProcessOut | ProcessAccepted:
     """Chunk, embed and index a document with the chosen strategies (202 + a job to poll, or 200 with wait)."""
     process_plan = service.plan(session, settings, document_id, body, tenant_id=tenant_id)
     return _run_or_submit(
         request, response, wait,
         lambda progress, stop: service.run(database, settings, store, process_plan, progress, stop),
         kind="process", tenant_id=tenant_id, described=process_plan.describe(), document_id=document_id,
+        size_warnings=process_plan.size_warnings,
     )  # fmt: skip
 
 
@@ -57,6 +65,7 @@ def _run_or_submit(
     described: dict[str, Any],
     document_id: str | None = None,
     corpus_id: str | None = None,
+    size_warnings: tuple[sizes.SizeWarning, ...] = (),
 ) -> Any:
     """``work`` run now (``wait``: 200 with its result) or submitted as a job (202 with where to poll it)."""
     if wait:
@@ -66,12 +75,15 @@ def _run_or_submit(
         kind=kind, tenant_id=tenant_id, document_id=document_id, corpus_id=corpus_id, request=described,
         work=lambda progress, stop: work(progress, stop).model_dump(mode="json"),
     )  # fmt: skip
-    return JobAccepted(job_id=job.id, status=job.status, status_url=f"/jobs/{job.id}")
+    return ProcessAccepted(
+        job_id=job.id, status=job.status, status_url=f"/jobs/{job.id}",
+        size_warnings=[SizeWarningOut(**w.to_dict()) for w in size_warnings],
+    )  # fmt: skip
 
 
 @router.post(
     "/corpora/{name}/process",
-    response_model=CorpusProcessOut | JobAccepted,
+    response_model=CorpusProcessOut | ProcessAccepted,
     status_code=status.HTTP_202_ACCEPTED,
     responses={200: {"model": CorpusProcessOut}, 400: {"model": ErrorOut}, 404: {"model": ErrorOut}},
 )
@@ -86,19 +98,25 @@ def process_corpus(
     store: VectorStoreDep,
     tenant_id: TenantDep,
     wait: bool = Query(False, description="Run now and return the result instead of a job"),
-) -> CorpusProcessOut | JobAccepted:
+) -> CorpusProcessOut | ProcessAccepted:
     """Process every document of a corpus as one job: current ones skipped, failing ones recorded, resumable."""
     corpus_plan = corpus_job.plan(session, settings, name, body, tenant_id=tenant_id)
     return _run_or_submit(
         request, response, wait,
         lambda progress, stop: corpus_job.run(database, settings, store, corpus_plan, progress, stop),
         kind="process_corpus", tenant_id=tenant_id, described=corpus_plan.describe(), corpus_id=corpus_plan.corpus_id,
+        size_warnings=corpus_plan.request.size_warnings,
     )  # fmt: skip
 
 
-@router.get("/strategies", response_model=list[StrategyInfo])
-def list_strategies() -> list[StrategyInfo]:
-    """The strategies with their parameters' JSON Schema (defaults, bounds)."""
+@router.get("/strategies", response_model=list[StrategyInfo], responses={400: {"model": ErrorOut}})
+def list_strategies(
+    session: SessionDep,
+    corpus_model: str | None = Query(None, description="Size defaults for this Corpus model (default: Admin role)"),
+) -> list[StrategyInfo]:
+    """The strategies with their parameters' JSON Schema (defaults, bounds), and their size defaults and the
+    largest sizes the Corpus model reads whole."""
+    spec = sizes.corpus_spec(session, corpus_model)
     return [
         StrategyInfo(
             name=cls.name,
@@ -109,6 +127,8 @@ def list_strategies() -> list[StrategyInfo]:
             params_schema=cls.params_model.model_json_schema(),
             variant_of=cls.variant.base if cls.variant else None,
             pinned_params=dict(cls.variant.params) if cls.variant else {},
+            corpus_model_id=spec.id,
+            **sizes.model_sizes(cls.name, spec),
         )
         for cls in all_strategies()
     ]

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from chunkbench.chunking.base import default_strategies
+from chunkbench.jobs.schemas import JobAccepted
 from chunkbench.models import StrategyName
 
 
@@ -52,6 +53,19 @@ class LanguageWarningOut(BaseModel):
     )
 
 
+class SizeWarningOut(BaseModel):
+    """A size parameter larger than what the Corpus model reads whole: processed as asked, embedded from the start."""
+
+    kind: Literal["beyond_window"] = "beyond_window"
+    strategy: str
+    param: str = Field(description="The size parameter, e.g. chunk_size")
+    value: int = Field(description="Its value in this request (given, or a default)")
+    readable: int = Field(description="The largest value whose chunks the model reads whole (cl100k tokens)")
+    model_id: str
+    window_tokens: int | None = Field(None, description="The model's input window in its own tokens")
+    message: str
+
+
 class StrategyOutcome(BaseModel):
     strategy: StrategyName
     status: str  # completed | failed
@@ -78,6 +92,14 @@ class ProcessOut(BaseModel):
     language: str | None = None
     notes: list[str] = []
     warnings: list[LanguageWarningOut] = []
+    # Sizes beyond what the Corpus model reads whole (told before processing too: the 202 body, the CLI).
+    size_warnings: list[SizeWarningOut] = []
+
+
+class ProcessAccepted(JobAccepted):
+    """A processing job accepted (202), with what the plan found before any work: sizes beyond the model's window."""
+
+    size_warnings: list[SizeWarningOut] = Field(default_factory=list)
 
 
 class StrategyInfo(BaseModel):
@@ -91,6 +113,11 @@ class StrategyInfo(BaseModel):
     # A variant (chunking/variants.py): the strategy it derives from and the parameters it pins.
     variant_of: str | None = None
     pinned_params: dict[str, Any] = {}
+    # For ``corpus_model_id`` (``GET /strategies?corpus_model=…``, else the Admin Corpus role): each size parameter's
+    # default on that model (the schema's default applies to the others) and the largest value it reads whole.
+    corpus_model_id: str | None = None
+    size_defaults: dict[str, int] = {}
+    readable_sizes: dict[str, int] = {}
 
 
 class StrategyRunOut(BaseModel):
@@ -218,3 +245,4 @@ class CorpusProcessOut(BaseModel):
     # As for one document (ProcessOut), for the corpus as a whole: one Corpus model covering every member.
     notes: list[str] = []
     warnings: list[LanguageWarningOut] = []
+    size_warnings: list[SizeWarningOut] = []

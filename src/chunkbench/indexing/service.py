@@ -34,9 +34,10 @@ from chunkbench.embedding.service import EmbeddingRole
 from chunkbench.errors import ChunkbenchError, ChunkingError, DocumentNotFoundError, JobCancelledError
 from chunkbench.guard.injection import InjectionDetector
 from chunkbench.indexing import languages as model_choice
+from chunkbench.indexing import sizes
 from chunkbench.indexing.contextual import make_prefixer
 from chunkbench.indexing.pipeline import IndexedDocument, IndexedRun, IndexingPlan, index_documents
-from chunkbench.indexing.schemas import LanguageWarningOut, ProcessIn, ProcessOut, StrategyOutcome
+from chunkbench.indexing.schemas import LanguageWarningOut, ProcessIn, ProcessOut, SizeWarningOut, StrategyOutcome
 from chunkbench.jobs.service import Progress, StopCheck, never_stop
 from chunkbench.models import DocumentState, DocumentTree, StrategyName
 from chunkbench.storage import corpus_generation
@@ -64,6 +65,8 @@ class ProcessPlan:
     language: str | None = None
     notes: tuple[str, ...] = ()
     warnings: tuple[LanguageWarning, ...] = ()
+    # Sizes beyond what the Corpus model reads whole (accepted): told before processing, and in the result.
+    size_warnings: tuple[sizes.SizeWarning, ...] = ()
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -92,6 +95,7 @@ class ValidatedRequest:
     boundary_threshold: float | None
     notes: tuple[str, ...] = ()
     warnings: tuple[LanguageWarning, ...] = ()
+    size_warnings: tuple[sizes.SizeWarning, ...] = ()
 
     def warnings_about(self, name: str) -> tuple[LanguageWarning, ...]:
         """The warnings naming one document (by the name the languages were given under), narrowed to it."""
@@ -105,7 +109,7 @@ def plan(session: Session, settings: Settings, document_id: str, request: Proces
     valid = validate_request(session, settings, request, [alone])
     return ProcessPlan(
         tenant_id, document_id, valid.strategies, valid.corpus, valid.boundary, valid.boundary_threshold,
-        row.language, valid.notes, valid.warnings,
+        row.language, valid.notes, valid.warnings, valid.size_warnings,
     )  # fmt: skip
 
 
@@ -142,10 +146,26 @@ def validate_request(
         )
         boundary = choices[1].spec
         threshold = embedding.get_semantic_threshold(session, boundary.id)
+    strategies, size_warnings = _fit_sizes(strategies, request, settings, choices[0].spec)
     return ValidatedRequest(
         strategies, choices[0].spec, boundary, threshold,
         tuple(note for c in choices for note in c.notes), tuple(w for c in choices for w in c.warnings),
+        size_warnings,
     )  # fmt: skip
+
+
+def _fit_sizes(
+    strategies: tuple[tuple[StrategyName, StrategyParams], ...],
+    request: ProcessIn,
+    settings: Settings,
+    corpus: EmbeddingModelSpec,
+) -> tuple[tuple[tuple[StrategyName, StrategyParams], ...], tuple[sizes.SizeWarning, ...]]:
+    """Sizes nobody chose set to the Corpus model's defaults; the sizes it would not read whole, as warnings."""
+    given = {
+        name: sizes.given_sizes(name, request.params.get(name, {}), defaults_from_settings(name, settings))
+        for name, _ in strategies
+    }
+    return sizes.fit_to_model(strategies, given, corpus)
 
 
 def run(
@@ -438,6 +458,7 @@ def finish(
         language=process_plan.language,
         notes=list(process_plan.notes),
         warnings=[LanguageWarningOut(**w.to_dict()) for w in process_plan.warnings],
+        size_warnings=[SizeWarningOut(**w.to_dict()) for w in process_plan.size_warnings],
     )
 
 

@@ -23,6 +23,8 @@ from chunkbench.models import StrategyName
 _ARABIC_SCRIPT_LETTER = re.compile(r"[\u0600-\u06ff\u0750-\u077f\ufb50-\ufdff\ufe70-\ufeff]")
 _LETTER = re.compile(r"[^\W\d_]")
 _LANGUAGE_SAMPLE = 1000
+# The cl100k tokens of context prefix a chunk's size default leaves room for (see ``size_params``).
+CONTEXT_PREFIX_TOKENS = 50
 
 
 class ContextualRetrievalParams(RecursiveParams):
@@ -77,6 +79,9 @@ class ContextualRetrievalStrategy(ChunkingStrategy):
 
     name = StrategyName.CONTEXTUAL_RETRIEVAL
     settings_defaults: ClassVar[dict[str, str]] = {"chunk_size": "chunk_size"}
+    # A chunk is embedded behind its prefix: the heading-path prefix is 10–30 cl100k tokens, an LLM's "short
+    # succinct context" usually 50–100; the size left for the chunk keeps room for a short one.
+    size_params: ClassVar[dict[str, int]] = {"chunk_size": CONTEXT_PREFIX_TOKENS}
     description = "Recursive chunks embedded behind a short context prefix that places each chunk in its document."
     params_model = ContextualRetrievalParams
 

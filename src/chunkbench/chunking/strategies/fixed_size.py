@@ -91,6 +91,7 @@ class FixedSizeStrategy(ChunkingStrategy):
     name = StrategyName.FIXED_SIZE
     expands_neighbours = True
     settings_defaults: ClassVar[dict[str, str]] = {"chunk_size": "chunk_size", "chunk_overlap": "chunk_overlap"}
+    size_params: ClassVar[dict[str, int]] = {"chunk_size": 0}
     description = "Consecutive windows of chunk_size tokens that overlap by chunk_overlap tokens."
     params_model = FixedSizeParams
 

@@ -296,6 +296,7 @@ class RecursiveStrategy(ChunkingStrategy):
 
     name = StrategyName.RECURSIVE
     settings_defaults: ClassVar[dict[str, str]] = {"chunk_size": "chunk_size"}
+    size_params: ClassVar[dict[str, int]] = {"chunk_size": 0}
     description = (
         "Splits at headings, then paragraphs, lines, sentences and words only as deep as needed, "
         "and packs the pieces into chunks of up to chunk_size tokens."

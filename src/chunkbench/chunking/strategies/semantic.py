@@ -234,6 +234,7 @@ class SemanticStrategy(BoundaryStrategy):
 
     name = StrategyName.SEMANTIC
     settings_defaults: ClassVar[dict[str, str]] = {"min_chunk_size": "semantic_min_chunk_size"}
+    size_params: ClassVar[dict[str, int]] = {"max_tokens": 0}
     description = (
         "Sentence groups cut where the Boundary model's adjacent-sentence similarity drops below the "
         "threshold; small groups merged, long ones split at their weakest link; never over max_tokens."

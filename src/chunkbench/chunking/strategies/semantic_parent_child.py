@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from itertools import pairwise
-from typing import Self
+from typing import ClassVar, Self
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -80,6 +80,8 @@ class SemanticParentChildStrategy(BoundaryStrategy):
     )
     params_model = SemanticParentChildParams
     params: SemanticParentChildParams
+    # Only the children are embedded (parents are context, never searched): their cap follows the Corpus model.
+    size_params: ClassVar[dict[str, int]] = {"child_max_tokens": 0}
 
     def chunk(self, document: ChunkingInput) -> list[Chunk]:
         """Each parent followed by its children; children numbered through the document, parents apart."""

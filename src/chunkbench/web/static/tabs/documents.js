@@ -380,7 +380,7 @@ function CorpusOutcome({ result }) {
   return html`<div class="stack">
     <h3>${`Outcome · ${fmtInt(result.documents)} documents · ${fmtInt(result.processed)} processed, ${
       fmtInt(result.skipped)} skipped, ${fmtInt(result.failed)} failed`}</h3>
-    <${LanguageNotices} result=${result} />
+    <${LanguageNotices} result=${result} /><${SizeNotices} result=${result} />
     <div style="overflow-x:auto"><table class="data" aria-label="Corpus outcome per strategy">
       <thead><tr><th>strategy</th><th class="num">processed</th><th class="num">skipped</th><th class="num">failed</th>
         <th class="num">chunks indexed</th><th class="num">chunk / embed / index</th><th class="num">time</th></tr></thead>
@@ -636,12 +636,15 @@ function MarkdownPreview({ doc }) {
 // The processing form (strategies, models, parameters) for one document or a whole corpus: ``path`` is where it
 // posts, ``Result`` renders the finished job's result.
 function ProcessPanel({ title, path, Result, onDone }) {
-  const strategies = useApi(() => api("/strategies"), []);
-  const models = useApi(() => api("/admin/embedding-models"), []);
-  const [checked, setChecked] = useState(null); // null until /strategies answers: then every strategy
   // "": the role's default, left to the server, which picks a model covering the documents' language when the Admin
   // role is untouched; a model picked here is sent, and refused for a language it does not cover.
   const [corpus, setCorpus] = useState("");
+  // The strategies with the size defaults of the chosen Corpus model (the Admin role's for ""): fetched again when
+  // the model changes, the previous answer shown meanwhile.
+  const strategies = useApi(() => api(corpus ? `/strategies?corpus_model=${encodeURIComponent(corpus)}` : "/strategies"),
+    [corpus]);
+  const models = useApi(() => api("/admin/embedding-models"), []);
+  const [checked, setChecked] = useState(null); // null until /strategies answers: then every strategy
   const [boundary, setBoundary] = useState("");
   const [mismatch, setMismatch] = useState(false); // allow_language_mismatch: processed, with a warning on the run
   const [params, setParams] = useState({}); // {strategy: {field: raw input}}: only what the person changed
@@ -719,6 +722,8 @@ function ProcessPanel({ title, path, Result, onDone }) {
       </div>
       ${chosen.map((s) => html`<${StrategyParams} key=${s.name} strategy=${s} values=${params[s.name] || {}}
         onChange=${(field, value) => setParam(s.name, field, value)} disabled=${!!job} />`)}
+      ${sizeWarnings(chosen, params).map((w) => html`<div class="notice" role="alert" data-testid="size-warning">
+        <span class="badge warn">beyond window</span> ${w}</div>`)}
       <div class="row">
         <button class="primary" onClick=${run} disabled=${!!job || chosen.length === 0}>
           ${job ? "Processing…" : `Run ${chosen.length} ${chosen.length === 1 ? "strategy" : "strategies"}`}</button>
@@ -755,13 +760,40 @@ function fieldSpec(property) {
     title: property.title, description: property.description };
 }
 
+// A size parameter's default is the chosen Corpus model's (``size_defaults``), told in the field's hint.
+function modelSpec(spec, strategy, name) {
+  const sized = (strategy.size_defaults || {})[name];
+  if (sized === undefined) return spec;
+  return { ...spec, default: sized, description: `${spec.description || ""} Default for ${strategy.corpus_model_id}: ${
+    sized} (what it reads whole: up to ${strategy.readable_sizes[name]}).`.trim() };
+}
+
 function StrategyParams({ strategy, values, onChange, disabled }) {
   const properties = Object.entries(strategy.params_schema?.properties || {});
   if (properties.length === 0) return null;
   return html`<fieldset><legend>${strategy.name} parameters</legend><div class="row">
-    ${properties.map(([name, property]) => html`<${ParamField} key=${name} name=${name} spec=${fieldSpec(property)}
+    ${properties.map(([name, property]) => html`<${ParamField} key=${name} name=${name}
+      spec=${modelSpec(fieldSpec(property), strategy, name)}
       value=${values[name]} onChange=${(v) => onChange(name, v)} disabled=${disabled} strategy=${strategy.name} />`)}
   </div></fieldset>`;
+}
+
+// The sizes of the chosen strategies (typed, or the Corpus model's default) that the model would not read whole:
+// said before processing, as the server's plan says it (``size_warnings``) once the job is sent.
+function sizeWarnings(chosen, params) {
+  const warnings = [];
+  for (const s of chosen) {
+    for (const [name, readable] of Object.entries(s.readable_sizes || {})) {
+      const typed = params[s.name]?.[name];
+      const value = typed !== undefined && typed !== "" ? Number(typed)
+        : (s.size_defaults || {})[name] ?? s.params_schema?.properties?.[name]?.default;
+      if (value > readable) {
+        warnings.push(`${s.name}: ${name}=${value} is beyond what ${s.corpus_model_id} reads whole (${name} up to ${
+          readable} cl100k tokens of English prose); most of these chunks would be embedded from their beginning only.`);
+      }
+    }
+  }
+  return warnings;
 }
 
 function ParamField({ name, spec, value, onChange, disabled, strategy }) {
@@ -813,9 +845,16 @@ function paramValues(strategy, raw = {}) {
   return out;
 }
 
+// The sizes the plan found beyond what the Corpus model reads whole (processed as asked): the server's words.
+function SizeNotices({ result }) {
+  return (result.size_warnings || []).map((w) => html`<div class="notice" role="note" data-testid="size-warning-result">
+    <span class="badge warn">beyond window</span> ${w.message}</div>`);
+}
+
 function Outcome({ result }) {
   const rows = [...(result.completed || []), ...(result.failed || [])];
   return html`<div><h3>Outcome · document ${result.status}</h3><${LanguageNotices} result=${result} />
+    <${SizeNotices} result=${result} />
     <${RunTable} runs=${rows.map((r) => ({
     strategy: r.strategy, status: r.status, chunks: r.chunk_count, diagnostics: r.diagnostics, ms: r.duration_ms,
     error: r.error?.message || r.error || r.message,

@@ -48,7 +48,7 @@ def test_upload_returns_tree_markdown_and_metadata(client):
         "text/markdown",
         3,
     )
-    assert document["language"] == "en"
+    assert document["language"] == "und"  # eight words: too few to tell (English at 0.38, below 0.8)
     assert document["file_size"] == len(MARKDOWN.encode())
 
     detail = client.get(f"/documents/{document['id']}").json()

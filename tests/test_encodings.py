@@ -97,10 +97,14 @@ def test_each_encoding_is_stored_as_its_text(
     assert result.error is None, result.error
     assert result.document is not None
     assert result.document.parsed_text == _expected(kind, paragraphs, _title(paragraphs))
+    # An unsure language guess is said too (English with café and naïve reads French at 0.79: stored und instead).
+    decoding = [w for w in result.warnings if not w.startswith("Language undetermined")]
     if note is None:  # UTF-8 is the default: nothing to say
-        assert result.warnings == ()
+        assert decoding == []
     else:
-        assert len(result.warnings) == 1 and note in result.warnings[0], result.warnings
+        assert len(decoding) == 1 and note in decoding[0], result.warnings
+    expected = stem.split("-", 1)[0]  # the sample's language: fr-iso8859-15, en-windows1252, …
+    assert result.document.language in (expected, "und"), result.document.language  # never another language
     if paragraphs is FARSI:
         assert result.document.language == "fa"
 
@@ -120,9 +124,9 @@ def test_binary_files_named_as_text_are_still_415(tmp_path: Path, settings: Sett
     assert set(results) == {"picture.txt", "noise.md", "records.html"}
     for name, result in results.items():
         assert result.error is not None and result.error.status_code == 415, name
-        kind = {"txt": "text file", "md": "Markdown file", "html": "HTML page"}[name.rsplit(".", 1)[1]]
+        kind = {"txt": "a text file", "md": "a Markdown file", "html": "an HTML page"}[name.rsplit(".", 1)[1]]
         assert result.error.message == (
-            f"'{name}' is named like a {kind} but its content is not one. "
+            f"'{name}' is named like {kind} but its content is not one. "
             "Check the file, or rename it with the extension of its real format."
         )
 

@@ -242,7 +242,7 @@ def test_malformed_xml_names_its_line(tmp_path: Path, settings: Settings) -> Non
     with pytest.raises(EmptyDocumentError, match="holds no text"):
         parse_document(tmp_path / "empty.xml", settings)
     (tmp_path / "prose.xml").write_text("Dear reader, this is no markup.")
-    with pytest.raises(UnsupportedFileTypeError, match="named like a XML file"):
+    with pytest.raises(UnsupportedFileTypeError, match="named like an XML file"):
         parse_document(tmp_path / "prose.xml", settings)
 
 

@@ -148,7 +148,7 @@ def test_attachments_nested_mail_and_inline_image(tmp_path, lo_settings):
 def test_text_without_headers_is_not_a_mail(tmp_path, lo_settings):
     path = tmp_path / "notes.eml"
     path.write_text("Just some notes, no headers at all.\n")
-    with pytest.raises(UnsupportedFileTypeError, match=r"named like a e-mail \(\.eml\) but its content is not one"):
+    with pytest.raises(UnsupportedFileTypeError, match=r"named like an e-mail \(\.eml\) but its content is not one"):
         parse_document(path, lo_settings)
 
 

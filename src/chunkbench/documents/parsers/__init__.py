@@ -26,7 +26,13 @@ from chunkbench.documents.parsers import (  # noqa: F401  (registration)
     xlsx,
     xml_elements,
 )
-from chunkbench.documents.parsers.base import DocumentParser, parser_for, registered_formats, supported_suffixes
+from chunkbench.documents.parsers.base import (
+    DocumentParser,
+    parser_for,
+    registered_formats,
+    supported_suffixes,
+    with_article,
+)
 from chunkbench.errors import EmptyDocumentError, UnsupportedFileTypeError
 from chunkbench.models import ParseResult
 
@@ -42,7 +48,8 @@ def parse_document(
     parser = parser_for(filename)
     if verbatim and not parser.verbatim:
         raise UnsupportedFileTypeError(
-            f"'{filename}' is a {parser.label}: only text and markdown files can be ingested verbatim (as they are).",
+            f"'{filename}' is {with_article(parser.label)}: only text and markdown files can be ingested verbatim "
+            "(as they are).",
             filename=filename,
         )
     with path.open("rb") as handle:
@@ -51,7 +58,7 @@ def parse_document(
         raise EmptyDocumentError(f"'{filename}' is empty (0 bytes). Upload a file with content.")
     if not parser.sniff(head):
         raise UnsupportedFileTypeError(
-            f"'{filename}' is named like a {parser.label} but its content is not one. "
+            f"'{filename}' is named like {with_article(parser.label)} but its content is not one. "
             "Check the file, or rename it with the extension of its real format.",
             filename=filename,
         )

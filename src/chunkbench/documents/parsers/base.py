@@ -35,6 +35,18 @@ class DocumentParser(ABC):
         """Parse the file; bad input raises a :class:`~chunkbench.errors.DocumentProcessingError`."""
 
 
+# Letters whose English name starts with a vowel sound: "an HTML page", "an RTF document", "an XML file".
+_VOWEL_SOUND_LETTERS = frozenset("AEFHILMNORSX")
+
+
+def with_article(label: str) -> str:
+    """``a PDF``, ``an e-mail (.eml)``, ``an HTML page``: a format's label as a message names it."""
+    letters = label.split(" ", 1)[0].rstrip("#+")  # F# and C++ are read as their letter
+    spelt = len(letters) == 1 or (letters.isupper() and letters.isalpha() and letters != "JSON")  # PDF, not JSON
+    vowel = letters[:1] in _VOWEL_SOUND_LETTERS if spelt else letters[:1].lower() in "aeiou"
+    return f"{'an' if vowel else 'a'} {label}"
+
+
 def register(cls: type[DocumentParser]) -> type[DocumentParser]:
     """Class decorator: make a parser available for its suffixes."""
     instance = cls()

@@ -14,10 +14,10 @@ from pptx.shapes.base import BaseShape
 from pptx.slide import Slide
 
 from chunkbench.config import Settings
-from chunkbench.documents.parsers.base import DocumentParser, register
-from chunkbench.documents.parsers.office_package import refuse_ole
+from chunkbench.documents.parsers.base import register
+from chunkbench.documents.parsers.office_package import OfficePackageParser
 from chunkbench.documents.parsers.tables import markdown_table, trim_rows
-from chunkbench.documents.parsers.zip_container import OLE_MAGIC, READ_ERRORS, ZIP_MAGIC, damaged, open_guarded
+from chunkbench.documents.parsers.zip_container import READ_ERRORS, damaged
 from chunkbench.documents.tree import Block, build_parse_result
 from chunkbench.errors import CorruptDocumentError, EmptyDocumentError
 from chunkbench.models import ParseResult
@@ -98,22 +98,17 @@ def _is_hidden(slide: Slide) -> bool:
 
 
 @register
-class PptxParser(DocumentParser):
+class PptxParser(OfficePackageParser):
     """PowerPoint decks (.pptx) through python-pptx, after a zip-bomb check."""
 
     suffixes = (".pptx",)
     mime_type = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
     label = _LABEL
-
-    def sniff(self, head: bytes) -> bool:
-        # A password-protected deck is an OLE2 container: accepted here to say so in parse().
-        return head.startswith((ZIP_MAGIC, OLE_MAGIC))
+    application = "PowerPoint"
+    main_part = "ppt/presentation.xml"
 
     def parse(self, path: Path, settings: Settings) -> ParseResult:
-        with path.open("rb") as handle:
-            if handle.read(len(OLE_MAGIC)) == OLE_MAGIC:
-                refuse_ole(path, "PowerPoint", ".pptx")
-        open_guarded(path, settings, _LABEL, "ppt/presentation.xml")
+        self.check_package(path, settings)
         try:
             deck = pptx.Presentation(str(path))
             blocks: list[Block] = []

@@ -12,16 +12,11 @@ from openpyxl.utils.exceptions import InvalidFileException
 from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 
 from chunkbench.config import Settings
-from chunkbench.documents.parsers.base import DocumentParser, register
+from chunkbench.documents.parsers.base import register
 from chunkbench.documents.parsers.excel_format import display_value
-from chunkbench.documents.parsers.office_package import refuse_ole
+from chunkbench.documents.parsers.office_package import OfficePackageParser
 from chunkbench.documents.parsers.tables import table_blocks, trim_rows
-from chunkbench.documents.parsers.zip_container import (
-    OLE_MAGIC,
-    READ_ERRORS,
-    ZIP_MAGIC,
-    open_guarded,
-)
+from chunkbench.documents.parsers.zip_container import READ_ERRORS
 from chunkbench.documents.tree import Block, build_parse_result
 from chunkbench.errors import CorruptDocumentError, EmptyDocumentError
 from chunkbench.models import ParseResult
@@ -104,22 +99,17 @@ def workbook_blocks(path: Path) -> tuple[list[Block], str | None, list[str]]:
 
 
 @register
-class XlsxParser(DocumentParser):
+class XlsxParser(OfficePackageParser):
     """Excel workbooks (.xlsx, .xlsm; macros are never run or read) through openpyxl, after a zip-bomb check."""
 
     suffixes = (".xlsx", ".xlsm")
     mime_type = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
     label = _LABEL
-
-    def sniff(self, head: bytes) -> bool:
-        # A password-protected workbook is an OLE2 container: accepted here to say so in parse().
-        return head.startswith((ZIP_MAGIC, OLE_MAGIC))
+    application = "Excel"
+    main_part = "xl/workbook.xml"
 
     def parse(self, path: Path, settings: Settings) -> ParseResult:
-        with path.open("rb") as handle:
-            if handle.read(len(OLE_MAGIC)) == OLE_MAGIC:
-                refuse_ole(path, "Excel", ".xlsx")
-        open_guarded(path, settings, _LABEL, "xl/workbook.xml")
+        self.check_package(path, settings)
         blocks, title, notes = workbook_blocks(path)
         if not blocks:
             raise EmptyDocumentError(f"'{path.name}' has no cells with values in any visible sheet.")

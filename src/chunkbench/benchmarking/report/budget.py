@@ -1,5 +1,6 @@
 """The report's comparison at equal context budget: each configuration's metric with its context cut to B tokens,
-beside the raw figure, and its curve against context tokens (``benchmarking.budget`` does the rescoring)."""
+beside the raw figure, its curve against context tokens (``benchmarking.budget`` does the rescoring), and the
+recall–tokens frontier: the configurations best for some budget."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from typing import Any
 
 from chunkbench.benchmarking import budget as budgets
 from chunkbench.benchmarking.model import CellResult
-from chunkbench.benchmarking.report.charts import budget_curve
+from chunkbench.benchmarking.report.charts import budget_curve, frontier_chart
 from chunkbench.benchmarking.report.experiment import experiment_config, experiment_configurations, metric_mean
+from chunkbench.benchmarking.report.formatting import fmt, fmt_tokens, metric_name
+from chunkbench.benchmarking.report.metrics import METRIC_BY_KEY, MetricSpec
 
 
 @dataclass(frozen=True)
@@ -100,3 +103,55 @@ def budget_view(experiment: Mapping[str, Any], *, budget: int | None = None) -> 
             for name in comparison.curve_metrics
         ],
     }
+
+
+def frontier_view(experiment: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The configurations best for some budget on the Decision's metric at full context, their sentence and the
+    chart of every configuration against its median context tokens; None with fewer than two configurations that
+    have both."""
+    config, decision = experiment_config(experiment), experiment.get("decision") or {}
+    metric = decision.get("metric") or config.get("primary_metric") or "recall"
+    spec = METRIC_BY_KEY.get(metric) or MetricSpec(metric, metric, 2)
+    keys = [c["key"] for c in experiment_configurations(experiment)]
+    context = budgets.median_context(keys, [CellResult.from_dict(c) for c in experiment.get("cells") or []])
+    aggregate = experiment.get("aggregate") or {}
+    points = {key: (context.get(key), metric_mean(aggregate, key, metric)) for key in keys}
+    if sum(1 for tokens, value in points.values() if tokens is not None and value is not None) < 2:
+        return None
+    best = budgets.frontier(points, higher_is_better=spec.higher_is_better)
+    # The budget the Decision compared at (else the one the equal-budget view defaults to): where the reader stands.
+    budget = (decision.get("budget_matched") or {}).get("budget") or config.get("budget")
+    budget = budget or budgets.default_budget(context)
+    dominated = sorted(k for k, (t, v) in points.items() if t is not None and v is not None and k not in best)
+    return {
+        "metric": metric,
+        "budget": budget,
+        "frontier": [
+            {"key": key, "tokens": points[key][0], "value": points[key][1], "until": _next_tokens(best, i, points)}
+            for i, key in enumerate(best)
+        ],
+        "dominated": dominated,
+        "sentence": frontier_sentence(best, points, spec),
+        "chart": frontier_chart(points, best, metric=metric, budget=budget),
+    }
+
+
+def _next_tokens(best: list[str], i: int, points: Mapping[str, tuple[float | None, float | None]]) -> float | None:
+    return points[best[i + 1]][0] if i + 1 < len(best) else None
+
+
+def frontier_sentence(
+    best: list[str], points: Mapping[str, tuple[float | None, float | None]], spec: MetricSpec
+) -> str:
+    """The frontier in words: which configuration is best up to which budget, cheapest first."""
+    if not best:
+        return ""
+    parts = []
+    for i, key in enumerate(best):
+        tokens, value = points[key]
+        figure = f"{key} ({metric_name(spec.key)} {fmt(value, spec.digits)} at {fmt_tokens(tokens)} tokens)"
+        until = _next_tokens(best, i, points)
+        parts.append(f"{figure} up to {fmt_tokens(until)} tokens" if until is not None else f"{figure} beyond")
+    if len(best) == 1:
+        return f"Best at every budget from {fmt_tokens(points[best[0]][0])} tokens: {parts[0].removesuffix(' beyond')}."
+    return "Best for some budget: " + ", then ".join(parts) + "."

@@ -40,13 +40,15 @@ def test_dominated_configurations_are_left_off_the_frontier() -> None:
     assert budget.frontier(points) == ["A", "B", "D"]
 
 
-def test_an_equal_metric_at_more_tokens_is_dominated_and_exact_ties_keep_the_first_by_name() -> None:
+def test_an_equal_metric_at_more_tokens_is_dominated_and_exact_ties_keep_the_first_given() -> None:
     points = {"B": (200.0, 0.7), "A": (100.0, 0.5), "cheap": (180.0, 0.7), "twin": (100.0, 0.5)}
-    # B ties "cheap" on the metric at more tokens: the cheaper one stays. A and twin are equal in both: A stays.
+    # B ties "cheap" on the metric at more tokens: the cheaper one stays. A and twin are equal in both: A, given
+    # first, stays.
     assert budget.frontier(points) == ["A", "cheap"]
-    # The same set however the configurations are ordered.
+    # Whatever the order, the same shape: the first given of the two twins, then cheap.
     for order in itertools.permutations(points):
-        assert budget.frontier({k: points[k] for k in order}) == ["A", "cheap"]
+        first_twin = next(k for k in order if k in ("A", "twin"))
+        assert budget.frontier({k: points[k] for k in order}) == [first_twin, "cheap"]
 
 
 def test_configurations_without_tokens_or_a_metric_are_left_out_and_lower_can_be_better() -> None:
@@ -79,11 +81,9 @@ def test_both_reports_draw_the_frontier_with_its_points_labelled_and_say_it_in_w
     # The step line rises once per frontier point after the first, then runs on to the right edge.
     [step] = svg.xpath(".//path[@class='frontier-step']")
     assert step.get("d").count(" V") == len(FRONTIER) - 1
-    # The Decision's budget (none stored: the smallest median context, 410) as a vertical line.
+    # The Decision's budget (none stored: the smallest median context, 410 of the axis's 3,000) as a vertical line.
     [mark] = svg.xpath(".//line[@class='budget-mark']")
-    assert mark.get("x1") == mark.get("x2")
-    cheapest = svg.xpath(f".//g[@data-config='{FRONTIER[0]}']/circle")[0]
-    assert float(mark.get("x1")) == float(cheapest.get("cx"))
+    assert mark.get("x1") == mark.get("x2") and float(mark.get("x1")) == round(48 + 520 * 410 / 3000, 1)
     assert "best for some budget" in svg.get("aria-label")
     assert tree.xpath("//p[@id='frontier-sentence']")[0].text_content() == SENTENCE
     assert tree.xpath("//p[@id='frontier-dominated']")[0].text_content().endswith(", ".join(DOMINATED) + ".")
@@ -92,6 +92,31 @@ def test_both_reports_draw_the_frontier_with_its_points_labelled_and_say_it_in_w
         "fixed_size/dense/k5: Recall 0.70 at 2,570 context tokens (dominated: another reaches as much with no more "
         "tokens)"
     )
+
+
+def test_the_decisions_stored_frontier_is_the_one_drawn_and_said() -> None:
+    # A Decision that stores its frontier (decision.frontier): the report draws that one, at its own figures.
+    exp = make_experiment()
+    exp["decision"]["frontier"] = [
+        {"config": key("semantic"), "context": 900.0, "mean": 0.6, "from_budget": 900.0, "to_budget": 2300.0},
+        {"config": key("recursive"), "context": 2300.0, "mean": 0.85, "from_budget": 2300.0, "to_budget": None},
+    ]
+    tree = lxml_html.document_fromstring(render_report(exp, view="technical"))
+    on, off = _frontier_svg(tree)
+    assert on == [key("semantic"), key("recursive")] and key("semantic_parent_child") in off
+    assert tree.xpath("//p[@id='frontier-sentence']")[0].text_content() == (
+        "Best for some budget: semantic/dense/k5 (recall 0.60 at 900 tokens) up to 2,300 tokens, then "
+        "recursive/dense/k5 (recall 0.85 at 2,300 tokens) beyond."
+    )
+
+
+def test_without_a_decision_the_frontier_is_recomputed_from_the_cells() -> None:
+    # A running Experiment has no Decision yet: each configuration's median tok@k and its aggregate mean.
+    exp = make_experiment()
+    exp["decision"] = None
+    tree = lxml_html.document_fromstring(render_report(exp, view="managerial"))
+    assert _frontier_svg(tree) == (FRONTIER, DOMINATED)
+    assert tree.xpath("//p[@id='frontier-sentence']")[0].text_content() == SENTENCE
 
 
 def test_the_frontier_marks_the_budget_the_decision_compared_at() -> None:
@@ -132,7 +157,8 @@ def test_the_frontier_served_alone_carries_its_sentence() -> None:
 
 
 def _expected_frontier(experiment: dict) -> list[str]:
-    """The frontier recomputed from the Experiment's own figures: median tok@k of its cells, mean recall."""
+    """The frontier from the Experiment's own figures: median tok@k of its cells (the context the Decision's budget
+    cuts to) and mean recall."""
     points = {}
     for config in experiment["configurations"]:
         tokens = [c["metrics"]["tok_at_k"] for c in experiment["cells"] if c["config_key"] == config["key"]

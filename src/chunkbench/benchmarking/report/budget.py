@@ -13,7 +13,7 @@ from chunkbench.benchmarking import budget as budgets
 from chunkbench.benchmarking.model import CellResult
 from chunkbench.benchmarking.report.charts import budget_curve, frontier_chart
 from chunkbench.benchmarking.report.experiment import experiment_config, experiment_configurations, metric_mean
-from chunkbench.benchmarking.report.formatting import fmt, fmt_tokens, metric_name
+from chunkbench.benchmarking.report.formatting import as_number, fmt, fmt_tokens, metric_name
 from chunkbench.benchmarking.report.metrics import METRIC_BY_KEY, MetricSpec
 
 
@@ -106,23 +106,25 @@ def budget_view(experiment: Mapping[str, Any], *, budget: int | None = None) -> 
 
 
 def frontier_view(experiment: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The configurations best for some budget on the Decision's metric at full context, their sentence and the
-    chart of every configuration against its median context tokens; None with fewer than two configurations that
-    have both."""
+    """The configurations best for some budget on the Decision's metric at full context (the Decision's stored
+    ``frontier``, else recomputed), their sentence and the chart of every configuration against its context
+    tokens; None with fewer than two configurations that have both."""
     config, decision = experiment_config(experiment), experiment.get("decision") or {}
     metric = decision.get("metric") or config.get("primary_metric") or "recall"
     spec = METRIC_BY_KEY.get(metric) or MetricSpec(metric, metric, 2)
-    keys = [c["key"] for c in experiment_configurations(experiment)]
-    context = budgets.median_context(keys, [CellResult.from_dict(c) for c in experiment.get("cells") or []])
-    aggregate = experiment.get("aggregate") or {}
-    points = {key: (context.get(key), metric_mean(aggregate, key, metric)) for key in keys}
+    points = _frontier_points(experiment, metric)
+    stored = [p for p in decision.get("frontier") or [] if p.get("config") in points]
+    # The stored frontier is the one the verdict speaks of: drawn at its own figures.
+    points.update({p["config"]: (as_number(p.get("context")), as_number(p.get("mean"))) for p in stored})
     if sum(1 for tokens, value in points.values() if tokens is not None and value is not None) < 2:
         return None
-    best = budgets.frontier(points, higher_is_better=spec.higher_is_better)
+    best = [p["config"] for p in stored] or budgets.frontier(points, higher_is_better=spec.higher_is_better)
     # The budget the Decision compared at (else the one the equal-budget view defaults to): where the reader stands.
     budget = (decision.get("budget_matched") or {}).get("budget") or config.get("budget")
-    budget = budget or budgets.default_budget(context)
-    dominated = sorted(k for k, (t, v) in points.items() if t is not None and v is not None and k not in best)
+    if not budget:
+        cells = [CellResult.from_dict(c) for c in experiment.get("cells") or []]
+        budget = budgets.default_budget(budgets.median_context(list(points), cells))
+    dominated = [k for k, (t, v) in points.items() if t is not None and v is not None and k not in best]
     return {
         "metric": metric,
         "budget": budget,
@@ -130,10 +132,30 @@ def frontier_view(experiment: Mapping[str, Any]) -> dict[str, Any] | None:
             {"key": key, "tokens": points[key][0], "value": points[key][1], "until": _next_tokens(best, i, points)}
             for i, key in enumerate(best)
         ],
-        "dominated": dominated,
+        "dominated": sorted(dominated),
         "sentence": frontier_sentence(best, points, spec),
         "chart": frontier_chart(points, best, metric=metric, budget=budget),
     }
+
+
+def _frontier_points(experiment: Mapping[str, Any], metric: str) -> dict[str, tuple[float | None, float | None]]:
+    """``config → (context tokens per question, metric mean)``: the Decision's own figures when it has them (its
+    means; the median context the budget cuts to, else its mean tok@k), else each configuration's median tok@k over
+    its cells and its aggregate mean."""
+    decision = experiment.get("decision") or {}
+    keys = [c["key"] for c in experiment_configurations(experiment)]
+    means = decision.get("means") or {}
+    if means:
+        medians = (decision.get("budget_matched") or {}).get("context") or {}
+        costs = decision.get("costs") or {}
+        return {
+            key: (as_number(medians.get(key)) if medians.get(key) is not None else as_number(costs.get(key)),
+                  as_number(means[key]))
+            for key in keys if key in means
+        }  # fmt: skip
+    context = budgets.median_context(keys, [CellResult.from_dict(c) for c in experiment.get("cells") or []])
+    aggregate = experiment.get("aggregate") or {}
+    return {key: (context.get(key), metric_mean(aggregate, key, metric)) for key in keys}
 
 
 def _next_tokens(best: list[str], i: int, points: Mapping[str, tuple[float | None, float | None]]) -> float | None:

@@ -317,7 +317,7 @@ LABEL_LINE_H = 13
 def frontier_chart(
     points: Mapping[str, tuple[float | None, float | None]], frontier: list[str], *, metric: str, budget: int | None
 ) -> dict[str, Any]:
-    """Every configuration as a point, its median context tokens (x) against its ``metric`` (y), the frontier
+    """Every configuration as a point, its context tokens per question (x) against its ``metric`` (y), the frontier
     (``budget.frontier``) as a step line through its labelled points and the Decision's budget as a vertical mark,
     as SVG geometry."""
     spec = METRIC_BY_KEY.get(metric) or MetricSpec(metric, metric, 2)
@@ -363,7 +363,7 @@ def frontier_chart(
     return {
         "metric": metric,
         "label": f"Best for some budget: {spec.label} against context tokens",
-        "note": "median context tokens (x) against the mean at full context (y)"
+        "note": "context tokens per question (x) against the mean at full context (y)"
         + (f"; dashed: the Decision's budget, {fmt_tokens(budget)}" if budget else ""),
         "left": left,
         "top": top,

@@ -104,7 +104,7 @@ def chart_index(experiment: Mapping[str, Any]) -> list[dict[str, str]]:
     kinds: list[tuple[ChartKind, list[str]]] = [
         ("bars", first([m.key for m in METRICS if has_metric(experiment, m.key)])),
         ("curve", curve_metrics(experiment)),
-        ("frontier", [primary] if _frontier_points(experiment, primary) >= 2 else []),
+        ("frontier", [primary] if _frontier_count(experiment, primary) >= 2 else []),
         ("heatmap", first([m.key for m in METRICS if has_metric(experiment, m.key, per_cell=True)])),
     ]
     return [
@@ -114,7 +114,7 @@ def chart_index(experiment: Mapping[str, Any]) -> list[dict[str, str]]:
     ]
 
 
-def _frontier_points(experiment: Mapping[str, Any], metric: str) -> int:
+def _frontier_count(experiment: Mapping[str, Any], metric: str) -> int:
     """How many configurations have both a ``metric`` mean and context tokens: the frontier needs two."""
     aggregate = experiment.get("aggregate") or {}
     return sum(

@@ -15,6 +15,7 @@ from lxml import html as lxml_html
 
 from chunkbench.benchmarking import budget
 from chunkbench.benchmarking.report.render import chart_index, render_chart, render_report
+from chunkbench.errors import NotFoundError
 from conftest import screenshot
 from report_fixtures import key, make_experiment, make_failed
 from test_benchmarks import QUESTIONS, processed_handbook
@@ -154,6 +155,15 @@ def test_the_frontier_served_alone_carries_its_sentence() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- the charts route
+
+
+def test_a_frontier_the_decision_cannot_draw_is_a_404_naming_why() -> None:
+    # The aggregates have two configurations, but the Decision's means only one: no frontier to draw.
+    exp = make_experiment()
+    exp["decision"]["means"] = {key("recursive"): 0.85}
+    assert "frontier-recall" in [c["name"] for c in chart_index(exp)]
+    with pytest.raises(NotFoundError, match="needs two configurations with both context tokens and recall"):
+        render_chart(exp, "frontier-recall")
 
 
 def _expected_frontier(experiment: dict) -> list[str]:

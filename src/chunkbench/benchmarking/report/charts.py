@@ -364,7 +364,7 @@ def frontier_chart(
         "metric": metric,
         "label": f"Best for some budget: {spec.label} against context tokens",
         "note": "context tokens per question (x) against the mean at full context (y)"
-        + (f"; dashed: the Decision's budget, {fmt_tokens(budget)}" if budget else ""),
+        + (f"; dashed: the Decision's budget, {fmt_tokens(budget)} tokens" if budget else ""),
         "left": left,
         "top": top,
         "plot_w": plot_w,

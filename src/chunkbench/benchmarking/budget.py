@@ -167,3 +167,26 @@ def curve(
             scored = [v for v in column if v is not None]
             series[key].append(fmean(scored) if scored else None)
     return series
+
+
+def frontier(points: Mapping[str, tuple[float | None, float | None]], *, higher_is_better: bool = True) -> list[str]:
+    """The configurations best for some budget, cheapest first: those no other matches on the metric at no more
+    context tokens (``points``: ``config → (tokens per question, metric mean)``; one without both is left out).
+
+    Among configurations with equal tokens and an equal metric the first given stays on the frontier (the rule of
+    the Decision's stored ``frontier``, which this recomputes for Experiments decided before it)."""
+    sign = 1.0 if higher_is_better else -1.0
+    scored = sorted(
+        (float(tokens), -sign * float(value), i, key)
+        for i, (key, (tokens, value)) in enumerate(points.items())
+        if tokens is not None and value is not None
+    )
+    # Cheapest first; at equal tokens the best metric first, then in the given order: a point is on the frontier
+    # exactly when its metric beats every point before it.
+    kept: list[str] = []
+    best: float | None = None
+    for _tokens, negated, _i, key in scored:
+        if best is None or negated < best:
+            kept.append(key)
+            best = negated
+    return kept

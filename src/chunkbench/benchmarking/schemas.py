@@ -519,9 +519,11 @@ class ChartOut(BaseModel):
     """A chart of an Experiment (``GET /benchmarks/{id}/charts/{name}``, an SVG drawn by the reports' chart code)."""
 
     name: str = Field(description="``{kind}-{metric}``, e.g. bars-recall")
-    kind: Literal["bars", "curve", "heatmap"] = Field(
+    kind: Literal["bars", "curve", "frontier", "heatmap"] = Field(
         description="bars: mean per configuration with its 95% interval; curve: the metric against context tokens "
-        "per configuration; heatmap: the metric per question and configuration"
+        "per configuration; frontier: every configuration's metric against its median context tokens, with the "
+        "configurations best for some budget joined by a step line; heatmap: the metric per question and "
+        "configuration"
     )
     metric: str
     label: str = Field(description="The metric as a person reads it")

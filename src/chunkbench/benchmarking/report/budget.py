@@ -1,5 +1,6 @@
 """The report's comparison at equal context budget: each configuration's metric with its context cut to B tokens,
-beside the raw figure, and its curve against context tokens (``benchmarking.budget`` does the rescoring)."""
+beside the raw figure, its curve against context tokens (``benchmarking.budget`` does the rescoring), and the
+recall–tokens frontier: the configurations best for some budget."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from typing import Any
 
 from chunkbench.benchmarking import budget as budgets
 from chunkbench.benchmarking.model import CellResult
-from chunkbench.benchmarking.report.charts import budget_curve
+from chunkbench.benchmarking.report.charts import budget_curve, frontier_chart
 from chunkbench.benchmarking.report.experiment import experiment_config, experiment_configurations, metric_mean
+from chunkbench.benchmarking.report.formatting import as_number, fmt, fmt_tokens, metric_name
+from chunkbench.benchmarking.report.metrics import METRIC_BY_KEY, MetricSpec
 
 
 @dataclass(frozen=True)
@@ -100,3 +103,77 @@ def budget_view(experiment: Mapping[str, Any], *, budget: int | None = None) -> 
             for name in comparison.curve_metrics
         ],
     }
+
+
+def frontier_view(experiment: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The configurations best for some budget on the Decision's metric at full context (the Decision's stored
+    ``frontier``, else recomputed), their sentence and the chart of every configuration against its context
+    tokens; None with fewer than two configurations that have both."""
+    config, decision = experiment_config(experiment), experiment.get("decision") or {}
+    metric = decision.get("metric") or config.get("primary_metric") or "recall"
+    spec = METRIC_BY_KEY.get(metric) or MetricSpec(metric, metric, 2)
+    points = _frontier_points(experiment, metric)
+    stored = [p for p in decision.get("frontier") or [] if p.get("config") in points]
+    # The stored frontier is the one the verdict speaks of: drawn at its own figures.
+    points.update({p["config"]: (as_number(p.get("context")), as_number(p.get("mean"))) for p in stored})
+    if sum(1 for tokens, value in points.values() if tokens is not None and value is not None) < 2:
+        return None
+    best = [p["config"] for p in stored] or budgets.frontier(points, higher_is_better=spec.higher_is_better)
+    # The budget the Decision compared at (else the one the equal-budget view defaults to): where the reader stands.
+    budget = (decision.get("budget_matched") or {}).get("budget") or config.get("budget")
+    if not budget:
+        cells = [CellResult.from_dict(c) for c in experiment.get("cells") or []]
+        budget = budgets.default_budget(budgets.median_context(list(points), cells))
+    dominated = [k for k, (t, v) in points.items() if t is not None and v is not None and k not in best]
+    return {
+        "metric": metric,
+        "budget": budget,
+        "frontier": [
+            {"key": key, "tokens": points[key][0], "value": points[key][1], "until": _next_tokens(best, i, points)}
+            for i, key in enumerate(best)
+        ],
+        "dominated": sorted(dominated),
+        "sentence": frontier_sentence(best, points, spec),
+        "chart": frontier_chart(points, best, metric=metric, budget=budget),
+    }
+
+
+def _frontier_points(experiment: Mapping[str, Any], metric: str) -> dict[str, tuple[float | None, float | None]]:
+    """``config → (context tokens per question, metric mean)``: the Decision's own figures when it has them (its
+    means; the median context the budget cuts to, else its mean tok@k), else each configuration's median tok@k over
+    its cells and its aggregate mean."""
+    decision = experiment.get("decision") or {}
+    keys = [c["key"] for c in experiment_configurations(experiment)]
+    means = decision.get("means") or {}
+    if means:
+        medians = (decision.get("budget_matched") or {}).get("context") or {}
+        costs = decision.get("costs") or {}
+        return {
+            key: (as_number(medians.get(key)) if medians.get(key) is not None else as_number(costs.get(key)),
+                  as_number(means[key]))
+            for key in keys if key in means
+        }  # fmt: skip
+    context = budgets.median_context(keys, [CellResult.from_dict(c) for c in experiment.get("cells") or []])
+    aggregate = experiment.get("aggregate") or {}
+    return {key: (context.get(key), metric_mean(aggregate, key, metric)) for key in keys}
+
+
+def _next_tokens(best: list[str], i: int, points: Mapping[str, tuple[float | None, float | None]]) -> float | None:
+    return points[best[i + 1]][0] if i + 1 < len(best) else None
+
+
+def frontier_sentence(
+    best: list[str], points: Mapping[str, tuple[float | None, float | None]], spec: MetricSpec
+) -> str:
+    """The frontier in words: which configuration is best up to which budget, cheapest first."""
+    if not best:
+        return ""
+    parts = []
+    for i, key in enumerate(best):
+        tokens, value = points[key]
+        figure = f"{key} ({metric_name(spec.key)} {fmt(value, spec.digits)} at {fmt_tokens(tokens)} tokens)"
+        until = _next_tokens(best, i, points)
+        parts.append(f"{figure} up to {fmt_tokens(until)} tokens" if until is not None else f"{figure} beyond")
+    if len(best) == 1:
+        return f"Best at every budget from {fmt_tokens(points[best[0]][0])} tokens: {parts[0].removesuffix(' beyond')}."
+    return "Best for some budget: " + ", then ".join(parts) + "."

@@ -307,3 +307,100 @@ def budget_curve(
         "budget": budget,
         "lines": lines,
     }
+
+
+# The width of a character of an 11px label, to keep a label from crossing the axis.
+LABEL_CHAR_W = 6.2
+LABEL_LINE_H = 13
+
+
+def frontier_chart(
+    points: Mapping[str, tuple[float | None, float | None]], frontier: list[str], *, metric: str, budget: int | None
+) -> dict[str, Any]:
+    """Every configuration as a point, its context tokens per question (x) against its ``metric`` (y), the frontier
+    (``budget.frontier``) as a step line through its labelled points and the Decision's budget as a vertical mark,
+    as SVG geometry."""
+    spec = METRIC_BY_KEY.get(metric) or MetricSpec(metric, metric, 2)
+    # Room above the plot: the label of a point at the metric's ceiling sits over it.
+    left, top, plot_w, plot_h, label_room = 48, 24, 520, 220, 190
+    placed = {k: (float(t), float(v)) for k, (t, v) in points.items() if t is not None and v is not None}
+    right_x = _nice_ceiling(max([t for t, _ in placed.values()] + [float(budget or 0)], default=1.0))
+    values = [v for _, v in placed.values()]
+    high = spec.high if spec.high is not None else _nice_ceiling(max(values, default=1.0))
+    low = spec.low if spec.high is not None else 0.0
+
+    def x(tokens: float) -> float:
+        return round(left + plot_w * min(max(tokens / right_x, 0.0), 1.0), 1)
+
+    def y(value: float) -> float:
+        return round(top + plot_h * (1 - min(max((value - low) / (high - low), 0.0), 1.0)), 1)
+
+    on = set(frontier)
+    labels = _frontier_labels([(k, x(placed[k][0]), y(placed[k][1])) for k in frontier], left=left)
+    dots = []
+    # Dominated points first, so the frontier's are drawn over them; each group in a fixed order.
+    for key in sorted(placed, key=lambda k: (k in on, frontier.index(k) if k in on else 0, k)):
+        tokens, value = placed[key]
+        dots.append(
+            {
+                "key": key,
+                "x": x(tokens),
+                "y": y(value),
+                "frontier": key in on,
+                "label": labels.get(key),
+                "tip": f"{key}: {spec.label} {fmt(value, spec.digits)} at {fmt_tokens(tokens)} context tokens"
+                + ("" if key in on else " (dominated: another reaches as much with no more tokens)"),
+            }
+        )
+    # The step line: the best metric reachable within each budget, flat until the next frontier point's tokens.
+    steps = [placed[k] for k in frontier]
+    path = ""
+    if steps:
+        path = f"M{x(steps[0][0])},{y(steps[0][1])}"
+        for tokens, value in steps[1:]:
+            path += f" H{x(tokens)} V{y(value)}"
+        path += f" H{left + plot_w}"
+    return {
+        "metric": metric,
+        "label": f"Best for some budget: {spec.label} against context tokens",
+        "note": "context tokens per question (x) against the mean at full context (y)"
+        + (f"; dashed: the Decision's budget, {fmt_tokens(budget)} tokens" if budget else ""),
+        "left": left,
+        "top": top,
+        "plot_w": plot_w,
+        "plot_h": plot_h,
+        "width": left + plot_w + label_room,
+        "height": top + plot_h + 36,
+        "x_ticks": [{"x": x(right_x * t), "text": f"{right_x * t:,.0f}"} for t in (0, 0.25, 0.5, 0.75, 1)],
+        "y_ticks": [{"y": y(low + (high - low) * t), "text": fmt(low + (high - low) * t, 1)} for t in (0, 0.5, 1)],
+        "budget_x": x(budget) if budget else None,
+        "budget": budget,
+        "path": path,
+        "points": dots,
+        "frontier": frontier,
+    }
+
+
+def _frontier_labels(points: list[tuple[str, float, float]], *, left: float) -> dict[str, dict[str, Any]]:
+    """Where each frontier point's label goes: above the step line, where no point can be (every dominated point
+    lies under it), up and to the left of the rise to its point (to the right for the first, or where the left
+    would cross the axis), lifted a line at a time off any label placed before it."""
+    placed: list[tuple[float, float, float]] = []
+    out: dict[str, dict[str, Any]] = {}
+    for i, (key, px, py) in enumerate(points):
+        width = LABEL_CHAR_W * len(key)
+        left_of = i > 0 and px - 7 - width > left
+        x0 = px - 7 - width if left_of else px + 7
+        ly = py - 8
+        step = -LABEL_LINE_H
+        while any(x0 < b1 and b0 < x0 + width and abs(ly - by) < LABEL_LINE_H for b0, b1, by in placed):
+            ly += step
+            if ly < LABEL_LINE_H and step < 0:  # out of room above the plot: below the point instead
+                ly, step = py + 16, LABEL_LINE_H
+        placed.append((x0, x0 + width, ly))
+        out[key] = {
+            "x": round(px + (-7 if left_of else 7), 1),
+            "y": round(ly, 1),
+            "anchor": "end" if left_of else "start",
+        }
+    return out

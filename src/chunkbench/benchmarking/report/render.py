@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from enum import Enum
@@ -14,7 +15,7 @@ from typing import Any, Literal
 from jinja2 import ChainableUndefined, Environment, PackageLoader
 
 from chunkbench.benchmarking.report.boundaries import boundary_views
-from chunkbench.benchmarking.report.budget import budget_view, curve_metrics
+from chunkbench.benchmarking.report.budget import budget_view, curve_metrics, frontier_view
 from chunkbench.benchmarking.report.charts import (
     COLOUR_STOPS,
     FAILED_FILL,
@@ -24,7 +25,12 @@ from chunkbench.benchmarking.report.charts import (
     scale_colour,
     usage,
 )
-from chunkbench.benchmarking.report.experiment import experiment_config, experiment_configurations, has_metric
+from chunkbench.benchmarking.report.experiment import (
+    experiment_config,
+    experiment_configurations,
+    has_metric,
+    metric_mean,
+)
 from chunkbench.benchmarking.report.formatting import fmt, fmt_ms, fmt_tokens, fmt_usd, fmt_when, metric_name, pct
 from chunkbench.benchmarking.report.metrics import METRIC_BY_KEY, METRICS
 from chunkbench.benchmarking.report.prose import decision_sentence, recommendations, status_banner
@@ -46,7 +52,7 @@ from chunkbench.errors import InvalidRequestError, NotFoundError
 # network off.
 
 ReportView = Literal["managerial", "technical"]
-ChartKind = Literal["bars", "curve", "heatmap"]
+ChartKind = Literal["bars", "curve", "frontier", "heatmap"]
 REPORT_VIEWS: tuple[ReportView, ...] = ("managerial", "technical")
 # The most questions the technical report's heatmap and per-question table show (``questions_shown``).
 REPORT_QUESTION_LIMIT = 150
@@ -54,6 +60,8 @@ REPORT_QUESTION_LIMIT = 150
 CHART_CAPTION_H = 44
 # The heatmap's colour scale and its labels below it.
 CHART_LEGEND_W, CHART_LEGEND_H = 470, 26
+# The frontier chart served alone carries its sentence below it: this many characters, and pixels, a line.
+FRONTIER_WRAP, CHART_LINE_H = 110, 16
 
 
 def render_report(
@@ -85,8 +93,9 @@ def experiment_json(experiment: Mapping[str, Any]) -> str:
 
 def chart_index(experiment: Mapping[str, Any]) -> list[dict[str, str]]:
     """Every chart of the Experiment the dashboard can show, each ``{name, kind, metric, label}``: the bars of every
-    metric with a mean (95% intervals), the curves against context tokens and the per-question heatmap of every
-    metric measured per cell; the primary metric first within each kind."""
+    metric with a mean (95% intervals), the curves against context tokens, the frontier of the configurations best
+    for some budget (on the primary metric) and the per-question heatmap of every metric measured per cell; the
+    primary metric first within each kind."""
     primary = _primary(experiment)
 
     def first(metrics: list[str]) -> list[str]:
@@ -95,6 +104,7 @@ def chart_index(experiment: Mapping[str, Any]) -> list[dict[str, str]]:
     kinds: list[tuple[ChartKind, list[str]]] = [
         ("bars", first([m.key for m in METRICS if has_metric(experiment, m.key)])),
         ("curve", curve_metrics(experiment)),
+        ("frontier", [primary] if _frontier_count(experiment, primary) >= 2 else []),
         ("heatmap", first([m.key for m in METRICS if has_metric(experiment, m.key, per_cell=True)])),
     ]
     return [
@@ -102,6 +112,15 @@ def chart_index(experiment: Mapping[str, Any]) -> list[dict[str, str]]:
         for kind, metrics in kinds
         for metric in metrics
     ]
+
+
+def _frontier_count(experiment: Mapping[str, Any], metric: str) -> int:
+    """How many configurations have both a ``metric`` mean and context tokens: the frontier needs two."""
+    aggregate = experiment.get("aggregate") or {}
+    return sum(
+        1 for key in aggregate if metric_mean(aggregate, key, metric) is not None
+        and metric_mean(aggregate, key, "tok_at_k") is not None
+    )  # fmt: skip
 
 
 def render_chart(experiment: Mapping[str, Any], name: str) -> str:
@@ -122,9 +141,20 @@ def render_chart(experiment: Mapping[str, Any], name: str) -> str:
     elif kind == "curve":
         view = budget_view(experiment) or {}
         chart = next(c for c in view.get("curves") or [] if c["metric"] == metric)
+    elif kind == "frontier":
+        frontier = frontier_view(experiment)
+        if frontier is None:
+            raise NotFoundError(
+                f"Experiment {experiment.get('id')} has no frontier yet: it needs two configurations with both "
+                f"context tokens and {metric_name(metric)}; run the benchmark to the end first.",
+                chart=name, charts=list(known),
+            )  # fmt: skip
+        chart = {**frontier["chart"], "sentence_lines": textwrap.wrap(frontier["sentence"], FRONTIER_WRAP)}
     else:
         chart = heatmap(questions_shown(experiment, primary=metric), primary=metric)
     legend_h = CHART_LEGEND_H if kind == "heatmap" else 0
+    # The frontier's sentence is drawn under the chart, one line per FRONTIER_WRAP characters.
+    legend_h += CHART_LINE_H * len(chart.get("sentence_lines") or []) + (6 if kind == "frontier" else 0)
     width = max(chart["width"], 12 + 7 * max(len(chart["label"]), len(chart["note"])))
     return _environment().get_template("chart.svg").render(
         name=name, kind=kind, chart=chart, chosen=decision.get("best") or decision.get("leader"),
@@ -169,6 +199,7 @@ def build_context(
         "kpis": kpis(experiment, primary=primary, answer_metric=answer_metric),
         "ranking": ranking(experiment, primary=primary, answer_metric=answer_metric),
         "budget_view": budget_view(experiment, budget=budget),
+        "frontier": frontier_view(experiment),
         "charts": [metric_bars(experiment, m) for m in chart_metrics],
         "ruled_out": ruled_out(experiment),
         "pruned": pruned(experiment),

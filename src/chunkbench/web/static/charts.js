@@ -8,6 +8,7 @@ import { api } from "./api.js";
 const KINDS = {
   bars: "Mean with its 95% interval",
   curve: "Against context tokens",
+  frontier: "Best for some budget",
   heatmap: "Per question",
 };
 

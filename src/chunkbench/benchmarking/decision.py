@@ -125,6 +125,8 @@ class Decision:
     # Configurations built on a model that does not cover a language of the documents: which, the shares, whether
     # material (the language rule), and the Decision without those questions (``_language_rule``).
     language: dict[str, Any] | None = None
+    # The recall–tokens frontier: the configurations best for some context budget, cheapest first (``frontier``).
+    frontier: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: tuples as lists, non-finite floats as None."""
@@ -157,6 +159,7 @@ class Decision:
             "cannot_tell": self.cannot_tell,
             "budget_matched": self.budget_matched,
             "language": self.language,
+            "frontier": [dict(point) for point in self.frontier],
         }
 
 
@@ -167,6 +170,33 @@ def _finite(value: float | None) -> float | None:
 def _cost_of(costs: Mapping[str, float | None], name: str) -> float | None:
     value = costs.get(name)
     return float(value) if value is not None and math.isfinite(value) else None
+
+
+def frontier(
+    means: Mapping[str, float], context: Mapping[str, float | None], *, higher_is_better: bool = True
+) -> list[dict[str, Any]]:
+    """The configurations best for some context budget, cheapest first: those no other configuration dominates
+    (as good a mean at no more context). Each point: ``config``, ``context`` (tokens per question), ``mean``, and
+    the budgets it is best for, ``from_budget`` (its own context) up to ``to_budget`` (the next point's; None for
+    the last). Without a known context a configuration is left out; equal contexts keep the better mean, then the
+    first in input order."""
+    sign = 1.0 if higher_is_better else -1.0
+    order = {name: i for i, name in enumerate(means)}
+    priced = [
+        (float(cost), -sign * float(means[name]), order[name], name)
+        for name in means
+        if (cost := context.get(name)) is not None and math.isfinite(cost) and math.isfinite(means[name])
+    ]
+    points: list[dict[str, Any]] = []
+    for cost, _key, _index, name in sorted(priced):
+        # Cheapest first: a configuration is on the frontier when it beats every cheaper point's mean.
+        if points and sign * means[name] <= sign * points[-1]["mean"]:
+            continue
+        points.append({"config": name, "context": cost, "mean": float(means[name])})
+    for i, point in enumerate(points):
+        point["from_budget"] = point["context"]
+        point["to_budget"] = points[i + 1]["context"] if i + 1 < len(points) else None
+    return points
 
 
 def questions_needed(sd: float, difference: float, n_current: int, *, confidence: float = 0.95) -> int | None:
@@ -338,6 +368,10 @@ def _decide_all(
     )  # fmt: skip
     if budget is not None:
         decision = _at_equal_budget(decision, budget, n_resamples=n_resamples, seed=seed, cost_margin=cost_margin)
+    # The frontier is drawn on the median context the budget is cut to, when known; else on the mean tok@k.
+    context = {name: (budget.context.get(name) if budget is not None else None) for name in decision.means}
+    context = {name: value if value is not None else _cost_of(costs, name) for name, value in context.items()}
+    decision = replace(decision, frontier=frontier(decision.means, context, higher_is_better=higher_is_better))
     return _with_verdict(decision)
 
 

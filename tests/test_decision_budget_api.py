@@ -3,11 +3,17 @@ the Decision again from the stored cells, with its verdict, and stores nothing."
 
 from __future__ import annotations
 
+import json
+
+from typer.testing import CliRunner
+
 from chunkbench.benchmarking.verdicts import verdict
+from chunkbench.cli import app as cli_app
+from chunkbench.config import get_settings
 from test_benchmarks import QUESTIONS, processed_handbook
 
 
-def test_a_decision_is_made_again_at_another_budget_without_storing_it(client) -> None:
+def test_a_decision_is_made_again_at_another_budget_without_storing_it(client, settings, monkeypatch) -> None:
     document_id = processed_handbook(client)
     body = {"document_id": document_id, "questions": QUESTIONS, "retrievers": ["bm25"], "top_k": [1, 3]}
     created = client.post("/benchmarks", params={"wait": "true"}, json=body)
@@ -31,6 +37,17 @@ def test_a_decision_is_made_again_at_another_budget_without_storing_it(client) -
     assert client.get(f"/benchmarks/{experiment['id']}/decision", params={"budget": 0}).status_code == 422
     missing = client.get("/benchmarks/no-such-experiment/decision", params={"budget": 7})
     assert missing.status_code == 404
+
+    # The CLI says the same: `bench show ID --budget 7` shows the Decision made again at 7 tokens.
+    monkeypatch.setenv("CHUNKBENCH_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("CHUNKBENCH_DATABASE_URL", settings.database_url)
+    get_settings.cache_clear()
+    try:
+        shown = CliRunner().invoke(cli_app, ["bench", "show", experiment["id"], "--budget", "7", "--json"])
+    finally:
+        get_settings.cache_clear()
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["decision"]["verdict"] == decision["verdict"]
 
 
 def test_the_decision_board_decides_again_at_the_budget_typed(page, live_server) -> None:

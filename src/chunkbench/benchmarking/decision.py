@@ -39,6 +39,20 @@ context (a median tok@k lower by more than the cost margin, 10 %) by more than t
 Otherwise its lead came from sending more text: the status is **cannot_tell** with cause ``context``. (A tie
 broken by cost already picks the cheapest.)
 
+**Ties and ceilings.** Of configurations level at the best mean, the cheapest (tok@k, then input order) is the
+leader, and level configurations are listed cheapest first. When 2+ contenders reach the ceiling, a tie is broken
+(or the cheapest recommended) only among them (``tie_among``), never by a cheaper configuration below it.
+
+**Practical equivalence** (checked first): every contender's whole interval of difference to the leader within
+±``equivalence_margin`` (default ``EQUIVALENCE_MARGIN``, 0.01; 0: off), unless 2+ are at the ceiling → status
+``tie_broken_by_cost``, ``best`` the one needing the least context, ``equivalence`` says so. An estimate of more
+questions above ``MAX_QUESTIONS_FACTOR`` (100) times those scored is no advice: cause ``noise`` with
+``questions_needed_beyond``.
+
+**Holm on large grids.** From ``HOLM_MIN_CONFIGURATIONS`` (30) configurations, *ruled out* uses Holm's step-down
+(``evaluation.stats.holm_step_down``) over the comparisons to the leader at family-wise error ``1 − confidence``
+(``correction``). ``frontier``: the configurations best for some budget (``frontier()``).
+
 ``verdict`` is what a reader sees first (``verdicts.verdict``); ``reasons`` are the details, per configuration.
 Experiments decided before ``cannot_tell`` existed store ``no_clear_winner`` for "no winner". Every sentence is
 written by ``verdicts.py``; this module only computes.

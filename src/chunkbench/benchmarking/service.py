@@ -13,9 +13,10 @@ import numpy as np
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
-from chunkbench.benchmarking import cost as pricing
 from chunkbench.benchmarking import aggregation, experiments, ownership, planning, pruning, runner
+from chunkbench.benchmarking import cost as pricing
 from chunkbench.benchmarking.breakdowns import breakdowns
+from chunkbench.benchmarking.decision import EQUIVALENCE_MARGIN
 from chunkbench.benchmarking.experiments import ExperimentNotFoundError, cells, get  # noqa: F401  (the error is re-exported)
 from chunkbench.benchmarking.model import BenchmarkConfig, Experiment, question_to_json
 from chunkbench.benchmarking.schemas import (
@@ -225,6 +226,8 @@ def decide_again(session: Session, experiment_id: str, *, tenant_id: str, budget
         experiment.aggregate, metric=metric, seed=seed,
         resamples=int(experiment.provenance.get("bootstrap_resamples", 2000)), budget=budget,
         with_documents=experiment.spans_documents, warnings=experiment.provenance.get("warnings") or (),
+        # The margin the Experiment was decided with (a Decision stored before it: the default).
+        equivalence_margin=float((experiment.decision or {}).get("equivalence_margin", EQUIVALENCE_MARGIN)),
     )  # fmt: skip
     return with_verdict(decision)
 

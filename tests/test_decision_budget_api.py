@@ -51,7 +51,8 @@ def test_a_decision_is_made_again_at_another_budget_without_storing_it(client, s
 
 
 def test_the_decision_board_decides_again_at_the_budget_typed(page, live_server) -> None:
-    """In a real browser: the Decision Board's budget control asks the server, and shows its verdict at that budget."""
+    """In a real browser: the Decision Board's budget control asks the server, and shows its verdict at that budget;
+    the benchmark form sends a budget with its request."""
     import httpx
     import pytest
 
@@ -73,3 +74,19 @@ def test_the_decision_board_decides_again_at_the_budget_typed(page, live_server)
     expect(card.get_by_test_id("budget-verdict")).to_have_text(f"At 7 tokens: {expected}")
     # The stored verdict stays above it, unchanged.
     expect(card.get_by_test_id("decision-verdict")).to_have_text(experiment["decision"]["verdict"])
+
+    # The benchmark form sends the budget typed in its advanced options with the request (here: its dry run).
+    with httpx.Client(base_url=live_server, timeout=60) as http:
+        uploaded = http.post(
+            "/admin/questions", files={"file": ("handbook.json", json.dumps({"questions": QUESTIONS}).encode())}
+        )
+        assert uploaded.status_code in (200, 201), uploaded.text
+    page.goto("/app#benchmarks")
+    form = page.locator("#panel-benchmarks").get_by_role("region", name="New benchmark")
+    expect(form.get_by_role("combobox", name="Question file", exact=True)).to_have_value("handbook.json")
+    advanced = form.get_by_test_id("advanced-options")
+    advanced.locator("summary").click()
+    advanced.get_by_test_id("budget-field").fill("7")
+    with page.expect_request(lambda r: r.method == "POST" and r.url.endswith("/benchmarks")) as sent:
+        form.get_by_role("button", name="Dry run").click()
+    assert json.loads(sent.value.post_data)["budget"] == 7

@@ -9,6 +9,7 @@ import json
 import numpy as np
 
 from chunkbench.benchmarking.decision import BudgetScores, Decision, decide, frontier
+from chunkbench.benchmarking.report.prose import standing
 from chunkbench.benchmarking.verdicts import budget_sentence, verdict
 
 
@@ -131,6 +132,7 @@ def test_configurations_equivalent_within_the_margin_are_chosen_by_cost() -> Non
     )
     text = " ".join([decision.verdict, *decision.reasons])
     assert "would likely separate" not in text and decision.questions_needed is None
+    assert standing(decision.to_dict(), RECURSIVE) == "chosen: cheapest of the equivalent"
     # A margin of 0 turns the rule off; the margin is an option of decide().
     off = decide(scores, {FIXED: 320, RECURSIVE: 300}, metric="recall", equivalence_margin=0)
     assert off.equivalence is None and off.status == "cannot_tell"

@@ -62,10 +62,10 @@ def test_tie_with_equal_costs_has_no_winner() -> None:
 
 
 def test_tie_is_broken_by_context_cost_and_the_reasons_say_so() -> None:
-    # B is not the leader (A is, by input order) but needs 60 % less context.
+    # A and B are level; B needs 60 % less context, so it leads the tie (never its costliest member) and is chosen.
     decision = decide(tie_scores(), {"A": 1000, "B": 400}, metric="recall")
     assert decision.status == "tie_broken_by_cost"
-    assert decision.leader == "A" and decision.best == "B"
+    assert decision.leader == "B" and decision.best == "B" and decision.contenders == ["B", "A"]
     assert decision.tie_break == "context cost tok@k"
     assert decision.reasons[0].startswith("tie on recall, broken by context cost tok@k")
     assert "B needs the least context (400 tokens vs 1,000 for A)" in decision.reasons[0]
@@ -297,9 +297,10 @@ def test_a_configuration_that_wins_only_by_context_length_does_not_win_at_equal_
     assert matched["budget"] == 200 and matched["ranking"] == ["lean", "wide"] and matched["leader"] == "lean"
     assert matched["means"] == {"wide": 0.0, "lean": pytest.approx(0.8)}
     assert decision.verdict == (
-        "The benchmark cannot tell whether wide is better on recall: it leads only by sending more context (500 "
-        "tokens per question against 200 for lean), and with both cut to 200 tokens lean scores 0.800 against "
-        "0.000; compare them at equal budget, or rerun wide with a smaller k."
+        "At 200 context tokens per question, lean leads on recall (0.800); with the full context, wide leads (1.000 "
+        "at 500 tokens). The benchmark cannot tell whether wide is better on recall: it leads only by sending more "
+        "context (500 tokens per question against 200 for lean), and with both cut to 200 tokens lean scores 0.800 "
+        "against 0.000; compare them at equal budget, or rerun wide with a smaller k."
     )
     assert matched["rule"] == (
         "wide's lead does not hold at equal context: cut to 200 tokens, lean (median 200 context tokens against "

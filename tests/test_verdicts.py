@@ -70,14 +70,14 @@ VERDICTS = {
     ),
     "tie_broken_by_cost": (
         "tie_broken_by_cost",
-        "Use B: the data cannot tell it from A and C on recall over 30 questions (the leader, A, is best in only 49% "
-        "of the bootstrap resamples), and it needs the least context, 400 tokens per question against 1,000 for A "
+        "Use B: the data cannot tell it from A and C on recall over 30 questions (it leads, but is best in only 46% of "
+        "the bootstrap resamples), and it needs the least context, 400 tokens per question against 1,000 for A "
         "and 2,541 for C: at least 10% less than every other contender.",
     ),
     # The case: contenders from 564 to 2,541 tokens, the two cheapest within 10% of each other.
     "tie_not_broken": (
         "cannot_tell",
-        "The benchmark cannot tell A from B on recall: they have the same mean; harder questions, a smaller k or a "
+        "The benchmark cannot tell B from A on recall: they have the same mean; harder questions, a smaller k or a "
         "larger corpus would separate them. If a choice is needed now, B is the cheapest contender, but the tie is not "
         "broken by context cost: B needs 564 tokens per question, only 6% less than the 600 of A, the next cheapest, "
         "and a tie is broken only when one contender needs at least 10% less than every other.",
@@ -89,9 +89,9 @@ VERDICTS = {
     ),
     "ceiling": (
         "cannot_tell",
-        "The benchmark cannot tell 3 configurations apart on recall: c0, c1 and c2 all reach its ceiling of 1.000 on "
+        "The benchmark cannot tell 3 configurations apart on recall: c1, c0 and c2 all reach its ceiling of 1.000 on "
         "the 12 questions; harder questions, a smaller k or a larger corpus would separate them. If a choice is needed "
-        "now, c1 is the cheapest contender, but the tie is not broken by context cost: c1 needs 880 tokens per "
+        "now, c1 is the cheapest of the 3, but the tie is not broken by context cost: c1 needs 880 tokens per "
         "question, only 2% less than the 900 of c0, the next cheapest, and a tie is broken only when one contender "
         "needs at least 10% less than every other.",
     ),
@@ -110,7 +110,9 @@ VERDICTS = {
     ),
     "equal_budget_withdrawal": (
         "cannot_tell",
-        "The benchmark cannot tell whether wide is better on recall: it leads only by sending more context (500 tokens "
+        "At 200 context tokens per question, lean leads on recall (0.800); with the full context, wide leads (1.000 at "
+        "500 tokens). The benchmark cannot tell whether wide is better on recall: it leads only by sending more "
+        "context (500 tokens "
         "per question against 200 for lean), and with both cut to 200 tokens lean scores 0.800 against 0.000; compare "
         "them at equal budget, or rerun wide with a smaller k.",
     ),

@@ -148,6 +148,9 @@ class Settings(BaseSettings):
     # Benchmarks (seed 000 §10.2): cells whose answer or judge waits on an LLM run this many at a time.
     benchmark_concurrency: int = Field(8, ge=1, le=64)
     benchmark_bootstrap_resamples: int = Field(2000, ge=100, le=100_000)
+    # Two configurations whose difference's 95 % interval lies within ±this (in the metric's units) are equivalent:
+    # the Decision chooses the one needing less context (benchmarking/decision.py; 0 turns the rule off).
+    benchmark_equivalence_margin: float = Field(0.01, ge=0.0)
 
     # Model prices in USD per 1M tokens, overriding or extending the built-in table (benchmarking/cost.py),
     # as JSON: CHUNKBENCH_PRICES='{"gpt-4o-mini": {"input": 0.15, "output": 0.6}, "my-embedder": {"input": 0.01}}'

@@ -9,7 +9,7 @@ import numpy as np
 
 from chunkbench.benchmarking import budget as budgets
 from chunkbench.benchmarking import cost as pricing
-from chunkbench.benchmarking.decision import BudgetScores, decide
+from chunkbench.benchmarking.decision import EQUIVALENCE_MARGIN, BudgetScores, decide
 from chunkbench.benchmarking.experiments import cells, get
 from chunkbench.benchmarking.model import CellResult, Configuration, Experiment, question_to_json
 from chunkbench.benchmarking.schemas import METRIC_DIRECTIONS
@@ -98,6 +98,7 @@ def decision_for(
     budget: int | None = None,
     with_documents: bool = False,
     warnings: Sequence[Mapping[str, Any]] = (),
+    equivalence_margin: float = EQUIVALENCE_MARGIN,
 ) -> dict[str, Any]:
     """The Decision on the primary metric: paired over questions, ties broken by context cost (tok@k), compared
     at an equal context ``budget`` (default: the smallest median tok@k), naming no configuration that the
@@ -125,6 +126,7 @@ def decision_for(
             questions, list(scores), results, metric=metric, budget=budget, with_documents=with_documents
         ),
         uncovered=uncovered_configurations(warnings, questions),
+        equivalence_margin=equivalence_margin,
     ).to_dict()
 
 
@@ -202,6 +204,7 @@ def finalize(database: Database, settings: Settings, experiment_id: str, *, tena
             questions, survivors, results, aggregates,
             metric=metric, seed=seed, resamples=resamples, budget=experiment.config.budget,
             with_documents=experiment.spans_documents, warnings=experiment.provenance.get("warnings") or (),
+            equivalence_margin=settings.benchmark_equivalence_margin,
         )  # fmt: skip
         prompt = sum(a["tokens"]["prompt"] for a in aggregates.values())
         completion = sum(a["tokens"]["completion"] for a in aggregates.values())

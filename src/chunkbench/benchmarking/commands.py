@@ -286,14 +286,18 @@ def _searched(row: Any) -> str:
 
 
 @bench_app.command("show")
-def bench_show(experiment_id: str, as_json: JsonOption = False) -> None:
-    """One Experiment: per-configuration results and the Decision."""
+def bench_show(experiment_id: str, as_json: JsonOption = False, budget: BudgetOption = None) -> None:
+    """One Experiment: per-configuration results and the Decision (``--budget``: made again at that budget)."""
     from chunkbench.benchmarking import service
 
     _settings, database = open_database()
     try:
         with database.session() as session:
             experiment = service.experiment_dict(session, service.get(session, experiment_id, tenant_id=DEFAULT_TENANT))
+            if budget is not None:
+                experiment["decision"] = service.decide_again(
+                    session, experiment_id, tenant_id=DEFAULT_TENANT, budget=budget
+                )
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc
     if as_json:

@@ -39,6 +39,20 @@ context (a median tok@k lower by more than the cost margin, 10 %) by more than t
 Otherwise its lead came from sending more text: the status is **cannot_tell** with cause ``context``. (A tie
 broken by cost already picks the cheapest.)
 
+**Ties and ceilings.** Of configurations level at the best mean, the cheapest (tok@k, then input order) is the
+leader, and level configurations are listed cheapest first. When 2+ contenders reach the ceiling, a tie is broken
+(or the cheapest recommended) only among them (``tie_among``), never by a cheaper configuration below it.
+
+**Practical equivalence** (checked first): every contender's whole interval of difference to the leader within
+±``equivalence_margin`` (default ``EQUIVALENCE_MARGIN``, 0.01; 0: off), unless 2+ are at the ceiling → status
+``tie_broken_by_cost``, ``best`` the one needing the least context, ``equivalence`` says so. An estimate of more
+questions above ``MAX_QUESTIONS_FACTOR`` (100) times those scored is no advice: cause ``noise`` with
+``questions_needed_beyond``.
+
+**Holm on large grids.** From ``HOLM_MIN_CONFIGURATIONS`` (30) configurations, *ruled out* uses Holm's step-down
+(``evaluation.stats.holm_step_down``) over the comparisons to the leader at family-wise error ``1 − confidence``
+(``correction``). ``frontier``: the configurations best for some budget (``frontier()``).
+
 ``verdict`` is what a reader sees first (``verdicts.verdict``); ``reasons`` are the details, per configuration.
 Experiments decided before ``cannot_tell`` existed store ``no_clear_winner`` for "no winner". Every sentence is
 written by ``verdicts.py``; this module only computes.
@@ -54,7 +68,7 @@ from typing import Any, Literal
 
 from chunkbench.benchmarking import verdicts
 from chunkbench.benchmarking.report.formatting import metric_name
-from chunkbench.evaluation.stats import BootstrapResult, complete_matrix, paired_bootstrap
+from chunkbench.evaluation.stats import BootstrapResult, complete_matrix, holm_step_down, paired_bootstrap
 
 # no_clear_winner: stored by Experiments decided before cannot_tell; decide() no longer returns it.
 DecisionStatus = Literal["winner", "tie_broken_by_cost", "cannot_tell", "no_clear_winner", "insufficient_data"]
@@ -62,6 +76,12 @@ CannotTellCause = Literal["ceiling", "too_few_questions", "noise", "context", "l
 
 MIN_QUESTIONS = 5
 POWER = 0.8
+# Two configurations whose difference's interval lies within ±this are equivalent: the cheaper is chosen.
+EQUIVALENCE_MARGIN = 0.01
+# An estimate of more questions above this many times the questions scored is no advice: it is not given.
+MAX_QUESTIONS_FACTOR = 100
+# From this many configurations, "ruled out" controls the family-wise error (Holm over the comparisons to the leader).
+HOLM_MIN_CONFIGURATIONS = 30
 TIE_BREAK_COST = "context cost tok@k"
 # The best value a metric can take: scores in [0, 1], the judge's 1–10 scores, the hallucination rate (0).
 METRIC_CEILINGS: dict[str, float] = {
@@ -125,6 +145,16 @@ class Decision:
     # Configurations built on a model that does not cover a language of the documents: which, the shares, whether
     # material (the language rule), and the Decision without those questions (``_language_rule``).
     language: dict[str, Any] | None = None
+    # The recall–tokens frontier: the configurations best for some context budget, cheapest first (``frontier``).
+    frontier: list[dict[str, Any]] = field(default_factory=list)
+    # Practical equivalence: the margin, and (when it decided) the contenders equivalent to the leader within it.
+    equivalence_margin: float = EQUIVALENCE_MARGIN
+    equivalence: dict[str, Any] | None = None
+    # The correction "ruled out" was made with on a large grid (Holm): its name, comparisons and family-wise error.
+    correction: dict[str, Any] | None = None
+    # The configurations a tie was broken among (all contenders, or only those at the ceiling), and that ceiling.
+    tie_among: list[str] | None = None
+    ceiling: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: tuples as lists, non-finite floats as None."""
@@ -157,6 +187,12 @@ class Decision:
             "cannot_tell": self.cannot_tell,
             "budget_matched": self.budget_matched,
             "language": self.language,
+            "frontier": [dict(point) for point in self.frontier],
+            "equivalence_margin": self.equivalence_margin,
+            "equivalence": self.equivalence,
+            "correction": self.correction,
+            "tie_among": self.tie_among,
+            "ceiling": self.ceiling,
         }
 
 
@@ -167,6 +203,33 @@ def _finite(value: float | None) -> float | None:
 def _cost_of(costs: Mapping[str, float | None], name: str) -> float | None:
     value = costs.get(name)
     return float(value) if value is not None and math.isfinite(value) else None
+
+
+def frontier(
+    means: Mapping[str, float], context: Mapping[str, float | None], *, higher_is_better: bool = True
+) -> list[dict[str, Any]]:
+    """The configurations best for some context budget, cheapest first: those no other configuration dominates
+    (as good a mean at no more context). Each point: ``config``, ``context`` (tokens per question), ``mean``, and
+    the budgets it is best for, ``from_budget`` (its own context) up to ``to_budget`` (the next point's; None for
+    the last). Without a known context a configuration is left out; equal contexts keep the better mean, then the
+    first in input order."""
+    sign = 1.0 if higher_is_better else -1.0
+    order = {name: i for i, name in enumerate(means)}
+    priced = [
+        (float(cost), -sign * float(means[name]), order[name], name)
+        for name in means
+        if (cost := context.get(name)) is not None and math.isfinite(cost) and math.isfinite(means[name])
+    ]
+    points: list[dict[str, Any]] = []
+    for cost, _key, _index, name in sorted(priced):
+        # Cheapest first: a configuration is on the frontier when it beats every cheaper point's mean.
+        if points and sign * means[name] <= sign * points[-1]["mean"]:
+            continue
+        points.append({"config": name, "context": cost, "mean": float(means[name])})
+    for i, point in enumerate(points):
+        point["from_budget"] = point["context"]
+        point["to_budget"] = points[i + 1]["context"] if i + 1 < len(points) else None
+    return points
 
 
 def questions_needed(sd: float, difference: float, n_current: int, *, confidence: float = 0.95) -> int | None:
@@ -226,6 +289,7 @@ def decide(
     ceiling: float | None = None,
     budget: BudgetScores | None = None,
     uncovered: Mapping[str, Mapping[str, Any]] | None = None,
+    equivalence_margin: float = EQUIVALENCE_MARGIN,
 ) -> Decision:
     """The Decision on ``metric`` from ``scores[config][question]`` and context costs ``costs[config]`` (tok@k).
 
@@ -239,7 +303,7 @@ def decide(
     options: dict[str, Any] = {
         "metric": metric, "higher_is_better": higher_is_better, "confidence": confidence,
         "min_prob_best": min_prob_best, "practical_margin": practical_margin, "n_resamples": n_resamples,
-        "seed": seed, "cost_margin": cost_margin, "ceiling": ceiling,
+        "seed": seed, "cost_margin": cost_margin, "ceiling": ceiling, "equivalence_margin": equivalence_margin,
     }  # fmt: skip
     decision = _decide_all(scores, costs, budget=budget, **options)
 
@@ -318,10 +382,13 @@ def _decide_all(
     cost_margin: float,
     ceiling: float | None,
     budget: BudgetScores | None,
+    equivalence_margin: float,
 ) -> Decision:
     """``decide`` before the language rule and the final verdict."""
     if practical_margin < 0:
         raise ValueError(f"practical_margin must be >= 0, got {practical_margin}")
+    if equivalence_margin < 0:
+        raise ValueError(f"equivalence_margin must be >= 0, got {equivalence_margin}")
     options = {
         "higher_is_better": higher_is_better, "confidence": confidence, "practical_margin": practical_margin,
         "cost_margin": cost_margin,
@@ -329,16 +396,78 @@ def _decide_all(
     if len(scores) < 2 or complete_matrix(scores)[1].shape[0] < MIN_QUESTIONS:
         return _insufficient(metric, scores, costs, **options)
 
+    scores = _cheapest_leads(scores, costs, higher_is_better=higher_is_better)
     result = paired_bootstrap(
         scores, n_resamples=n_resamples, seed=seed, higher_is_better=higher_is_better, confidence=confidence
     )
+    holm = (
+        _holm_ruled_out(scores, result, n_resamples=n_resamples, seed=seed, **options)
+        if len(result.configs) >= HOLM_MIN_CONFIGURATIONS else None
+    )  # fmt: skip
     decision = _decide(
         result, costs, metric=metric, min_prob_best=min_prob_best,
-        ceiling=METRIC_CEILINGS.get(metric) if ceiling is None else ceiling, **options,
+        ceiling=METRIC_CEILINGS.get(metric) if ceiling is None else ceiling, equivalence_margin=equivalence_margin,
+        holm=holm, **options,
     )  # fmt: skip
     if budget is not None:
         decision = _at_equal_budget(decision, budget, n_resamples=n_resamples, seed=seed, cost_margin=cost_margin)
+    # The frontier is drawn on the median context the budget is cut to, when known; else on the mean tok@k.
+    context = {name: (budget.context.get(name) if budget is not None else None) for name in decision.means}
+    context = {name: value if value is not None else _cost_of(costs, name) for name, value in context.items()}
+    decision = replace(decision, frontier=frontier(decision.means, context, higher_is_better=higher_is_better))
     return _with_verdict(decision)
+
+
+def _cheapest_leads(
+    scores: Mapping[str, Sequence[float | None]], costs: Mapping[str, float | None], *, higher_is_better: bool
+) -> dict[str, Sequence[float | None]]:
+    """``scores`` with the cheapest of the configurations level at the best mean first, so that it is the leader
+    (the bootstrap names the first of exact ties): a tie is never led by its costliest member."""
+    configs, matrix, _dropped = complete_matrix(scores)
+    means = matrix.mean(axis=0)
+    best = means.max() if higher_is_better else means.min()
+    level = [name for name, mean in zip(configs, means, strict=True) if mean == best]
+    if len(level) < 2:
+        return dict(scores)
+    first = min(level, key=lambda name: _cost_key(costs, name, configs))
+    return {first: scores[first], **{name: column for name, column in scores.items() if name != first}}
+
+
+def _cost_key(costs: Mapping[str, float | None], name: str, order: Sequence[str]) -> tuple[bool, float, int]:
+    """Cheapest first, unknown costs last, then input order: how tied configurations are ordered."""
+    cost = _cost_of(costs, name)
+    return (cost is None, cost if cost is not None else 0.0, list(order).index(name))
+
+
+def _holm_ruled_out(
+    scores: Mapping[str, Sequence[float | None]],
+    result: BootstrapResult,
+    *,
+    n_resamples: int,
+    seed: int,
+    higher_is_better: bool,
+    confidence: float,
+    practical_margin: float,
+    cost_margin: float,
+) -> dict[str, tuple[tuple[float, float, float], float]]:
+    """The configurations ruled out with Holm's correction over the comparisons to the leader, each with its
+    (observed, low, high) difference to the leader at the level that ruled it out (a two-sided confidence)."""
+    sign = 1.0 if higher_is_better else -1.0
+    family = len(result.configs) - 1
+    intervals: dict[float, BootstrapResult] = {}
+
+    def test(level: float) -> dict[str, tuple[float, float, float]]:
+        if level not in intervals:
+            intervals[level] = paired_bootstrap(
+                scores, n_resamples=n_resamples, seed=seed, higher_is_better=higher_is_better, confidence=1 - level
+            )
+        found = intervals[level].diff_to_leader
+        return {
+            name: found[name] for name in result.configs
+            if name != result.leader and max(sign * found[name][1], sign * found[name][2]) < -practical_margin
+        }  # fmt: skip
+
+    return {name: (d, 1 - level) for name, (d, level) in holm_step_down(test, family, 1 - confidence).items()}
 
 
 def _decide(
@@ -352,6 +481,8 @@ def _decide(
     min_prob_best: float,
     cost_margin: float,
     ceiling: float | None,
+    equivalence_margin: float = EQUIVALENCE_MARGIN,
+    holm: Mapping[str, tuple[tuple[float, float, float], float]] | None = None,
 ) -> Decision:
     leader = result.leader
     sign = 1.0 if higher_is_better else -1.0
@@ -365,8 +496,14 @@ def _decide(
         bounds = sorted((sign * low, sign * high))
         return sign * observed, bounds[0], bounds[1]
 
-    ranked = sorted(result.configs, key=lambda name: (name != leader, -gain(name)[0]))
-    ruled_out = [name for name in ranked if name != leader and gain(name)[2] < -practical_margin]
+    # Level configurations in cost order, cheapest first: a reader sees a tie in the order it would be broken.
+    ranked = sorted(
+        result.configs, key=lambda name: (name != leader, -gain(name)[0], _cost_key(costs, name, result.configs))
+    )
+    if holm is None:
+        ruled_out = [name for name in ranked if name != leader and gain(name)[2] < -practical_margin]
+    else:
+        ruled_out = [name for name in ranked if name in holm]
     contenders = [name for name in ranked if name not in ruled_out]
     others = contenders[1:]
     runner_up = others[0] if others else (ruled_out[0] if ruled_out else None)
@@ -383,8 +520,28 @@ def _decide(
     tie_break: str | None = None
     needed: int | None = None
     why_not: dict[str, Any] | None = None
+    equivalence: dict[str, Any] | None = None
+    tie_among: list[str] | None = None
+    # Practically equivalent: every contender's whole interval of difference to the leader within ±the margin.
+    # At the ceiling, identical scores are equivalent only because the questions are too easy: that cause is told.
+    at_top = [name for name in contenders if ceiling is not None and abs(result.means[name] - ceiling) <= 1e-9]
+    equivalent = (
+        bool(others)
+        and equivalence_margin > 0
+        and len(at_top) < 2
+        and all(gain(name)[1] >= -equivalence_margin and gain(name)[2] <= equivalence_margin for name in others)
+    )
 
-    if not others or (prob >= min_prob_best and clear_lead):
+    if equivalent:
+        by_cost = sorted(contenders, key=lambda name: _cost_key(costs, name, result.configs))
+        status, best, tie_break = "tie_broken_by_cost", by_cost[0], TIE_BREAK_COST
+        equivalence = {"margin": equivalence_margin, "configurations": by_cost, "confidence": confidence}
+        reasons.append(
+            verdicts.equivalent_reason(
+                label, by_cost, equivalence_margin, level, [_cost_of(costs, name) for name in by_cost]
+            )
+        )
+    elif not others or (prob >= min_prob_best and clear_lead):
         status, best = "winner", leader
         against = (runner_up, result.means[runner_up]) if runner_up else None
         reasons.append(
@@ -393,20 +550,28 @@ def _decide(
             )
         )
     else:
-        contender_costs = {name: _cost_of(costs, name) for name in contenders}
+        # At the ceiling the tie is among the configurations that reach it, never a cheaper one below it.
+        pool = at_top if len(at_top) >= 2 else contenders
+        tie_among = list(pool)
+        contender_costs = {name: _cost_of(costs, name) for name in pool}
         priced = sorted((cost, name) for name, cost in contender_costs.items() if cost is not None)
         unpriced = [name for name, cost in contender_costs.items() if cost is None]
         # "Clearly cheaper than every other contender" is computed on the two cheapest: the cheapest is at least
         # cost_margin below all the others exactly when it is below the next cheapest. The sentences name both, so
         # a spread of 564 to 2,541 tokens is not read as "all within 10%" when only the two cheapest are.
         cheapest_clear = not unpriced and len(priced) >= 2 and priced[0][0] <= (1 - cost_margin) * priced[1][0]
-        if tied and cheapest_clear:
+        # Configurations level at the ceiling are tied whatever the noise below them.
+        if (tied or len(at_top) >= 2) and cheapest_clear:
             status, best, tie_break = "tie_broken_by_cost", priced[0][1], TIE_BREAK_COST
-            reasons.append(verdicts.tie_broken_reason(label, contenders, leader, prob, best, priced, TIE_BREAK_COST))
+            reasons.append(verdicts.tie_broken_reason(label, pool, leader, prob, best, priced, TIE_BREAK_COST))
         else:
             status = "cannot_tell"
             why = None
-            if tied and unpriced:
+            if len(at_top) >= 2:
+                why = verdicts.ceiling_clause(at_top)
+                if not unpriced and len(priced) >= 2:
+                    why += "; " + verdicts.tie_not_broken_clause(priced, cost_margin)
+            elif tied and unpriced:
                 why = verdicts.unpriced_clause(unpriced)
             elif tied:
                 why = verdicts.tie_not_broken_clause(priced, cost_margin)
@@ -417,11 +582,11 @@ def _decide(
                     leader, label, result.means[leader], prob, others, why, close=close, margin=practical_margin
                 )
             )
-        needed = _questions_needed_reason(result, leader, others[0], gain, practical_margin, confidence, reasons)
+        needed, beyond = _questions_needed_reason(
+            result, leader, others[0], gain, practical_margin, confidence, reasons
+        )
         if status == "cannot_tell":
-            at_ceiling = [
-                name for name in contenders if ceiling is not None and abs(result.means[name] - ceiling) <= 1e-9
-            ]
+            at_ceiling = at_top
             difference = abs(gain(others[0])[0])
             why_not = {"n_questions": result.n_questions, "configurations": [leader, others[0]]}
             if len(at_ceiling) >= 2:
@@ -430,6 +595,8 @@ def _decide(
                 why_not.update(cause="too_few_questions", difference=difference, questions_needed=needed)
             else:
                 why_not.update(cause="noise", difference=difference, practical_margin=practical_margin)
+                if beyond:  # the estimate was no advice: the sentence says more questions would not do
+                    why_not.update(questions_needed_beyond=beyond)
 
     for name in others:
         _observed, low, high = result.diff_to_leader[name]
@@ -440,10 +607,22 @@ def _decide(
                 verdicts.kept_contender_reason(name, leader, gap, worse, interval, prob, min_prob_best, level)
             )
         else:
-            reasons.append(verdicts.contender_reason(name, leader, gap, worse, interval))
+            comparisons = len(result.configs) - 1 if holm is not None else None
+            reasons.append(verdicts.contender_reason(name, leader, gap, worse, interval, holm=comparisons))
+    correction: dict[str, Any] | None = None
+    if holm is not None:
+        correction = {"method": "holm", "comparisons": len(result.configs) - 1, "family_confidence": confidence}
+        reasons.append(verdicts.holm_reason(len(result.configs), len(ruled_out), level))
     for name in ruled_out:
         observed, low, high = gain(name)
-        reasons.append(verdicts.ruled_out_reason(name, label, worse, leader, abs(observed), level, -high, -low))
+        at, with_holm = level, None
+        if holm is not None:  # the interval at the level that ruled it out, not the uncorrected one
+            (_d, raw_low, raw_high), corrected = holm[name]
+            low, high = sorted((sign * raw_low, sign * raw_high))
+            at, with_holm = f"{corrected:.2%}", len(result.configs) - 1
+        reasons.append(
+            verdicts.ruled_out_reason(name, label, worse, leader, abs(observed), at, -high, -low, holm=with_holm)
+        )
     if result.dropped_questions:
         reasons.append(verdicts.dropped_sentence(result.dropped_questions))
     reasons.extend(result.notes)
@@ -471,6 +650,11 @@ def _decide(
         cost_margin=cost_margin,
         tied=tied,
         cannot_tell=why_not,
+        equivalence_margin=equivalence_margin,
+        equivalence=equivalence,
+        correction=correction,
+        tie_among=tie_among if status == "tie_broken_by_cost" and equivalence is None else None,
+        ceiling=ceiling if len(at_top) >= 2 else None,
     )
 
 
@@ -537,20 +721,24 @@ def _questions_needed_reason(
     practical_margin: float,
     confidence: float,
     reasons: list[str],
-) -> int | None:
-    """The questions_needed estimate for leader vs runner-up, with the reason that explains it."""
+) -> tuple[int | None, int | None]:
+    """The questions_needed estimate for leader vs runner-up, with the reason that explains it, and (second) an
+    estimate over ``MAX_QUESTIONS_FACTOR`` times the questions scored, which is not given as advice."""
     difference = abs(gain(runner_up)[0])
     if difference == 0:
         reasons.append(verdicts.same_mean_reason(leader, runner_up))
-        return None
+        return None, None
     if difference <= practical_margin:
         reasons.append(verdicts.within_margin_reason(leader, runner_up, difference, practical_margin))
-        return None
+        return None, None
     needed = questions_needed(
         result.diff_sd[runner_up], difference - practical_margin, result.n_questions, confidence=confidence
     )
+    if needed and needed > MAX_QUESTIONS_FACTOR * result.n_questions:
+        reasons.append(verdicts.beyond_questions_reason(result.n_questions, leader, runner_up, difference))
+        return None, needed
     if needed:
         reasons.append(verdicts.more_questions_reason(needed, result.n_questions, leader, runner_up, difference))
     else:
         reasons.append(verdicts.enough_questions_reason(result.n_questions, leader, runner_up))
-    return needed
+    return needed, None

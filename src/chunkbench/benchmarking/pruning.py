@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from chunkbench.benchmarking.model import CellResult, PruneOptions
-from chunkbench.evaluation.stats import complete_matrix, paired_bootstrap
+from chunkbench.evaluation.stats import complete_matrix, holm_step_down, paired_bootstrap
 
 # Fewer questions than this make bootstrap intervals rough: the first rung never has fewer (unless the set does).
 MIN_RUNG_QUESTIONS = 10
@@ -169,13 +169,7 @@ def rule_out(
         return out
 
     if correction == "holm":
-        while True:
-            remaining = tested - len(ruled)
-            tail = alpha / remaining
-            found = significant(tail)
-            if not found:
-                break
-            ruled.update({name: (difference, 1 - tail) for name, difference in found.items()})
+        ruled = {name: (d, 1 - tail) for name, (d, tail) in holm_step_down(significant, tested, alpha).items()}
     else:
         tail = alpha / tested if correction == "bonferroni" else alpha
         ruled = {name: (difference, 1 - tail) for name, difference in significant(tail).items()}

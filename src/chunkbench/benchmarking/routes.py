@@ -131,6 +131,19 @@ def get_benchmark(
     return service.experiment_dict(session, row, cells_view=cells)
 
 
+@router.get("/benchmarks/{experiment_id}/decision", responses=_ERRORS)
+def decide_at_budget(
+    experiment_id: str,
+    session: SessionDep,
+    tenant_id: TenantDep,
+    budget: int | None = Query(
+        None, ge=1, description="Context tokens to cut every configuration to; default: the smallest median tok@k"
+    ),
+) -> dict[str, Any]:
+    """The Decision made again at another context budget from the stored cells (nothing is stored)."""
+    return service.decide_again(session, experiment_id, tenant_id=tenant_id, budget=budget)
+
+
 # HTML (exempt from a response_model); ``view=json`` answers the export file, the JSON of GET /benchmarks/{id}.
 @router.get("/benchmarks/{experiment_id}/report", response_class=HTMLResponse, responses=_ERRORS)
 def benchmark_report(

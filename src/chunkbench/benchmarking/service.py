@@ -13,9 +13,10 @@ import numpy as np
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from chunkbench.benchmarking import aggregation, experiments, ownership, planning, pruning, runner
 from chunkbench.benchmarking import cost as pricing
-from chunkbench.benchmarking import experiments, ownership, planning, pruning, runner
 from chunkbench.benchmarking.breakdowns import breakdowns
+from chunkbench.benchmarking.decision import EQUIVALENCE_MARGIN
 from chunkbench.benchmarking.experiments import ExperimentNotFoundError, cells, get  # noqa: F401  (the error is re-exported)
 from chunkbench.benchmarking.model import BenchmarkConfig, Experiment, question_to_json
 from chunkbench.benchmarking.schemas import (
@@ -203,6 +204,32 @@ def experiment_dict(session: Session, row: ExperimentRow, *, cells_view: CellsVi
     if experiment.pruning is not None:
         view["pruning"] = experiment.pruning
     return view
+
+
+def decide_again(session: Session, experiment_id: str, *, tenant_id: str, budget: int | None) -> dict[str, Any]:
+    """The Decision made again from a completed Experiment's stored cells at another context ``budget`` (None: the
+    default, the smallest median tok@k), with its verdict; nothing is stored. 409 while it has no Decision."""
+    row = get(session, experiment_id, tenant_id=tenant_id)
+    experiment = Experiment.from_row(row)
+    metric = (experiment.decision or {}).get("metric") or experiment.config.primary_metric
+    if experiment.status != "completed" or not experiment.aggregate or metric is None:
+        raise ExperimentStateError(
+            f"Experiment '{experiment_id}' is {experiment.status} and has no Decision to make again at another "
+            "budget; wait for it to complete (or resume it).",
+            experiment_id=experiment_id,
+            status=experiment.status,
+        )
+    pruned = set(experiment.pruned_keys)
+    seed = experiment.config.seed
+    decision = aggregation.decision_for(
+        experiment.questions, [c for c in experiment.configurations if c.key not in pruned], cells(session, row.id),
+        experiment.aggregate, metric=metric, seed=seed,
+        resamples=int(experiment.provenance.get("bootstrap_resamples", 2000)), budget=budget,
+        with_documents=experiment.spans_documents, warnings=experiment.provenance.get("warnings") or (),
+        # The margin the Experiment was decided with (a Decision stored before it: the default).
+        equivalence_margin=float((experiment.decision or {}).get("equivalence_margin", EQUIVALENCE_MARGIN)),
+    )  # fmt: skip
+    return with_verdict(decision)
 
 
 def _corpus_view(session: Session, experiment: Experiment) -> dict[str, Any]:

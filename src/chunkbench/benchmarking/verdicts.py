@@ -14,6 +14,8 @@ from chunkbench.benchmarking.report.formatting import metric_name, pct
 from chunkbench.embedding.languages import language_label, percent
 
 FIX_HARDER = "harder questions, a smaller k or a larger corpus would separate them"
+# Mirrors decision.MAX_QUESTIONS_FACTOR (this module is imported by decision.py, so it cannot import it back).
+MAX_QUESTIONS_FACTOR = 100
 # How many configurations a sentence names before it counts the rest.
 NAMED_AT_CEILING = 4
 # How many other contenders a cost comparison names before it sums up the rest.
@@ -49,14 +51,54 @@ def _plural(n: int, word: str) -> str:
 
 
 def verdict(decision: Mapping[str, Any]) -> str:
-    """The verdict on a Decision (``Decision.to_dict()``, or one stored before this wording): who wins, at what
-    confidence and context cost, or why the benchmark cannot tell and what would; when nobody wins, the cheapest
-    contender for a choice that cannot wait."""
+    """The verdict on a Decision (``Decision.to_dict()``, or one stored before this wording): led by the winner at
+    the budget when it is not the one at full context (``budget_sentence``), then who wins, at what confidence and
+    context cost, or why the benchmark cannot tell and what would; when nobody wins, the cheapest contender for a
+    choice that cannot wait."""
+    full = full_context_verdict(decision)
+    budgeted = budget_sentence(decision)
+    return f"{budgeted} {full}" if budgeted else full
+
+
+def budget_sentence(decision: Mapping[str, Any]) -> str | None:
+    """The budgeted answer beside the full-context one, when they name different configurations: who leads with
+    every context cut to the budget, and who leads with the full context (``Decision.budget_matched``)."""
+    matched = decision.get("budget_matched") or {}
+    at_budget, means = matched.get("leader"), matched.get("means") or {}
+    full = decision.get("best") or decision.get("leader")
+    if decision.get("status") == "insufficient_data" or not at_budget or not full or at_budget == full:
+        return None
+    if int(matched.get("n_questions") or 0) < int(decision.get("min_questions") or 5) or at_budget not in means:
+        return None
+    # The configuration named by the Decision is the one that may not be named (language rule): say nothing.
+    if at_budget in _unnamable(decision) or full in _unnamable(decision):
+        return None
+    budget_metric = metric_name(str(matched.get("metric") or decision.get("metric") or "the metric"))
+    metric = metric_name(str(decision.get("metric") or "the metric"))
+    full_mean = (decision.get("means") or {}).get(full)
+    cost = _cost(decision, full)
+    if cost is None and isinstance((matched.get("context") or {}).get(full), int | float):
+        cost = float(matched["context"][full])
+    sends = f" at {tokens(cost)} tokens" if cost is not None else ""
+    same = budget_metric == metric
+    on = "" if same else f" on {metric}"
+    score = f"{figure(full_mean)}{'' if same else ' ' + metric}{sends}" if full_mean is not None else sends.strip()
+    return (
+        f"At {int(matched['budget']):,} context tokens per question, {at_budget} leads on {budget_metric} "
+        f"({figure(float(means[at_budget]))}); with the full context, {full} leads{on} ({score})."
+    ).replace(" ()", "")
+
+
+def full_context_verdict(decision: Mapping[str, Any]) -> str:
+    """The verdict at full context: the winner, the tie broken by cost or by equivalence, or why nobody wins."""
     status = decision.get("status")
     metric = metric_name(str(decision.get("metric") or "the metric"))
     best = decision.get("best")
     if best and status in ("winner", "tie_broken_by_cost"):
-        named = winner_verdict(decision, metric) if status == "winner" else tie_broken_verdict(decision, metric)
+        if decision.get("equivalence"):
+            named = equivalent_verdict(decision, metric)
+        else:
+            named = winner_verdict(decision, metric) if status == "winner" else tie_broken_verdict(decision, metric)
         # A choice that rests on questions its model cannot read says so where it is made.
         depends = lead_sentence(best, decision.get("language") or {}, only_if_it_depends=True)
         return f"{named} {depends}" if depends else named
@@ -67,8 +109,11 @@ def verdict(decision: Mapping[str, Any]) -> str:
         return f"No configuration can be named on {metric}: the Decision records no reason."
     sentence = cannot_tell_sentence(metric, why)
     # With the context cause the sentence itself says which configuration to look at, and why; with the language
-    # cause, what to benchmark instead.
-    cheapest = cheapest_contender_sentence(decision) if why.get("cause") not in ("context", "language") else None
+    # cause, what to benchmark instead; at the ceiling, only the configurations that reach it are recommended.
+    among = list(why.get("configurations") or []) if why.get("cause") == "ceiling" else None
+    cheapest = (
+        cheapest_contender_sentence(decision, among=among) if why.get("cause") not in ("context", "language") else None
+    )
     return f"{sentence} {cheapest}" if cheapest else sentence
 
 
@@ -90,6 +135,9 @@ def winner_verdict(decision: Mapping[str, Any], metric: str) -> str:
     against = f" against {figure(means[runner_up])} for {runner_up}" if runner_up in means else ""
     others = [name for name in decision.get("contenders") or [] if name != best]
     level = f"{float(decision.get('confidence') or 0.95):.0%}"
+    correction = decision.get("correction") or {}
+    if correction.get("method") == "holm":
+        level += f" family-wise (Holm's correction over {correction['comparisons']} comparisons)"
     if others:
         standing = f", though {_join(others)} cannot be ruled out at {level} confidence"
     elif runner_up:
@@ -108,19 +156,45 @@ def tie_broken_verdict(decision: Mapping[str, Any], metric: str) -> str:
     """A tie broken by cost: the contenders the data cannot tell apart, and how much less context the chosen one
     needs than each (the rule: at least the cost margin less than every other contender)."""
     best, leader = decision["best"], decision.get("leader")
-    others = [name for name in decision.get("contenders") or [] if name != best]
+    among = decision.get("tie_among") or decision.get("contenders") or []
+    others = [name for name in among if name != best]
     prob = pct((decision.get("prob_best") or {}).get(leader))
-    if leader == best:
+    if decision.get("ceiling") is not None and decision.get("tie_among"):
+        # Level at the ceiling: the questions are too easy to separate them, and the reader is told so.
+        every = "both" if len(among) == 2 else f"all {len(among)}"
+        lead = f"{every} reach its ceiling of {figure(float(decision['ceiling']))}; {FIX_HARDER}"
+    elif leader == best:
         lead = f"it leads, but is best in only {prob} of the bootstrap resamples"
     else:
         named = "the leader" if others == [leader] else f"the leader, {leader},"
         lead = f"{named} is best in only {prob} of the bootstrap resamples"
     n = decision.get("n_questions")
     margin = float(decision.get("cost_margin") or 0.1)
+    rivals = "one at the ceiling" if decision.get("ceiling") is not None and decision.get("tie_among") else "contender"
     return (
         f"Use {best}: the data cannot tell it from {_join(others) if others else 'the other contenders'} on {metric} "
         f"over {_plural(int(n or 0), 'question')} ({lead}), and it needs the least context, "
-        f"{_costs_against(decision, best, others)}: at least {margin:.0%} less than every other contender."
+        f"{_costs_against(decision, best, others)}: at least {margin:.0%} less than every other {rivals}."
+    )
+
+
+def equivalent_verdict(decision: Mapping[str, Any], metric: str) -> str:
+    """Practically equivalent contenders: each one's interval of difference to the leader within ±the margin, so
+    the one needing the least context is chosen (``Decision.equivalence``)."""
+    best, equivalence = decision["best"], decision["equivalence"]
+    others = [name for name in equivalence["configurations"] if name != best]
+    margin = figure(float(equivalence["margin"]))
+    level = f"{float(equivalence.get('confidence') or 0.95):.0%}"
+    n = int(decision.get("n_questions") or 0)
+    mine, theirs = _cost(decision, best), [_cost(decision, name) for name in others]
+    if mine is not None and theirs and all(cost is not None and cost == mine for cost in theirs):
+        cost = f"they need the same context ({tokens(mine)} tokens per question), so either will do"
+    else:
+        cost = f"it needs the least context, {_costs_against(decision, best, others)}"
+    return (
+        f"Use {best}: it is equivalent to {_join(others)} on {metric} within ±{margin} over {_plural(n, 'question')} "
+        f"(the {level} interval of every difference lies inside the margin; more questions would not separate them), "
+        f"and {cost}."
     )
 
 
@@ -134,17 +208,22 @@ def _costs_against(decision: Mapping[str, Any], name: str, others: Sequence[str]
         return text
     named = [f"{tokens(cost)} for {other}" for cost, other in priced[:NAMED_COSTS]]
     rest = priced[NAMED_COSTS:]
-    if rest:
+    if len(rest) == 1:
+        named.append(f"{tokens(rest[0][0])} for {rest[0][1]}")
+    elif rest:
         named.append(f"up to {tokens(rest[-1][0])} for the {_plural(len(rest), 'other')}")
     return f"{text} against {_join(named)}"
 
 
-def cheapest_contender_sentence(decision: Mapping[str, Any]) -> str | None:
+def cheapest_contender_sentence(decision: Mapping[str, Any], *, among: Sequence[str] | None = None) -> str | None:
     """What to pick when nobody wins and a choice cannot wait: the contender that needs the least context. When
-    the contenders are tied, also why that does not break the tie (the rule as ``decision.py`` computes it)."""
+    the contenders are tied, also why that does not break the tie (the rule as ``decision.py`` computes it).
+    ``among``: only these (the configurations at the ceiling), called "the cheapest of them"."""
     # The Decision names none of the configurations built on a model that cannot read a material share of it.
     unnamable = set(_unnamable(decision))
-    contenders = [name for name in decision.get("contenders") or [] if name not in unnamable]
+    pool = decision.get("contenders") or [] if among is None else among
+    contenders = [name for name in pool if name not in unnamable]
+    role = "contender" if among is None else f"of the {len(contenders)}"
     priced = sorted((cost, name) for name in contenders if (cost := _cost(decision, name)) is not None)
     if len(contenders) < 2 or len(priced) < 2:
         return None
@@ -156,11 +235,14 @@ def cheapest_contender_sentence(decision: Mapping[str, Any]) -> str | None:
             f"If a choice is needed now, context cost does not settle it: {_some(level)} need the same context "
             f"({tokens(lowest)} tokens per question){rest}."
         )
-    if decision.get("tied") and len(priced) == len(contenders):
+    margin = float(decision.get("cost_margin") or 0.1)
+    # Among the configurations at the ceiling, a clearly cheaper one is simply the cheapest (the tie rule's margin).
+    broken = among is not None and priced[0][0] <= (1 - margin) * priced[1][0]
+    if decision.get("tied") and len(priced) == len(contenders) and not broken:
         clause = tie_not_broken_clause(priced, float(decision.get("cost_margin") or 0.1))
-        return f"If a choice is needed now, {cheapest} is the cheapest contender, but {clause}."
+        return f"If a choice is needed now, {cheapest} is the cheapest {role}, but {clause}."
     costs = _costs_against(decision, cheapest, [name for _, name in priced[1:]])
-    return f"If a choice is needed now, {cheapest} is the cheapest contender ({costs})."
+    return f"If a choice is needed now, {cheapest} is the cheapest {role} ({costs})."
 
 
 def _unnamable(decision: Mapping[str, Any]) -> list[str]:
@@ -285,6 +367,12 @@ def cannot_tell_sentence(metric: str, why: Mapping[str, Any]) -> str:
             f"apart on average): about {needed:,} more questions{total} would likely separate them."
         )
     margin = float(why.get("practical_margin") or 0.0)
+    if why.get("questions_needed_beyond"):
+        return (
+            f"The benchmark cannot tell {first} from {second} on {metric}: they differ by {figure(difference)} on "
+            f"average, too little for more questions to separate them (over {MAX_QUESTIONS_FACTOR} times the {n} "
+            f"scored would be needed); {FIX_HARDER}."
+        )
     if difference == 0:
         gap = "they have the same mean"
     elif difference <= margin:
@@ -343,6 +431,11 @@ def tie_broken_reason(metric: str, contenders: Sequence[str], leader: str, prob:
     )
 
 
+def ceiling_clause(names: Sequence[str]) -> str:
+    """Why a tie at the metric's ceiling is not broken: the questions cannot tell those configurations apart."""
+    return f"{_some(names)} all reach the metric's ceiling, so the questions cannot tell them apart"
+
+
 def unpriced_clause(unpriced: Sequence[str]) -> str:
     return f"the tie cannot be broken by context cost because it is unknown for {', '.join(unpriced)}"
 
@@ -372,9 +465,11 @@ def kept_contender_reason(name: str, leader: str, gap: float, worse: str, interv
     )
 
 
-def contender_reason(name: str, leader: str, gap: float, worse: str, interval: str) -> str:
+def contender_reason(name: str, leader: str, gap: float, worse: str, interval: str, *, holm: int | None = None) -> str:
+    """A contender; ``holm``: the comparisons of the Holm correction it was not ruled out with (a large grid)."""
     average = f"{figure(gap)} {worse} than {leader} on average" if gap else f"level with {leader} on average"
-    return f"{name} is still a contender: {average} ({interval})."
+    corrected = f", not enough to rule it out with Holm's correction over {holm} comparisons" if holm else ""
+    return f"{name} is still a contender: {average} ({interval}){corrected}."
 
 
 def interval_text(level: str, name: str, leader: str, low: float, high: float) -> str:
@@ -382,10 +477,41 @@ def interval_text(level: str, name: str, leader: str, low: float, high: float) -
 
 
 def ruled_out_reason(name: str, metric: str, worse: str, leader: str, gap: float, level: str, low: float,
-                     high: float) -> str:  # fmt: skip
+                     high: float, *, holm: int | None = None) -> str:  # fmt: skip
+    """A configuration ruled out; ``holm``: the number of comparisons Holm's correction was made over."""
+    how = f" with Holm's correction over {holm} comparisons" if holm else ""
     return (
-        f"{name} is ruled out: its {metric} is {worse} than {leader}'s by {figure(gap)} ({level} interval "
+        f"{name} is ruled out{how}: its {metric} is {worse} than {leader}'s by {figure(gap)} ({level} interval "
         f"{figure(low)} to {figure(high)})."
+    )
+
+
+def holm_reason(configurations: int, ruled_out: int, level: str) -> str:
+    """The family-wise rule a large grid is ruled out with (``decision.HOLM_MIN_CONFIGURATIONS``)."""
+    return (
+        f"With {configurations} configurations, ruled out means ruled out with Holm's correction over the "
+        f"{configurations - 1} comparisons to the leader ({_plural(ruled_out, 'configuration')} ruled out): the "
+        f"chance that any configuration as good as the leader is ruled out stays within {100 - int(level[:-1])}%."
+    )
+
+
+def equivalent_reason(metric: str, names: Sequence[str], margin: float, level: str,
+                      costs: Sequence[float | None]) -> str:  # fmt: skip
+    """Practically equivalent contenders (``names``, cheapest first, with their ``costs``): chosen by cost."""
+    priced = ", ".join(f"{name} {tokens(cost)}" if cost is not None else f"{name} unknown"
+                       for name, cost in zip(names, costs, strict=True))  # fmt: skip
+    return (
+        f"{_join(list(names))} are equivalent on {metric} within ±{figure(margin)}: the {level} interval of each "
+        f"difference to the leader lies inside the margin, so the one needing the least context is chosen (context "
+        f"tokens per question: {priced})."
+    )
+
+
+def beyond_questions_reason(n_questions: int, leader: str, runner_up: str, difference: float) -> str:
+    """An estimate of more questions too large to be advice (over ``MAX_QUESTIONS_FACTOR`` times those scored)."""
+    return (
+        f"{leader} and {runner_up} differ by {figure(difference)}: more questions would not separate them (over "
+        f"{MAX_QUESTIONS_FACTOR} times the {n_questions} scored would be needed)."
     )
 
 

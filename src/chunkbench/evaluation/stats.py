@@ -9,11 +9,13 @@ are much less noisy than their means. Each resample draws question indices with 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
 
 # Resamples are processed in blocks of at most this many drawn indices, so memory stays bounded (~16 MB)
 # for large question sets; the block size depends only on the input, so results stay deterministic.
@@ -167,3 +169,17 @@ def paired_bootstrap(
         confidence=confidence,
         notes=notes,
     )
+
+
+def holm_step_down(test: Callable[[float], Mapping[str, T]], family: int, alpha: float) -> dict[str, tuple[T, float]]:
+    """Holm's step-down rule over ``family`` comparisons sharing the family-wise error ``alpha``: while some
+    comparison not yet rejected is significant at ``alpha / remaining`` (``test(level)`` → the significant ones,
+    with what each found), those are rejected and ``remaining`` shrinks. Name → (what the test found, its level)."""
+    rejected: dict[str, tuple[T, float]] = {}
+    while len(rejected) < family:
+        level = alpha / (family - len(rejected))
+        found = {name: value for name, value in test(level).items() if name not in rejected}
+        if not found:
+            break
+        rejected.update({name: (value, level) for name, value in found.items()})
+    return rejected

@@ -139,7 +139,7 @@ def standing(decision: Mapping[str, Any], key: str) -> str:
     if key == decision.get("best") and status == "winner":
         return "winner"
     if key == decision.get("best") and status == "tie_broken_by_cost":
-        return "chosen: cheapest of the tie"
+        return "chosen: cheapest of the equivalent" if decision.get("equivalence") else "chosen: cheapest of the tie"
     if key in (decision.get("ruled_out") or []):
         return "ruled out"
     if key == decision.get("leader"):

@@ -252,6 +252,8 @@ function BenchmarkForm({ capabilities, preselect, onStarted, onFinished }) {
   const [rerank, setRerank] = useState(new Set(["none"]));
   const [judge, setJudge] = useState(false);
   // Successive halving (benchmarking/pruning.py): off by default, for grids of 30+ configurations.
+  // The Decision's context budget (tokens per question); empty: the server's default, the smallest median tok@k.
+  const [budget, setBudget] = useState("");
   const [prune, setPrune] = useState({ on: false, first_share: 0.25, eta: 3, confidence: 0.99, min_configurations: 30 });
   const [validation, setValidation] = useState({ data: null, error: null, busy: false });
   const [estimate, setEstimate] = useState({ data: null, error: null, busy: false });
@@ -298,6 +300,7 @@ function BenchmarkForm({ capabilities, preselect, onStarted, onFinished }) {
     question_set: fileName, strategies: [...strategies], retrievers: [...retrievers],
     top_k: parseTopK(topK), neighbor_prev: Number(prev), neighbor_next: Number(next), rerank: [...rerank],
     judge: judgeOk && judge, dry_run: dryRun,
+    ...(budget ? { budget: Number(budget) } : {}),
     ...(prune.on ? { prune: { first_share: Number(prune.first_share), eta: Number(prune.eta),
       confidence: Number(prune.confidence), min_configurations: Number(prune.min_configurations) } } : {}),
   });
@@ -425,6 +428,11 @@ function BenchmarkForm({ capabilities, preselect, onStarted, onFinished }) {
       <div class="muted">Every configuration answers a seeded share of the questions first; those worse than the
         leader with the family-wise confidence (Holm-corrected) stop, the rest go on to eta times more questions until
         every question is scored. A grid smaller than the minimum is refused.</div>
+      <div class="row"><label>Decision budget (context tokens per question)<input type="number" min="1" step="1"
+        value=${budget} placeholder="default: the leanest median" data-testid="budget-field"
+        onInput=${(e) => setBudget(e.target.value)} /></label></div>
+      <div class="muted">The verdict names the winner with every configuration's context cut to this budget first,
+        when it is not the winner at full context.</div>
     </details>
     <${Unavailable} items=${[["The LLM-as-judge", capabilities.data?.judge],
       ...rerankOptions.filter(([value]) => value !== "none")

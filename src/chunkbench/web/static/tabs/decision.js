@@ -291,6 +291,29 @@ function Standing({ decision }) {
     ${pager}`;
 }
 
+// The Decision made again at another context budget, by the server (GET /benchmarks/{id}/decision?budget=N): its
+// verdict in the server's words; nothing is stored, so the Experiment keeps its own.
+function BudgetControl({ experimentId, decision }) {
+  const [budget, setBudget] = useState(String(decision.budget_matched?.budget || ""));
+  const [state, setState] = useState({ busy: false, again: null, error: null });
+  const decide = (event) => {
+    event.preventDefault();
+    setState({ busy: true, again: null, error: null });
+    api(`/benchmarks/${encodeURIComponent(experimentId)}/decision`, { query: { budget } })
+      .then((again) => setState({ busy: false, again, error: null }))
+      .catch((error) => setState({ busy: false, again: null, error }));
+  };
+  return html`
+    <form class="inline" data-testid="budget-control" onSubmit=${decide}>
+      <label>Decide again at <input type="number" min="1" step="1" required value=${budget} aria-label="context budget in tokens"
+        data-testid="budget-input" onInput=${(e) => setBudget(e.target.value)} /> context tokens per question</label>
+      <button type="submit" disabled=${state.busy}>${state.busy ? "deciding…" : "Decide"}</button>
+    </form>
+    ${state.error ? html`<${ErrorBox} error=${state.error} />` : null}
+    ${state.again ? html`<p class="verdict-text" data-testid="budget-verdict"
+      >${`At ${state.again.budget_matched?.budget} tokens: `}<strong>${state.again.verdict}</strong></p>` : null}`;
+}
+
 // The verdict first, in the server's words (benchmarking/verdicts.py: the reports and the CLI say the same), the
 // Experiment's charts, then the details collapsed.
 function Verdict({ summary, experiment }) {
@@ -304,6 +327,7 @@ function Verdict({ summary, experiment }) {
           ${decision.best ? html` <strong class="mono">${decision.best}</strong>` : null}
           <span class="muted"> on ${decision.metric} over ${decision.n_questions} question${decision.n_questions === 1 ? "" : "s"}</span></p>
         <p class="verdict-text" data-testid="decision-verdict"><strong>${decision.verdict}</strong></p>
+        ${decision.budget_matched ? html`<${BudgetControl} experimentId=${summary.id} decision=${decision} />` : null}
         ${(experiment.warnings || []).map((w) => html`<div class="notice" role="alert" data-testid="language-warning"
           dir="auto"><span class="badge bad">${w.language} not covered</span> ${w.message}${" "}
           ${w.questions_share != null ? `Its documents hold ${(w.questions_share * 100).toFixed(1)} % of the questions. ` : ""}

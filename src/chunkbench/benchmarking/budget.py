@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from statistics import fmean, median
 from typing import Any
 
+from chunkbench.benchmarking.decision import frontier as decision_frontier
 from chunkbench.benchmarking.model import CellResult, RetrievedChunk
 from chunkbench.evaluation.spans import span_metrics
 
@@ -170,23 +171,10 @@ def curve(
 
 
 def frontier(points: Mapping[str, tuple[float | None, float | None]], *, higher_is_better: bool = True) -> list[str]:
-    """The configurations best for some budget, cheapest first: those no other matches on the metric at no more
-    context tokens (``points``: ``config → (tokens per question, metric mean)``; one without both is left out).
-
-    Among configurations with equal tokens and an equal metric the first given stays on the frontier (the rule of
-    the Decision's stored ``frontier``, which this recomputes for Experiments decided before it)."""
-    sign = 1.0 if higher_is_better else -1.0
-    scored = sorted(
-        (float(tokens), -sign * float(value), i, key)
-        for i, (key, (tokens, value)) in enumerate(points.items())
-        if tokens is not None and value is not None
-    )
-    # Cheapest first; at equal tokens the best metric first, then in the given order: a point is on the frontier
-    # exactly when its metric beats every point before it.
-    kept: list[str] = []
-    best: float | None = None
-    for _tokens, negated, _i, key in scored:
-        if best is None or negated < best:
-            kept.append(key)
-            best = negated
-    return kept
+    """The configurations best for some budget, cheapest first (``points``: ``config → (tokens per question, metric
+    mean)``; one without both is left out): the Decision's own rule (``decision.frontier``), for Experiments
+    decided before it stored one."""
+    known = {key: (float(t), float(v)) for key, (t, v) in points.items() if t is not None and v is not None}
+    means = {key: value for key, (_tokens, value) in known.items()}
+    context: dict[str, float | None] = {key: tokens for key, (tokens, _value) in known.items()}
+    return [point["config"] for point in decision_frontier(means, context, higher_is_better=higher_is_better)]

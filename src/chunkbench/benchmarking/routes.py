@@ -14,6 +14,7 @@ from chunkbench.benchmarking.schemas import (
     ChartOut,
     CompareOut,
     CostEstimateOut,
+    DecisionOut,
     ExperimentOut,
     ExperimentSummary,
 )
@@ -131,7 +132,7 @@ def get_benchmark(
     return service.experiment_dict(session, row, cells_view=cells)
 
 
-@router.get("/benchmarks/{experiment_id}/decision", responses=_ERRORS)
+@router.get("/benchmarks/{experiment_id}/decision", response_model=DecisionOut, responses=_ERRORS)
 def decide_at_budget(
     experiment_id: str,
     session: SessionDep,
@@ -139,9 +140,9 @@ def decide_at_budget(
     budget: int | None = Query(
         None, ge=1, description="Context tokens to cut every configuration to; default: the smallest median tok@k"
     ),
-) -> dict[str, Any]:
+) -> DecisionOut:
     """The Decision made again at another context budget from the stored cells (nothing is stored)."""
-    return service.decide_again(session, experiment_id, tenant_id=tenant_id, budget=budget)
+    return DecisionOut.model_validate(service.decide_again(session, experiment_id, tenant_id=tenant_id, budget=budget))
 
 
 # HTML (exempt from a response_model); ``view=json`` answers the export file, the JSON of GET /benchmarks/{id}.

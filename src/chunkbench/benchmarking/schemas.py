@@ -481,6 +481,24 @@ class PruningOut(BaseModel):
     pruned: list[PrunedConfigurationOut]
 
 
+class DecisionOut(BaseModel):
+    """A Decision (``Decision.to_dict`` with its verdict): the main fields typed, every other one as stored."""
+
+    model_config = ConfigDict(extra="allow")
+
+    metric: str
+    status: str = Field(description="winner | tie_broken_by_cost | cannot_tell | insufficient_data")
+    best: str | None = Field(description="The configuration to use, when the data supports naming one")
+    leader: str | None
+    verdict: str = Field(description="What to show first")
+    reasons: list[str]
+    n_questions: int
+    budget_matched: dict[str, Any] | None = Field(None, description="The ranking at an equal context budget")
+    frontier: list[dict[str, Any]] = Field(
+        default_factory=list, description="The configurations best for some context budget, cheapest first"
+    )
+
+
 class ExperimentOut(BaseModel):
     """An Experiment (``model.Experiment``): plan, provenance, cells, aggregates and the Decision."""
 

@@ -199,12 +199,15 @@ class CorpusRepository:
         return [(row, int(count)) for row, count in rows]
 
     def document_ids(self, corpus: CorpusRow) -> list[str]:
-        """The member documents' ids, in the order they joined (then by id)."""
+        """The member documents' ids, in the order they joined, then by source key: documents added in one call can
+        share a timestamp, and their ids are random, so a tie broken by id would order a corpus job differently
+        every time the corpus is built."""
         return list(
             self.session.scalars(
                 select(CorpusDocumentRow.document_id)
+                .join(DocumentRow, DocumentRow.id == CorpusDocumentRow.document_id)
                 .where(CorpusDocumentRow.corpus_id == corpus.id)
-                .order_by(CorpusDocumentRow.added_at, CorpusDocumentRow.document_id)
+                .order_by(CorpusDocumentRow.added_at, DocumentRow.source_key, CorpusDocumentRow.document_id)
             )
         )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select
@@ -199,9 +199,8 @@ class CorpusRepository:
         return [(row, int(count)) for row, count in rows]
 
     def document_ids(self, corpus: CorpusRow) -> list[str]:
-        """The member documents' ids, in the order they joined, then by source key: documents added in one call can
-        share a timestamp, and their ids are random, so a tie broken by id would order a corpus job differently
-        every time the corpus is built."""
+        """The member documents' ids, in the order they joined (``add_documents`` keeps a call's order), then by
+        source key: never by their random ids alone, which would order a corpus job differently every time."""
         return list(
             self.session.scalars(
                 select(CorpusDocumentRow.document_id)
@@ -241,8 +240,15 @@ class CorpusRepository:
             )
         present = set(self.document_ids(corpus))
         new = [d for d in wanted if d not in present]
-        for document_id in new:
-            self.session.add(CorpusDocumentRow(corpus_id=corpus.id, document_id=document_id))
+        # Members keep the order they were given: one timestamp per call would tie them (rows made in one flush
+        # share the clock's microsecond), so each is a microsecond after the one before.
+        joined = utcnow()
+        for index, document_id in enumerate(new):
+            self.session.add(
+                CorpusDocumentRow(
+                    corpus_id=corpus.id, document_id=document_id, added_at=joined + timedelta(microseconds=index)
+                )
+            )
         if new:  # re-adding members changes nothing, not even the corpus's updated_at
             corpus.updated_at = utcnow()
         self.session.flush()

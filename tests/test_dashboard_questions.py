@@ -303,8 +303,8 @@ def test_from_an_empty_install_to_a_decision_with_questions_written_in_the_dashb
 
     for number, (source_key, evidence, question, answer) in enumerate(WRITTEN, start=1):
         open_document(source_key)
+        expect(text).to_contain_text(evidence)
         if number == 1:  # a drag
-            expect(text).to_contain_text(evidence)
             _select(page, evidence)
         else:
             find.fill(evidence)

@@ -37,18 +37,22 @@ export const targetName = (row) => (row.corpus_name || row.corpus_id
 
 // A loader hook: {data, error, loading, reload}; the request re-runs when a dependency changes.
 export function useApi(load, deps) {
-  const [state, setState] = useState({ data: null, error: null, loading: true });
+  const [state, setState] = useState({ data: null, error: null, loading: true, deps: null });
   const [tick, setTick] = useState(0);
   useEffect(() => {
     let live = true;
     setState((s) => ({ ...s, loading: true, error: null }));
     load().then(
-      (data) => live && setState({ data, error: null, loading: false }),
-      (error) => live && setState({ data: null, error, loading: false }),
+      (data) => live && setState({ data, error: null, loading: false, deps }),
+      (error) => live && setState({ data: null, error, loading: false, deps }),
     );
     return () => { live = false; };
   }, [...deps, tick]);
-  return { ...state, reload: () => setTick((t) => t + 1) };
+  // The render in which a dependency changes comes before the effect above: it is already loading, so that what
+  // was loaded for the old dependencies (another document's text) is never offered as the new one's.
+  const stale = !state.deps || state.deps.length !== deps.length || deps.some((d, i) => !Object.is(d, state.deps[i]));
+  const { deps: _, ...shown } = state;
+  return { ...shown, loading: shown.loading || stale, reload: () => setTick((t) => t + 1) };
 }
 
 // Pagination for long lists: render only one page of rows.

@@ -404,7 +404,7 @@ def _pct(value: float | None) -> str:
 @app.command()
 def chunks(
     document: Annotated[str, typer.Argument(help="Document id or filename")],
-    strategy: Annotated[StrategyName, typer.Option(help="Strategy whose chunks to show")],
+    strategy: Annotated[StrategyName, typer.Option(parser=StrategyName, help="Strategy whose chunks to show")],
     corpus_model: Annotated[str | None, typer.Option(help="Corpus model id (default: last used)")] = None,
     limit: Annotated[int, typer.Option(min=1, max=10000)] = 20,
     offset: Annotated[int, typer.Option(min=0)] = 0,
@@ -466,7 +466,9 @@ def chunks(
 def query(
     document: Annotated[str, typer.Argument(help="Document id or filename")],
     question: Annotated[str, typer.Argument(help="The question")],
-    strategy: Annotated[StrategyName, typer.Option(help="Strategy whose index to search")] = StrategyName.RECURSIVE,
+    strategy: Annotated[
+        StrategyName, typer.Option(parser=StrategyName, help="Strategy whose index to search")
+    ] = StrategyName.RECURSIVE,
     retriever: Annotated[str, typer.Option(help="dense, bm25 or hybrid")] = "dense",
     top_k: Annotated[int | None, typer.Option(min=1, max=MAX_TOP_K, help="Hits (default CHUNKBENCH_TOP_K)")] = None,
     prev: Annotated[int | None, typer.Option(min=0, max=5, help="Neighbours before each hit (fixed_size)")] = None,

@@ -141,6 +141,12 @@ class ChunkingError(ChunkbenchError):
     code = "chunking_error"
 
 
+class MissingExtraError(ChunkingError):
+    """A strategy runs a library that is not installed (an optional extra): the message names the install command."""
+
+    code = "missing_extra"
+
+
 class EmbeddingError(ChunkbenchError):
     """An embedding provider failed or is not available (model not installed, server down)."""
 

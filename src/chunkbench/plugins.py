@@ -21,7 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from chunkbench.chunking.base import ChunkingStrategy, StrategyParams
+from chunkbench.chunking import entry_points
+from chunkbench.chunking.base import ChunkingStrategy, StrategyParams, check_strategy
 from chunkbench.documents.parsers.base import DocumentParser
 from chunkbench.embedding.providers import EmbeddingProvider
 from chunkbench.embedding.registry import EmbeddingModelSpec
@@ -56,9 +57,10 @@ _current_plugin: list[str] = []
 
 def _registries() -> dict[str, Any]:
     """The live registry objects (built-ins imported first, so a plugin can never shadow one)."""
-    import chunkbench.chunking.strategies  # registers the built-in strategies
     import chunkbench.documents.parsers  # noqa: F401  (registers the built-in parsers)
     from chunkbench.chunking import base as chunking
+
+    chunking.all_strategies()  # the built-in strategies and the entry points' first: a plugin never shadows one
     from chunkbench.documents.parsers import base as parsers
     from chunkbench.embedding import providers, registry
     from chunkbench.retrieval import search
@@ -172,7 +174,8 @@ def _origin() -> str:
 
 
 def _taken(kind: str, name: str) -> PluginError:
-    by = _ORIGINS.get((kind, name), "chunkbench (built-in)")
+    by = _ORIGINS.get((kind, name)) or (entry_points.ORIGINS.get(name) if kind == "strategy" else None)
+    by = by or "chunkbench (built-in)"
     return PluginError(f"The {kind} '{name}' is already registered (by {by}); pick another name.")
 
 
@@ -208,17 +211,10 @@ def register_strategy(cls: type[ChunkingStrategy]) -> type[ChunkingStrategy]:
     :class:`StrategyParams` subclass whose JSON Schema ``GET /strategies`` shows) and implements
     ``chunk(document) -> list[Chunk]`` (build chunks with :class:`chunkbench.chunking.base.ChunkFactory`).
     """
-    _check_class(cls, ChunkingStrategy, "strategy")
-    name = getattr(cls, "name", None)
-    if not isinstance(name, str):
-        raise PluginError(f"Strategy {cls.__name__} has no string 'name'.")
-    if not (isinstance(getattr(cls, "params_model", None), type) and issubclass(cls.params_model, StrategyParams)):
-        raise PluginError(f"Strategy '{name}' needs 'params_model', a StrategyParams subclass.")
-    if not isinstance(getattr(cls, "description", None), str):
-        raise PluginError(f"Strategy '{name}' needs a 'description' string.")
+    check_strategy(cls)
     from chunkbench.chunking.base import register_strategy as register
 
-    _register_named("strategy", StrategyName, name, lambda: register(cls))
+    _register_named("strategy", StrategyName, cls.name, lambda: register(cls))
     return cls
 
 

@@ -141,6 +141,8 @@ class ChunkingStrategy(ABC):
     size_params: ClassVar[dict[str, int]] = {}
     # Set on a variant's class only: a variant is never in a default strategy list, it is named explicitly.
     variant: ClassVar[Variant | None] = None
+    # Whether "all strategies" includes it: a library's strategy (chunking/library.py) is named explicitly.
+    in_default_set: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -178,9 +180,45 @@ def register_strategy(cls: type[ChunkingStrategy]) -> type[ChunkingStrategy]:
     return cls
 
 
-def strategy_class(name: StrategyName | str) -> type[ChunkingStrategy]:
+def _load_all() -> None:
+    """The built-in strategies, then those of installed packages (the ``chunkbench.strategies`` entry points)."""
     import chunkbench.chunking.strategies  # noqa: F401  (registers the built-in strategies)
+    from chunkbench.chunking import entry_points
 
+    entry_points.load()
+
+
+def registered(name: str) -> type[ChunkingStrategy] | None:
+    """The class registered under ``name`` right now (no loading), or None."""
+    try:
+        return _STRATEGIES.get(StrategyName(name))
+    except ValueError:
+        return None
+
+
+def check_strategy(cls: Any) -> None:
+    """What every registered strategy must be, whoever registers it (a plugin file, an entry point): a concrete
+    :class:`ChunkingStrategy` with a string ``name``, a ``description`` and a :class:`StrategyParams` model."""
+    import inspect
+
+    from chunkbench.errors import PluginError
+
+    if not (inspect.isclass(cls) and issubclass(cls, ChunkingStrategy)):
+        raise PluginError(f"register_strategy needs a ChunkingStrategy subclass; got {cls!r}.")
+    if inspect.isabstract(cls):
+        missing = ", ".join(sorted(cls.__abstractmethods__))
+        raise PluginError(f"Strategy {cls.__name__} does not implement {missing}.")
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str):
+        raise PluginError(f"Strategy {cls.__name__} has no string 'name'.")
+    if not (isinstance(getattr(cls, "params_model", None), type) and issubclass(cls.params_model, StrategyParams)):
+        raise PluginError(f"Strategy '{name}' needs 'params_model', a StrategyParams subclass.")
+    if not isinstance(getattr(cls, "description", None), str):
+        raise PluginError(f"Strategy '{name}' needs a 'description' string.")
+
+
+def strategy_class(name: StrategyName | str) -> type[ChunkingStrategy]:
+    _load_all()
     try:
         return _STRATEGIES[StrategyName(name)]
     except (ValueError, KeyError) as exc:
@@ -238,14 +276,14 @@ def readable_sizes(name: StrategyName | str, readable_tokens: int | None) -> dic
 
 
 def all_strategies() -> list[type[ChunkingStrategy]]:
-    import chunkbench.chunking.strategies  # noqa: F401
-
+    _load_all()
     return [_STRATEGIES[name] for name in StrategyName if name in _STRATEGIES]
 
 
 def default_strategies() -> list[StrategyName]:
-    """What "all strategies" means (processing's default, ``--strategies all``): every strategy but the variants."""
-    return [cls.name for cls in all_strategies() if cls.variant is None]
+    """What "all strategies" means (processing's default, ``--strategies all``): chunkbench's own, not the variants
+    and not the library strategies (each is named explicitly, as its library is an optional extra)."""
+    return [cls.name for cls in all_strategies() if cls.variant is None and cls.in_default_set]
 
 
 def validate_params(name: StrategyName | str, params: dict[str, Any] | None) -> StrategyParams:

@@ -169,16 +169,30 @@ def embed_with(boundary: BoundaryEmbedder | None, texts: list[str]) -> np.ndarra
 # --------------------------------------------------------------------------- mapping pieces back to the markdown
 
 
+def _bare(text: str) -> str:
+    """``text`` without whitespace and invisible characters (a library may drop either: LangChain's
+    MarkdownHeaderTextSplitter drops every non-printable character, such as Farsi's ZWNJ, U+200C)."""
+    text = _SPACE.sub("", text)
+    return text if text.isprintable() else "".join(ch for ch in text if ch.isprintable())
+
+
 class _Skeleton:
-    """The markdown without its whitespace, each kept character's offset remembered: where a rewritten piece's
-    characters are found when the library changed only spacing."""
+    """The markdown without its whitespace and invisible characters, each kept character's offset remembered: where
+    a rewritten piece's characters are found when the library changed only spacing."""
 
     def __init__(self, markdown: str) -> None:
         self.offsets: list[int] = []
         kept: list[str] = []
         for match in re.finditer(r"\S+", markdown):
-            kept.append(match.group())
-            self.offsets.extend(range(match.start(), match.end()))
+            word = match.group()
+            if word.isprintable():
+                kept.append(word)
+                self.offsets.extend(range(match.start(), match.end()))
+                continue
+            for offset, character in enumerate(word, match.start()):
+                if character.isprintable():
+                    kept.append(character)
+                    self.offsets.append(offset)
         self.text = "".join(kept)
 
     def index_of(self, offset: int) -> int:
@@ -225,7 +239,7 @@ def locate(markdown: str, pieces: list[Piece], *, strategy: str) -> tuple[list[t
 
 
 def _loose(markdown: str, skeleton: _Skeleton, text: str, cursor: int) -> tuple[int, int] | None:
-    bare = _SPACE.sub("", text)
+    bare = _bare(text)
     if not bare:
         return None
     begin = skeleton.index_of(cursor)
@@ -234,7 +248,7 @@ def _loose(markdown: str, skeleton: _Skeleton, text: str, cursor: int) -> tuple[
         return skeleton.offsets[at], skeleton.offsets[at + len(bare) - 1] + 1
     # Rewritten characters: anchor the span on the piece's first and last lines (whitespace ignored), each the
     # longest prefix / suffix of that line the markdown holds.
-    lines = [_SPACE.sub("", line) for line in text.splitlines() if line.strip()]
+    lines = [_bare(line) for line in text.splitlines() if _bare(line)]
     head = _longest_found(skeleton.text, lines[0], begin, prefix=True)
     if head is None:
         return None

@@ -25,13 +25,21 @@ CHROMA_MODEL = "all-MiniLM-L6-v2"
 CHROMA_RETRIEVE = 5
 # RecursiveTokenChunker's default separators in Chroma's chunking_evaluation.
 CHROMA_SEPARATORS = ["\n\n", "\n", ".", "?", "!", " ", ""]
-_CHUNKERS = {StrategyName.FIXED_SIZE: "TokenTextSplitter", StrategyName.RECURSIVE: "RecursiveCharacterTextSplitter"}
+# The published chunker each strategy's rows are compared with, and the strategies that take Chroma's separators.
+_CHUNKERS = {
+    "fixed_size": "TokenTextSplitter",
+    "recursive": "RecursiveCharacterTextSplitter",
+    "langchain_token": "TokenTextSplitter",
+    "langchain_recursive": "RecursiveCharacterTextSplitter",
+}
+_WITH_SEPARATORS = {"recursive", "langchain_recursive"}
 
 
 @dataclass(frozen=True)
 class ChromaConfig:
     """One published row: our strategy and parameters for Chroma's chunker at a size and overlap (tokens)."""
 
+    # A strategy of an optional library (an adapter) is named before it is registered: StrategyName.stored.
     strategy: StrategyName
     chunk_size: int
     chunk_overlap: int
@@ -49,12 +57,12 @@ class ChromaConfig:
 
     @property
     def chunker(self) -> str:
-        return _CHUNKERS[self.strategy]
+        return _CHUNKERS[self.strategy.value]
 
     @property
     def params(self) -> dict[str, Any]:
         params: dict[str, Any] = {"chunk_size": self.chunk_size, "chunk_overlap": self.chunk_overlap}
-        if self.strategy is StrategyName.RECURSIVE:
+        if self.strategy.value in _WITH_SEPARATORS:
             params["separators"] = list(CHROMA_SEPARATORS)
         return params
 
@@ -64,17 +72,24 @@ CHROMA_CONFIGS: tuple[ChromaConfig, ...] = tuple(
     for strategy in (StrategyName.FIXED_SIZE, StrategyName.RECURSIVE)
     for size, overlap in ((250, 125), (250, 0), (200, 0))
 )
+# The same published rows through the library adapters (chunking/adapters/): named explicitly, never in "all", as
+# their library is an optional extra.
+LIBRARY_CONFIGS: tuple[ChromaConfig, ...] = tuple(
+    ChromaConfig(StrategyName.stored(strategy), size, overlap)
+    for strategy in ("langchain_token", "langchain_recursive")
+    for size, overlap in ((250, 0), (200, 0))
+)
 
 
 def select_configs(name: str | None) -> list[ChromaConfig]:
-    """The configurations called ``name`` (e.g. ``recursive-250-0``), or all of them for ``None``/``all``."""
+    """The configuration called ``name`` (e.g. ``recursive-250-0``, ``langchain_token-250-0``), or the six of
+    chunkbench's own strategies for ``None``/``all``."""
     if name is None or name == "all":
         return list(CHROMA_CONFIGS)
-    chosen = [config for config in CHROMA_CONFIGS if config.name == name]
+    known = (*CHROMA_CONFIGS, *LIBRARY_CONFIGS)
+    chosen = [config for config in known if config.name == name]
     if not chosen:
-        raise EvaluationError(
-            f"Unknown Chroma configuration '{name}'. Known: all, {', '.join(c.name for c in CHROMA_CONFIGS)}."
-        )
+        raise EvaluationError(f"Unknown Chroma configuration '{name}'. Known: all, {', '.join(c.name for c in known)}.")
     return chosen
 
 

@@ -3,8 +3,10 @@ on Chroma's five corpora, the same chunks as the libraries themselves, their par
 
 from __future__ import annotations
 
+import csv
 import itertools
 import re
+import shutil
 import socket
 import tomllib
 from importlib import import_module
@@ -16,6 +18,7 @@ import semchunk
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 from langchain_text_splitters.base import Tokenizer, split_text_on_tokens
 
+from chunkbench.benchmarking.chroma import reproduce
 from chunkbench.chunking.adapters.langchain import LangChainMarkdownHeader, LangChainRecursive, LangChainToken
 from chunkbench.chunking.adapters.semchunk import Semchunk
 from chunkbench.chunking.adapters.text_splitter import MarkdownSplitter, TextSplitter
@@ -33,6 +36,9 @@ from chunkbench.evaluation.chroma import CHROMA_CONFIGS, CHROMA_SEPARATORS, load
 from chunkbench.evaluation.datasets import load_corpora
 from chunkbench.models import DocumentTree, NodeType, TreeNode
 from chunkbench.plugins import isolated_registries
+from chunkbench.storage.db import Database
+from chunkbench.storage.schema import DEFAULT_TENANT
+from chunkbench.storage.vectors import VectorStore
 from chunkbench.text.tokens import get_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -401,3 +407,36 @@ def test_chroma_rows_through_the_langchain_adapters() -> None:
     assert token.chunker == "TokenTextSplitter" and token.params == {"chunk_size": 200, "chunk_overlap": 0}
     # "all" stays chunkbench's own six rows: the adapters' library is an optional extra.
     assert select_configs("all") == list(CHROMA_CONFIGS) and len(CHROMA_CONFIGS) == 6
+
+
+def test_an_adapter_row_runs_through_the_reproduction_like_its_builtin_twin(settings, tmp_path) -> None:
+    """langchain_token-250-0 and fixed_size-250-0 cut the same chunks: one Experiment gives them the same figures."""
+    shared, _corpora, _questions = load_chroma()
+    folder = tmp_path / "chroma"
+    (folder / "corpora").mkdir(parents=True)
+    kept = ("chatlogs", "state_of_the_union")
+    for name in kept:
+        shutil.copy(shared / "corpora" / f"{name}.md", folder / "corpora")
+    shutil.copy(shared / "published_results_headline.csv", folder)
+    with (shared / "questions_df.csv").open(encoding="utf-8", newline="") as source:
+        rows = [row for row in csv.DictReader(source) if row["corpus_id"] in kept]
+    with (folder / "questions_df.csv").open("w", encoding="utf-8", newline="") as target:
+        writer = csv.DictWriter(target, fieldnames=["question", "references", "corpus_id"])
+        writer.writeheader()
+        writer.writerows(rows)
+
+    with isolated_registries():
+        register_strategy(LangChainToken)
+        database, store = Database.from_settings(settings), VectorStore(settings)
+        try:
+            configs = [*select_configs("fixed_size-250-0"), *select_configs("langchain_token-250-0")]
+            result = reproduce(database, settings, store, configs, folder, tenant_id=DEFAULT_TENANT)
+        finally:
+            store.close()
+            database.dispose()
+    builtin, adapter = result.rows
+    assert adapter["strategy"] == "langchain_token_250_0" and adapter["chunker"] == "TokenTextSplitter"
+    assert adapter["published"] == builtin["published"] and adapter["published"]["recall"]["mean"] == 77.1
+    assert adapter["ours"]["questions"] == len(rows) and adapter["ours"]["failed"] == 0
+    for key in ("chunks", "mean_chunk_tokens", "recall", "precision", "precision_omega", "iou"):
+        assert adapter["ours"][key] == builtin["ours"][key], key

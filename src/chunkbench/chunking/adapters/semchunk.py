@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import ClassVar, Self
 
 from pydantic import Field, model_validator
@@ -45,6 +46,8 @@ class Semchunk(LibraryStrategy):
         import semchunk
 
         params: SemchunkParams = self.params  # type: ignore[assignment]
-        chunker = semchunk.chunkerify(count_tokens, params.chunk_size)
+        # semchunk's own memoizing keeps one unbounded cache per counter function for the life of the process (every
+        # text of every document counted); a cache of this document's texts alone goes when the split is done.
+        chunker = semchunk.chunkerify(lru_cache(maxsize=None)(count_tokens), params.chunk_size, memoize=False)
         texts, offsets = chunker(document.markdown, offsets=True, overlap=params.overlap or None)
         return [Piece(text, start) for text, (start, _end) in zip(texts, offsets, strict=True)]

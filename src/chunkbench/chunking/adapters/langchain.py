@@ -74,7 +74,8 @@ class LangChainRecursiveParams(StrategyParams):
 class LangChainRecursive(LibraryStrategy):
     """LangChain's RecursiveCharacterTextSplitter: split at the strongest separator that makes pieces fit, merge."""
 
-    name = StrategyName.add("langchain_recursive")
+    # Named, not registered: importing the module adds no strategy name; its entry point registers the class.
+    name = StrategyName.stored("langchain_recursive")
     description = (
         "LangChain's RecursiveCharacterTextSplitter (langchain_text_splitters), lengths in cl100k_base tokens by "
         "default: splits at the strongest separator that makes pieces fit, then merges pieces up to chunk_size."
@@ -183,7 +184,7 @@ class _SourceTokens:
 class LangChainToken(LibraryStrategy):
     """LangChain's TokenTextSplitter algorithm on chunkbench's offline cl100k_base."""
 
-    name = StrategyName.add("langchain_token")
+    name = StrategyName.stored("langchain_token")
     description = (
         "LangChain's TokenTextSplitter algorithm (langchain_text_splitters.base.split_text_on_tokens) on cl100k_base "
         "without tiktoken's download: windows of chunk_size tokens, each chunk_overlap tokens into the previous one."
@@ -252,7 +253,7 @@ class LangChainMarkdownHeaderParams(StrategyParams):
 class LangChainMarkdownHeader(LibraryStrategy):
     """LangChain's MarkdownHeaderTextSplitter: a chunk per markdown section, optionally split further by size."""
 
-    name = StrategyName.add("langchain_markdown_header")
+    name = StrategyName.stored("langchain_markdown_header")
     description = (
         "LangChain's MarkdownHeaderTextSplitter (langchain_text_splitters): one chunk per section under the chosen "
         "heading levels, heading lines stripped; with chunk_size, each section split further by "

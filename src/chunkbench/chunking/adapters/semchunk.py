@@ -28,7 +28,8 @@ class SemchunkParams(StrategyParams):
 class Semchunk(LibraryStrategy):
     """semchunk: recursive splits at the most meaningful separator (newlines, tabs, spaces, punctuation), merged."""
 
-    name = StrategyName.add("semchunk")
+    # Named, not registered: importing the module adds no strategy name; its entry point registers the class.
+    name = StrategyName.stored("semchunk")
     description = (
         "semchunk.chunkerify(count_tokens, chunk_size) with offsets=True: splits at the most meaningful separator "
         "available (runs of newlines, tabs, spaces, then sentence and clause punctuation) and merges splits up to "

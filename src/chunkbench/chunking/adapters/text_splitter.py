@@ -72,7 +72,8 @@ class _SemanticTextSplitter(LibraryStrategy):
 class TextSplitter(_SemanticTextSplitter):
     """semantic-text-splitter's TextSplitter: the largest semantic units (sentences, words…) that fit, merged."""
 
-    name = StrategyName.add("text_splitter")
+    # Named, not registered: importing the module adds no strategy name; its entry point registers the class.
+    name = StrategyName.stored("text_splitter")
     description = (
         "semantic-text-splitter's TextSplitter.from_callback(count_tokens, capacity): splits at the largest "
         "semantic level that fits (paragraphs, sentences, words, graphemes) and merges neighbours up to capacity "
@@ -84,7 +85,7 @@ class TextSplitter(_SemanticTextSplitter):
 class MarkdownSplitter(_SemanticTextSplitter):
     """semantic-text-splitter's MarkdownSplitter: the same, on markdown's structure (headings, blocks, items)."""
 
-    name = StrategyName.add("text_splitter_markdown")
+    name = StrategyName.stored("text_splitter_markdown")
     description = (
         "semantic-text-splitter's MarkdownSplitter.from_callback(count_tokens, capacity): splits at the largest "
         "markdown level that fits (sections under headings, blocks, list items, sentences, words) and merges "

@@ -95,7 +95,8 @@ class _NotInstalled(LibraryStrategy):
     params_model = _Params
     library = "acme-splitters"
     extra = "acme"
-    modules: ClassVar[tuple[str, ...]] = ("acme_splitters_not_installed",)
+    # A dotted name under a package that is missing: find_spec raises rather than answering None.
+    modules: ClassVar[tuple[str, ...]] = ("acme_splitters_not_installed.text",)
 
     def split(self, document):  # pragma: no cover - never reached: the library is missing
         raise AssertionError

@@ -128,7 +128,7 @@ def info(cls: type[ChunkingStrategy]) -> LibraryInfo | None:
     """The library behind ``cls``; None for a strategy of chunkbench's own."""
     if not issubclass(cls, LibraryStrategy):
         return None
-    importable = all(importlib.util.find_spec(module) is not None for module in cls.modules)
+    importable = all(_importable(module) for module in cls.modules)
     return LibraryInfo(cls.library, library_version(cls.library) if importable else None, cls.extra)
 
 
@@ -144,6 +144,13 @@ def listing(cls: type[ChunkingStrategy]) -> dict[str, Any]:
         "available": found.available,
         "install": found.install,
     }
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a dotted name whose parent package is missing
+        return False
 
 
 def require(cls: type[LibraryStrategy]) -> None:

@@ -5,12 +5,16 @@ from __future__ import annotations
 import re
 import socket
 import sys
+import tomllib
 from collections.abc import Iterator
+from importlib import metadata
 from itertools import pairwise
+from pathlib import Path
 
 import docx
 import pytest
 
+from chunkbench.chunking import entry_points
 from chunkbench.chunking.adapters.docling import DoclingHybrid, DoclingHybridParams, docling_document
 from chunkbench.chunking.base import Chunk, ChunkingInput, register_strategy, validate_params
 from chunkbench.chunking.library import info
@@ -18,10 +22,13 @@ from chunkbench.config import Settings
 from chunkbench.documents.parsers import parse_document
 from chunkbench.errors import ChunkingError, MissingExtraError
 from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
-from chunkbench.models import NodeType
+from chunkbench.models import DocumentTree, NodeType, TreeNode
 from chunkbench.plugins import isolated_registries
 
 CORPORA = sorted((DEFAULT_CHROMA_DIR / "corpora").glob("*.md"))
+# docling warns when it drops headings longer than max_tokens, or a table header before a row too wide for it: the
+# corpora hold both; what the chunks become is what these tests check.
+pytestmark = pytest.mark.filterwarnings("ignore:Headers and captions:UserWarning", "ignore:Prefix omitted:UserWarning")
 ROWS = [("City", "Population", "Area")] + [(f"City {n}", str(1000 * n), f"{n}.5 km2") for n in range(12)]
 
 
@@ -35,11 +42,13 @@ def _registered() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Internet sockets refused: docling's default tokenizer (a hub download) would fail the test."""
+    """Sockets beyond this machine refused: docling's default tokenizer (a hub download) would fail the test."""
     real_connect = socket.socket.connect
 
     def refuse(sock: socket.socket, address: object) -> None:
-        if sock.family in (socket.AF_INET, socket.AF_INET6):
+        # Loopback stays open: the test database may be a local PostgreSQL server.
+        host = address[0] if isinstance(address, tuple) else None
+        if sock.family in (socket.AF_INET, socket.AF_INET6) and host not in ("127.0.0.1", "::1", "localhost"):
             raise OSError(f"network access attempted during a test: {address!r}")
         real_connect(sock, address)
 
@@ -194,6 +203,80 @@ def test_merge_peers_joins_undersized_neighbours(report: ChunkingInput) -> None:
     assert any(chunk.start_index == start and chunk.end_index > end for chunk in merged)
 
 
+def test_an_html_page_with_code_and_a_numbered_list(tmp_path: Path) -> None:
+    code = "\n".join(f"print({n})  # line {n}" for n in range(80))
+    page = tmp_path / "guide.html"
+    page.write_text(
+        f"<html><body><h1>Guide</h1><p>Intro.</p><pre><code class='language-python'>{code}</code></pre>"
+        "<ol><li>one</li><li>two</li></ol><h2>End</h2><p>Bye.</p></body></html>",
+        encoding="utf-8",
+    )
+    result = parse_document(page, Settings(_env_file=None, data_dir=tmp_path / "data"))
+    document = ChunkingInput("guide", "guide.html", result.markdown, result.tree)
+    kinds = [type(item).__name__ for item, _ in docling_document(document).document.iterate_items()]
+    assert kinds == [
+        "SectionHeaderItem",
+        "TextItem",
+        "CodeItem",
+        "ListItem",
+        "ListItem",
+        "SectionHeaderItem",
+        "TextItem",
+    ]
+    cut: dict[int, list[Chunk]] = {}
+    for max_tokens in (32, 512):
+        strategy = DoclingHybrid(DoclingHybridParams(max_tokens=max_tokens))
+        cut[max_tokens] = chunks = strategy.chunk(document)
+        assert_exact_in_order(document, chunks)
+        assert chunks[-1].text == "Bye." and chunks[-1].heading_path == ["Guide", "End"]
+        # docling writes the fence without its language ("```" for "```python"): counted, mapped all the same.
+        assert strategy.run_details()["text_differed"] >= 1
+    markdown = document.markdown
+    code_start, code_end = markdown.index("print(0)"), markdown.index("# line 79") + len("# line 79")
+    inside = [c for c in cut[32] if code_start < c.start_index < code_end or code_start < c.end_index < code_end]
+    # At 32 tokens the code block is cut into many parts, each of whole lines of it.
+    assert len(inside) > 20
+    for chunk in inside:
+        assert chunk.start_index <= code_start or markdown[chunk.start_index - 1] == "\n"
+        assert chunk.end_index >= code_end or markdown[chunk.end_index] == "\n"
+
+
+def test_an_empty_document_has_no_chunks() -> None:
+    tree = DocumentTree(root=TreeNode(NodeType.DOCUMENT))
+    assert DoclingHybrid().chunk(ChunkingInput("empty", "empty.md", "", tree)) == []
+
+
+def test_processed_through_the_api_into_exact_indexed_chunks_embedded_behind_their_headings(
+    client, report: ChunkingInput
+) -> None:
+    upload = client.post("/documents", files={"file": ("report.md", report.markdown.encode())})
+    assert upload.status_code == 201, upload.text
+    document_id = upload.json()["document"]["id"]
+    body = {"strategies": ["docling_hybrid"], "params": {"docling_hybrid": {"max_tokens": 48}}}
+    response = client.post(f"/documents/{document_id}/process", params={"wait": "true"}, json=body)
+    assert response.status_code == 200, response.text
+    assert response.json()["failed"] == [] and response.json()["status"] == "indexed"
+    markdown = client.get(f"/documents/{document_id}/markdown").text
+    preview = client.get(f"/admin/chunks/{document_id}", params={"strategy": "docling_hybrid", "limit": 1000}).json()
+    chunks = preview["chunks"]
+    assert len(chunks) > 5
+    for chunk in chunks:
+        assert markdown[chunk["start_index"] : chunk["end_index"]] == chunk["text"]
+        # What was embedded: the chunk behind its headings, read back as its context prefix.
+        assert chunk["context_prefix"] == "\n".join(chunk["heading_path"])
+    assert preview["run"]["params"]["max_tokens"] == 48
+    assert preview["run"]["details"]["library"] == "docling-core"
+
+
+def test_the_api_refuses_bad_parameters_before_any_work(client, report: ChunkingInput) -> None:
+    upload = client.post("/documents", files={"file": ("report.md", report.markdown.encode())})
+    document_id = upload.json()["document"]["id"]
+    body = {"strategies": ["docling_hybrid"], "params": {"docling_hybrid": {"max_tokens": 2}}}
+    response = client.post(f"/documents/{document_id}/process", params={"wait": "true"}, json=body)
+    assert response.status_code == 400 and "max_tokens" in response.json()["message"]
+    assert client.get(f"/documents/{document_id}").json()["status"] == "parsed"
+
+
 # --------------------------------------------------------------------------- Chroma's corpora
 
 
@@ -232,6 +315,17 @@ def test_a_missing_library_is_a_400_naming_the_install_command(monkeypatch: pyte
     assert raised.value.status_code == 400
     assert "pip install 'chunkbench[docling]'" in raised.value.message
     assert raised.value.details["install"] == "pip install 'chunkbench[docling]'"
+
+
+def test_the_entry_point_declared_in_pyproject_loads_the_class() -> None:
+    declared = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    value = declared["project"]["entry-points"]["chunkbench.strategies"]["docling_hybrid"]
+    entry = metadata.EntryPoint("docling_hybrid", value, entry_points.GROUP)
+    with isolated_registries():
+        assert entry_points._load_one(entry) == "docling_hybrid"
+    assert entry.load() is DoclingHybrid
+    extras = declared["project"]["optional-dependencies"]
+    assert extras["docling"] == ["docling-core[chunking]>=2.50"]
 
 
 def test_listing_names_the_library() -> None:

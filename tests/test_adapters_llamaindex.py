@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import socket
+import tomllib
 from collections.abc import Iterator
+from importlib import metadata
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
 
+from chunkbench.chunking import entry_points
 from chunkbench.chunking.adapters.llamaindex import (
     LlamaIndexMarkdown,
     LlamaIndexSemantic,
@@ -47,15 +50,22 @@ def _registered() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test runs with internet sockets refused: a download attempt fails the test."""
+    """Every test runs with sockets beyond this machine refused: a download attempt fails the test."""
     real_connect = socket.socket.connect
 
     def refuse(sock: socket.socket, address: object) -> None:
-        if sock.family in (socket.AF_INET, socket.AF_INET6):
+        # Loopback stays open: the test database may be a local PostgreSQL server.
+        host = address[0] if isinstance(address, tuple) else None
+        if sock.family in (socket.AF_INET, socket.AF_INET6) and host not in ("127.0.0.1", "::1", "localhost"):
             raise OSError(f"network access attempted during a test: {address!r}")
         real_connect(sock, address)
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
+
+
+def test_the_network_is_refused_in_these_tests() -> None:
+    with pytest.raises(OSError, match="network access attempted"):
+        socket.create_connection(("203.0.113.7", 443), timeout=1)
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +132,7 @@ def test_sentence_splitter_overlap_repeats_the_end_of_the_previous_chunk(corpora
     assert len(overlapped) > len(without)
 
 
-def test_paragraph_separator_is_the_first_cut() -> None:
+def test_paragraph_separator_is_the_first_cut(capsys: pytest.CaptureFixture[str]) -> None:
     # 9, 7 and 4 cl100k tokens: no two paragraphs fit in 10, each one does, so each is a chunk of its own.
     text = "Alpha one. Alpha two. Alpha three.@@Beta one. Beta two.@@Gamma one."
     chunks = LlamaIndexSentence(
@@ -133,6 +143,8 @@ def test_paragraph_separator_is_the_first_cut() -> None:
         "@@Beta one. Beta two.",
         "@@Gamma one.",
     ]
+    # LlamaIndex's node path prints a notice to stdout under 50 tokens: it would land in the CLI's JSON output.
+    assert capsys.readouterr().out == ""
 
 
 def test_a_chunk_size_below_one_character_is_a_typed_error() -> None:
@@ -229,7 +241,45 @@ def test_markdown_parser_on_the_corpora_keeps_every_character(corpora: list[Chun
         assert_exact_in_order(document, LlamaIndexMarkdown().chunk(document))
 
 
+# --------------------------------------------------------------------------- through the API
+
+
+def test_processed_through_the_api_into_exact_indexed_chunks(client, corpora: list[ChunkingInput]) -> None:
+    text = next(d for d in corpora if d.document_name == "state_of_the_union.md").markdown[:SEMANTIC_SLICE]
+    upload = client.post("/documents", files={"file": ("speech.md", text.encode())})
+    assert upload.status_code == 201, upload.text
+    document_id = upload.json()["document"]["id"]
+    body = {
+        "strategies": ["llamaindex_sentence", "llamaindex_semantic"],
+        "params": {"llamaindex_sentence": {"chunk_size": 128, "chunk_overlap": 16}},
+    }
+    response = client.post(f"/documents/{document_id}/process", params={"wait": "true"}, json=body)
+    assert response.status_code == 200, response.text
+    assert response.json()["failed"] == [] and response.json()["status"] == "indexed"
+    markdown = client.get(f"/documents/{document_id}/markdown").text
+    for strategy in ("llamaindex_sentence", "llamaindex_semantic"):
+        preview = client.get(f"/admin/chunks/{document_id}", params={"strategy": strategy, "limit": 1000}).json()
+        assert len(preview["chunks"]) > 3, strategy
+        for chunk in preview["chunks"]:
+            assert markdown[chunk["start_index"] : chunk["end_index"]] == chunk["text"]
+        assert preview["run"]["details"]["library"] == "llama-index-core"
+    # The processing service handed the semantic splitter its Boundary model.
+    semantic = client.get(f"/admin/chunks/{document_id}", params={"strategy": "llamaindex_semantic"}).json()
+    assert semantic["run"]["details"]["boundary_model_id"] == "all-MiniLM-L6-v2"
+
+
 # --------------------------------------------------------------------------- listing
+
+
+def test_the_entry_points_declared_in_pyproject_load_these_classes() -> None:
+    declared = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    table = declared["project"]["entry-points"]["chunkbench.strategies"]
+    for cls in STRATEGIES:
+        entry = metadata.EntryPoint(str(cls.name), table[str(cls.name)], entry_points.GROUP)
+        with isolated_registries():
+            # The loader's own checks: a concrete strategy whose name is the entry point's.
+            assert entry_points._load_one(entry) == cls.name
+        assert entry.load() is cls
 
 
 def test_listing_names_the_library_and_its_install_command() -> None:

@@ -25,6 +25,7 @@ from pydantic import Field
 
 from chunkbench.chunking.base import Chunk, ChunkingInput, StrategyParams, with_context
 from chunkbench.chunking.library import LibraryStrategy, Piece, count_tokens, locate
+from chunkbench.errors import ChunkingError
 from chunkbench.models import NodeType, StrategyName, TreeNode
 
 _SECTIONS = (NodeType.SECTION, NodeType.ARTICLE)
@@ -175,6 +176,16 @@ def _chunker(params: DoclingHybridParams, built: _Built) -> Any:
     )
 
 
+def _find(markdown: str, text: str, begin: int, end: int, *, strategy: str) -> tuple[int, int]:
+    """Where ``text`` (a part of an item docling cut) is in ``markdown[begin:end]``; the whole region when docling
+    rewrote it past recognition (a code fence's language line): still an exact span, and one that holds the part."""
+    try:
+        ((start, stop),), _ = locate(markdown[begin:end], [Piece(text)], strategy=strategy)
+    except ChunkingError:
+        return begin, end
+    return begin + start, begin + stop
+
+
 class DoclingHybrid(LibraryStrategy):
     name: ClassVar[StrategyName] = "docling_hybrid"  # type: ignore[assignment]
     description: ClassVar[str] = (
@@ -221,9 +232,9 @@ class DoclingHybrid(LibraryStrategy):
                 if not text.strip():
                     continue  # a table's header alone, repeated before a row too wide to join it
                 begin = cursor if shares_first else built.spans[first][0]
-                region = markdown[begin : built.spans[last][1]]
-                ((start, end),), _ = locate(region, [Piece(text.strip())], strategy=str(self.name))
-                start, end = begin + start, begin + end
+                start, end = _find(markdown, text.strip(), begin, built.spans[last][1], strategy=str(self.name))
+                if not markdown[start:end].strip():
+                    continue  # nothing of the item left after the part before: that part's span holds it
             pieces.append(Piece(markdown[start:end], start))
             self._written.append((chunk.text, list(chunk.meta.headings or [])))
             cursor = end

@@ -41,9 +41,17 @@ def parse_nodes(parser: Any, markdown: str) -> list[Any]:
     return parser.get_nodes_from_documents([Document(text=markdown)], show_progress=False)
 
 
-def nodes_as_pieces(nodes: list[Any]) -> list[Piece]:
-    """Nodes as pieces starting where LlamaIndex says they start (``start_char_idx``)."""
-    return [Piece(node.get_content(), node.start_char_idx) for node in nodes]
+def placed_as_llamaindex_places(texts: list[str], markdown: str) -> list[Piece]:
+    """Overlapping chunks as pieces, each starting where LlamaIndex would set its node's ``start_char_idx``: the
+    first occurrence of its text from one character past the previous chunk's start."""
+    pieces: list[Piece] = []
+    search = 0
+    for text in texts:
+        at = markdown.find(text, search)
+        pieces.append(Piece(text, at if at >= 0 else None))
+        if at >= 0:
+            search = at + 1
+    return pieces
 
 
 def consecutive_pieces(nodes: list[Any], markdown: str) -> tuple[list[Piece], int]:
@@ -115,13 +123,16 @@ class LlamaIndexSentence(LibraryStrategy):
             chunking_tokenizer_fn=sentence_splitter(),
         )
         try:
-            return nodes_as_pieces(parse_nodes(parser, document.markdown))
+            # split_text cuts exactly as the node path does for a document without metadata (no room to leave for
+            # it), without that path's print to stdout whenever chunk_size is under 50 tokens.
+            texts = parser.split_text(document.markdown)
         except ValueError as exc:
             # SentenceSplitter's "Single token exceeded chunk size": one character's tokens outgrow a tiny chunk.
             raise ChunkingError(
                 f"LlamaIndex's SentenceSplitter could not cut the document with chunk_size={params.chunk_size}: {exc}. "
                 "Raise chunk_size."
             ) from exc
+        return placed_as_llamaindex_places(texts, document.markdown)
 
 
 # --------------------------------------------------------------------------- SemanticSplitterNodeParser

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import sys
 import tomllib
 from collections.abc import Iterator
 from importlib import metadata
@@ -25,7 +26,7 @@ from chunkbench.config import Settings
 from chunkbench.documents.parsers import parse_document
 from chunkbench.embedding.registry import get_spec
 from chunkbench.embedding.service import boundary_embedder
-from chunkbench.errors import ChunkingError
+from chunkbench.errors import ChunkingError, MissingExtraError
 from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
 from chunkbench.models import DocumentTree, NodeType, TreeNode
 from chunkbench.plugins import isolated_registries
@@ -269,6 +270,25 @@ def test_processed_through_the_api_into_exact_indexed_chunks(client, corpora: li
 
 
 # --------------------------------------------------------------------------- listing
+
+
+def test_an_empty_document_has_no_chunks_and_embeds_nothing(tmp_path: Path) -> None:
+    boundary = CountingBoundary(tmp_path)
+    for text in ("", "  \n\n "):
+        document = plain(text)
+        assert LlamaIndexSentence().chunk(document) == []
+        assert LlamaIndexSemantic(boundary=boundary).chunk(document) == []
+        assert LlamaIndexMarkdown().chunk(document) == []
+    assert boundary.texts == 0
+
+
+def test_a_missing_library_is_a_400_naming_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "llama_index", None)  # not importable, as without the extra
+    for cls in STRATEGIES:
+        with pytest.raises(MissingExtraError) as raised:
+            cls(boundary=None)
+        assert raised.value.status_code == 400
+        assert "Install it with: pip install 'chunkbench[llamaindex]'" in raised.value.message
 
 
 def test_the_entry_points_declared_in_pyproject_load_these_classes() -> None:

@@ -1,7 +1,8 @@
 """LlamaIndex's node parsers as strategies: SentenceSplitter, SemanticSplitterNodeParser, MarkdownNodeParser.
 
-LlamaIndex reports where each node starts (``start_char_idx``, found by searching the document's text), which the
-base checks against the markdown. Nothing here reaches a hub or the network: tokens are cl100k_base (chunkbench's
+Each chunk starts where LlamaIndex places its node (``start_char_idx``: its text searched for in the document),
+except where that search lands inside the previous node of a parser whose nodes never overlap; the base checks
+every start against the markdown. Nothing here reaches a hub or the network: tokens are cl100k_base (chunkbench's
 own BPE file), embeddings are the Boundary model's, and sentences are cut by NLTK's untrained Punkt tokenizer,
 which is what LlamaIndex's default sentence splitter runs but without its first-use check that downloads NLTK
 data (``punkt_tab``, ``stopwords``) when a cache lacks it.
@@ -21,7 +22,9 @@ from chunkbench.models import StrategyName
 
 _LIBRARY = "llama-index-core"
 _EXTRA = "llamaindex"
-_MODULES = ("llama_index.core", "nltk")
+# Top-level names: looking up ``llama_index.core`` imports ``llama_index`` first, which raises when it is missing.
+# (Every llama-index-* distribution depends on llama-index-core, so the namespace is there only with it.)
+_MODULES = ("llama_index", "nltk")
 
 
 def sentence_splitter() -> Callable[[str], list[str]]:

@@ -131,6 +131,35 @@ def test_recursive_chunks_are_exact_contiguous_and_within_chunk_size(path: Path)
     assert len(small) > 2 * len(large)
 
 
+MULTI_BYTE = (
+    "这是一个测试句子，用于检查分块器。今天天气很好！我们去公园散步吧？" * 120
+    + "من می\u200cخواهم کتاب\u200cها را بخوانم. نرخ رشد ۲.۵ درصد بود؟ " * 60
+    + "Hello 👋🏽 world 🌍🌏 — naïve café 日本語テキスト. " * 60
+)
+
+
+def test_token_windows_that_split_a_character_keep_exact_offsets() -> None:
+    # cl100k splits CJK characters and emoji across tokens: chonkie's own decoded windows would hold U+FFFD and
+    # drift from the source; the windows are read from the source at their tokens' character offsets instead.
+    for overlap in (0, 7):
+        chunks = ChonkieToken(ChonkieTokenParams(chunk_size=37, chunk_overlap=overlap)).chunk(document(MULTI_BYTE))
+        assert_exact(MULTI_BYTE, chunks, contiguous=overlap == 0)
+        assert "\ufffd" not in "".join(chunk.text for chunk in chunks)
+        # A character split between two windows goes whole to the later one: it may add a token there.
+        assert max(chunk.token_count for chunk in chunks) <= 37 + 2
+
+
+def test_recursive_chunks_of_unspaced_text_stay_in_place() -> None:
+    chunks = ChonkieRecursive(ChonkieRecursiveParams(chunk_size=40)).chunk(document(MULTI_BYTE))
+    # In order and exact, each at its own repeat of the text: a piece found at an earlier repeat would break order.
+    for index, chunk in enumerate(chunks):
+        assert chunk.text == MULTI_BYTE[chunk.start_index : chunk.end_index]
+        assert index == 0 or chunk.start_index >= chunks[index - 1].end_index
+    covered = sum(chunk.end_index - chunk.start_index for chunk in chunks)
+    # Only characters split between two token windows at the last level are in no chunk (chonkie decodes each).
+    assert len(MULTI_BYTE) - 100 < covered <= len(MULTI_BYTE)
+
+
 def test_overlap_not_below_size_and_unknown_params_are_400s_naming_the_field() -> None:
     with pytest.raises(ValueError, match="chunk_overlap must be less than chunk_size"):
         ChonkieTokenParams(chunk_size=100, chunk_overlap=100)
@@ -371,3 +400,35 @@ def test_processing_a_source_file_with_chonkie_code_and_token_through_the_app(cl
             json={"strategies": ["chonkie_code"], "params": {"chonkie_code": {"recipe": "x"}}},
         )
         assert refused.status_code == 400 and "recipe" in refused.text
+
+
+def test_a_grammar_the_pack_downloaded_itself_is_linked_not_rebuilt(grammar_folder: Path, tmp_path: Path) -> None:
+    """In a fresh process whose pack cache is ``tmp_path``: a grammar library already in the pack's own folder (as
+    ``t.download`` leaves it; here one built from the wheel) is linked into chunkbench's folder, and used."""
+    import os
+    import subprocess
+
+    import tree_sitter_language_pack as pack
+
+    grammars.ensure("python", strategy="chonkie_code")  # a real grammar library, in this test's folder
+    own = tmp_path / "cache" / "tree-sitter-language-pack" / f"v{pack.__version__}" / "libs"
+    own.mkdir(parents=True)
+    (own / "libtree_sitter_python.so").write_bytes((grammar_folder / "libtree_sitter_python.so").read_bytes())
+    script = (
+        "from chunkbench.chunking.adapters import grammars\n"
+        "from chunkbench.chunking.adapters.chonkie import ChonkieCode\n"
+        "from chunkbench.chunking.base import ChunkingInput\n"
+        "from chunkbench.models import DocumentTree, NodeType, TreeNode\n"
+        "text = 'def f():\\n    return 1\\n\\n\\ndef g():\\n    return 2\\n'\n"
+        "tree = DocumentTree(root=TreeNode(NodeType.DOCUMENT, start_index=0, end_index=len(text)))\n"
+        "chunks = ChonkieCode().chunk(ChunkingInput('d', 'm.py', text, tree))\n"
+        "linked = grammars.folder() / 'libtree_sitter_python.so'\n"
+        "print(len(chunks), linked.is_symlink(), linked.resolve())\n"
+    )
+    env = {**os.environ, "TREE_SITTER_LANGUAGE_PACK_CACHE_DIR": str(tmp_path / "cache"), "PATH": str(tmp_path)}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    count, is_link, target = done.stdout.split()
+    assert int(count) >= 1 and is_link == "True"  # no compiler on PATH: linked, not built
+    assert Path(target) == (own / "libtree_sitter_python.so").resolve()

@@ -79,7 +79,9 @@ def cl100k() -> Any:
             return get_tokenizer().encode(text).tolist()
 
         def decode(self, tokens: Any) -> str:
-            return get_tokenizer().decode(list(tokens))
+            # A window that starts or ends inside a multi-byte character (CJK, emoji) loses that partial
+            # character instead of gaining U+FFFD: the text stays a verbatim slice of the source.
+            return get_tokenizer().decode_bytes(tokens).decode("utf-8", errors="ignore")
 
         def tokenize(self, text: str) -> list[int]:
             return self.encode(text)
@@ -130,6 +132,23 @@ def boundary_embeddings(boundary: Any) -> Any:
     return BoundaryEmbeddings()
 
 
+def _in_sequence(text: str, chunks: list[Any]) -> list[Piece]:
+    """Pieces of a chunker whose chunks follow each other without overlap, each found from the previous one's end.
+
+    chonkie adds up its pieces' lengths for ``start_index``; at the last level (a run without spaces longer than
+    chunk_size tokens: CJK text) it decodes token windows one by one, and a character split between two windows is
+    in neither (``Cl100k.decode``), so the sum drifts by one per split character. Each piece's text is still a
+    verbatim slice: looked for from the previous piece's end, it is found where it is, not at an earlier repeat.
+    """
+    pieces, cursor = [], 0
+    for chunk in chunks:
+        at = text.find(chunk.text, cursor)
+        start = at if at >= 0 else chunk.start_index
+        pieces.append(Piece(chunk.text, start))
+        cursor = start + len(chunk.text) if at >= 0 else cursor
+    return pieces
+
+
 def _library_error(strategy: str, exc: ValueError) -> ChunkingError:
     return ChunkingError(f"chonkie rejected the '{strategy}' parameters: {exc}.")
 
@@ -155,7 +174,18 @@ class ChonkieToken(_Chonkie):
 
         params: ChonkieTokenParams = self.params  # type: ignore[assignment]
         chunker = TokenChunker(tokenizer=cl100k(), chunk_size=params.chunk_size, chunk_overlap=params.chunk_overlap)
-        return self._pieces(chunker.chunk(document.markdown))
+        chunks = chunker.chunk(document.markdown)
+        # chonkie decodes each window on its own and adds up the decoded lengths, which drifts from the source
+        # when a window boundary splits a multi-byte character. Its windows are token ranges (window i starts at
+        # token i × (chunk_size − chunk_overlap) and holds token_count tokens): each is read from the source at
+        # the character offsets of those tokens, a split character going to the window where it ends.
+        _ids, offsets = get_tokenizer().boundaries(document.markdown)
+        step = params.chunk_size - params.chunk_overlap
+        pieces = []
+        for index, chunk in enumerate(chunks):
+            start, end = int(offsets[index * step]), int(offsets[index * step + chunk.token_count])
+            pieces.append(Piece(document.markdown[start:end], start))
+        return pieces
 
 
 # --------------------------------------------------------------------------- sentence
@@ -216,7 +246,7 @@ class ChonkieRecursive(_Chonkie):
         # chonkie's recipes (RecursiveChunker.from_recipe) are fetched from the Hugging Face hub: not offered.
         params: ChonkieRecursiveParams = self.params  # type: ignore[assignment]
         chunker = RecursiveChunker(tokenizer=cl100k(), **params.model_dump())
-        return self._pieces(chunker.chunk(document.markdown))
+        return _in_sequence(document.markdown, chunker.chunk(document.markdown))
 
 
 # --------------------------------------------------------------------------- semantic
@@ -304,10 +334,20 @@ class ChonkieCode(_Chonkie):
         text = document.markdown
         # tree-sitter reports UTF-8 byte offsets: the character offsets are counted from the source's bytes.
         characters = _characters_before(text)
-        return [
-            Piece(chunk.text, int(characters[chunk.start_index]))
-            for chunk in _code_chunker(params.chunk_size, language).chunk(text)
-        ]
+        try:
+            chunks = _code_chunker(params.chunk_size, language).chunk(text)
+        except pack_error() as exc:  # a grammar that loads but does not run (another ABI), a parse timeout
+            raise ChunkingError(
+                f"The '{self.name}' strategy could not parse '{document.document_name}' as {language}: {exc}"
+            ) from exc
+        return [Piece(chunk.text, int(characters[chunk.start_index])) for chunk in chunks]
+
+
+def pack_error() -> type[Exception]:
+    """The base of tree-sitter-language-pack's errors."""
+    import tree_sitter_language_pack
+
+    return tree_sitter_language_pack.Error
 
 
 def _code_chunker(chunk_size: int, language: str) -> Any:

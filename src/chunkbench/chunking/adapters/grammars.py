@@ -12,6 +12,7 @@ are linked into the same folder, so a language without a wheel works once it was
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -113,7 +114,8 @@ def ensure(language: str, *, strategy: str) -> None:
         if (ours / library).exists():
             return
         if (own / library).exists():  # downloaded by the pack itself, by hand
-            os.symlink(own / library, ours / library)
+            with contextlib.suppress(FileExistsError):  # another process linked it first
+                os.symlink(own / library, ours / library)
             return
         spec = wheel_grammar(language)
         if spec is None:
@@ -126,8 +128,12 @@ def ensure(language: str, *, strategy: str) -> None:
                 download=download_command(language),
             )
         _build(language, spec, ours / library, strategy=strategy)
-    if language not in pack.downloaded_languages():  # pragma: no cover - the pack changed its file naming
-        raise MissingGrammarError(f"tree-sitter-language-pack does not list the grammar built for '{language}'.")
+    if language not in pack.downloaded_languages():  # the pack would download instead: say so, do not try
+        raise MissingGrammarError(
+            f"tree-sitter-language-pack {pack.__version__} does not load the grammar library chunkbench built for "
+            f"'{language}' in {folder()}; download it once where a network is reachable: {download_command(language)}",
+            language=language,
+        )
 
 
 def shipped_languages() -> list[str]:

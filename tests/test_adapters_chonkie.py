@@ -301,6 +301,19 @@ def test_grammar_built_from_the_wheel_into_an_empty_folder(grammar_folder: Path)
     assert pack.downloaded_languages() == ["python"]
 
 
+def test_every_shipped_grammar_wheel_runs_the_code_chunker(grammar_folder: Path) -> None:
+    import tree_sitter_language_pack as pack
+
+    shipped = grammars.shipped_languages()
+    assert {"python", "javascript", "typescript", "tsx", "go", "rust", "java", "csharp", "cpp"} <= set(shipped)
+    text = "first = 1\n" * 40 + "second = 2\n" * 40
+    for language in shipped:
+        chunks = ChonkieCode(ChonkieCodeParams(chunk_size=16, language=language)).chunk(document(text, "x"))
+        assert len(chunks) > 3, language
+        assert_exact(text, chunks, contiguous=True)
+    assert set(shipped) <= set(pack.downloaded_languages())
+
+
 def test_no_c_compiler_is_a_400_naming_the_compiler_and_the_download(
     grammar_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,6 +26,8 @@ from pathlib import Path
 from chunkbench.errors import MissingGrammarError
 
 _LOCK = threading.Lock()
+# The pack's library (and C function) name where it is not the language's name.
+_LIBRARY_NAMES = {"csharp": "c_sharp"}
 _SUFFIX = ".dylib" if sys.platform == "darwin" else ".so"
 
 # The library the pack loads for a language, exporting ``tree_sitter_{language}``: the grammar from the wheel's
@@ -110,7 +112,8 @@ def ensure(language: str, *, strategy: str) -> None:
 
     with _LOCK:
         own, ours = _pack_folder(), folder()
-        library = f"libtree_sitter_{language}{_SUFFIX}"
+        symbol = _LIBRARY_NAMES.get(language, language)
+        library = f"libtree_sitter_{symbol}{_SUFFIX}"
         if (ours / library).exists():
             return
         if (own / library).exists():  # downloaded by the pack itself, by hand
@@ -127,7 +130,7 @@ def ensure(language: str, *, strategy: str) -> None:
                 language=language,
                 download=download_command(language),
             )
-        _build(language, spec, ours / library, strategy=strategy)
+        _build(language, symbol, spec, ours / library, strategy=strategy)
     if language not in pack.downloaded_languages():  # the pack would download instead: say so, do not try
         raise MissingGrammarError(
             f"tree-sitter-language-pack {pack.__version__} does not load the grammar library chunkbench built for "
@@ -143,7 +146,7 @@ def shipped_languages() -> list[str]:
     return sorted(language.name for language in LANGUAGES if wheel_grammar(language.name) is not None)
 
 
-def _build(language: str, spec: tuple[str, str], target: Path, *, strategy: str) -> None:
+def _build(language: str, symbol: str, spec: tuple[str, str], target: Path, *, strategy: str) -> None:
     compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if compiler is None:
         raise MissingGrammarError(
@@ -154,7 +157,7 @@ def _build(language: str, spec: tuple[str, str], target: Path, *, strategy: str)
             language=language,
             download=download_command(language),
         )
-    source = _SHIM.replace("@LANGUAGE@", language).replace("@MODULE@", spec[0]).replace("@FUNCTION@", spec[1])
+    source = _SHIM.replace("@LANGUAGE@", symbol).replace("@MODULE@", spec[0]).replace("@FUNCTION@", spec[1])
     flags = ["-undefined", "dynamic_lookup"] if sys.platform == "darwin" else []
     with tempfile.TemporaryDirectory(dir=target.parent) as work:
         c_file, built = Path(work) / "grammar.c", Path(work) / target.name

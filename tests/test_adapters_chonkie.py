@@ -171,6 +171,9 @@ def test_overlap_not_below_size_and_unknown_params_are_400s_naming_the_field() -
         assert caught.value.status_code == 400
         with pytest.raises(ChunkingError, match="recipe"):
             validate_params("chonkie_recursive", {"recipe": "markdown"})  # hub recipes are not offered
+        with pytest.raises(ChunkingError, match="delim"):
+            validate_params("chonkie_sentence", {"delim": [". ", ""]})
+        assert validate_params("chonkie_sentence", {"delim": ["。"]}).delim == ["。"]
         with pytest.raises(ChunkingError, match="filter_polyorder"):
             validate_params("chonkie_semantic", {"filter_window": 3, "filter_polyorder": 3})
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import PurePath
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -23,6 +23,9 @@ from chunkbench.text.tokens import get_tokenizer
 
 _DELIMITERS = [". ", "! ", "? ", "\n"]
 
+# A sentence delimiter: a non-empty string (an empty one would make every character a sentence).
+Delimiter = Annotated[str, Field(min_length=1, max_length=20)]
+
 _CHUNK_SIZE = Field(512, ge=1, le=8192, description="The most cl100k_base tokens in a chunk.")
 
 
@@ -34,6 +37,7 @@ def _delim() -> Any:
     return Field(
         default_factory=lambda: list(_DELIMITERS),
         min_length=1,
+        max_length=20,
         description="The strings a sentence ends with.",
     )
 
@@ -198,7 +202,7 @@ class ChonkieSentenceParams(_OverlapBelowSize):
     min_characters_per_sentence: int = Field(
         12, ge=1, le=1000, description="A shorter sentence is joined to the next one."
     )
-    delim: list[str] = _delim()
+    delim: list[Delimiter] = _delim()
     include_delim: Literal["prev", "next"] | None = _INCLUDE_DELIM
 
 
@@ -262,7 +266,7 @@ class ChonkieSemanticParams(StrategyParams):
     min_characters_per_sentence: int = Field(
         24, ge=1, le=1000, description="A shorter sentence is joined to the next one."
     )
-    delim: list[str] = _delim()
+    delim: list[Delimiter] = _delim()
     include_delim: Literal["prev", "next"] | None = _INCLUDE_DELIM
     skip_window: int = Field(
         0, ge=0, le=50, description="Groups looked past when merging similar groups (0: adjacent only)."

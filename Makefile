@@ -10,8 +10,9 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX_URL ?=
 # Debian packages the tests need: LibreOffice converts .doc (and makes test PDFs/DOCs),
 # the fonts give LibreOffice Arabic-script glyphs for the Farsi fixtures, Tesseract (English and Farsi) reads
-# scanned PDF pages when CHUNKBENCH_OCR=on.
-APT_PACKAGES := libreoffice-writer-nogui fonts-dejavu-core fonts-noto-core chromium tesseract-ocr tesseract-ocr-eng tesseract-ocr-fas
+# scanned PDF pages when CHUNKBENCH_OCR=on. gcc builds the chonkie_code strategy's grammar libraries from the grammar
+# wheels (chunking/adapters/grammars.py).
+APT_PACKAGES := libreoffice-writer-nogui fonts-dejavu-core fonts-noto-core chromium tesseract-ocr tesseract-ocr-eng tesseract-ocr-fas gcc
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test test-sqlite test-postgres install install-dev system-deps lint format bench clean

@@ -10,8 +10,9 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX_URL ?=
 # Debian packages the tests need: LibreOffice converts .doc (and makes test PDFs/DOCs),
 # the fonts give LibreOffice Arabic-script glyphs for the Farsi fixtures, Tesseract (English and Farsi) reads
-# scanned PDF pages when CHUNKBENCH_OCR=on.
-APT_PACKAGES := libreoffice-writer-nogui fonts-dejavu-core fonts-noto-core chromium tesseract-ocr tesseract-ocr-eng tesseract-ocr-fas
+# scanned PDF pages when CHUNKBENCH_OCR=on. gcc builds the chonkie_code strategy's grammar libraries from the grammar
+# wheels (chunking/adapters/grammars.py).
+APT_PACKAGES := libreoffice-writer-nogui fonts-dejavu-core fonts-noto-core chromium tesseract-ocr tesseract-ocr-eng tesseract-ocr-fas gcc
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test test-sqlite test-postgres install install-dev system-deps lint format bench clean
@@ -45,9 +46,9 @@ $(VENV)/.installed: pyproject.toml $(VENV)/.torch
 	$(PIP) install -e .
 	touch $@
 
-# The tests also cover the optional Presidio PII detector, so they install its extra.
+# The tests also cover the optional Presidio PII detector and the library strategies, so they install those extras.
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
-	$(PIP) install -e ".[dev,presidio]"
+	$(PIP) install -e ".[dev,presidio,arena]"
 	touch $@
 
 install: $(VENV)/.installed

@@ -25,8 +25,9 @@ import pgtest
 from chunkbench.app import create_app
 from chunkbench.config import Settings
 from chunkbench.embedding.cache import EMBEDDINGS, close_disk_caches
-from chunkbench.storage.vectors import close_vector_stores
+from chunkbench.storage.vectors import VectorStore, close_vector_stores, get_vector_store
 from netutil import free_port
+from stand_in import server_stand_in
 
 TEST_DATABASE_URL = pgtest.TEST_DATABASE_URL
 
@@ -203,3 +204,16 @@ def screenshot(page: Any, name: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+@pytest.fixture(params=["edge", "server"])
+def store(request: pytest.FixtureRequest, settings: Settings) -> Iterator[VectorStore]:
+    """The process's embedded store (Qdrant Edge), or the server engine over qdrant-client's local mode."""
+    if request.param == "edge":
+        yield get_vector_store(settings)
+        return
+    stand_in = server_stand_in(settings)
+    try:
+        yield stand_in
+    finally:
+        stand_in.close()

@@ -14,22 +14,20 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from chunkbench.config import Settings
 from chunkbench.errors import VectorStoreError
 from chunkbench.models import StrategyName
 from chunkbench.storage.engine import VectorQuery
 from chunkbench.storage.fusion import RRF_K, cut_is_settled, ranked, reciprocal_rank_fusion, tie_key
 from chunkbench.storage.points import PointFilter, QueryMode
-from chunkbench.storage.vectors import VectorStore, get_vector_store
+from chunkbench.storage.vectors import VectorStore
 from chunkgen import chunks_from_texts
-from stand_in import LOCAL_MODE_WARNINGS, server_stand_in
+from stand_in import LOCAL_MODE_WARNINGS
 from test_vectors import DIM, ENCODER, MODEL, vectors
 
 pytestmark = LOCAL_MODE_WARNINGS
@@ -193,18 +191,6 @@ def test_a_corpus_experiment_run_twice_in_two_processes_gives_byte_identical_fig
 
 
 # ---------------------------------------------------------------- the store's order, on both engines
-
-
-@pytest.fixture(params=["edge", "server"])
-def store(request: pytest.FixtureRequest, settings: Settings) -> Iterator[VectorStore]:
-    if request.param == "edge":
-        yield get_vector_store(settings)
-        return
-    stand_in = server_stand_in(settings)
-    try:
-        yield stand_in
-    finally:
-        stand_in.close()
 
 
 NAMES = ["delta.md", "alpha.md", "echo.md", "charlie.md", "bravo.md"]

@@ -8,7 +8,6 @@ does not cover): no Qdrant server can be installed on this machine.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -36,7 +35,7 @@ from chunkbench.storage.points import (
 )
 from chunkbench.storage.vectors import VectorStore, close_vector_stores, get_vector_store
 from chunkgen import chunks_from_texts
-from stand_in import LOCAL_MODE_WARNINGS, server_stand_in
+from stand_in import LOCAL_MODE_WARNINGS
 
 pytestmark = LOCAL_MODE_WARNINGS
 
@@ -62,19 +61,6 @@ WORDS = [
     "november",
     "oscar",
 ]
-
-
-@pytest.fixture(params=["edge", "server"])
-def store(request: pytest.FixtureRequest, settings: Settings) -> Iterator[VectorStore]:
-    """The process's embedded store (Qdrant Edge), or the server engine over qdrant-client's local mode."""
-    if request.param == "edge":
-        yield get_vector_store(settings)
-        return
-    stand_in = server_stand_in(settings)
-    try:
-        yield stand_in
-    finally:
-        stand_in.close()
 
 
 def point_ids(store: VectorStore, name: str) -> set[str]:

@@ -147,6 +147,12 @@ class MissingExtraError(ChunkingError):
     code = "missing_extra"
 
 
+class MissingGrammarError(ChunkingError):
+    """A code strategy has no tree-sitter grammar for the language and cannot fetch one: the message says how."""
+
+    code = "missing_grammar"
+
+
 class EmbeddingError(ChunkbenchError):
     """An embedding provider failed or is not available (model not installed, server down)."""
 

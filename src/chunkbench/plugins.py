@@ -55,12 +55,14 @@ _ORIGINS: dict[tuple[str, str], str] = {}
 _current_plugin: list[str] = []
 
 
-def _registries() -> dict[str, Any]:
-    """The live registry objects (built-ins imported first, so a plugin can never shadow one)."""
+def _registries(*, load: bool = True) -> dict[str, Any]:
+    """The live registry objects (built-ins imported first, so a plugin can never shadow one; ``load=False`` when
+    they are only being put back)."""
     import chunkbench.documents.parsers  # noqa: F401  (registers the built-in parsers)
     from chunkbench.chunking import base as chunking
 
-    chunking.all_strategies()  # the built-in strategies and the entry points' first: a plugin never shadows one
+    if load:
+        chunking.all_strategies()  # the built-in strategies and the entry points' first: a plugin never shadows one
     from chunkbench.documents.parsers import base as parsers
     from chunkbench.embedding import providers, registry
     from chunkbench.retrieval import search
@@ -83,7 +85,7 @@ def _snapshot() -> dict[str, dict[Any, Any]]:
 
 
 def _restore(snapshot: dict[str, dict[Any, Any]]) -> None:
-    for key, registry in _registries().items():
+    for key, registry in _registries(load=False).items():
         registry.clear()
         registry.update(snapshot[key])
 

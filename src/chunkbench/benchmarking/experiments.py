@@ -61,6 +61,18 @@ def corpus_hash(documents: Iterable[PlannedDocument]) -> str:
     return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
 
 
+def strategy_libraries(strategy_runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, str | None]]:
+    """The library and version behind each library strategy of the grid, as its runs recorded them (the version that
+    chunked, not the one installed now)."""
+    libraries: dict[str, dict[str, str | None]] = {}
+    for strategy, entry in strategy_runs.items():
+        details = [run.get("details") or {} for run in entry.get("runs", [entry])]
+        recorded = next((d for d in details if d.get("library")), None)
+        if recorded is not None:
+            libraries[strategy] = {"library": recorded["library"], "version": recorded.get("library_version")}
+    return libraries
+
+
 def provenance(plan_: BenchmarkPlan, settings: Settings) -> dict[str, Any]:
     """Models, parameters, library versions and seeds: what it takes to reproduce the Experiment's figures."""
     versions: dict[str, str] = {}
@@ -86,6 +98,7 @@ def provenance(plan_: BenchmarkPlan, settings: Settings) -> dict[str, Any]:
             ],
         },
         "strategy_runs": plan_.strategy_runs,
+        **({"strategy_libraries": libraries} if (libraries := strategy_libraries(plan_.strategy_runs)) else {}),
         # The documents' detected languages, and the grid's models that do not cover one (the Decision names no
         # configuration built on those): written when there is something to say.
         **({"languages": plan_.languages} if any(plan_.languages.values()) else {}),

@@ -141,7 +141,8 @@ class ChunkingStrategy(ABC):
     size_params: ClassVar[dict[str, int]] = {}
     # Set on a variant's class only: a variant is never in a default strategy list, it is named explicitly.
     variant: ClassVar[Variant | None] = None
-    # Whether "all strategies" includes it: a library's strategy (chunking/library.py) is named explicitly.
+    # Whether "all strategies" includes it: a variant or a library's strategy (chunking/library.py) is named
+    # explicitly.
     in_default_set: ClassVar[bool] = True
 
     def __init__(
@@ -160,6 +161,11 @@ class ChunkingStrategy(ABC):
                 f"The '{self.name.value}' strategy needs Boundary model embeddings, and none were given. "
                 "Configure a Boundary model (GET /admin/embedding-models) and retry."
             )
+
+    @classmethod
+    def check_available(cls) -> None:
+        """Raise a 400 naming what to install when the strategy cannot run here (a library strategy's extra)."""
+        return None
 
     @abstractmethod
     def chunk(self, document: ChunkingInput) -> list[Chunk]:
@@ -283,12 +289,13 @@ def all_strategies() -> list[type[ChunkingStrategy]]:
 def default_strategies() -> list[StrategyName]:
     """What "all strategies" means (processing's default, ``--strategies all``): chunkbench's own, not the variants
     and not the library strategies (each is named explicitly, as its library is an optional extra)."""
-    return [cls.name for cls in all_strategies() if cls.variant is None and cls.in_default_set]
+    return [cls.name for cls in all_strategies() if cls.in_default_set]
 
 
 def validate_params(name: StrategyName | str, params: dict[str, Any] | None) -> StrategyParams:
     """A strategy's parameters from a plain dict, with a message that names every bad field."""
     cls = strategy_class(name)
+    cls.check_available()
     try:
         return cls.params_model(**(params or {}))
     except ValidationError as exc:

@@ -27,6 +27,7 @@ def strategies(
     if ctx.invoked_subcommand is not None:
         return
     from chunkbench.chunking.base import all_strategies, readable_sizes, size_defaults
+    from chunkbench.chunking.library import listing
     from chunkbench.embedding.registry import get_spec
 
     try:
@@ -38,19 +39,21 @@ def strategies(
          "params": {key: field.default for key, field in cls.params_model.model_fields.items()}
          | size_defaults(cls.name, spec.readable_chunk_tokens),
          "readable_sizes": readable_sizes(cls.name, spec.readable_chunk_tokens),
-         "corpus_model_id": spec.id, "variant_of": cls.variant.base if cls.variant else None}
+         "corpus_model_id": spec.id, "variant_of": cls.variant.base if cls.variant else None,
+         "in_default_set": cls.in_default_set, **listing(cls)}
         for cls in all_strategies()
     ]  # fmt: skip
     if as_json:
         print_json(catalog)
         return
-    table = Table("strategy", "boundary model", f"parameters (defaults on {spec.id})", "description")
+    table = Table("strategy", "library", "boundary model", f"parameters (defaults on {spec.id})", "description")
     for item in catalog:
         params = ", ".join(
             f"{k}={v}" + (f" (read whole up to {item['readable_sizes'][k]})" if k in item["readable_sizes"] else "")
             for k, v in item["params"].items()
         )
-        table.add_row(item["name"], "yes" if item["needs_boundary_model"] else "", params, item["description"])
+        boundary = "yes" if item["needs_boundary_model"] else ""
+        table.add_row(item["name"], _library_cell(item), boundary, params, item["description"])
     out.print(table)
     if spec.readable_chunk_tokens is not None:
         out.print(
@@ -59,6 +62,15 @@ def strategies(
             "bench/defaults.py). Other models: --corpus-model ID.",
             highlight=False,
         )
+
+
+def _library_cell(item: dict) -> str:
+    """chunkbench's own: blank; a library's: its name and version, or how to install it."""
+    if "library" not in item:
+        return ""
+    if item["available"]:
+        return f"{item['library']} {item['library_version']}"
+    return f"{item['library']} (not installed: {item['install']})"
 
 
 def _corpus_role_model() -> str:

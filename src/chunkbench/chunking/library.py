@@ -19,6 +19,7 @@ import bisect
 import importlib.util
 import re
 from abc import abstractmethod
+from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
@@ -39,6 +40,7 @@ from chunkbench.errors import ChunkingError, MissingExtraError
 from chunkbench.text.tokens import get_tokenizer
 
 _SPACE = re.compile(r"\s+")
+_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -87,13 +89,17 @@ class LibraryStrategy(ChunkingStrategy):
         super().__init__(params, boundary=boundary, prefixer=prefixer)
         self._details: dict[str, Any] = {}
 
+    @classmethod
+    def check_available(cls) -> None:
+        require(cls)
+
     @abstractmethod
     def split(self, document: ChunkingInput) -> list[Piece]:
         """The library's chunks of ``document.markdown``, in document order."""
 
     def chunk(self, document: ChunkingInput) -> list[Chunk]:
         pieces = [piece for piece in self.split(document) if piece.text.strip()]
-        spans, differed = locate(document.markdown, pieces, strategy=self.name.value)
+        spans, differed = locate(document.markdown, pieces, strategy=str(self.name))
         factory = ChunkFactory(self.name, document)
         self._details = {
             "library": self.library,
@@ -122,8 +128,29 @@ def info(cls: type[ChunkingStrategy]) -> LibraryInfo | None:
     """The library behind ``cls``; None for a strategy of chunkbench's own."""
     if not issubclass(cls, LibraryStrategy):
         return None
-    importable = all(importlib.util.find_spec(module) is not None for module in cls.modules)
+    importable = all(_importable(module) for module in cls.modules)
     return LibraryInfo(cls.library, library_version(cls.library) if importable else None, cls.extra)
+
+
+def listing(cls: type[ChunkingStrategy]) -> dict[str, Any]:
+    """What every listing (CLI, ``GET /strategies``, the dashboard) shows of a strategy's library: nothing for
+    chunkbench's own; else the library, its version here (None: not installed), and the command that installs it."""
+    found = info(cls)
+    if found is None:
+        return {}
+    return {
+        "library": found.library,
+        "library_version": found.version,
+        "available": found.available,
+        "install": found.install,
+    }
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a dotted name whose parent package is missing
+        return False
 
 
 def require(cls: type[LibraryStrategy]) -> None:
@@ -194,6 +221,15 @@ class _Skeleton:
                     kept.append(character)
                     self.offsets.append(offset)
         self.text = "".join(kept)
+        self._words: list[tuple[str, int, int]] | None = None
+        self.word_starts: list[int] = []
+
+    def words(self, markdown: str) -> list[tuple[str, int, int]]:
+        """The markdown's words with their offsets (read once, on the first piece that needs them)."""
+        if self._words is None:
+            self._words = [(m.group(), m.start(), m.end()) for m in _WORD.finditer(markdown)]
+            self.word_starts = [start for _, start, _ in self._words]
+        return self._words
 
     def index_of(self, offset: int) -> int:
         """The skeleton position of the first kept character at or after ``offset``."""
@@ -205,9 +241,9 @@ def locate(markdown: str, pieces: list[Piece], *, strategy: str) -> tuple[list[t
 
     Pieces run in document order (they may overlap), so each is looked for from the previous one's start on. A
     piece is, in order of preference: where the library says it starts, when the markdown holds its text there;
-    its text found verbatim; its text found once whitespace is ignored on both sides; or the span from its first
-    line's first occurrence to its last line's, for a piece whose characters were rewritten too (a serialised
-    table, a heading whose ``#`` were dropped). A piece found none of these ways is an error naming it.
+    its text found verbatim; its text found once whitespace is ignored on both sides; or, for a piece whose
+    characters were rewritten too (a serialised table, a heading whose ``#`` were dropped), the span from where its
+    first words occur to where its last words do. A piece found none of these ways is an error naming it.
     """
     spans: list[tuple[int, int]] = []
     differed = 0
@@ -242,35 +278,53 @@ def _loose(markdown: str, skeleton: _Skeleton, text: str, cursor: int) -> tuple[
     bare = _bare(text)
     if not bare:
         return None
-    begin = skeleton.index_of(cursor)
-    at = skeleton.text.find(bare, begin)
+    at = skeleton.text.find(bare, skeleton.index_of(cursor))
     if at >= 0:
         return skeleton.offsets[at], skeleton.offsets[at + len(bare) - 1] + 1
-    # Rewritten characters: anchor the span on the piece's first and last lines (whitespace ignored), each the
-    # longest prefix / suffix of that line the markdown holds.
-    lines = [_bare(line) for line in text.splitlines() if _bare(line)]
-    head = _longest_found(skeleton.text, lines[0], begin, prefix=True)
+    return _by_words(markdown, skeleton, text, cursor)
+
+
+def _by_words(markdown: str, skeleton: _Skeleton, text: str, cursor: int) -> tuple[int, int] | None:
+    """Rewritten characters (a serialised table, a heading without its ``#``): the span from where the piece's first
+    words occur to where its last words do, when it holds at least half of the piece's words."""
+    words = _WORD.findall(text)
+    if not words:
+        return None
+    document = skeleton.words(markdown)
+    names = [w for w, _, _ in document]
+    first = bisect.bisect_left(skeleton.word_starts, cursor)
+    head = _find_run(names, words, first, from_start=True)
     if head is None:
         return None
-    first, length = head
-    tail = _longest_found(skeleton.text, lines[-1], first, prefix=False)
-    last = (tail[0] + tail[1] - 1) if tail is not None else first + length - 1
-    return skeleton.offsets[first], skeleton.offsets[max(last, first + length - 1)] + 1
+    least = head + max(0, len(words) // 2 - 1)
+    tail = _find_run(names, words, least, from_start=False)
+    if tail is None:
+        tail = _find_run(names, words, head, from_start=False)
+    end = tail if tail is not None and tail >= head else head
+    covered = Counter(names[head : end + 1])
+    found = sum(min(count, covered[word]) for word, count in Counter(words).items())
+    if found * 2 < len(words):
+        return None
+    start, stop = document[head][1], document[end][2]
+    # The punctuation around the first and last words ("| day", "The end.") belongs to the span when it is there.
+    before = text[: _WORD.search(text).start()].strip()
+    after = text[list(_WORD.finditer(text))[-1].end() :].strip()
+    if before and markdown[max(0, start - len(before)) : start] == before:
+        start -= len(before)
+    if after and markdown.startswith(after, stop):
+        stop += len(after)
+    return start, stop
 
 
-def _longest_found(haystack: str, needle: str, begin: int, *, prefix: bool) -> tuple[int, int] | None:
-    """Where the longest prefix (or suffix) of ``needle`` of at least 8 characters (or all of a shorter one) first
-    occurs in ``haystack`` from ``begin``, and its length."""
-    low, high, found = min(8, len(needle)), len(needle), None
-    while low <= high:
-        size = (low + high) // 2
-        part = needle[:size] if prefix else needle[-size:]
-        at = haystack.find(part, begin)
-        if at >= 0:
-            found, low = (at, size), size + 1
-        else:
-            high = size - 1
-    return found
+def _find_run(names: list[str], words: list[str], begin: int, *, from_start: bool) -> int | None:
+    """The first position from ``begin`` of the piece's first (or last) three words in a row, else two, else one:
+    the index of the run's first word (``from_start``) or of its last."""
+    for size in range(min(3, len(words)), 0, -1):
+        run = words[:size] if from_start else words[-size:]
+        for index in range(begin, len(names) - size + 1):
+            if names[index : index + size] == run:
+                return index if from_start else index + size - 1
+    return None
 
 
 def _clip(text: str, limit: int = 60) -> str:

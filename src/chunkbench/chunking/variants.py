@@ -113,6 +113,7 @@ def _variant_class(base: type[ChunkingStrategy], variant: Variant) -> type[Chunk
         # A pinned parameter no longer takes its default from Settings (CHUNKBENCH_CHUNK_SIZE…).
         "settings_defaults": {k: v for k, v in base.settings_defaults.items() if k not in variant.params},
         "variant": variant,
+        "in_default_set": False,
     }
     return type(f"{base.__name__}_{variant.name}", (base,), namespace)
 

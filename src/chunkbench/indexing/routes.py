@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request, Response, status
 from pydantic import BaseModel
 
+from chunkbench.chunking import library
 from chunkbench.chunking.base import all_strategies
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
 from chunkbench.indexing import corpus_job, service, sizes
@@ -127,6 +128,8 @@ def list_strategies(
             params_schema=cls.params_model.model_json_schema(),
             variant_of=cls.variant.base if cls.variant else None,
             pinned_params=dict(cls.variant.params) if cls.variant else {},
+            in_default_set=cls.in_default_set,
+            **library.listing(cls),
             corpus_model_id=spec.id,
             **sizes.model_sizes(cls.name, spec),
         )

@@ -113,6 +113,14 @@ class StrategyInfo(BaseModel):
     # A variant (chunking/variants.py): the strategy it derives from and the parameters it pins.
     variant_of: str | None = None
     pinned_params: dict[str, Any] = {}
+    # Whether "all strategies" (processing's default) runs it: chunkbench's own do, variants and library ones do not.
+    in_default_set: bool = True
+    # A library's strategy (chunking/library.py): the distribution, its installed version (None: not installed, the
+    # strategy answers 400 naming ``install``), whether it can run here.
+    library: str | None = None
+    library_version: str | None = None
+    available: bool = True
+    install: str | None = None
     # For ``corpus_model_id`` (``GET /strategies?corpus_model=…``, else the Admin Corpus role): each size parameter's
     # default on that model (the schema's default applies to the others) and the largest value it reads whole.
     corpus_model_id: str | None = None

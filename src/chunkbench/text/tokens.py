@@ -48,6 +48,10 @@ class Tokenizer:
     def decode(self, ids) -> str:
         return self._encoding.decode([int(i) for i in ids])
 
+    def decode_bytes(self, ids) -> bytes:
+        """The UTF-8 bytes of ``ids``: a window may start or end inside a multi-byte character."""
+        return self._encoding.decode_bytes([int(i) for i in ids])
+
     def boundaries(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """``(ids, offsets)``: ``offsets[i]`` is the character where token ``i`` starts; ``offsets[-1] == len(text)``.
 

@@ -644,7 +644,9 @@ function ProcessPanel({ title, path, Result, onDone }) {
   const strategies = useApi(() => api(corpus ? `/strategies?corpus_model=${encodeURIComponent(corpus)}` : "/strategies"),
     [corpus]);
   const models = useApi(() => api("/admin/embedding-models"), []);
-  const [checked, setChecked] = useState(null); // null until /strategies answers: then every strategy
+  // null until /strategies answers: then chunkbench's own (what "all strategies" runs); variants and library
+  // chunkers are offered unchecked.
+  const [checked, setChecked] = useState(null);
   const [boundary, setBoundary] = useState("");
   const [mismatch, setMismatch] = useState(false); // allow_language_mismatch: processed, with a warning on the run
   const [params, setParams] = useState({}); // {strategy: {field: raw input}}: only what the person changed
@@ -652,7 +654,9 @@ function ProcessPanel({ title, path, Result, onDone }) {
   const [result, setResult] = useState(null);
   const [error, setError] = useState(null);
 
-  useEffect(() => { if (strategies.data && !checked) setChecked(new Set(strategies.data.map((s) => s.name))); }, [strategies.data]);
+  useEffect(() => {
+    if (strategies.data && !checked) setChecked(new Set(strategies.data.filter((s) => s.in_default_set).map((s) => s.name)));
+  }, [strategies.data]);
 
   if (strategies.error || models.error) return html`<div><h2>${title}</h2>
     <${ErrorBox} error=${strategies.error || models.error} /></div>`;
@@ -706,9 +710,13 @@ function ProcessPanel({ title, path, Result, onDone }) {
     <h2>${title}</h2>
     <div class="stack">
       <fieldset><legend>Strategies</legend><div class="checks">
-        ${strategies.data.map((s) => html`<label title=${s.description}><input type="checkbox" checked=${checked.has(s.name)}
-          onChange=${() => toggle(s.name)} disabled=${!!job} />${s.name}</label>`)}
+        ${strategies.data.filter((s) => s.in_default_set).map((s) => html`<${StrategyCheck} key=${s.name} strategy=${s}
+          checked=${checked.has(s.name)} onToggle=${toggle} disabled=${!!job} />`)}
       </div></fieldset>
+      ${strategies.data.some((s) => !s.in_default_set) ? html`<fieldset><legend>Variants and library chunkers</legend>
+        <div class="checks">${strategies.data.filter((s) => !s.in_default_set).map((s) => html`<${StrategyCheck}
+          key=${s.name} strategy=${s} checked=${checked.has(s.name)} onToggle=${toggle} disabled=${!!job} />`)}
+        </div></fieldset>` : null}
       <div class="row">
         <label><span><${Term} name="corpus_model" /> (embeds the chunks)</span>
           <${ModelSelect} label="Corpus model" models=${models.data.models} value=${corpus} onChange=${setCorpus}
@@ -898,3 +906,13 @@ function bytes(n) {
   return `${(n / 1024 / 1024).toFixed(1)} MB`;
 }
 
+
+// One strategy to run: a library's names its library and version, or, not installed, how to install it (and cannot be
+// chosen: processing would answer 400 with that command).
+function StrategyCheck({ strategy: s, checked, onToggle, disabled }) {
+  const missing = s.library && !s.available;
+  const title = missing ? `${s.description} Not installed: ${s.install}` : s.description;
+  return html`<label title=${title} class=${missing ? "muted" : ""}><input type="checkbox" checked=${checked && !missing}
+    onChange=${() => onToggle(s.name)} disabled=${disabled || missing} />${s.name}${s.library ? html` <span
+    class="muted small">${missing ? `${s.library} · not installed` : `${s.library} ${s.library_version}`}</span>` : null}</label>`;
+}

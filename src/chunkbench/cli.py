@@ -69,14 +69,20 @@ def load_extensions() -> None:
     """Import CHUNKBENCH_PLUGINS_DIR's plugins, then register the strategy variants of the variants file (a
     variant's name is then a valid --strategy).
 
-    A broken plugin or variants file prints its error (the file named) and exits 1. Without a plugin directory
-    and a variants file nothing is imported, so commands keep starting fast.
+    A broken plugin, entry point or variants file prints its error (the file or package named) and exits 1. The
+    entry points' classes are imported (their libraries are not); without a plugin directory and a variants file
+    nothing else is, so commands keep starting fast.
     """
     settings = get_settings()
     directory = settings.plugins_dir
     from chunkbench.errors import ChunkingError, PluginError
 
     try:
+        # The installed packages' strategies (entry points, chunkbench's own library adapters among them) first: a
+        # request names them before anything looks a strategy up (`process --strategies langchain_token`).
+        from chunkbench.chunking import entry_points
+
+        entry_points.load()
         if directory is not None and directory.exists():
             from chunkbench.plugins import load_plugins
 

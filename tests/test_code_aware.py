@@ -215,9 +215,12 @@ def test_small_definitions_and_imports_merge_up_to_the_size(settings: Settings):
     for chunk in merged:
         assert chunk.token_count <= 512
     # Merged chunks name the innermost symbol holding all of them.
-    pair = _holding(merged, "\tremove(section) {")
-    assert "\teach() {" in pair.text and pair.heading_path == ["spine", "Spine"]
+    # A short run (a commented-out method) takes in the next definition; a definition of its own size takes in
+    # nothing after it.
+    pair = _holding(merged, "// insert(section, index) {")
+    assert "\tremove(section) {" in pair.text and pair.heading_path == ["spine", "Spine"]
     assert _holding(alone, "\tremove(section) {").heading_path == ["spine", "Spine", "remove"]
+    assert not any("\tfirst() {" in c.text and "\tlast() {" in c.text for c in merged)
 
 
 @pytest.mark.parametrize(("path", "comment"), [(OWN, "#"), (REAL / "proxy.go", "//"), (REAL / "Renderer.ts", "//")])

@@ -118,7 +118,7 @@ class _Source:
             start = previous.start_byte
         return start
 
-    def name(self, node: Node, inner: Node) -> tuple[str, ...]:
+    def name(self, inner: Node) -> tuple[str, ...]:
         """The path parts a definition adds: its identifier (``Point`` for ``impl Display for Point``), a Go method's
         receiver type before its own name."""
         if inner.type == "method_declaration" and (receiver := inner.child_by_field_name("receiver")) is not None:
@@ -169,7 +169,7 @@ class _Source:
             if not node.is_named or index in taken:
                 continue
             inner = definition_in(node) if index in begins else None
-            item_path = (*path, *self.name(node, inner)) if inner is not None else path
+            item_path = (*path, *self.name(inner)) if inner is not None else path
             found.append((begins.get(index, node.start_byte), node, inner is not None, item_path))
         if not found:
             return []
@@ -267,8 +267,9 @@ class _Packer:
                 continue
             if run:
                 joined = self.source.count(run[0].start, item.end)
-                # A header always takes what follows it when both fit.
-                mergeable = greedy or run[-1].is_header or run_tokens < self.small or tokens < self.small
+                # A header always takes what follows it when both fit; otherwise only a small run takes in more,
+                # so a definition of its own size is never diluted by its small neighbours.
+                mergeable = greedy or run[-1].is_header or run_tokens < self.small
                 if joined <= self.size and mergeable:
                     run.append(item)
                     run_tokens = joined

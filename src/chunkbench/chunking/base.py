@@ -61,6 +61,8 @@ class ChunkingInput:
     markdown: str
     tree: DocumentTree
     title: str | None = None
+    # The programming language of a code document (``documents.code_language``); None for prose.
+    code_language: str | None = None
 
 
 class BoundaryEmbedder(Protocol):

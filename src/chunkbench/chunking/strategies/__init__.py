@@ -1,6 +1,7 @@
 """The built-in strategies; importing this package registers them (``chunking.base.register_strategy``)."""
 
 from chunkbench.chunking.strategies import (  # noqa: F401
+    cluster_semantic,
     contextual_retrieval,
     fixed_size,
     recursive,

@@ -139,7 +139,7 @@ def test_a_plugin_strategy_validates_its_params_and_unknown_names_keep_todays_42
     assert error["type"] == "enum"
     assert error["msg"] == (
         "Input should be 'fixed_size', 'recursive', 'semantic', 'contextual_retrieval', "
-        "'semantic_parent_child' or 'paragraph'"
+        "'semantic_parent_child', 'cluster_semantic' or 'paragraph'"
     )
     openapi = plugin_client.get("/openapi.json").json()
     assert "paragraph" in json.dumps(openapi["components"]["schemas"]["ProcessIn"])

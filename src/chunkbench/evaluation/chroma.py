@@ -1,8 +1,10 @@
-"""Chroma's general chunking evaluation with Chroma's settings: the six all-MiniLM-L6-v2 rows we reproduce.
+"""Chroma's general chunking evaluation with Chroma's settings: the all-MiniLM-L6-v2 rows we reproduce.
 
 Chroma's ``TokenTextSplitter`` rows map to our ``fixed_size`` strategy, its ``RecursiveCharacterTextSplitter``
 rows (``RecursiveTokenChunker`` with cl100k lengths) to our ``recursive`` strategy with Chroma's literal
-separators; each row is a strategy variant (``fixed_size_250_125``). Every row retrieves 5 chunks per question
+separators, its ``ClusterSemanticChunker`` rows to ``cluster_semantic`` (max_chunk_size 250 and 200, pieces of 50
+tokens, embedded with MiniLM as the Boundary model, as Chroma embedded them); each row is a strategy variant
+(``fixed_size_250_125``). Every row retrieves 5 chunks per question
 across all corpora with MiniLM (dense), as Chroma did. The run itself is a corpus benchmark
 (``benchmarking/chroma.py``): this module holds the rows, the published figures and the data.
 """
@@ -25,7 +27,14 @@ CHROMA_MODEL = "all-MiniLM-L6-v2"
 CHROMA_RETRIEVE = 5
 # RecursiveTokenChunker's default separators in Chroma's chunking_evaluation.
 CHROMA_SEPARATORS = ["\n\n", "\n", ".", "?", "!", " ", ""]
-_CHUNKERS = {StrategyName.FIXED_SIZE: "TokenTextSplitter", StrategyName.RECURSIVE: "RecursiveCharacterTextSplitter"}
+# ClusterSemanticChunker's pieces: RecursiveTokenChunker at min_chunk_size tokens (Chroma's default, 50).
+CLUSTER_MIN_CHUNK_SIZE = 50
+_CLUSTER_SEMANTIC = "cluster_semantic"
+_CHUNKERS = {
+    StrategyName.FIXED_SIZE.value: "TokenTextSplitter",
+    StrategyName.RECURSIVE.value: "RecursiveCharacterTextSplitter",
+    _CLUSTER_SEMANTIC: "ClusterSemanticChunker",
+}
 
 
 @dataclass(frozen=True)
@@ -49,10 +58,13 @@ class ChromaConfig:
 
     @property
     def chunker(self) -> str:
-        return _CHUNKERS[self.strategy]
+        return _CHUNKERS[self.strategy.value]
 
     @property
     def params(self) -> dict[str, Any]:
+        if self.strategy.value == _CLUSTER_SEMANTIC:
+            # Chroma's rows name max_chunk_size; its pieces stay at the default size, with no overlap.
+            return {"max_chunk_size": self.chunk_size, "min_chunk_size": CLUSTER_MIN_CHUNK_SIZE}
         params: dict[str, Any] = {"chunk_size": self.chunk_size, "chunk_overlap": self.chunk_overlap}
         if self.strategy is StrategyName.RECURSIVE:
             params["separators"] = list(CHROMA_SEPARATORS)
@@ -63,7 +75,7 @@ CHROMA_CONFIGS: tuple[ChromaConfig, ...] = tuple(
     ChromaConfig(strategy, size, overlap)
     for strategy in (StrategyName.FIXED_SIZE, StrategyName.RECURSIVE)
     for size, overlap in ((250, 125), (250, 0), (200, 0))
-)
+) + tuple(ChromaConfig(StrategyName.add(_CLUSTER_SEMANTIC), size, 0) for size in (250, 200))
 
 
 def select_configs(name: str | None) -> list[ChromaConfig]:

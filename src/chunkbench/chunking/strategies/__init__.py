@@ -2,6 +2,7 @@
 
 from chunkbench.chunking.strategies import (  # noqa: F401
     code_aware,
+    cluster_semantic,
     contextual_retrieval,
     fixed_size,
     recursive,

@@ -1,6 +1,6 @@
 """One person's journey through the whole dashboard, in a real browser on the real app (MiniLM, embedded Qdrant,
-SQLite): upload a Word and a PDF document, process the Word one with all five strategies, ask it a question and
-read the Expansion Tree, benchmark the five strategies on a question file, inspect a retrieval, and read the
+SQLite): upload a Word and a PDF document, process the Word one with all six strategies, ask it a question and
+read the Expansion Tree, benchmark the six strategies on a question file, inspect a retrieval, and read the
 Decision Board. Only the browser is used; every stage leaves a journey-*.png screenshot."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from docgen import office, pdfs
 
 expect = pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package").expect
 
-STRATEGIES = ["fixed_size", "recursive", "semantic", "contextual_retrieval", "semantic_parent_child"]
+STRATEGIES = ["fixed_size", "recursive", "semantic", "contextual_retrieval", "semantic_parent_child", "table_aware"]
 WINDOW = 30  # fixed_size chunk size in tokens, without overlap: the report is cut into ceil(tokens / 30) windows
 # Every evidence snippet is a sentence of office.make_structured_docx, so each one is placed exactly.
 QUESTIONS = [
@@ -84,7 +84,7 @@ def test_a_person_goes_from_upload_to_the_decision_board(page, tmp_path: Path):
     expect(pdf_panel.get_by_label("Section tree").get_by_text("Chapter 2 Overview of topic 2")).to_be_visible()
     _shoot(page, "1-pdf")
 
-    # 2. Process the report with all five strategies (every box is ticked by default); fixed_size in 30-token
+    # 2. Process the report with all six strategies (every box is ticked by default); fixed_size in 30-token
     # windows without overlap, so the report's Markdown, as the preview shows it, gives the window count.
     page.get_by_role("tab", name="Documents").click()
     report.get_by_role("button", name="report.docx").click()
@@ -96,9 +96,9 @@ def test_a_person_goes_from_upload_to_the_decision_board(page, tmp_path: Path):
         expect(documents.get_by_role("checkbox", name=name, exact=True)).to_be_checked()
     documents.get_by_label("fixed_size Chunk Size").fill(str(WINDOW))
     documents.get_by_label("fixed_size Chunk Overlap").fill("0")
-    documents.get_by_role("button", name="Run 5 strategies").click()
+    documents.get_by_role("button", name="Run 6 strategies").click()
     outcome = documents.get_by_role("table", name="Strategy outcomes")
-    expect(outcome.locator("tbody tr")).to_have_count(5, timeout=120_000)
+    expect(outcome.locator("tbody tr")).to_have_count(6, timeout=120_000)
     rows = {
         cells[0]: cells
         for cells in (r.get_by_role("cell").all_inner_texts() for r in outcome.locator("tbody tr").all())
@@ -142,7 +142,7 @@ def test_a_person_goes_from_upload_to_the_decision_board(page, tmp_path: Path):
     expect(query.get_by_test_id("query-sources")).to_contain_text(f"Sources ({1 + before + after})")
     _shoot(page, "3-query")
 
-    # 4. Benchmarks: upload the question file, validate it (all five snippets placed), run the five strategies.
+    # 4. Benchmarks: upload the question file, validate it (all five snippets placed), run the six strategies.
     page.get_by_role("tab", name="Benchmarks").click()
     bench = page.locator("#panel-benchmarks")
     expect(bench.get_by_role("combobox", name="Document", exact=True).locator("option:checked")).to_have_text(
@@ -166,7 +166,7 @@ def test_a_person_goes_from_upload_to_the_decision_board(page, tmp_path: Path):
     bench.get_by_label("top_k values").fill("3")
     bench.get_by_role("button", name="Dry run").click()
     expect(bench.get_by_role("region", name="Dry run")).to_contain_text(
-        "5 configurations × 5 questions = 25 cells · 0 LLM calls"
+        "6 configurations × 5 questions = 30 cells · 0 LLM calls"
     )
     _shoot(page, "4-validation")
 
@@ -175,11 +175,11 @@ def test_a_person_goes_from_upload_to_the_decision_board(page, tmp_path: Path):
     expect(experiment.get_by_role("heading", name="Experiment: report.docx completed")).to_be_visible(timeout=120_000)
     listed = bench.get_by_role("table", name="Experiments").locator("tbody tr")
     expect(listed).to_have_count(1)
-    expect(listed.first).to_contain_text("25/25")
+    expect(listed.first).to_contain_text("30/30")
     # The Experiment's own count agrees with the list once the run is over (not the last figure polled mid-run).
-    expect(experiment.locator("dl.kv")).to_contain_text("5 · cells 25/25")
+    expect(experiment.locator("dl.kv")).to_contain_text("6 · cells 30/30")
     aggregates = experiment.get_by_role("table", name="Aggregates").locator("tbody tr")
-    expect(aggregates).to_have_count(5)
+    expect(aggregates).to_have_count(6)
     for name in STRATEGIES:
         expect(aggregates.filter(has_text=f"{name}/dense/k3")).to_have_count(1)
     decision = experiment.get_by_role("region", name="Decision")
@@ -204,11 +204,11 @@ def test_a_person_goes_from_upload_to_the_decision_board(page, tmp_path: Path):
     expect(evidence).to_be_visible()
     _shoot(page, "6-inspect")
 
-    # 6. The Decision Board: the Experiment's five configurations in the heat table, and the same verdict.
+    # 6. The Decision Board: the Experiment's six configurations in the heat table, and the same verdict.
     page.get_by_role("tab", name="Decision Board").click()
     expect(page.get_by_test_id("candidate")).to_have_count(1)
     configurations = page.get_by_test_id("config-row")
-    expect(configurations).to_have_count(5)
+    expect(configurations).to_have_count(6)
     for name in STRATEGIES:
         expect(configurations.filter(has_text=f"{name}/dense/k3")).to_have_count(1)
     verdict = page.get_by_test_id("verdict")

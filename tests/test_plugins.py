@@ -29,7 +29,14 @@ from test_benchmarks import QUESTIONS
 from test_queries import HANDBOOK
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "plugins"
-BUILT_IN_STRATEGIES = ["fixed_size", "recursive", "semantic", "contextual_retrieval", "semantic_parent_child"]
+BUILT_IN_STRATEGIES = [
+    "fixed_size",
+    "recursive",
+    "semantic",
+    "contextual_retrieval",
+    "semantic_parent_child",
+    "table_aware",
+]
 # The handbook's three paragraphs, exactly as its markdown holds them.
 LEAVE, EQUIPMENT, TRAVEL = (block.strip() for block in re.split(r"\n## \w+\n", HANDBOOK)[1:])
 
@@ -132,7 +139,7 @@ def test_a_plugin_strategy_validates_its_params_and_unknown_names_keep_todays_42
     assert error["type"] == "enum"
     assert error["msg"] == (
         "Input should be 'fixed_size', 'recursive', 'semantic', 'contextual_retrieval', "
-        "'semantic_parent_child' or 'paragraph'"
+        "'semantic_parent_child', 'table_aware' or 'paragraph'"
     )
     openapi = plugin_client.get("/openapi.json").json()
     assert "paragraph" in json.dumps(openapi["components"]["schemas"]["ProcessIn"])
@@ -421,7 +428,7 @@ def test_open_names_behave_like_the_enum_they_replaced():
     import copy
     import pickle
 
-    assert [s.value for s in StrategyName] == BUILT_IN_STRATEGIES and len(StrategyName) == 5
+    assert [s.value for s in StrategyName] == BUILT_IN_STRATEGIES and len(StrategyName) == 6
     assert StrategyName("semantic") is StrategyName.SEMANTIC and StrategyName.SEMANTIC == "semantic"
     assert copy.deepcopy(StrategyName.RECURSIVE) is StrategyName.RECURSIVE
     assert pickle.loads(pickle.dumps(RetrieverName.BM25)) is RetrieverName.BM25

@@ -121,7 +121,7 @@ class OpenName(str, metaclass=_OpenNameType):
 
 
 class StrategyName(OpenName):
-    """The chunking strategies: the five built-ins (seed 000 §4.1) plus any a plugin registers."""
+    """The chunking strategies: the five built-ins of seed 000 §4.1 and table_aware, plus any a plugin registers."""
 
     # The name starts a Qdrant collection name, parsed back as ``{strategy}__{model}_collection``: words joined
     # by single underscores never hold the ``__`` separator. Digits make variants' names (``fixed_size_250_125``).
@@ -131,6 +131,7 @@ class StrategyName(OpenName):
     SEMANTIC: ClassVar[StrategyName]
     CONTEXTUAL_RETRIEVAL: ClassVar[StrategyName]
     SEMANTIC_PARENT_CHILD: ClassVar[StrategyName]
+    TABLE_AWARE: ClassVar[StrategyName]
 
 
 StrategyName.FIXED_SIZE = StrategyName.add("fixed_size")
@@ -138,6 +139,7 @@ StrategyName.RECURSIVE = StrategyName.add("recursive")
 StrategyName.SEMANTIC = StrategyName.add("semantic")
 StrategyName.CONTEXTUAL_RETRIEVAL = StrategyName.add("contextual_retrieval")
 StrategyName.SEMANTIC_PARENT_CHILD = StrategyName.add("semantic_parent_child")
+StrategyName.TABLE_AWARE = StrategyName.add("table_aware")
 
 
 class RetrieverName(OpenName):

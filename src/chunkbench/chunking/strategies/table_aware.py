@@ -126,7 +126,7 @@ class TableAwareStrategy(ChunkingStrategy):
     into (:mod:`chunkbench.chunking.tables`). Overlap is carried from whole rows of the same table only.
     """
 
-    name = StrategyName.add("table_aware")
+    name = StrategyName.TABLE_AWARE
     settings_defaults: ClassVar[dict[str, str]] = {"chunk_size": "chunk_size"}
     size_params: ClassVar[dict[str, int]] = {"chunk_size": 0}
     description = (

@@ -110,7 +110,12 @@ def test_one_failing_strategy_never_stops_the_others(settings, document_id, clie
     body = response.json()
     assert {o["strategy"] for o in body["failed"]} == {"semantic", "semantic_parent_child"}
     assert all(o["error"] == "embedding_error" for o in body["failed"])
-    assert {o["strategy"] for o in body["completed"]} == {"fixed_size", "recursive", "contextual_retrieval"}
+    assert {o["strategy"] for o in body["completed"]} == {
+        "fixed_size",
+        "recursive",
+        "contextual_retrieval",
+        "table_aware",
+    }
     assert body["status"] == "indexed"
 
 

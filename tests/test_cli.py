@@ -129,5 +129,6 @@ def test_models_and_strategies_listing(data_dir):
         "contextual_retrieval",
         "semantic_parent_child",
         "code_aware",
+        "table_aware",
         "cluster_semantic",
     ]

@@ -18,7 +18,7 @@ from docgen import office, pdfs
 
 expect = pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package").expect
 
-STRATEGIES = ["fixed_size", "recursive", "semantic", "contextual_retrieval", "semantic_parent_child", "code_aware"]
+STRATEGIES = ["fixed_size", "recursive", "semantic", "contextual_retrieval", "semantic_parent_child"]
 WINDOW = 30  # fixed_size chunk size in tokens, without overlap: the report is cut into ceil(tokens / 30) windows
 # Every evidence snippet is a sentence of office.make_structured_docx, so each one is placed exactly.
 QUESTIONS = [

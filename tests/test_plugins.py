@@ -36,6 +36,7 @@ BUILT_IN_STRATEGIES = [
     "contextual_retrieval",
     "semantic_parent_child",
     "code_aware",
+    "table_aware",
     "cluster_semantic",
 ]
 # The handbook's three paragraphs, exactly as its markdown holds them.
@@ -140,7 +141,7 @@ def test_a_plugin_strategy_validates_its_params_and_unknown_names_keep_todays_42
     assert error["type"] == "enum"
     assert error["msg"] == (
         "Input should be 'fixed_size', 'recursive', 'semantic', 'contextual_retrieval', "
-        "'semantic_parent_child', 'code_aware', 'cluster_semantic' or 'paragraph'"
+        "'semantic_parent_child', 'code_aware', 'table_aware', 'cluster_semantic' or 'paragraph'"
     )
     openapi = plugin_client.get("/openapi.json").json()
     assert "paragraph" in json.dumps(openapi["components"]["schemas"]["ProcessIn"])

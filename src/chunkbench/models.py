@@ -121,7 +121,8 @@ class OpenName(str, metaclass=_OpenNameType):
 
 
 class StrategyName(OpenName):
-    """The chunking strategies: the built-ins (seed 000 §4.1's five and code_aware) plus any a plugin registers."""
+    """The chunking strategies: the five built-ins of seed 000 §4.1, code_aware and table_aware (cluster_semantic
+    registers on import), plus any a plugin registers."""
 
     # The name starts a Qdrant collection name, parsed back as ``{strategy}__{model}_collection``: words joined
     # by single underscores never hold the ``__`` separator. Digits make variants' names (``fixed_size_250_125``).
@@ -132,6 +133,7 @@ class StrategyName(OpenName):
     CONTEXTUAL_RETRIEVAL: ClassVar[StrategyName]
     SEMANTIC_PARENT_CHILD: ClassVar[StrategyName]
     CODE_AWARE: ClassVar[StrategyName]
+    TABLE_AWARE: ClassVar[StrategyName]
 
 
 StrategyName.FIXED_SIZE = StrategyName.add("fixed_size")
@@ -140,6 +142,7 @@ StrategyName.SEMANTIC = StrategyName.add("semantic")
 StrategyName.CONTEXTUAL_RETRIEVAL = StrategyName.add("contextual_retrieval")
 StrategyName.SEMANTIC_PARENT_CHILD = StrategyName.add("semantic_parent_child")
 StrategyName.CODE_AWARE = StrategyName.add("code_aware")
+StrategyName.TABLE_AWARE = StrategyName.add("table_aware")
 
 
 class RetrieverName(OpenName):

@@ -8,4 +8,5 @@ from chunkbench.chunking.strategies import (  # noqa: F401
     recursive,
     semantic,
     semantic_parent_child,
+    table_aware,
 )

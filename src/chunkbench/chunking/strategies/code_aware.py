@@ -331,6 +331,8 @@ class CodeAwareStrategy(ChunkingStrategy):
     """
 
     name = StrategyName.CODE_AWARE
+    # Named explicitly (a code corpus), not in "all strategies": on prose it is recursive again, at twice the cost.
+    in_default_set: ClassVar[bool] = False
     settings_defaults: ClassVar[dict[str, str]] = {"chunk_size": "chunk_size"}
     # With prefix_symbol the path comment is embedded with the chunk: leave room for it.
     size_params: ClassVar[dict[str, int]] = {"chunk_size": SYMBOL_PREFIX_TOKENS}

@@ -122,4 +122,13 @@ def test_models_and_strategies_listing(data_dir):
     assert minilm["semantic_threshold"] == 0.45
     assert _invoke("models", "threshold", "all-MiniLM-L6-v2", "1.5").exit_code == 1
     names = [s["name"] for s in json.loads(_invoke("strategies", "--json").stdout)]
-    assert names == ["fixed_size", "recursive", "semantic", "contextual_retrieval", "semantic_parent_child"]
+    assert names == [
+        "fixed_size",
+        "recursive",
+        "semantic",
+        "contextual_retrieval",
+        "semantic_parent_child",
+        "code_aware",
+        "table_aware",
+        "cluster_semantic",
+    ]

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from chunkbench.app import create_app
 from chunkbench.chunking import entry_points
-from chunkbench.chunking.base import default_strategies
+from chunkbench.chunking.base import all_strategies
 from chunkbench.cli import app as cli_app
 from chunkbench.config import Settings, get_settings
 from chunkbench.documents.parsers import supported_suffixes
@@ -30,7 +30,16 @@ from test_benchmarks import QUESTIONS
 from test_queries import HANDBOOK
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "plugins"
-BUILT_IN_STRATEGIES = ["fixed_size", "recursive", "semantic", "contextual_retrieval", "semantic_parent_child"]
+BUILT_IN_STRATEGIES = [
+    "fixed_size",
+    "recursive",
+    "semantic",
+    "contextual_retrieval",
+    "semantic_parent_child",
+    "code_aware",
+    "table_aware",
+    "cluster_semantic",
+]
 # The handbook's three paragraphs, exactly as its markdown holds them.
 LEAVE, EQUIPMENT, TRAVEL = (block.strip() for block in re.split(r"\n## \w+\n", HANDBOOK)[1:])
 
@@ -340,7 +349,8 @@ def test_a_broken_plugin_stops_the_app_start_with_its_file_named_and_leaves_noth
         pass  # pragma: no cover (the start fails)
     assert str(bad) in raised.value.message and raised.value.details["plugin"] == str(bad)
     # All or nothing: the good plugin loaded before the broken one was rolled back.
-    assert "alpha" not in StrategyName and [s.value for s in default_strategies()] == BUILT_IN_STRATEGIES
+    listed = [c.name for c in all_strategies() if c.name not in entry_points.ORIGINS]
+    assert "alpha" not in StrategyName and listed == BUILT_IN_STRATEGIES
     assert ".md" in supported_suffixes()
 
 
@@ -424,9 +434,9 @@ def test_open_names_behave_like_the_enum_they_replaced():
     import pickle
 
     # The built-ins first; the strategies of installed packages (chunkbench's own library adapters, registered by its
-    # entry points) follow, and are never in the default set.
-    assert [s.value for s in StrategyName][:5] == BUILT_IN_STRATEGIES
-    assert [s.value for s in default_strategies()] == BUILT_IN_STRATEGIES
+    # entry points) follow.
+    assert [s.value for s in StrategyName][: len(BUILT_IN_STRATEGIES)] == BUILT_IN_STRATEGIES
+    assert len(StrategyName) == len(BUILT_IN_STRATEGIES) + len(entry_points.ORIGINS)
     assert StrategyName("semantic") is StrategyName.SEMANTIC and StrategyName.SEMANTIC == "semantic"
     assert copy.deepcopy(StrategyName.RECURSIVE) is StrategyName.RECURSIVE
     assert pickle.loads(pickle.dumps(RetrieverName.BM25)) is RetrieverName.BM25

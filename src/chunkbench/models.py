@@ -121,7 +121,8 @@ class OpenName(str, metaclass=_OpenNameType):
 
 
 class StrategyName(OpenName):
-    """The chunking strategies: the five built-ins (seed 000 §4.1) plus any a plugin registers."""
+    """The chunking strategies: the five built-ins of seed 000 §4.1, code_aware and table_aware (cluster_semantic
+    registers on import), plus any a plugin registers."""
 
     # The name starts a Qdrant collection name, parsed back as ``{strategy}__{model}_collection``: words joined
     # by single underscores never hold the ``__`` separator. Digits make variants' names (``fixed_size_250_125``).
@@ -131,6 +132,8 @@ class StrategyName(OpenName):
     SEMANTIC: ClassVar[StrategyName]
     CONTEXTUAL_RETRIEVAL: ClassVar[StrategyName]
     SEMANTIC_PARENT_CHILD: ClassVar[StrategyName]
+    CODE_AWARE: ClassVar[StrategyName]
+    TABLE_AWARE: ClassVar[StrategyName]
 
 
 StrategyName.FIXED_SIZE = StrategyName.add("fixed_size")
@@ -138,6 +141,8 @@ StrategyName.RECURSIVE = StrategyName.add("recursive")
 StrategyName.SEMANTIC = StrategyName.add("semantic")
 StrategyName.CONTEXTUAL_RETRIEVAL = StrategyName.add("contextual_retrieval")
 StrategyName.SEMANTIC_PARENT_CHILD = StrategyName.add("semantic_parent_child")
+StrategyName.CODE_AWARE = StrategyName.add("code_aware")
+StrategyName.TABLE_AWARE = StrategyName.add("table_aware")
 
 
 class RetrieverName(OpenName):

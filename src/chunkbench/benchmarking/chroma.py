@@ -1,9 +1,9 @@
-"""Chroma's reproduction as a corpus benchmark: the six MiniLM rows are one Experiment, with a Decision and reports.
+"""Chroma's reproduction as a corpus benchmark: Chroma's MiniLM rows are one Experiment, with a Decision and reports.
 
 ``chunkbench eval chroma`` is a face of the corpus benchmark (``corpus_eval``): Chroma's five corpora are ingested
 into the corpus ``chroma-eval`` (source keys ``chatlogs.md`` …), each row is a strategy variant
 (``fixed_size_250_125`` = fixed_size pinning chunk_size 250 and overlap 125, recorded in the variants file), the
-corpus is processed with the six variants on all-MiniLM-L6-v2 as one corpus job, and the 472 questions are
+corpus is processed with the rows' variants on all-MiniLM-L6-v2 as one corpus job, and the 472 questions are
 benchmarked over the whole corpus, dense, k=5 — Chroma's protocol, which is the corpus benchmark's. The rows are
 read back from the Experiment's cells, next to the published ones.
 """
@@ -59,6 +59,8 @@ def reproduce(
         questions=questions, strategies=strategies, corpus_model=CHROMA_MODEL, retriever="dense",
         top_k=CHROMA_RETRIEVE, scope="corpus", name=f"Chroma reproduction ({CHROMA_MODEL}, n={CHROMA_RETRIEVE})",
         tenant_id=tenant_id, progress=progress,
+        # Chroma embedded ClusterSemanticChunker's pieces with the row's model: MiniLM is the Boundary model too.
+        boundary_model=CHROMA_MODEL,
     )  # fmt: skip
     rows = [
         {

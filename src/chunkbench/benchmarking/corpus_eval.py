@@ -72,10 +72,12 @@ def evaluate(
     name: str,
     tenant_id: str,
     progress: Progress | None = None,
+    boundary_model: str | None = None,
 ) -> CorpusEvaluation:
     """Ingest ``sources`` into ``corpus``, process it with ``strategies`` on ``corpus_model``, and benchmark
     ``questions`` (each naming its document by source key, id or stem) with one retriever at one k, retrieval
-    only (no answers, no judge)."""
+    only (no answers, no judge); ``boundary_model``: the Boundary model of the strategies needing one (default: the
+    configured role)."""
     # The whole request is checked before any work: a bad retriever, k or scope must not cost a corpus job first.
     try:
         benchmark = BenchmarkIn(
@@ -96,7 +98,7 @@ def evaluate(
     timings["ingest"] = time.perf_counter() - started
 
     started = time.perf_counter()
-    request = ProcessIn(strategies=list(strategies), corpus_model_id=corpus_model)
+    request = ProcessIn(strategies=list(strategies), corpus_model_id=corpus_model, boundary_model_id=boundary_model)
     with database.session() as session:
         plan = corpus_job.plan(session, settings, corpus, request, tenant_id=tenant_id)
     processed = corpus_job.run(database, settings, store, plan, _sub(progress, "process"))

@@ -41,6 +41,9 @@ class Chunk:
     heading_path: list[str] = field(default_factory=list)
     parent_id: str | None = None
     enriched_content: str | None = None
+    # What must be read before ``text`` to understand it, not part of its span: a table part's header rows. The
+    # answerer is shown it above the text (the query pipeline reads the payload's ``context_header``).
+    context_header: str | None = None
     # Parents of ``semantic_parent_child`` are stored for context, never searched directly.
     is_parent: bool = False
     # The prompt-injection verdict taken at processing time (None = not checked): stored in the point payload.
@@ -61,6 +64,8 @@ class ChunkingInput:
     markdown: str
     tree: DocumentTree
     title: str | None = None
+    # The programming language of a code document (``documents.code_language``); None for prose.
+    code_language: str | None = None
 
 
 class BoundaryEmbedder(Protocol):

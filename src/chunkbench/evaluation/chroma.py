@@ -1,8 +1,12 @@
-"""Chroma's general chunking evaluation with Chroma's settings: the six all-MiniLM-L6-v2 rows we reproduce.
+"""Chroma's general chunking evaluation with Chroma's settings: the all-MiniLM-L6-v2 rows we reproduce.
 
 Chroma's ``TokenTextSplitter`` rows map to our ``fixed_size`` strategy, its ``RecursiveCharacterTextSplitter``
 rows (``RecursiveTokenChunker`` with cl100k lengths) to our ``recursive`` strategy with Chroma's literal
-separators; each row is a strategy variant (``fixed_size_250_125``). Every row retrieves 5 chunks per question
+separators, its ``ClusterSemanticChunker`` rows to ``cluster_semantic`` (max_chunk_size 250 and 200, pieces of 50
+tokens, embedded with MiniLM as the Boundary model, as Chroma embedded them); each row is a strategy variant
+(``fixed_size_250_125``). The Token and Recursive rows also run through LangChain's own splitters (the library
+adapters ``langchain_token``, ``langchain_recursive``: ``langchain_token-250-0`` …, named explicitly, never in "all").
+Every row retrieves 5 chunks per question
 across all corpora with MiniLM (dense), as Chroma did. The run itself is a corpus benchmark
 (``benchmarking/chroma.py``): this module holds the rows, the published figures and the data.
 """
@@ -25,10 +29,14 @@ CHROMA_MODEL = "all-MiniLM-L6-v2"
 CHROMA_RETRIEVE = 5
 # RecursiveTokenChunker's default separators in Chroma's chunking_evaluation.
 CHROMA_SEPARATORS = ["\n\n", "\n", ".", "?", "!", " ", ""]
+# ClusterSemanticChunker's pieces: RecursiveTokenChunker at min_chunk_size tokens (Chroma's default, 50).
+CLUSTER_MIN_CHUNK_SIZE = 50
+_CLUSTER_SEMANTIC = "cluster_semantic"
 # The published chunker each strategy's rows are compared with, and the strategies that take Chroma's separators.
 _CHUNKERS = {
-    "fixed_size": "TokenTextSplitter",
-    "recursive": "RecursiveCharacterTextSplitter",
+    StrategyName.FIXED_SIZE.value: "TokenTextSplitter",
+    StrategyName.RECURSIVE.value: "RecursiveCharacterTextSplitter",
+    _CLUSTER_SEMANTIC: "ClusterSemanticChunker",
     "langchain_token": "TokenTextSplitter",
     "langchain_recursive": "RecursiveCharacterTextSplitter",
 }
@@ -61,6 +69,9 @@ class ChromaConfig:
 
     @property
     def params(self) -> dict[str, Any]:
+        if self.strategy.value == _CLUSTER_SEMANTIC:
+            # Chroma's rows name max_chunk_size; its pieces stay at the default size, with no overlap.
+            return {"max_chunk_size": self.chunk_size, "min_chunk_size": CLUSTER_MIN_CHUNK_SIZE}
         params: dict[str, Any] = {"chunk_size": self.chunk_size, "chunk_overlap": self.chunk_overlap}
         if self.strategy.value in _WITH_SEPARATORS:
             params["separators"] = list(CHROMA_SEPARATORS)
@@ -71,7 +82,7 @@ CHROMA_CONFIGS: tuple[ChromaConfig, ...] = tuple(
     ChromaConfig(strategy, size, overlap)
     for strategy in (StrategyName.FIXED_SIZE, StrategyName.RECURSIVE)
     for size, overlap in ((250, 125), (250, 0), (200, 0))
-)
+) + tuple(ChromaConfig(StrategyName.add(_CLUSTER_SEMANTIC), size, 0) for size in (250, 200))
 # The same published rows through the library adapters (chunking/adapters/): named explicitly, never in "all", as
 # their library is an optional extra.
 LIBRARY_CONFIGS: tuple[ChromaConfig, ...] = tuple(
@@ -82,7 +93,7 @@ LIBRARY_CONFIGS: tuple[ChromaConfig, ...] = tuple(
 
 
 def select_configs(name: str | None) -> list[ChromaConfig]:
-    """The configuration called ``name`` (e.g. ``recursive-250-0``, ``langchain_token-250-0``), or the six of
+    """The configuration called ``name`` (e.g. ``recursive-250-0``, ``langchain_token-250-0``), or the rows of
     chunkbench's own strategies for ``None``/``all``."""
     if name is None or name == "all":
         return list(CHROMA_CONFIGS)

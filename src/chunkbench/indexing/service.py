@@ -255,7 +255,12 @@ def claim(session: Session, settings: Settings, process_plan: ProcessPlan) -> Ch
     }
     tree = DocumentTree.from_dict(row.document_tree)
     return ChunkingInput(
-        document_id=row.id, document_name=row.filename, markdown=row.parsed_text, tree=tree, title=tree.root.heading
+        document_id=row.id,
+        document_name=row.filename,
+        markdown=row.parsed_text,
+        tree=tree,
+        title=tree.root.heading,
+        code_language=row.code_language,
     )
 
 

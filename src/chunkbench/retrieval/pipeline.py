@@ -157,8 +157,9 @@ class Source:
 
     @property
     def passage(self) -> str:
-        """What the answerer reads for this source: the chunk, then its parent's text."""
-        return f"{self.chunk.text}\n\n{self.parent.text}" if self.parent is not None else self.chunk.text
+        """What the answerer reads for this source: the chunk (under its context header), then its parent's text."""
+        text = self.chunk.readable_text
+        return f"{text}\n\n{self.parent.text}" if self.parent is not None else text
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,8 @@ class SourceOut(BaseModel):
     end_index: int
     heading_path: list[str]
     text: str
+    # Shown to the answerer above ``text`` (a table part's header rows); not part of the chunk's span.
+    context_header: str | None = None
     parent_text: str | None = None
     # The prompt-injection verdict of the passage (guard/injection.py); a flagged passage was marked or left out
     # of the answer's context per ``injection_chunk_policy`` (``injection_action``: marked, dropped or passed).

@@ -65,6 +65,18 @@ class RetrievedChunk:
         )
 
     @property
+    def context_header(self) -> str | None:
+        """What must be read before the text (a table part's header rows; ``Chunk.context_header``), or None."""
+        header = self.payload.get("context_header")
+        return str(header) if header else None
+
+    @property
+    def readable_text(self) -> str:
+        """What the answerer reads of this chunk: its context header, then its text."""
+        header = self.context_header
+        return f"{header}\n{self.text}" if header else self.text
+
+    @property
     def prefix(self) -> str | None:
         """The context prefix the chunk was embedded behind (contextual retrieval); None for other strategies."""
         return context_prefix(self.text, self.payload.get("enriched_content"))

@@ -102,6 +102,7 @@ def source_out(source: Source) -> SourceOut:
     return SourceOut(
         **source.chunk.to_dict(),
         number=source.number,
+        context_header=source.chunk.context_header,
         parent_text=source.parent.text if source.parent is not None else None,
         injection_risk=verdict.risk if verdict else 0.0,
         injection_reasons=list(verdict.reasons) if verdict else [],

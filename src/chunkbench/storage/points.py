@@ -43,6 +43,7 @@ class StoredChunk(Protocol):
     parent_id: str | None
     is_parent: bool
     enriched_content: str | None
+    context_header: str | None
     injection_risk: float | None
     injection_reasons: tuple[str, ...]
 
@@ -127,6 +128,8 @@ def chunk_payload(chunk: StoredChunk, *, tenant_id: str, model_id: str) -> dict[
     }
     if chunk.enriched_content is not None:
         payload["enriched_content"] = chunk.enriched_content
+    if chunk.context_header is not None:
+        payload["context_header"] = chunk.context_header
     if chunk.injection_risk is not None:
         payload["injection_risk"] = chunk.injection_risk
         payload["injection_reasons"] = list(chunk.injection_reasons)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -40,7 +41,7 @@ _NON_SPACE = re.compile(r"\S")
 _SECTION_NODES = (NodeType.SECTION, NodeType.ARTICLE)
 
 
-class RecursiveParams(StrategyParams):
+class SectionParams(StrategyParams):
     """Chunk length, carried-over tokens, and the size under which a section joins the next one."""
 
     chunk_size: int = Field(512, ge=1, le=8192, description="Maximum tokens per chunk (cl100k_base)")
@@ -53,6 +54,17 @@ class RecursiveParams(StrategyParams):
         le=8192,
         description="A section shorter than this joins the following section when both fit in one chunk",
     )
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> Self:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(f"chunk_overlap ({self.chunk_overlap}) must be less than chunk_size ({self.chunk_size})")
+        return self
+
+
+class RecursiveParams(SectionParams):
+    """:class:`SectionParams`, and the literal separators of LangChain's algorithm."""
+
     separators: list[str] | None = Field(
         None,
         min_length=1,
@@ -63,12 +75,6 @@ class RecursiveParams(StrategyParams):
         ),
     )
 
-    @model_validator(mode="after")
-    def _overlap_below_size(self) -> Self:
-        if self.chunk_overlap >= self.chunk_size:
-            raise ValueError(f"chunk_overlap ({self.chunk_overlap}) must be less than chunk_size ({self.chunk_size})")
-        return self
-
     @model_serializer(mode="wrap")
     def _omit_default_separators(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Runs recorded before ``separators`` existed and runs without it must dump the same parameters.
@@ -78,8 +84,12 @@ class RecursiveParams(StrategyParams):
         return data
 
 
-class _Cutter:
-    """Cuts one document; token counts during the search come from one encoding of the whole text."""
+class Cutter:
+    """Cuts one document; token counts during the search come from one encoding of the whole text.
+
+    A subclass can change the separators of a range (:meth:`separators`) and where a carried overlap may start
+    (:meth:`carry_start`): ``table_aware`` cuts tables between rows, then cells.
+    """
 
     def __init__(self, text: str, offsets: np.ndarray, tokenizer: Tokenizer) -> None:
         self.text = text
@@ -96,14 +106,24 @@ class _Cutter:
         if self.approx(start, end) <= limit:
             return [(start, end)]
         points: list[int] = []
+        separators = self.separators(start, end)
         while level < _TOKEN_LEVEL:
-            points = [m.end() for m in _SEPARATORS[level - 1].finditer(self.text, start, end) if m.end() < end]
+            # ``start <`` drops an empty first piece, for a separator that can match an empty string.
+            points = [m.end() for m in separators[level - 1].finditer(self.text, start, end) if start < m.end() < end]
             if points:
                 break
             level += 1
         if level == _TOKEN_LEVEL:
             return self._token_spans(start, end, limit)
         return self.pack([start, *points, end], level, limit)
+
+    def separators(self, start: int, end: int) -> tuple[re.Pattern[str], ...]:
+        """The separators that cut ``[start, end)``, strongest first, one per level below the headings."""
+        return _SEPARATORS
+
+    def carry_start(self, position: int, start: int) -> int:
+        """Where overlap carried into the chunk starting at ``start`` begins, proposed at ``position``."""
+        return position
 
     def pack(self, edges: list[int], level: int, limit: int) -> list[Span]:
         """Greedily join consecutive pieces ``edges[i]..edges[i+1]``; a piece too long is cut one level deeper."""
@@ -235,7 +255,7 @@ def _literal_spans(text: str, separators: list[str], size: int, overlap: int) ->
     return [(a, b, count) for (a, b), count in zip(spans, counts, strict=True)]
 
 
-def _section_starts(document: ChunkingInput) -> list[int]:
+def section_starts(document: ChunkingInput) -> list[int]:
     """Where each heading starts: the tree's sections and articles, else markdown heading lines."""
     starts: list[int] = []
     # Only sections hold sections: walk those, not the (many) paragraphs.
@@ -265,6 +285,100 @@ def _last_leading_heading(text: str, section_starts: list[int], start: int, end:
             break
         anchor, position = section_starts[following], following
     return anchor
+
+
+def label_chunks(
+    document: ChunkingInput, strategy: StrategyName, spans: list[Sized], section_starts: list[int]
+) -> list[Chunk]:
+    """The chunks of ``spans``, labelled as ``strategy``'s.
+
+    A chunk that opens with headings only (a short section joined to the next) takes the heading
+    path of its first body text, the innermost of those headings, rather than of its first line.
+    """
+    factory = ChunkFactory(strategy, document)
+    text = document.markdown
+    chunks: list[Chunk] = []
+    for index, (start, end, count) in enumerate(spans):
+        chunk = factory.make(index, start, end, token_count=count)
+        anchor = _last_leading_heading(text, section_starts, start, end)
+        if anchor != start:
+            chunk.heading_path = factory.headings.path_at(anchor)
+        chunks.append(chunk)
+    return chunks
+
+
+def section_spans(
+    document: ChunkingInput,
+    params: SectionParams,
+    section_starts: list[int],
+    cutter_type: Callable[[str, np.ndarray, Tokenizer], Cutter] = Cutter,
+) -> list[Sized]:
+    """``(start, end, token_count)`` of the heading-aware chunks (see :class:`RecursiveStrategy`), cut by a
+    ``cutter_type`` built on the document's text, token offsets and tokenizer."""
+    text = document.markdown
+    if not text.strip():
+        return []
+    tokenizer = get_tokenizer()
+    _ids, offsets = tokenizer.boundaries(text)
+    cutter = cutter_type(text, offsets, tokenizer)
+    size, overlap = params.chunk_size, params.chunk_overlap
+    limit = size - overlap
+
+    edges = sorted({0, *section_starts, len(text)})
+    spans: list[Span] = []
+    opens: list[bool] = []  # does the span start a section: no overlap is carried into it
+    pending: int | None = None  # start of short sections waiting to join the next one
+    for start, end in itertools.pairwise(edges):
+        begin = start if pending is None else pending
+        pending = None
+        pieces = cutter.cut(begin, end, 1, limit)
+        if len(pieces) == 1:
+            if end < len(text) and cutter.approx(begin, end) < params.min_chunk_tokens:
+                pending = begin
+                continue
+            spans.append(pieces[0])
+            opens.append(True)
+        elif begin != start and cutter.approx(start, end) <= limit:
+            # The short sections and this one do not fit together: keep them apart.
+            spans += [(begin, start), (start, end)]
+            opens += [True, True]
+        else:
+            spans += pieces
+            opens += [True] + [False] * (len(pieces) - 1)
+
+    kept = [(span, opened) for span, opened in zip(cutter.trim(spans), opens, strict=True) if span]
+    own = [span for span, _ in kept]
+    starts = _carry(cutter, own, [opened for _, opened in kept], overlap) if overlap else [s for s, _ in own]
+    counts = tokenizer.count_many([text[s:e] for s, (_, e) in zip(starts, own, strict=True)])
+
+    chunks: list[Sized] = []
+    for start, (own_start, end), count in zip(starts, own, counts, strict=True):
+        if start != own_start and (count > size or (chunks and start <= chunks[-1][0])):
+            # Drop the carried tokens when they make the chunk too long, or when the previous chunk
+            # was cut finer and the carry would now start where that chunk's last piece starts.
+            start, count = own_start, tokenizer.count(text[own_start:end])
+        if count <= size:
+            chunks.append((start, end, count))
+        else:
+            chunks.extend(cutter.fit(start, end, size, limit - (count - size)))
+    return chunks
+
+
+def _carry(cutter: Cutter, spans: list[Span], opens: list[bool], overlap: int) -> list[int]:
+    """Chunk starts moved back to take up to ``overlap`` tokens from the previous chunk's end."""
+    text, bounds = cutter.text, cutter.bounds
+    starts = [spans[0][0]] if spans else []
+    for (prev_start, prev_end), (start, _end), opened in zip(spans, spans[1:], opens[1:], strict=False):
+        if opened:
+            starts.append(start)
+            continue
+        carry = max(bounds[max(bisect_left(bounds, prev_end) - overlap, 0)], prev_start + 1)
+        if not text[carry - 1].isspace() and (space := _WHITESPACE.search(text, carry, prev_end)):
+            # Start the carried text at a word boundary; text without spaces keeps the token boundary.
+            carry = space.end()
+        word = _NON_SPACE.search(text, carry, prev_end)
+        starts.append(cutter.carry_start(word.start(), start) if word else start)
+    return starts
 
 
 @register_strategy
@@ -307,94 +421,18 @@ class RecursiveStrategy(ChunkingStrategy):
         return self.make_chunks(document, self.name)
 
     def make_chunks(self, document: ChunkingInput, strategy: StrategyName) -> list[Chunk]:
-        """The chunks of :meth:`spans`, labelled as ``strategy``'s (contextual retrieval reuses these cuts).
-
-        A chunk that opens with headings only (a short section joined to the next) takes the heading
-        path of its first body text, the innermost of those headings, rather than of its first line.
-        """
-        factory = ChunkFactory(strategy, document)
-        text, section_starts = document.markdown, _section_starts(document)
-        chunks: list[Chunk] = []
-        for index, (start, end, count) in enumerate(self._spans(document, section_starts)):
-            chunk = factory.make(index, start, end, token_count=count)
-            anchor = _last_leading_heading(text, section_starts, start, end)
-            if anchor != start:
-                chunk.heading_path = factory.headings.path_at(anchor)
-            chunks.append(chunk)
-        return chunks
+        """The chunks of :meth:`spans`, labelled as ``strategy``'s (contextual retrieval reuses these cuts)."""
+        starts = section_starts(document)
+        return label_chunks(document, strategy, self._spans(document, starts), starts)
 
     def spans(self, document: ChunkingInput) -> list[Sized]:
         """``(start, end, token_count)`` of every chunk, in document order."""
-        return self._spans(document, _section_starts(document))
+        return self._spans(document, section_starts(document))
 
     def _spans(self, document: ChunkingInput, section_starts: list[int]) -> list[Sized]:
         params: RecursiveParams = self.params  # type: ignore[assignment]
-        text = document.markdown
-        if not text.strip():
-            return []
         if params.separators is not None:
-            return _literal_spans(text, list(params.separators), params.chunk_size, params.chunk_overlap)
-        tokenizer = get_tokenizer()
-        _ids, offsets = tokenizer.boundaries(text)
-        cutter = _Cutter(text, offsets, tokenizer)
-        size, overlap = params.chunk_size, params.chunk_overlap
-        limit = size - overlap
-
-        edges = sorted({0, *section_starts, len(text)})
-        spans: list[Span] = []
-        opens: list[bool] = []  # does the span start a section: no overlap is carried into it
-        pending: int | None = None  # start of short sections waiting to join the next one
-        for start, end in itertools.pairwise(edges):
-            begin = start if pending is None else pending
-            pending = None
-            pieces = cutter.cut(begin, end, 1, limit)
-            if len(pieces) == 1:
-                if end < len(text) and cutter.approx(begin, end) < params.min_chunk_tokens:
-                    pending = begin
-                    continue
-                spans.append(pieces[0])
-                opens.append(True)
-            elif begin != start and cutter.approx(start, end) <= limit:
-                # The short sections and this one do not fit together: keep them apart.
-                spans += [(begin, start), (start, end)]
-                opens += [True, True]
-            else:
-                spans += pieces
-                opens += [True] + [False] * (len(pieces) - 1)
-
-        kept = [(span, opened) for span, opened in zip(cutter.trim(spans), opens, strict=True) if span]
-        own = [span for span, _ in kept]
-        if overlap:
-            starts = self._carry(cutter, own, [opened for _, opened in kept], overlap)
-        else:
-            starts = [start for start, _ in own]
-        counts = tokenizer.count_many([text[s:e] for s, (_, e) in zip(starts, own, strict=True)])
-
-        chunks: list[Sized] = []
-        for start, (own_start, end), count in zip(starts, own, counts, strict=True):
-            if start != own_start and (count > size or (chunks and start <= chunks[-1][0])):
-                # Drop the carried tokens when they make the chunk too long, or when the previous chunk
-                # was cut finer and the carry would now start where that chunk's last piece starts.
-                start, count = own_start, tokenizer.count(text[own_start:end])
-            if count <= size:
-                chunks.append((start, end, count))
-            else:
-                chunks.extend(cutter.fit(start, end, size, limit - (count - size)))
-        return chunks
-
-    @staticmethod
-    def _carry(cutter: _Cutter, spans: list[Span], opens: list[bool], overlap: int) -> list[int]:
-        """Chunk starts moved back to take up to ``overlap`` tokens from the previous chunk's end."""
-        text, bounds = cutter.text, cutter.bounds
-        starts = [spans[0][0]] if spans else []
-        for (prev_start, prev_end), (start, _end), opened in zip(spans, spans[1:], opens[1:], strict=False):
-            if opened:
-                starts.append(start)
-                continue
-            carry = max(bounds[max(bisect_left(bounds, prev_end) - overlap, 0)], prev_start + 1)
-            if not text[carry - 1].isspace() and (space := _WHITESPACE.search(text, carry, prev_end)):
-                # Start the carried text at a word boundary; text without spaces keeps the token boundary.
-                carry = space.end()
-            word = _NON_SPACE.search(text, carry, prev_end)
-            starts.append(word.start() if word else start)
-        return starts
+            if not document.markdown.strip():
+                return []
+            return _literal_spans(document.markdown, list(params.separators), params.chunk_size, params.chunk_overlap)
+        return section_spans(document, params, section_starts)

@@ -38,13 +38,13 @@ _DEFINITION = re.compile(
     r"|class|module|method|singleton_method|internal_module"
 )
 # Function-like definitions: their bodies are code, not more outline.
-_FUNCTION_LIKE = re.compile(r"function|method|constructor|init_declaration|macro")
+FUNCTION_LIKE = re.compile(r"function|method|constructor|init_declaration|macro")
 # Statements that hold a definition (the range is theirs, the heading the definition's): Python decorators, JS/TS
 # exports, C++ templates, C typedefs, and JS/TS ``const f = () => {…}``.
 _WRAPPERS = frozenset({"decorated_definition", "export_statement", "template_declaration", "type_definition"})
 # Nodes whose statements are read as if in their place: what the grammar could not place (ERROR), and C/C++
 # conditional compilation (a header's include guard holds all of it).
-_TRANSPARENT = frozenset({"ERROR", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"})
+TRANSPARENT = frozenset({"ERROR", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"})
 _VARIABLE_STATEMENTS = frozenset({"lexical_declaration", "variable_declaration"})
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function", "class"})
 _BODY_TYPES = frozenset(
@@ -53,7 +53,7 @@ _BODY_TYPES = frozenset(
         "body_statement", "enumerator_list", "statements",
     }
 )  # fmt: skip
-_LEADING = re.compile(r"comment|attribute|decorator|annotation")
+LEADING = re.compile(r"comment|attribute|decorator|annotation")
 _HEADING_ENDS = re.compile(r"(?:\s|\{|\(|:|=>|=)+$")
 _MODIFIER_LINE = re.compile(r"^\s*(?:@|#\[)")
 _COMMENT_LINE = re.compile(r"^\s*(?:#|//|/\*|\*|--)")
@@ -136,16 +136,16 @@ class _Reader:
     def definitions(self, nodes: list[Node], depth: int) -> list[Definition]:
         found: list[Definition] = []
         for index, node in enumerate(nodes):
-            if node.type in _TRANSPARENT:
+            if node.type in TRANSPARENT:
                 found += self.definitions(node.children, depth)
                 continue
-            inner = _definition_in(node)
+            inner = definition_in(node)
             if inner is None or node.start_point.row == node.end_point.row:
                 continue
             start = self._leading_start(nodes, index)
             definition = Definition(self._heading(node, inner), self.char(start), self.char(node.end_byte))
-            body = _body(inner)
-            if depth < MAX_DEPTH and body is not None and not _FUNCTION_LIKE.search(inner.type):
+            body = definition_body(inner)
+            if depth < MAX_DEPTH and body is not None and not FUNCTION_LIKE.search(inner.type):
                 definition.children = self.definitions(body.children, depth + 1)
             found.append(definition)
         return found
@@ -157,7 +157,7 @@ class _Reader:
         for position in range(index - 1, -1, -1):
             previous = nodes[position]
             gap = self.data[previous.end_byte : start]
-            if not _LEADING.search(previous.type) or gap.strip() or gap.count(b"\n") > 1:
+            if not LEADING.search(previous.type) or gap.strip() or gap.count(b"\n") > 1:
                 break
             start = previous.start_byte
         return start
@@ -166,7 +166,7 @@ class _Reader:
         """The definition's signature: from its start (the inner definition's, past decorators and templates) to
         its body, on one line."""
         first = inner if node.type in ("decorated_definition", "template_declaration") else node
-        body = _body(inner)
+        body = definition_body(inner)
         end = body.start_byte if body is not None and body.start_byte > first.start_byte else None
         text = self.data[first.start_byte : end if end is not None else first.end_byte].decode("utf-8", "replace")
         lines = text.split("\n")
@@ -181,15 +181,15 @@ class _Reader:
         return heading or inner.type
 
 
-def _definition_in(node: Node) -> Node | None:
+def definition_in(node: Node) -> Node | None:
     """The definition a top-level statement is or holds, or ``None``."""
     if node.type in _WRAPPERS:
         inner = node.child_by_field_name("definition") or node.child_by_field_name("declaration")
         if inner is None:
-            inner = next((child for child in node.named_children if _definition_in(child) is not None), None)
+            inner = next((child for child in node.named_children if definition_in(child) is not None), None)
         if inner is None:
             return None
-        return _definition_in(inner)
+        return definition_in(inner)
     if node.type in _VARIABLE_STATEMENTS:
         for declarator in node.named_children:
             value = declarator.child_by_field_name("value")
@@ -198,12 +198,12 @@ def _definition_in(node: Node) -> Node | None:
         return None
     if _DEFINITION.fullmatch(node.type) is None:
         return None
-    if node.type.endswith("_specifier") and _body(node) is None:
+    if node.type.endswith("_specifier") and definition_body(node) is None:
         return None  # a C/C++ ``struct foo`` used as a type, not defined here
     return node
 
 
-def _body(node: Node) -> Node | None:
+def definition_body(node: Node) -> Node | None:
     """The node holding a definition's body (its block, class body, declaration list), or ``None``."""
     body = node.child_by_field_name("body")
     if body is not None:

@@ -7,6 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from chunkbench.chunking import entry_points
 from chunkbench.cli import app
 from chunkbench.config import get_settings
 
@@ -121,8 +122,9 @@ def test_models_and_strategies_listing(data_dir):
     minilm = next(m for m in listed["models"] if m["id"] == "all-MiniLM-L6-v2")
     assert minilm["semantic_threshold"] == 0.45
     assert _invoke("models", "threshold", "all-MiniLM-L6-v2", "1.5").exit_code == 1
-    names = [s["name"] for s in json.loads(_invoke("strategies", "--json").stdout)]
-    assert names == [
+    listed = json.loads(_invoke("strategies", "--json").stdout)
+    own = [s["name"] for s in listed if "library" not in s]
+    assert own == [
         "fixed_size",
         "recursive",
         "semantic",
@@ -132,3 +134,8 @@ def test_models_and_strategies_listing(data_dir):
         "table_aware",
         "cluster_semantic",
     ]
+    # Then the installed packages' strategies (the library adapters' entry points), by name, each with its library.
+    libraries = [s for s in listed if "library" in s]
+    names = [s["name"] for s in listed]
+    assert names == [*own, *sorted(entry_points.ORIGINS)] == [*own, *(s["name"] for s in libraries)]
+    assert all(s["available"] and s["library_version"] and not s["in_default_set"] for s in libraries)

@@ -20,7 +20,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from chunkbench import __version__
 from chunkbench.admin.routes import router as admin_router
 from chunkbench.benchmarking.routes import router as benchmarks_router
-from chunkbench.chunking import entry_points, variants
+from chunkbench.chunking import variants
+from chunkbench.chunking.base import load_strategies
 from chunkbench.config import Settings, get_settings
 from chunkbench.corpora.routes import router as corpora_router
 from chunkbench.documents.routes import router as documents_router
@@ -57,9 +58,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # First: the installed packages' strategies (entry points), so a request may name one before anything looks a
-        # strategy up, then the plugins; a broken one (PluginError naming it) stops the start before anything opens.
-        entry_points.load()
+        # First: the built-in strategies, then the installed packages' (entry points), so a request may name one before
+        # anything looks a strategy up, then the plugins; a broken one (PluginError naming it) stops the start before
+        # anything opens.
+        load_strategies()
         if loaded := load_plugins(settings.plugins_dir):
             logger.info("loaded %d plugin(s) from %s: %s", len(loaded), settings.plugins_dir, [p.name for p in loaded])
         # Then the strategy variants (a variant may derive from a plugin's strategy); a broken file stops the start.

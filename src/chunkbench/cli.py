@@ -78,11 +78,11 @@ def load_extensions() -> None:
     from chunkbench.errors import ChunkingError, PluginError
 
     try:
-        # The installed packages' strategies (entry points, chunkbench's own library adapters among them) first: a
-        # request names them before anything looks a strategy up (`process --strategies langchain_token`).
-        from chunkbench.chunking import entry_points
+        # The built-in strategies, then the installed packages' (entry points, chunkbench's own library adapters among
+        # them): a request names them before anything looks a strategy up (`process --strategies langchain_token`).
+        from chunkbench.chunking.base import load_strategies
 
-        entry_points.load()
+        load_strategies()
         if directory is not None and directory.exists():
             from chunkbench.plugins import load_plugins
 

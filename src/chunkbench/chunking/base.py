@@ -191,7 +191,7 @@ def register_strategy(cls: type[ChunkingStrategy]) -> type[ChunkingStrategy]:
     return cls
 
 
-def _load_all() -> None:
+def load_strategies() -> None:
     """The built-in strategies, then those of installed packages (the ``chunkbench.strategies`` entry points)."""
     import chunkbench.chunking.strategies  # noqa: F401  (registers the built-in strategies)
     from chunkbench.chunking import entry_points
@@ -229,7 +229,7 @@ def check_strategy(cls: Any) -> None:
 
 
 def strategy_class(name: StrategyName | str) -> type[ChunkingStrategy]:
-    _load_all()
+    load_strategies()
     try:
         return _STRATEGIES[StrategyName(name)]
     except (ValueError, KeyError) as exc:
@@ -287,7 +287,7 @@ def readable_sizes(name: StrategyName | str, readable_tokens: int | None) -> dic
 
 
 def all_strategies() -> list[type[ChunkingStrategy]]:
-    _load_all()
+    load_strategies()
     return [_STRATEGIES[name] for name in StrategyName if name in _STRATEGIES]
 
 

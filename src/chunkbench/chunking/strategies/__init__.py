@@ -1,8 +1,8 @@
 """The built-in strategies; importing this package registers them (``chunking.base.register_strategy``)."""
 
 from chunkbench.chunking.strategies import (  # noqa: F401
-    code_aware,
     cluster_semantic,
+    code_aware,
     contextual_retrieval,
     fixed_size,
     recursive,

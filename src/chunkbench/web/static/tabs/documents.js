@@ -713,7 +713,7 @@ function ProcessPanel({ title, path, Result, onDone }) {
         ${strategies.data.filter((s) => s.in_default_set).map((s) => html`<${StrategyCheck} key=${s.name} strategy=${s}
           checked=${checked.has(s.name)} onToggle=${toggle} disabled=${!!job} />`)}
       </div></fieldset>
-      ${strategies.data.some((s) => !s.in_default_set) ? html`<fieldset><legend>Variants and library chunkers</legend>
+      ${strategies.data.some((s) => !s.in_default_set) ? html`<fieldset><legend>More strategies, named explicitly</legend>
         <div class="checks">${strategies.data.filter((s) => !s.in_default_set).map((s) => html`<${StrategyCheck}
           key=${s.name} strategy=${s} checked=${checked.has(s.name)} onToggle=${toggle} disabled=${!!job} />`)}
         </div></fieldset>` : null}

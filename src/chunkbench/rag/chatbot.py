@@ -19,7 +19,7 @@ from chunkbench.llm.client import get_llm_client
 from chunkbench.rag.schemas import ChatFileOut, ChatHealthOut, ChatIndexOut, ChatQueryOut, ChatSourceOut
 from chunkbench.retrieval import pipeline
 from chunkbench.retrieval.schemas import ServingConfig
-from chunkbench.retrieval.serving import get_serving_config, serving_plan
+from chunkbench.retrieval.serving import get_indexed_serving_config, serving_plan
 from chunkbench.schemas import ErrorOut
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DocumentRow
@@ -30,7 +30,7 @@ _SOURCE_PREVIEW_CHARS = 200
 
 def _serving(database: Database, tenant_id: str) -> ServingConfig:
     with database.session() as session:
-        return get_serving_config(session, tenant_id)
+        return get_indexed_serving_config(session, tenant_id)
 
 
 def _index(

@@ -224,3 +224,19 @@ def test_the_cli_makes_operator_keys_on_the_servers_machine(cli, settings):  # n
     settings.auth = True
     with TestClient(create_app(settings)) as client:
         assert client.get("/admin/embedding-cache", headers=_bearer(key["key"])).status_code == 200
+
+
+def test_the_cli_wipes_as_the_operator_and_its_query_answers_not_indexed(client, cli):  # noqa: F811 (the fixture)
+    upload = client.post("/documents", files={"file": ("handbook.md", HANDBOOK.encode())})
+    document_id = upload.json()["document"]["id"]
+    processed = client.post(f"/documents/{document_id}/process", params={"wait": "true"}, json=PROCESS)
+    assert processed.status_code == 200, processed.text
+    wiped = cli.invoke(cli_app, ["collections", "wipe", RECURSIVE, "--yes"])
+    assert wiped.exit_code == 0, wiped.output
+    asked = cli.invoke(cli_app, ["query", document_id, QUESTION, "--strategy", "recursive", "--json"])
+    assert asked.exit_code == 1, asked.output
+    error = json.loads(asked.stdout)
+    assert error["error"] == "not_indexed" and error["details"]["strategy"] == "recursive"
+    assert f"chunkbench process {document_id} --strategies recursive --corpus-model {MODEL}" in error["message"]
+    # fixed_size still has its points: the document stays indexed.
+    assert client.get(f"/documents/{document_id}").json()["status"] == "indexed"

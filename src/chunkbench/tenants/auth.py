@@ -155,8 +155,12 @@ async def authenticate(
         record.tenant_id, per_minute=record.rate_limit_per_minute, burst=record.rate_limit_burst
     )
     principal = Principal(record.tenant_id, record.scopes, record.key_id)
-    if path in OPERATOR_PATHS and not principal.is_operator:
-        raise PermissionDeniedError(f"{path} needs an operator key. {OPERATOR_KEY_HINT}")
+    if not principal.is_operator and (path in OPERATOR_PATHS or _needs_operator(route)):
+        # Before the admin check: a plain key on an operator's route hears which key it needs, not "admin".
+        raise PermissionDeniedError(
+            f"{request.method} {path} acts on the whole deployment and needs an operator key. {OPERATOR_KEY_HINT}",
+            tenant_id=record.tenant_id,
+        )
     if _is_admin_path(path) and SCOPE_ADMIN not in principal.scopes:
         raise PermissionDeniedError(
             f"{path} needs an admin key (`chunkbench admin key create --tenant {record.tenant_id} --admin`)."
@@ -167,6 +171,26 @@ async def authenticate(
 
 def _is_admin_path(path: str) -> bool:
     return path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/")
+
+
+# Remembered on the route object itself: routes are not hashable, and an id could be reused by another app's route.
+_OPERATOR_FLAG = "_chunkbench_needs_operator"
+
+
+def _needs_operator(route: object) -> bool:
+    """Whether a route depends on :func:`require_operator` (read once per route from its dependency tree)."""
+    if route is None:
+        return False
+    known = getattr(route, _OPERATOR_FLAG, None)
+    if known is None:
+        pending, known = [getattr(route, "dependant", None)], False
+        while pending and not known:
+            dependant = pending.pop()
+            if dependant is not None:
+                known = any(d.call is require_operator for d in dependant.dependencies)
+                pending.extend(dependant.dependencies)
+        setattr(route, _OPERATOR_FLAG, known)
+    return known
 
 
 async def require_operator(request: Request, principal: Principal = Depends(authenticate)) -> Principal:

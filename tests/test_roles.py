@@ -83,17 +83,27 @@ def test_a_tenant_admin_sees_and_wipes_only_its_own_points(deployment):
     everything = _points(client, keys["operator"])
     own_a, own_b = _points(client, keys["tenant-a-admin"]), _points(client, keys["tenant-b-admin"])
     assert own_a[RECURSIVE] > 0 and own_b[RECURSIVE] > 0
+    # A collection only B's points are in is not listed to A at all.
+    only_b = collection_name("semantic", MODEL)
+    processed = client.post(
+        f"/documents/{docs['tenant-b']}/process", headers=keys["tenant-b"], params={"wait": "true"},
+        json={"strategies": ["semantic"]},
+    )  # fmt: skip
+    assert processed.status_code == 200, processed.text
+    assert only_b in _points(client, keys["tenant-b-admin"]) and only_b not in _points(client, keys["tenant-a-admin"])
     # The operator's figure is both tenants'; each admin's is its own (same handbook, same chunks).
     assert everything[RECURSIVE] == own_a[RECURSIVE] + own_b[RECURSIVE]
 
     wiped = client.post(f"/admin/qdrant/collections/{RECURSIVE}/wipe", headers=keys["tenant-b-admin"])
     assert wiped.status_code == 204, wiped.text
-    assert _points(client, keys["tenant-b-admin"])[RECURSIVE] == 0
+    assert RECURSIVE not in _points(client, keys["tenant-b-admin"])  # none of B's points is left in it
     assert _points(client, keys["tenant-a-admin"])[RECURSIVE] == own_a[RECURSIVE]  # A's points are all there
     answered = _query(client, keys["tenant-a"], docs["tenant-a"])
     assert answered.status_code == 201 and answered.json()["sources"], answered.text
     # B's run reads not indexed; its other strategy is untouched.
-    assert _runs(client, keys["tenant-b"], docs["tenant-b"]) == {"recursive": "not_indexed", "fixed_size": "completed"}
+    assert _runs(client, keys["tenant-b"], docs["tenant-b"]) == {
+        "recursive": "not_indexed", "fixed_size": "completed", "semantic": "completed",
+    }  # fmt: skip
     assert _runs(client, keys["tenant-a"], docs["tenant-a"])["recursive"] == "completed"
 
 

@@ -45,9 +45,11 @@ from chunkbench.text.tokens import count_tokens
 
 
 def list_collections(store: VectorStore, *, tenant_id: str | None) -> list[CollectionOut]:
-    """Every collection with its point count: the whole deployment's (``tenant_id`` None: the operator) or only the
-    tenant's own points (a tenant admin sees no other tenant's figures)."""
-    return [CollectionOut(**info) for info in store.list_collections(tenant_id)]
+    """Every collection with its point count (``tenant_id`` None: the operator), or the collections holding the
+    tenant's points with only its own counts (a tenant admin learns nothing of other tenants, not even which
+    strategies and models they index with)."""
+    listed = store.list_collections(tenant_id)
+    return [CollectionOut(**info) for info in listed if tenant_id is None or info["points"]]
 
 
 def clear_collection(

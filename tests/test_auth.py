@@ -47,6 +47,12 @@ def _keys(client, tenant: str, *, admin: bool = False) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
+def _operator_key(client) -> str:
+    """An operator key (of the default tenant), as `chunkbench admin key create --operator` makes it."""
+    with client.app.state.database.session() as session:
+        return service.create_key(session, "default", operator=True)[1]
+
+
 @pytest.mark.parametrize(
     "header",
     [None, "", "Bearer", "Bearer ", "Basic dXNlcjpwYXNz", "Token cb_0123456789ab_x", "Bearer not-a-key",
@@ -73,12 +79,15 @@ def test_a_key_gives_its_tenant_and_the_admin_scope_gates_admin_routes(auth_clie
         denied = auth_client.get(path, headers=tenant_a)
         assert denied.status_code == 403, path
         assert denied.json()["error"] == "forbidden"
-        assert "--admin" in denied.json()["message"]
+        assert ("--operator" if path == "/metrics" else "--admin") in denied.json()["message"]
     admin_a = _keys(auth_client, "acme", admin=True)
     assert auth_client.get("/admin/embedding-models", headers=admin_a).status_code == 200
     assert auth_client.get("/admin/questions", headers=admin_a).json() == []
-    # Every tenant's traffic is in the metrics: an operator's (admin) key reads them.
-    assert "chunkbench_http_requests_total" in auth_client.get("/metrics", headers=admin_a).text
+    # Every tenant's traffic is in the metrics: a tenant admin may not read them, an operator's key does.
+    refused = auth_client.get("/metrics", headers=admin_a)
+    assert refused.status_code == 403 and "--operator" in refused.json()["message"]
+    operator = {"Authorization": f"Bearer {_operator_key(auth_client)}"}
+    assert "chunkbench_http_requests_total" in auth_client.get("/metrics", headers=operator).text
     # An admin key is still its tenant's: the document list is acme's.
     assert auth_client.get("/documents", headers=admin_a).json()["total"] == 1
 

@@ -143,11 +143,14 @@ def test_chunk_sizes_per_strategy_on_shared_bins(client, document_id):
     assert width == histogram_bin_width(largest) and body["bins"] == largest // width + 1
     assert runs["semantic_parent_child"]["parent_count"] > 0 and body["tiny_threshold_tokens"] == 32
 
-    # A deleted collection leaves its run with nothing indexed, and the other histograms as they were.
+    # A deleted collection leaves its run not indexed (no histogram), and the other histograms as they were.
     deleted = client.delete(f"/admin/qdrant/collections/{_collection(client, document_id, 'fixed_size')}")
     assert deleted.status_code == 204
     after = {r["strategy"]: r for r in client.get(f"/admin/chunks/{document_id}/sizes").json()["runs"]}
-    assert after["fixed_size"]["chunk_count"] == 0 and sum(after["fixed_size"]["counts"]) == 0
+    assert "fixed_size" not in after
+    assert {r["strategy_name"]: r["status"] for r in client.get(f"/documents/{document_id}/runs").json()}[
+        "fixed_size"
+    ] == "not_indexed"
     assert after["semantic_parent_child"]["chunk_count"] == runs["semantic_parent_child"]["chunk_count"]
 
 

@@ -273,13 +273,15 @@ def test_top_k_defaults_to_the_tenants_serving_configuration(indexed):
     assert len(_ask(indexed, QUESTION, top_k=2)["sources"]) == 2
 
 
-def test_wiping_a_collection_invalidates_every_tenants_cache(indexed):
+def test_wiping_a_collection_answers_409_not_the_cached_answer_nor_an_empty_one(indexed):
     first = _ask(indexed, QUESTION)
     assert first["sources"] and _ask(indexed, QUESTION)["cached"] is True
     (collection,) = [c["name"] for c in indexed.get("/admin/qdrant/collections").json() if c["points"]]
     assert indexed.post(f"/admin/qdrant/collections/{collection}/wipe").status_code == 204
-    after = _ask(indexed, QUESTION)
-    assert after["cached"] is False and after["sources"] == [] and after["answer"] == NOT_ENOUGH_INFORMATION
+    # Neither the cached answer nor an empty one: the wiped run is not indexed, and the 409 says how to fix it.
+    after = indexed.post("/v1/query", json={"query": QUESTION})
+    assert after.status_code == 409 and after.json()["error"] == "not_indexed", after.text
+    assert "chunkbench process" in after.json()["message"]
 
 
 def test_a_chunk_with_planted_instructions_is_marked_in_the_llm_context_and_reported(settings):

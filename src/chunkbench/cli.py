@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from chunkbench.admin.commands import cache_app, collections_app, models_app
+from chunkbench.admin.commands import cache_app, collections_app, doctor, models_app
 from chunkbench.benchmarking.commands import bench_app, check_command, report_command, sweep_app
 from chunkbench.benchmarking.eval_commands import chroma_command, spans_command
 from chunkbench.chunking.commands import strategies_app
@@ -536,6 +536,7 @@ def query(
 
 # Defined with the benchmarks; a top-level command after the others in --help.
 app.command("report")(report_command)
+app.command("doctor")(doctor)
 app.command("check")(check_command)
 # The span evaluations run the corpus benchmark, so they are defined with the benchmarks (evaluation cannot import
 # them: benchmarking imports evaluation's metrics), and join the eval group here.

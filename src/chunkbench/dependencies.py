@@ -14,7 +14,7 @@ from chunkbench.errors import AuthenticationError
 from chunkbench.storage.db import Database
 from chunkbench.storage.vectors import VectorStore
 from chunkbench.storage.vectors import get_vector_store as _vector_store
-from chunkbench.tenants.auth import Principal, authenticate
+from chunkbench.tenants.auth import Principal, authenticate, require_operator
 
 # The dependencies that only read app.state are ``async``: FastAPI runs every plain ``def`` dependency
 # in the thread pool, a hop per dependency per request (~0.2 ms idle, milliseconds on a busy machine).
@@ -61,4 +61,6 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 DatabaseDep = Annotated[Database, Depends(get_database)]
 TenantDep = Annotated[str, Depends(get_tenant)]
 PrincipalDep = Annotated[Principal, Depends(authenticate)]
+# Deployment-wide operations: the operator's key (or auth off); 403 for every tenant's own keys.
+OperatorDep = Annotated[Principal, Depends(require_operator)]
 VectorStoreDep = Annotated[VectorStore, Depends(get_vector_store)]

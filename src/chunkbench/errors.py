@@ -206,6 +206,14 @@ class CollectionMissingError(QueryError):
     """A search named a (strategy, Corpus model) collection that does not exist: nothing was processed that way."""
 
 
+class NotIndexedError(ChunkbenchError):
+    """A query names a (document, strategy, Corpus model) whose points were removed (a wipe, a dropped collection,
+    a failed upsert): the run is marked not indexed until the document is processed again."""
+
+    status_code = 409
+    code = "not_indexed"
+
+
 class PluginError(ChunkbenchError):
     """A plugin under CHUNKBENCH_PLUGINS_DIR failed to import or registered something invalid; start is refused."""
 
@@ -311,7 +319,8 @@ class AuthenticationError(ChunkbenchError):
 
 
 class PermissionDeniedError(ChunkbenchError):
-    """A valid key without the scope the endpoint needs (``admin`` for ``/admin/*``)."""
+    """A valid key without the scope the endpoint needs (``admin`` for ``/admin/*``, ``operator`` for what acts on
+    the whole deployment)."""
 
     status_code = 403
     code = "forbidden"

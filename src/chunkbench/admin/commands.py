@@ -10,6 +10,7 @@ from rich.table import Table
 from chunkbench.config import get_settings
 from chunkbench.console import (
     JsonOption,
+    err,
     fail,
     open_database,
     out,
@@ -116,8 +117,8 @@ def _collection_op(name: str, operation: str, yes: bool, as_json: bool) -> None:
     settings, database = open_database()
     store = vector_store(settings)
     try:
-        with database.session() as session:
-            clear_collection(session, store, name, delete=operation == "delete")
+        # The CLI runs on the server's machine, as the operator: every tenant's points.
+        clear_collection(database, store, name, delete=operation == "delete")
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc
     if as_json:
@@ -220,3 +221,48 @@ def collections_migrate(as_json: JsonOption = False) -> None:
         for name, points in report.collections.items():
             out.print(f"migrated {name}: {points} points")
         out.print(f"The old folder is kept as {report.backup}: delete it once you are satisfied.")
+
+
+def doctor(
+    repair: Annotated[
+        bool, typer.Option("--repair", help="Delete orphan points; process again the runs whose points are gone")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Compare the metadata store with the vector store (every tenant, document, strategy and Corpus model) and
+    report every difference; exit 1 when one remains."""
+    from chunkbench.admin import consistency
+
+    settings, database = open_database()
+    try:
+        store = vector_store(settings)
+        if repair:
+            report = consistency.repair(database, settings, store, progress=lambda message: err.print(message))
+        else:
+            report = consistency.check(database, store)
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
+    if as_json:
+        print_json(report.model_dump(mode="json"))
+    else:
+        _print_report(report)
+    if not report.consistent:
+        raise typer.Exit(code=1)
+
+
+def _print_report(report) -> None:
+    out.print(
+        f"compared {report.tenants} tenant(s), {report.documents} document(s), {report.runs} indexed run(s), "
+        f"{report.collections} collection(s), {report.points} point(s)"
+    )
+    if report.findings:
+        repaired = ["repair"] if report.repaired else []
+        table = Table("tenant", "document", "strategy", "Corpus model", "finding", *repaired)
+        for f in report.findings:
+            row = [f.tenant_id, f.document_id, f.strategy or "", f.corpus_model_id or "", f"{f.kind}: {f.message}"]
+            table.add_row(*row, *([f.repaired or ""] if report.repaired else []))
+        out.print(table)
+    if report.consistent:
+        out.print("consistent: the metadata store and the vector store agree")
+    else:
+        out.print(f"{len(report.findings)} difference(s); `chunkbench doctor --repair` fixes them")

@@ -1,4 +1,8 @@
-"""Admin API (seed 000 §11): thin translation to the embedding, vector-store and admin services."""
+"""Admin API (seed 000 §11): thin translation to the embedding, vector-store and admin services.
+
+Two roles: a tenant admin's key acts on its own tenant (its points, its Chunk Preview); what acts on the whole
+deployment (models, creating and dropping collections, the shared embedding cache) takes ``OperatorDep``.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,8 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Response, status
 
-from chunkbench.admin import service
+from chunkbench.admin import consistency, service
+from chunkbench.admin.consistency import ConsistencyReport
 from chunkbench.admin.schemas import (
     AdminHealthOut,
     CapabilitiesOut,
@@ -18,14 +23,26 @@ from chunkbench.admin.schemas import (
     ModelRoleIn,
     ThresholdIn,
 )
-from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
+from chunkbench.dependencies import (
+    DatabaseDep,
+    OperatorDep,
+    PrincipalDep,
+    SessionDep,
+    SettingsDep,
+    TenantDep,
+    VectorStoreDep,
+)
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import get_spec
 from chunkbench.indexing.schemas import ChunkPreviewOut, ChunkSizesOut
 from chunkbench.models import StrategyName
 from chunkbench.schemas import ErrorOut
 
-router = APIRouter(prefix="/admin", tags=["admin"], responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}})
+router = APIRouter(
+    prefix="/admin",
+    tags=["admin"],
+    responses={400: {"model": ErrorOut}, 403: {"model": ErrorOut}, 404: {"model": ErrorOut}},
+)
 
 
 @router.get("/health", response_model=AdminHealthOut)
@@ -49,41 +66,46 @@ def list_embedding_models(session: SessionDep) -> dict[str, Any]:
 
 
 @router.put("/embedding-models/{role}", response_model=EmbeddingModelsOut)
-def set_role(role: Literal["corpus", "boundary"], body: ModelRoleIn, session: SessionDep) -> dict[str, Any]:
+def set_role(
+    role: Literal["corpus", "boundary"], body: ModelRoleIn, session: SessionDep, _operator: OperatorDep
+) -> dict[str, Any]:
     """Make a model the default for a role; operations already running keep their snapshot."""
     embedding.set_role_model(session, role, body.model_id)
     return embedding.list_models(session)
 
 
 @router.put("/embedding-models/{model_id}/semantic-threshold", response_model=EmbeddingModelsOut)
-def set_threshold(model_id: str, body: ThresholdIn, session: SessionDep) -> dict[str, Any]:
+def set_threshold(model_id: str, body: ThresholdIn, session: SessionDep, _operator: OperatorDep) -> dict[str, Any]:
     """Override the model's semantic threshold (used when it is the Boundary model)."""
     embedding.set_semantic_threshold(session, model_id, body.threshold)
     return embedding.list_models(session)
 
 
 @router.get("/qdrant/collections", response_model=list[CollectionOut])
-def list_collections(store: VectorStoreDep) -> list[CollectionOut]:
-    return [CollectionOut(**info) for info in store.list_collections()]
+def list_collections(store: VectorStoreDep, principal: PrincipalDep) -> list[CollectionOut]:
+    """Collections with their point counts: every tenant's for the operator, the caller's own for a tenant admin."""
+    return service.list_collections(store, tenant_id=principal.points_scope)
 
 
 @router.post("/qdrant/collections", response_model=CollectionOut, status_code=status.HTTP_201_CREATED)
-def create_collection(body: CollectionIn, store: VectorStoreDep) -> CollectionOut:
+def create_collection(body: CollectionIn, store: VectorStoreDep, _operator: OperatorDep) -> CollectionOut:
     """Create the collection of a strategy × model (processing also creates it on demand)."""
     spec = get_spec(body.model_id)
     return CollectionOut(**store.create_collection(body.strategy, spec.id, spec.dimension))
 
 
 @router.post("/qdrant/collections/{name}/wipe", status_code=status.HTTP_204_NO_CONTENT)
-def wipe_collection(name: str, store: VectorStoreDep, session: SessionDep) -> Response:
-    """Delete every point, keep the collection."""
-    service.clear_collection(session, store, name, delete=False)
+def wipe_collection(name: str, store: VectorStoreDep, database: DatabaseDep, principal: PrincipalDep) -> Response:
+    """Delete the points, keep the collection: every tenant's for the operator, the caller's own for a tenant
+    admin. The runs they belonged to read not indexed (their queries answer 409) until processed again."""
+    service.clear_collection(database, store, name, delete=False, tenant_id=principal.points_scope)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.delete("/qdrant/collections/{name}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_collection(name: str, store: VectorStoreDep, session: SessionDep) -> Response:
-    service.clear_collection(session, store, name, delete=True)
+def delete_collection(name: str, store: VectorStoreDep, database: DatabaseDep, _operator: OperatorDep) -> Response:
+    """Drop a collection and every tenant's points in it (operator only); their runs read not indexed."""
+    service.clear_collection(database, store, name, delete=True)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
@@ -125,14 +147,25 @@ def chunk_sizes(document_id: str, session: SessionDep, store: VectorStoreDep, te
 
 
 @router.get("/embedding-cache", response_model=EmbeddingCacheOut)
-def embedding_cache(settings: SettingsDep) -> EmbeddingCacheOut:
-    """The embedding cache file of this data directory: every text is embedded once per model."""
+def embedding_cache(settings: SettingsDep, _operator: OperatorDep) -> EmbeddingCacheOut:
+    """The embedding cache file of this data directory: every text is embedded once per model. Shared by every
+    tenant (keyed by model and text), so only the operator reads it."""
     return service.embedding_cache_stats(settings)
 
 
 @router.delete("/embedding-cache", response_model=EmbeddingCacheClearedOut, responses={500: {"model": ErrorOut}})
 def clear_embedding_cache(
-    settings: SettingsDep, model_id: str | None = Query(None, description="Only this model's vectors")
+    settings: SettingsDep,
+    _operator: OperatorDep,
+    model_id: str | None = Query(None, description="Only this model's vectors"),
 ) -> EmbeddingCacheClearedOut:
-    """Forget cached embeddings (all, or one model's); they are computed again when next needed."""
+    """Forget cached embeddings (all, or one model's); they are computed again when next needed. Operator only:
+    the cache is every tenant's."""
     return service.clear_embedding_cache(settings, model_id)
+
+
+@router.get("/consistency", response_model=ConsistencyReport)
+def check_consistency(database: DatabaseDep, store: VectorStoreDep, _operator: OperatorDep) -> ConsistencyReport:
+    """The metadata store compared with the vector store, every tenant (operator only): each difference between
+    runs, chunk counts and points; ``chunkbench doctor --repair`` fixes them."""
+    return consistency.check(database, store)

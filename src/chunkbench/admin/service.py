@@ -9,6 +9,7 @@ from chunkbench.admin.schemas import (
     AdminHealthOut,
     CapabilitiesOut,
     CapabilityOut,
+    CollectionOut,
     ComponentHealthOut,
     EmbeddingCacheClearedOut,
     EmbeddingCacheOut,
@@ -20,7 +21,7 @@ from chunkbench.embedding import service as embedding
 from chunkbench.embedding.cache import EMBEDDINGS, disk_cache
 from chunkbench.embedding.registry import REGISTRY, get_spec, language_warnings
 from chunkbench.embedding.window import window_report
-from chunkbench.errors import InvalidRequestError, NotFoundError
+from chunkbench.errors import InvalidRequestError, NotFoundError, PermissionDeniedError
 from chunkbench.indexing import service as chunking
 from chunkbench.indexing.schemas import (
     ChunkOut,
@@ -35,6 +36,7 @@ from chunkbench.models import StrategyName
 from chunkbench.retrieval.rerank import cross_encoder_availability
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
+from chunkbench.storage.index_state import mark_not_indexed
 from chunkbench.storage.points import collection_name
 from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.schema import DocumentRow, StrategyRunRow
@@ -42,11 +44,38 @@ from chunkbench.storage.vectors import VectorStore, get_vector_store
 from chunkbench.text.tokens import count_tokens
 
 
-def clear_collection(session: Session, store: VectorStore, name: str, *, delete: bool) -> None:
-    """Wipe a collection's points (``delete=False``) or drop it; every tenant's cached answers may have come from
-    it, so every tenant's corpus generation changes (API and CLI alike)."""
-    store.delete_collection(name) if delete else store.wipe_collection(name)
-    corpus_generation.bump_all(session)
+def list_collections(store: VectorStore, *, tenant_id: str | None) -> list[CollectionOut]:
+    """Every collection with its point count (``tenant_id`` None: the operator), or the collections holding the
+    tenant's points with only its own counts (a tenant admin learns nothing of other tenants, not even which
+    strategies and models they index with)."""
+    listed = store.list_collections(tenant_id)
+    return [CollectionOut(**info) for info in listed if tenant_id is None or info["points"]]
+
+
+def clear_collection(
+    database: Database, store: VectorStore, name: str, *, delete: bool, tenant_id: str | None = None
+) -> int:
+    """Wipe a collection's points (``delete=False``) or drop it (the operator's alone); ``tenant_id`` wipes only that
+    tenant's points. The runs whose points go are marked not indexed and committed first, then the points are
+    deleted, then the cached answers that may have come from them are made stale. Returns the runs marked."""
+    if delete and tenant_id is not None:
+        raise PermissionDeniedError(
+            f"Dropping collection '{name}' removes every tenant's points and needs an operator key: a tenant admin "
+            f"wipes its own points (POST /admin/qdrant/collections/{name}/wipe).",
+            tenant_id=tenant_id,
+        )
+    store.require_collection(name)
+    reason = f"collection '{name}' was {'deleted' if delete else 'wiped'}"
+    with database.session() as session:
+        marked = mark_not_indexed(session, collection=name, reason=reason, tenant_id=tenant_id)
+    if delete:
+        store.delete_collection(name)
+    else:
+        store.wipe_collection(name, tenant_id)
+    with database.session() as session:
+        # Every tenant's cached answers may have come from it (only this tenant's, for a tenant's wipe).
+        corpus_generation.bump(session, tenant_id) if tenant_id is not None else corpus_generation.bump_all(session)
+    return len(marked)
 
 
 def chunk_preview(

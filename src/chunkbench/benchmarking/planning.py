@@ -22,6 +22,7 @@ from chunkbench.errors import BenchmarkError
 from chunkbench.evaluation.questions import BenchmarkQuestion
 from chunkbench.indexing import languages as model_choice
 from chunkbench.models import StrategyName
+from chunkbench.storage.index_state import require_indexed
 from chunkbench.storage.repositories import CorpusRepository, DocumentRepository
 from chunkbench.storage.schema import DocumentRow, StrategyRunRow
 
@@ -363,6 +364,8 @@ def _strategy_runs(
     for strategy in strategies:
         runs: list[dict[str, Any]] = []
         for model in models:
+            # 409 naming the command, before "no completed run": their points were removed (a wipe, a drop).
+            require_indexed(session, tenant_id, strategy.value, model.id, [d.id for d in target.documents])
             latest = _latest_runs(session, [d.id for d in target.documents], strategy, model.id, tenant_id=tenant_id)
             lacking = [d for d in target.documents if d.id not in latest]
             if lacking:

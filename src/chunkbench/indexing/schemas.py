@@ -133,7 +133,7 @@ class StrategyRunOut(BaseModel):
 
     id: str
     strategy_name: str
-    status: str
+    status: str = Field(description="completed (its points are indexed) | failed | not_indexed (points removed)")
     params: dict[str, Any]
     details: dict[str, Any]
     corpus_model_id: str

@@ -42,6 +42,7 @@ from chunkbench.jobs.service import Progress, StopCheck, never_stop
 from chunkbench.models import DocumentState, DocumentTree, StrategyName
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
+from chunkbench.storage.index_state import mark_not_indexed
 from chunkbench.storage.ownership import Heartbeat, lease_until, owner_gone, this_process
 from chunkbench.storage.points import collection_name
 from chunkbench.storage.repositories import DocumentRepository
@@ -310,8 +311,11 @@ def _run_strategy(
     started = time.perf_counter()
     corpus = process_plan.corpus
     collection = collection_name(name, corpus.id)
+    writing = False  # points of this document may have been replaced, in part, from here on
 
     def stage(name_: str, done: int, total: int) -> None:
+        nonlocal writing
+        writing = writing or name_ == "index"
         if name_ == "chunk" and done == 0:
             step(0.0, "chunking")
         elif name_ == "embed" and done == 0:
@@ -330,9 +334,31 @@ def _run_strategy(
         )
         run = index_documents(settings, store, plan, [document], progress=stage)
     except ChunkbenchError as exc:
+        if writing:
+            drop_partial_points(database, store, process_plan, name, exc)
         return failed_outcome(name, params, collection, exc, elapsed_ms(started))
     (indexed,) = run.documents
     return completed_outcome(name, params, run, indexed, elapsed_ms(started))
+
+
+def drop_partial_points(
+    database: Database, store: VectorStore, process_plan: ProcessPlan, name: StrategyName, exc: ChunkbenchError
+) -> None:
+    """After a failed upsert the document's points in the collection are part old run, part new: mark its earlier
+    runs not indexed and commit, then delete those points (a query then answers 409, never a mixed index)."""
+    collection = collection_name(name, process_plan.corpus.id)
+    with database.session() as session:
+        mark_not_indexed(
+            session,
+            collection=collection,
+            reason=f"writing its points failed: {exc.message}",
+            tenant_id=process_plan.tenant_id,
+            document_ids=[process_plan.document_id],
+        )
+    try:
+        store.delete_document_strategy(name, process_plan.corpus.id, process_plan.tenant_id, process_plan.document_id)
+    except ChunkbenchError as cleanup:  # the runs are marked already: `chunkbench doctor --repair` finishes this
+        logger.warning("partial %s points of %s left: %s", name.value, process_plan.document_id, cleanup.message)
 
 
 def failed_outcome(

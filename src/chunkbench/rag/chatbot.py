@@ -19,7 +19,7 @@ from chunkbench.llm.client import get_llm_client
 from chunkbench.rag.schemas import ChatFileOut, ChatHealthOut, ChatIndexOut, ChatQueryOut, ChatSourceOut
 from chunkbench.retrieval import pipeline
 from chunkbench.retrieval.schemas import ServingConfig
-from chunkbench.retrieval.serving import get_serving_config, serving_plan
+from chunkbench.retrieval.serving import get_indexed_serving_config, get_serving_config, serving_plan
 from chunkbench.schemas import ErrorOut
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DocumentRow
@@ -28,8 +28,12 @@ from chunkbench.storage.vectors import VectorStore
 _SOURCE_PREVIEW_CHARS = 200
 
 
-def _serving(database: Database, tenant_id: str) -> ServingConfig:
+def _serving(database: Database, tenant_id: str, *, indexed: bool = False) -> ServingConfig:
+    """The tenant's serving configuration; ``indexed``: once every document it searches is indexed (409 otherwise:
+    an answer must not come from a corpus whose points were removed; indexing and health need no such check)."""
     with database.session() as session:
+        if indexed:
+            return get_indexed_serving_config(session, tenant_id)
         return get_serving_config(session, tenant_id)
 
 
@@ -123,7 +127,7 @@ def answer(
 ) -> ChatQueryOut:
     """``POST /api/query``: search every document of the tenant with the serving configuration, then answer."""
     started = time.perf_counter()
-    config = _serving(database, tenant_id)
+    config = _serving(database, tenant_id, indexed=True)
     result = pipeline.run(settings, store, serving_plan(settings, config, question, tenant_id=tenant_id, top_k=top_k))
     assert result.answer is not None
     return ChatQueryOut(

@@ -25,7 +25,8 @@ from chunkbench.schemas import ErrorOut, unprocessable
 router = APIRouter(prefix="/v1", tags=["rag"])
 chat_router = APIRouter(prefix="/api", tags=["chatbot"])
 
-_ERRORS = {400: {"model": ErrorOut}, 503: {"model": ErrorOut}}
+# 409: a document the serving configuration searches is not indexed any more (storage.index_state).
+_ERRORS = {400: {"model": ErrorOut}, 409: {"model": ErrorOut}, 503: {"model": ErrorOut}}
 
 
 async def get_semantic_cache(request: Request) -> SemanticCache:
@@ -76,7 +77,7 @@ def clear_cache(cache: SemanticCacheDep, tenant_id: TenantDep) -> CacheClearOut:
     return CacheClearOut(cleared=cache.clear(tenant_id))
 
 
-_CHAT_ERRORS = {400: {"model": ErrorOut}, 404: {"model": ErrorOut}, 503: {"model": ErrorOut}}
+_CHAT_ERRORS = {400: {"model": ErrorOut}, 404: {"model": ErrorOut}, 409: {"model": ErrorOut}, 503: {"model": ErrorOut}}
 _UPLOAD_ERRORS = {
     413: {"model": ErrorOut, "description": "File larger than CHUNKBENCH_MAX_UPLOAD_MB"},
     415: {"model": ErrorOut, "description": "Unsupported file type, or its converter is not installed"},

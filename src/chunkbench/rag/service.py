@@ -29,7 +29,7 @@ from chunkbench.observability.metrics import INJECTIONS_BLOCKED, PII_DETECTIONS
 from chunkbench.rag.cache import CacheScope, SemanticCache
 from chunkbench.rag.schemas import RAGRequest, RAGResponse, RAGSource
 from chunkbench.retrieval import pipeline
-from chunkbench.retrieval.serving import fingerprint, get_serving_config, serving_plan
+from chunkbench.retrieval.serving import fingerprint, get_indexed_serving_config, serving_plan
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
 from chunkbench.storage.vectors import VectorStore
@@ -95,7 +95,7 @@ def answer_query(
             return _response(query, REFUSAL, "refused", (), started, request_id, pii, blocked=True)
 
         with database.session() as session:
-            config = get_serving_config(session, tenant_id)
+            config = get_indexed_serving_config(session, tenant_id)
             # Read before answering: an answer tagged with it is stale as soon as the documents change after.
             generation = corpus_generation.current(session, tenant_id)
         corpus = get_spec(config.corpus_model_id)

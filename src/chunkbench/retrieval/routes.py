@@ -21,7 +21,8 @@ from chunkbench.storage.vectors import VectorStore
 router = APIRouter(tags=["queries"])
 serving_router = APIRouter(prefix="/admin", tags=["admin"])
 
-_ERRORS = {400: {"model": ErrorOut}, 404: {"model": ErrorOut}, 503: {"model": ErrorOut}}
+# 409 not_indexed: the run's points were removed (storage.index_state).
+_ERRORS = {400: {"model": ErrorOut}, 404: {"model": ErrorOut}, 409: {"model": ErrorOut}, 503: {"model": ErrorOut}}
 
 
 @router.post("/queries", response_model=QueryOut, status_code=status.HTTP_201_CREATED, responses=_ERRORS)

@@ -17,6 +17,7 @@ from chunkbench.retrieval import pipeline
 from chunkbench.retrieval.pipeline import QueryResult, Scope, Source
 from chunkbench.retrieval.schemas import QueryIn, QueryOut, SourceOut
 from chunkbench.storage.db import Database
+from chunkbench.storage.index_state import require_indexed
 from chunkbench.storage.repositories import QueryRecord, QueryRepository
 from chunkbench.storage.schema import QueryRow
 from chunkbench.storage.vectors import VectorStore
@@ -42,6 +43,9 @@ def run_query(
     # A bare connection, not a session: one indexed read of four columns is all a query needs.
     with database.engine.connect() as connection:
         document = QueryRepository(connection, tenant_id).query_target(request.document_id)
+        corpus_model_id = request.corpus_model_id or document.last_corpus_embedding_model_id
+        if corpus_model_id is not None:
+            require_indexed(connection, tenant_id, request.strategy.value, corpus_model_id, [document.id])
     if request.strategy.value not in document.chunk_counts:
         raise QueryError(
             f"'{document.filename}' has not been processed with the '{request.strategy.value}' strategy. "

@@ -18,6 +18,7 @@ from chunkbench.retrieval.pipeline import QueryPlan, Scope, make_plan
 from chunkbench.retrieval.schemas import ServingConfig
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.app_settings import AppSettingsRepository
+from chunkbench.storage.index_state import require_indexed
 
 SERVING_KEY = "serving_config"
 
@@ -32,6 +33,14 @@ def get_serving_config(session: Session, tenant_id: str | None = None) -> Servin
     raw = repository.get(tenant_key(tenant_id)) if tenant_id is not None else None
     raw = raw or repository.get(SERVING_KEY)
     return ServingConfig.model_validate_json(raw) if raw else ServingConfig()
+
+
+def get_indexed_serving_config(session: Session, tenant_id: str) -> ServingConfig:
+    """The tenant's configuration, once every document it searches is indexed with it (409 ``not_indexed`` naming
+    the command that processes a document whose points were removed)."""
+    config = get_serving_config(session, tenant_id)
+    require_indexed(session, tenant_id, config.strategy.value, config.corpus_model_id)
+    return config
 
 
 def set_serving_config(session: Session, config: ServingConfig, tenant_id: str | None = None) -> ServingConfig:

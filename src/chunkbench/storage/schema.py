@@ -214,7 +214,8 @@ class StrategyRunRow(Base):
     tenant_id: Mapped[str] = mapped_column(String(64), default=DEFAULT_TENANT, nullable=False)
     document_id: Mapped[str] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"), nullable=False, index=True)
     strategy_name: Mapped[str] = mapped_column(String(64), nullable=False)
-    status: Mapped[str] = mapped_column(String(16), nullable=False)  # completed | failed
+    # completed (its points are in ``collection``) | failed | not_indexed (storage.index_state: points removed)
+    status: Mapped[str] = mapped_column(String(16), nullable=False)
     params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
     # What the run decided beyond its parameters: threshold used, context-prefix mode, …
     details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)

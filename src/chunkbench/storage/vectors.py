@@ -165,10 +165,10 @@ class VectorStore:
         """How many collections there are (admin health)."""
         return len(self._collection_names())
 
-    def _summary(self, name: str) -> dict[str, Any]:
+    def _summary(self, name: str, tenant_id: str | None = None) -> dict[str, Any]:
         engine = self._use("read the configuration", name)
         layout = engine.layout(name)
-        points = engine.count(name)
+        points = engine.count(name, PointFilter(tenant_id) if tenant_id is not None else None)
         dense = layout.dense.get(DENSE_VECTOR) or layout.dense.get("")
         strategy, model = parse_collection_name(name)
         return {
@@ -179,24 +179,44 @@ class VectorStore:
             "model": model,
         }
 
-    def list_collections(self) -> list[dict[str, Any]]:
-        """Admin: every collection with its point count, dense dimension, strategy and sanitised model."""
-        return [self._summary(name) for name in self._collection_names()]
+    def list_collections(self, tenant_id: str | None = None) -> list[dict[str, Any]]:
+        """Admin: every collection with its point count (only ``tenant_id``'s points when given), dense dimension,
+        strategy and sanitised model."""
+        return [self._summary(name, tenant_id) for name in self._collection_names()]
 
     def delete_collection(self, name: str) -> None:
         """Admin: drop a collection and its points. Missing → NotFoundError."""
-        if not self._exists(name):
-            raise missing_collection(name)
+        self.require_collection(name)
         self._use("delete", name).drop(name)
 
-    def wipe_collection(self, name: str) -> int:
-        """Admin: delete every point but keep the collection and its configuration; returns points deleted."""
+    def require_collection(self, name: str) -> None:
+        """NotFoundError unless the collection exists."""
         if not self._exists(name):
             raise missing_collection(name)
+
+    def wipe_collection(self, name: str, tenant_id: str | None = None) -> int:
+        """Admin: delete every point (only ``tenant_id``'s when given) but keep the collection and its
+        configuration; returns points deleted."""
+        self.require_collection(name)
         engine = self._use("wipe", name)
-        deleted = engine.count(name)
-        engine.delete_where(name, None)
+        where = PointFilter(tenant_id) if tenant_id is not None else None
+        deleted = engine.count(name, where)
+        engine.delete_where(name, where)
         return deleted
+
+    def tenant_points(self, name: str) -> dict[tuple[str, str], int]:
+        """``(tenant, document) → searchable points`` of a collection, read from the payloads (``doctor``)."""
+        counts: dict[tuple[str, str], int] = {}
+        for point in self._use("scroll points", name).scroll(name, None):
+            if point.payload.get("is_parent"):
+                continue
+            key = (str(point.payload.get("tenant_id")), str(point.payload.get("document_id")))
+            counts[key] = counts.get(key, 0) + 1
+        return counts
+
+    def collection_names(self) -> list[str]:
+        """The names of every collection chunkbench made (a strategy × model), sorted."""
+        return sorted(name for name in self._collection_names() if parse_collection_name(name)[0] is not None)
 
     # ----------------------------------------------------------------- writes
 
@@ -270,6 +290,10 @@ class VectorStore:
             for name in self._collection_names()
             if parse_collection_name(name)[0] is not None
         )
+
+    def delete_collection_document(self, name: str, tenant_id: str, document_id: str) -> int:
+        """Delete a document's points (parents too) from the collection named ``name``; returns how many."""
+        return self._delete_matching(name, document_filter(tenant_id, document_id))
 
     def delete_document_strategy(
         self, strategy: StrategyName | str, model_id: str, tenant_id: str, document_id: str

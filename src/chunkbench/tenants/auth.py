@@ -3,7 +3,9 @@
 ``create_app`` installs :func:`authenticate` as a dependency of the whole app, so every route of every router,
 including routers added later, needs a key when ``CHUNKBENCH_AUTH=on``. A route is public only when its path
 template is in :data:`PUBLIC_PATHS` (add it there to make a new route public; a test checks that every other
-route answers 401 without a key). ``/admin/*`` also needs the ``admin`` scope. The dashboard's static files and
+route answers 401 without a key). ``/admin/*`` also needs the ``admin`` scope (a tenant admin: its own tenant's
+configuration and points); deployment-wide operations need the ``operator`` scope too (:func:`require_operator`,
+and :data:`OPERATOR_PATHS`). The dashboard's static files and
 the OpenAPI pages are mounts/plain routes outside FastAPI's dependency system, and are public.
 """
 
@@ -25,14 +27,18 @@ from chunkbench.errors import AuthenticationError, InsecureBindError, Permission
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DEFAULT_TENANT
 from chunkbench.tenants.ratelimit import RateLimiter
-from chunkbench.tenants.service import SCOPE_ADMIN, SCOPES, KeyRecord, find_key, hash_key
+from chunkbench.tenants.service import SCOPE_ADMIN, SCOPE_OPERATOR, SCOPES, KeyRecord, find_key, hash_key
 
 # Route templates anyone may call: the dashboard shell and liveness/readiness probes. Nothing here may read
 # tenant data.
 PUBLIC_PATHS = frozenset({"/", "/app", "/app/", "/health", "/health/live", "/health/ready"})
 ADMIN_PREFIX = "/admin"
-# Operators' paths outside /admin that need the admin scope too: the metrics describe every tenant's traffic.
-ADMIN_PATHS = frozenset({"/metrics"})
+# Operators' paths outside /admin: the metrics describe every tenant's traffic.
+OPERATOR_PATHS = frozenset({"/metrics"})
+OPERATOR_KEY_HINT = (
+    "An operator key is made on the server's machine: `chunkbench admin key create --operator` (tenant admin keys "
+    "act only on their own tenant)."
+)
 
 
 @dataclass(frozen=True)
@@ -43,8 +49,18 @@ class Principal:
     scopes: frozenset[str]
     key_id: str | None = None
 
+    @property
+    def is_operator(self) -> bool:
+        """Whether the caller may act on the whole deployment (every tenant's points, the shared caches)."""
+        return SCOPE_OPERATOR in self.scopes
 
-# Auth off: the local single user owns the default tenant and may do everything.
+    @property
+    def points_scope(self) -> str | None:
+        """Whose points an admin operation touches: None (every tenant's) for the operator, else its tenant's."""
+        return None if self.is_operator else self.tenant_id
+
+
+# Auth off: the local single user owns the default tenant and is the operator of the deployment.
 LOCAL_PRINCIPAL = Principal(DEFAULT_TENANT, frozenset(SCOPES))
 # A public route: nobody in particular (get_tenant refuses it).
 ANONYMOUS = Principal(None, frozenset())
@@ -139,6 +155,12 @@ async def authenticate(
         record.tenant_id, per_minute=record.rate_limit_per_minute, burst=record.rate_limit_burst
     )
     principal = Principal(record.tenant_id, record.scopes, record.key_id)
+    if not principal.is_operator and (path in OPERATOR_PATHS or _needs_operator(route)):
+        # Before the admin check: a plain key on an operator's route hears which key it needs, not "admin".
+        raise PermissionDeniedError(
+            f"{request.method} {path} acts on the whole deployment and needs an operator key. {OPERATOR_KEY_HINT}",
+            tenant_id=record.tenant_id,
+        )
     if _is_admin_path(path) and SCOPE_ADMIN not in principal.scopes:
         raise PermissionDeniedError(
             f"{path} needs an admin key (`chunkbench admin key create --tenant {record.tenant_id} --admin`)."
@@ -148,7 +170,40 @@ async def authenticate(
 
 
 def _is_admin_path(path: str) -> bool:
-    return path in ADMIN_PATHS or path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/")
+    return path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/")
+
+
+# Remembered on the route object itself: routes are not hashable, and an id could be reused by another app's route.
+_OPERATOR_FLAG = "_chunkbench_needs_operator"
+
+
+def _needs_operator(route: object) -> bool:
+    """Whether a route depends on :func:`require_operator` (read once per route from its dependency tree)."""
+    if route is None:
+        return False
+    known = getattr(route, _OPERATOR_FLAG, None)
+    if known is None:
+        pending, known = [getattr(route, "dependant", None)], False
+        while pending and not known:
+            dependant = pending.pop()
+            if dependant is not None:
+                known = any(d.call is require_operator for d in dependant.dependencies)
+                pending.extend(dependant.dependencies)
+        setattr(route, _OPERATOR_FLAG, known)
+    return known
+
+
+async def require_operator(request: Request, principal: Principal = Depends(authenticate)) -> Principal:
+    """The caller, when it is the deployment's operator (403 ``forbidden`` for a tenant's key, saying how an
+    operator key is made). With auth off the local user is the operator."""
+    if not principal.is_operator:
+        route = request.scope.get("route")
+        what = f"{request.method} {getattr(route, 'path', request.scope['path'])}"
+        raise PermissionDeniedError(
+            f"{what} acts on the whole deployment and needs an operator key. {OPERATOR_KEY_HINT}",
+            tenant_id=principal.tenant_id,
+        )
+    return principal
 
 
 def check_bind(host: str, settings: Settings, *, allow_insecure: bool = False) -> None:

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from chunkbench.console import JsonOption, err, fail, open_database, out, print_json
-from chunkbench.errors import ChunkbenchError
+from chunkbench.errors import ChunkbenchError, InvalidRequestError
 
 admin_app = typer.Typer(help="Administration: tenants and API keys.", no_args_is_help=True)
 tenant_app = typer.Typer(help="Tenants: each has its own documents, keys and rate limit.", no_args_is_help=True)
@@ -87,19 +87,31 @@ def list_tenants(as_json: JsonOption = False) -> None:
 
 @key_app.command("create")
 def create_key(
-    tenant: Annotated[str, typer.Option("--tenant", help="Tenant id")],
-    admin: Annotated[bool, typer.Option("--admin", help="Also the admin scope (/admin/*)")] = False,
+    tenant: Annotated[
+        str | None, typer.Option("--tenant", help="Tenant id (with --operator: default, the default tenant)")
+    ] = None,
+    admin: Annotated[bool, typer.Option("--admin", help="The tenant's admin: its own /admin/* configuration")] = False,
+    operator: Annotated[
+        bool,
+        typer.Option("--operator", help="The deployment's operator: collections, the embedding cache, models, metrics"),
+    ] = False,
     name: Annotated[str | None, typer.Option("--name", help="What the key is for")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create an API key and print it once: it is not stored and cannot be shown again."""
+    from chunkbench.storage.schema import DEFAULT_TENANT
     from chunkbench.tenants import service
     from chunkbench.tenants.schemas import ApiKeyCreated, ApiKeyOut
 
+    if tenant is None and not operator:
+        missing = InvalidRequestError("Name the key's tenant: --tenant T (only an --operator key defaults to it).")
+        raise fail(missing, as_json)
     _settings, database = open_database()
     try:
         with database.session() as session:
-            row, token = service.create_key(session, tenant, name=name, admin=admin)
+            row, token = service.create_key(
+                session, tenant or DEFAULT_TENANT, name=name, admin=admin, operator=operator
+            )
             created = ApiKeyCreated(**ApiKeyOut.model_validate(row).model_dump(), key=token)
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from None

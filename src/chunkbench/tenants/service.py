@@ -24,8 +24,12 @@ from chunkbench.storage.schema import ApiKeyRow, TenantRow, utcnow
 
 KEY_PREFIX = "cb"
 SCOPE_QUERY = "query"
+# ``admin``: the tenant's administrator (its serving configuration, question sets, its own points and cache share).
 SCOPE_ADMIN = "admin"
-SCOPES = (SCOPE_QUERY, SCOPE_ADMIN)
+# ``operator``: the deployment's (collections, the shared embedding cache, models, tenants, keys, metrics). No key
+# had it before roles were split, so every existing admin key is a tenant admin of its own tenant only.
+SCOPE_OPERATOR = "operator"
+SCOPES = (SCOPE_QUERY, SCOPE_ADMIN, SCOPE_OPERATOR)
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _TOKEN = re.compile(rf"^{KEY_PREFIX}_([0-9a-f]{{12}})_([A-Za-z0-9_-]{{43}})$")
 # last_used_at is written at most this often per key and process: a write per request would cost more than it tells.
@@ -110,9 +114,10 @@ def list_tenants(session: Session) -> Sequence[TenantRow]:
 
 
 def create_key(
-    session: Session, tenant_id: str, *, name: str | None = None, admin: bool = False
+    session: Session, tenant_id: str, *, name: str | None = None, admin: bool = False, operator: bool = False
 ) -> tuple[ApiKeyRow, str]:
-    """A new key for the tenant: its row and the key itself, which exists only in this return value."""
+    """A new key for the tenant: its row and the key itself, which exists only in this return value (an operator
+    key is also its tenant's admin)."""
     get_tenant(session, tenant_id)
     prefix = secrets.token_hex(6)
     token = f"{KEY_PREFIX}_{prefix}_{secrets.token_urlsafe(32)}"
@@ -122,11 +127,18 @@ def create_key(
         name=name,
         prefix=prefix,
         key_hash=hash_key(token),
-        scopes=[SCOPE_QUERY, SCOPE_ADMIN] if admin else [SCOPE_QUERY],
+        scopes=key_scopes(admin=admin, operator=operator),
     )
     session.add(row)
     session.flush()
     return row, token
+
+
+def key_scopes(*, admin: bool = False, operator: bool = False) -> list[str]:
+    """The scopes of a new key: query always, admin for a tenant admin, all three for an operator."""
+    if operator:
+        return [SCOPE_QUERY, SCOPE_ADMIN, SCOPE_OPERATOR]
+    return [SCOPE_QUERY, SCOPE_ADMIN] if admin else [SCOPE_QUERY]
 
 
 def list_keys(session: Session, *, tenant_id: str | None = None) -> Sequence[ApiKeyRow]:

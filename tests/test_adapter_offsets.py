@@ -35,21 +35,22 @@ def test_chunkbench_registers_adapters_of_at_least_four_libraries():
     assert all(issubclass(strategy_class(name), LibraryStrategy) for name in OWN)
 
 
-def _parse(path, folder) -> ChunkingInput:
-    result = parse_document(path, Settings(data_dir=folder))
+def _parse(path, folder, *, verbatim: bool = False) -> ChunkingInput:
+    result = parse_document(path, Settings(data_dir=folder), verbatim=verbatim)
     return ChunkingInput(path.stem, path.name, result.markdown, result.tree)
 
 
 @pytest.fixture(scope="module")
-def documents(tmp_path_factory) -> dict[str, tuple[ChunkingInput, ChunkingInput]]:
-    """Each corpus parsed whole, and its first 20,000 characters (cut at a line break) parsed as a file of its own."""
+def documents(tmp_path_factory) -> dict[str, tuple[ChunkingInput, ChunkingInput, ChunkingInput]]:
+    """Each corpus parsed whole, its first 20,000 characters (cut at a line break) parsed as a file of its own, and
+    the corpus read verbatim (one bare tree root: how Chroma's reproduction and the arena ingest it)."""
     folder = tmp_path_factory.mktemp("parsed")
     parsed = {}
     for path in CORPORA:
         text = path.read_text(encoding="utf-8")
         prefix = folder / f"prefix-{path.name}"
         prefix.write_text(text[: text.rfind("\n", 0, EMBEDDED_PREFIX) + 1], encoding="utf-8")
-        parsed[path.name] = (_parse(path, folder), _parse(prefix, folder))
+        parsed[path.name] = (_parse(path, folder), _parse(prefix, folder), _parse(path, folder, verbatim=True))
     return parsed
 
 
@@ -77,8 +78,11 @@ def test_every_chunk_is_the_document_text_at_its_offsets_on_every_chroma_corpus(
     params = cls.params_model(**({"language": "python"} if "language" in cls.params_model.model_fields else {}))
     strategy = cls(params, boundary=boundary if cls.needs_boundary else None)
     assert len(documents) == 5
-    for corpus, (whole, prefix) in documents.items():
-        document = prefix if cls.needs_boundary else whole
+    forms = [
+        (corpus, (prefix,) if cls.needs_boundary else (whole, verbatim))
+        for corpus, (whole, prefix, verbatim) in documents.items()
+    ]
+    for corpus, document in ((corpus, document) for corpus, both in forms for document in both):
         chunks = strategy.chunk(document)
         assert chunks, (name, corpus)
         for chunk in chunks:

@@ -24,8 +24,9 @@ from chunkbench.text.tokens import count_tokens
 ROOT = Path(__file__).resolve().parents[1]
 CODE = Path(__file__).parent / "data" / "code"
 REAL = CODE / "real"  # real files from published projects: tests/data/code/real/SOURCES.tsv
-OWN = ROOT / "src" / "chunkbench" / "chunking" / "strategies" / "recursive.py"  # this project's own source
-FILES = [REAL / name for name in sorted(p.name for p in REAL.iterdir() if p.suffix != ".tsv")] + [OWN]
+# This project's own recursive.py, frozen as the tests were written against it (the live file is refactored at will).
+OWN = REAL / "recursive.py"
+FILES = [REAL / name for name in sorted(p.name for p in REAL.iterdir() if p.suffix != ".tsv")]
 CHROMA = Path("/work/shared/data/chroma_chunking_eval/corpora")
 
 
@@ -266,7 +267,7 @@ def test_bad_parameters_are_refused_with_a_message_naming_the_field():
         validate_params("code_aware", {"chunk_size": 4})
     with pytest.raises(ChunkingError, match="chunk_overlap"):
         validate_params("code_aware", {"chunk_overlap": 10})
-    assert "code_aware" in default_strategies()
+    assert "code_aware" not in default_strategies()  # named explicitly, for a code corpus
     assert strategy_class("code_aware").size_params == {"chunk_size": 24}
 
 

@@ -273,8 +273,8 @@ def _near_tables(chunk: Chunk, tables: list[MarkdownTable]) -> bool:
     return any(table.start - 2000 < chunk.end_index and chunk.start_index < table.end + 2000 for table in tables)
 
 
-def test_registered_in_the_default_set_with_recursive_parameters_only():
-    assert "table_aware" in default_strategies()
+def test_registered_outside_the_default_set_with_recursive_parameters_only():
+    assert "table_aware" not in default_strategies()  # named explicitly, for a corpus with tables
     assert validate_params("table_aware", {"chunk_size": 300}).model_dump() == {
         "chunk_size": 300, "chunk_overlap": 0, "min_chunk_tokens": 32
     }  # fmt: skip

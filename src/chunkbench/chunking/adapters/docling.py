@@ -29,6 +29,7 @@ from chunkbench.errors import ChunkingError
 from chunkbench.models import NodeType, StrategyName, TreeNode
 
 _SECTIONS = (NodeType.SECTION, NodeType.ARTICLE)
+_BLOCK = re.compile(r"(?:[^\n]*\S[^\n]*(?:\n|$))+")
 _LIST_LINE = re.compile(r"^(?P<indent>\s*)(?P<marker>[-*+]|\d+[.)])\s+(?P<text>\S.*)$")
 _FENCE = re.compile(r"^```[^\n]*\n(?P<code>.*)\n```$", re.DOTALL)
 _CELL_SEPARATOR = " | "
@@ -62,6 +63,11 @@ def docling_document(document: ChunkingInput) -> _Built:
 
     built = _Built(DoclingDocument(name=document.document_name or document.document_id))
     _add_children(built, document.markdown, document.tree.root)
+    if not built.spans:
+        # A tree of one bare root (a document read verbatim, as span-annotated datasets are): its paragraphs are the
+        # markdown's blocks of non-blank lines.
+        for block in _BLOCK.finditer(document.markdown):
+            _add_paragraph(built, document.markdown, block.start(), block.start() + len(block.group().rstrip()))
     return built
 
 

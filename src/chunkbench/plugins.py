@@ -77,6 +77,7 @@ def _registries(*, load: bool = True) -> dict[str, Any]:
         "providers": providers._PROVIDERS,
         "retrievers": search._RETRIEVERS,
         "origins": _ORIGINS,
+        "entry_point_origins": entry_points.ORIGINS,
     }
 
 

@@ -17,6 +17,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     TypeDecorator,
@@ -315,3 +316,24 @@ class ApiKeyRow(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
     revoked_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     last_used_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+
+
+class QuestionFileRow(Base):
+    """A tenant's question file (an evaluation question set), its bytes exactly as uploaded or written.
+
+    In the database rather than under ``{data_dir}/files`` so that replicas and workers with no shared disk see the
+    same files; the bytes are kept as they came (never re-encoded), so a download and ``content_hash`` are those of
+    the file the user gave.
+    """
+
+    __tablename__ = "question_files"
+    __table_args__ = (UniqueConstraint("tenant_id", "name", name="uq_question_files_tenant_name"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(64), default=DEFAULT_TENANT, nullable=False)
+    name: Mapped[str] = mapped_column(String(255), nullable=False)  # a bare file name (no path), with its suffix
+    content: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    content_hash: Mapped[str] = mapped_column(String(64), nullable=False)  # sha256 of ``content``, hex
+    size_bytes: Mapped[int] = mapped_column(Integer, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)

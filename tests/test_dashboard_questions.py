@@ -1,6 +1,6 @@
 """Writing a question set in the dashboard's Questions tab, in a real browser on the real app: evidence selected in a
 document's markdown (by a drag's Range, or found from the keyboard) becomes a new question's or is added to one in
-the set; the file on disk holds the exact offsets (in characters, though the browser counts UTF-16 units); evidence
+the set; the stored file holds the exact offsets (in characters, though the browser counts UTF-16 units); evidence
 and questions are removed, the set downloaded; and a person goes from an empty install to a Decision with a question
 set made only in the dashboard (upload → corpus → process → write six questions → benchmark → Decision)."""
 
@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from conftest import screenshot
+from question_store import stored_question_file, stored_question_names
 from test_corpus_benchmark import TEMPLATE
 
 expect = pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package").expect
@@ -71,7 +72,7 @@ def _select(page, phrase: str, pad: int = 0) -> None:
 
 
 def _stored(settings, name: str = SET) -> dict:
-    return json.loads((settings.data_dir / "files" / name).read_text(encoding="utf-8"))
+    return json.loads(stored_question_file(settings, name).decode("utf-8"))
 
 
 def test_questions_are_written_from_selections_with_exact_offsets(page, live_server, settings):
@@ -180,10 +181,10 @@ def test_questions_are_written_from_selections_with_exact_offsets(page, live_ser
     expect(rows).to_have_count(1)
     assert [q["id"] for q in _stored(settings)["questions"]] == ["q1"]
 
-    # 5. The download is the file on disk.
+    # 5. The download is the file as stored.
     with page.expect_download() as download:
         panel.get_by_role("link", name=f"Download {SET}").click()
-    assert Path(download.value.path()).read_bytes() == (settings.data_dir / "files" / SET).read_bytes()
+    assert Path(download.value.path()).read_bytes() == stored_question_file(settings, SET)
 
     # 6. A set the server cannot write is refused with its reason; nothing is written, the draft stays.
     panel.get_by_label("Question set").select_option("")
@@ -194,7 +195,7 @@ def test_questions_are_written_from_selections_with_exact_offsets(page, live_ser
     panel.get_by_role("button", name="Add question").click()
     expect(panel.get_by_role("alert")).to_contain_text("'notes.txt' must end in .json")
     expect(panel.get_by_role("list", name="Evidence of the new question")).to_contain_text("Unused leave")
-    assert sorted(p.name for p in (settings.data_dir / "files").iterdir()) == [SET]
+    assert stored_question_names(settings) == [SET]
     # The refusal is the only request that failed, and the browser's only console message about one.
     assert failed == [f"POST {live_server}/admin/questions/notes.txt/questions: HTTP 400"]
     assert page.errors == ["Failed to load resource: the server responded with a status of 400 (Bad Request)"]

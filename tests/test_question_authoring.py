@@ -9,7 +9,8 @@ import json
 import pytest
 
 from chunkbench.evaluation import authoring, service
-from chunkbench.evaluation.questions import load_question_set
+from chunkbench.evaluation.questions import parse_question_set
+from question_store import stored_question_file
 
 # An emoji before the evidence: a code point that is two UTF-16 units, so offsets in characters and in browser
 # units differ after it (the API counts characters, as Python slices).
@@ -52,7 +53,7 @@ def _evidence(document: dict, content: str, key: str) -> dict:
 
 
 def _stored(settings) -> dict:
-    return json.loads((settings.data_dir / "files" / SET).read_text(encoding="utf-8"))
+    return json.loads(stored_question_file(settings, SET).decode("utf-8"))
 
 
 def test_questions_added_one_by_one_make_a_set_whose_offsets_select_their_evidence(client, settings, documents):
@@ -91,8 +92,8 @@ def test_questions_added_one_by_one_make_a_set_whose_offsets_select_their_eviden
     assert validation["ok"] is True and validation["counts"]["offsets"] == 3
     assert validation["documents"] == {berlin["id"]: "berlin/handbook.md", madrid["id"]: "madrid/handbook.md"}
 
-    # What is on disk is the question file a benchmark reads, and placing it again finds every offset exact.
-    stored = load_question_set(settings.data_dir / "files" / SET)
+    # What is stored is the question file a benchmark reads, and placing it again finds every offset exact.
+    stored = parse_question_set(stored_question_file(settings, SET), SET)
     assert stored.format == "seed_json" and [len(q.references) for q in stored] == [2, 1]
     assert [r.document for r in stored.questions[0].references] == ["berlin/handbook.md", "madrid/handbook.md"]
     reread = client.get(f"/admin/questions/{SET}", params={"validate": "true"}).json()["validation"]
@@ -105,7 +106,7 @@ def test_questions_added_one_by_one_make_a_set_whose_offsets_select_their_eviden
     # The download is the file as stored.
     download = client.get(f"/admin/questions/{SET}/download")
     assert download.status_code == 200
-    assert download.content == (settings.data_dir / "files" / SET).read_bytes()
+    assert download.content == stored_question_file(settings, SET)
     assert download.headers["content-type"].startswith("application/json")
     assert download.headers["content-disposition"] == f"attachment; filename=\"{SET}\"; filename*=UTF-8''{SET}"
 
@@ -160,13 +161,13 @@ def test_a_change_that_cannot_be_placed_or_read_is_refused_and_nothing_is_writte
         in (body["message"])
     )
     assert [(p["question_id"], p["reference_index"]) for p in body["details"]["problems"]] == [("q1", 0)]
-    assert not (settings.data_dir / "files" / SET).exists()
+    assert stored_question_file(settings, SET) is None
 
     assert (
         client.post(f"/admin/questions/{SET}/questions", json={"question": "Q?", "references": [evidence]}).status_code
         == 201
     )
-    before = (settings.data_dir / "files" / SET).read_bytes()
+    before = stored_question_file(settings, SET)
     unknown = client.post(
         f"/admin/questions/{SET}/questions", json={"question": "Q?", "references": [{**evidence, "document": "x.md"}]}
     )
@@ -178,7 +179,7 @@ def test_a_change_that_cannot_be_placed_or_read_is_refused_and_nothing_is_writte
     assert twice.status_code == 422 and "the id is used twice" in twice.json()["message"]
     empty = client.post(f"/admin/questions/{SET}/questions", json={"question": "  "})
     assert empty.status_code == 422 and "'question' must be a non-empty string" in empty.json()["message"]
-    assert (settings.data_dir / "files" / SET).read_bytes() == before
+    assert stored_question_file(settings, SET) == before
 
     # Names: a path, a file that is not seed JSON, a suffix that is not .json.
     outside = client.post("/admin/questions/a%5Cx.json/questions", json={"question": "Q?"})
@@ -188,7 +189,7 @@ def test_a_change_that_cannot_be_placed_or_read_is_refused_and_nothing_is_writte
     assert uploaded.status_code == 201
     lines = client.post("/admin/questions/lines.jsonl/questions", json={"question": "Two?"})
     assert lines.status_code == 400 and "seed JSON sets (.json)" in lines.json()["message"]
-    assert (settings.data_dir / "files" / "lines.jsonl").read_bytes() == b'{"question": "One?"}\n'
+    assert stored_question_file(settings, "lines.jsonl") == b'{"question": "One?"}\n'
 
 
 def test_questions_naming_documents_by_source_key_validate_against_them(client, settings, documents):
@@ -200,7 +201,8 @@ def test_questions_naming_documents_by_source_key_validate_against_them(client, 
             {"id": "m", "document_id": "madrid/handbook.md", "question": "Leave?", "references": ["30 days"]},
         ]}
     )  # fmt: skip
-    service.save_question_file(settings, "keys.json", content.encode())
+    with client.app.state.database.session() as session:
+        service.save_question_file(session, settings, "keys.json", content.encode())
     results = client.get("/admin/questions/keys.json", params={"validate": "true"}).json()["validation"]["results"]
     assert [(r["status"], r["document"]) for r in results] == [
         ("placed", documents["berlin/handbook.md"]["id"]), ("placed", documents["madrid/handbook.md"]["id"]),

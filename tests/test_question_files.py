@@ -13,6 +13,7 @@ from chunkbench.app import create_app
 from chunkbench.cli import app as cli_app
 from chunkbench.config import get_settings
 from fake_openai import FakeOpenAI, Reply, running_fake_openai
+from question_store import stored_question_file
 
 HANDBOOK = """# Staff Handbook
 
@@ -66,14 +67,14 @@ def test_upload_list_get_with_validation_and_delete(client, settings, document_i
     created = _upload(client, "handbook.json", json.dumps(GOOD_SET))
     assert created.status_code == 201, created.text
     assert created.json()["replaced"] is False and created.json()["file"]["question_count"] == 2
-    stored = settings.data_dir / "files" / "handbook.json"
-    assert json.loads(stored.read_text()) == GOOD_SET
+    stored = stored_question_file(settings, "handbook.json")
+    assert json.loads(stored) == GOOD_SET
 
     listed = client.get("/admin/questions").json()
     assert [(f["name"], f["format"], f["question_count"], f["reference_count"]) for f in listed] == [
         ("handbook.json", "seed_json", 2, 2)
     ]
-    assert listed[0]["size_bytes"] == stored.stat().st_size
+    assert listed[0]["size_bytes"] == len(stored)
 
     plain = client.get("/admin/questions/handbook.json").json()
     assert plain["validation"] is None and [q["id"] for q in plain["questions"]] == ["leave", "laptops"]
@@ -88,7 +89,7 @@ def test_upload_list_get_with_validation_and_delete(client, settings, document_i
     assert markdown[first["start_index"] : first["end_index"]] == LEAVE
 
     assert client.delete("/admin/questions/handbook.json").status_code == 204
-    assert not stored.exists()
+    assert stored_question_file(settings, "handbook.json") is None
     missing = client.delete("/admin/questions/handbook.json")
     assert missing.status_code == 404 and missing.json()["error"] == "question_file_not_found"
 
@@ -97,10 +98,10 @@ def test_overwrite_is_explicit(client, settings):
     assert _upload(client, "set.jsonl", '{"question": "One?"}\n').status_code == 201
     again = _upload(client, "set.jsonl", '{"question": "Two?"}\n')
     assert again.status_code == 409 and again.json()["error"] == "question_file_exists"
-    assert "One?" in (settings.data_dir / "files" / "set.jsonl").read_text()
+    assert b"One?" in stored_question_file(settings, "set.jsonl")
     replaced = _upload(client, "set.jsonl", '{"question": "Two?"}\n', overwrite="true")
     assert replaced.status_code == 200 and replaced.json()["replaced"] is True
-    assert "Two?" in (settings.data_dir / "files" / "set.jsonl").read_text()
+    assert b"Two?" in stored_question_file(settings, "set.jsonl")
 
 
 def test_bad_files_are_refused_with_their_problems_and_nothing_is_written(client, settings):

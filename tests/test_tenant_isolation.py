@@ -15,6 +15,7 @@ from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import get_spec
 from chunkbench.storage.points import QueryMode
 from chunkbench.tenants import service
+from question_store import stored_question_names
 from test_benchmarks import QUESTIONS
 from test_queries import HANDBOOK
 
@@ -102,8 +103,8 @@ def test_tenant_b_gets_404_on_everything_of_tenant_a(world):
     assert client.get(f"/documents/{doc}", headers=a).status_code == 200
     assert client.get(f"/benchmarks/{experiment}", headers=a).status_code == 200
     assert [f["name"] for f in client.get("/admin/questions", headers=a).json()] == ["a-questions.json"]
-    # The question file sits in A's own folder.
-    assert (world["settings"].data_dir / "files" / "tenant-a" / "a-questions.json").is_file()
+    # The question file is A's own.
+    assert stored_question_names(world["settings"], "tenant-a") == ["a-questions.json"]
 
 
 def test_searches_of_tenant_b_never_return_tenant_a_chunks_for_the_same_text(world):

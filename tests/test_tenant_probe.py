@@ -17,6 +17,7 @@ from sqlalchemy import select
 
 from chunkbench.app import create_app
 from chunkbench.storage.points import collection_name
+from chunkbench.storage.question_files import QuestionFileRepository
 from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.schema import AppSettingRow, Base, DocumentRow
 from chunkbench.tenants import service
@@ -117,10 +118,9 @@ def snapshot(client, settings) -> dict[str, Any]:
                 rows[table.name] = sorted(json.dumps(dict(row), default=str, sort_keys=True) for row in found)
         settings_rows = session.scalars(select(AppSettingRow).where(AppSettingRow.key.endswith(f":{A}"))).all()
         rows["app_settings"] = {row.key: row.value for row in settings_rows}
-    folder = settings.data_dir / "files" / A
-    rows["files"] = {
-        p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*")) if p.is_file()
-    }  # fmt: skip
+        rows["files"] = {
+            row.name: hashlib.sha256(row.content).hexdigest() for row in QuestionFileRepository(session, A).list()
+        }  # fmt: skip
     # Collections B's calls may create hold none of A's points: only A's non-zero counts are A's state.
     collections = client.app.state.vector_store.list_collections(A)
     rows["points"] = {c["name"]: c["points"] for c in collections if c["points"]}

@@ -58,7 +58,7 @@ def _request(document_id: str | None, questions: Path | None, question_set: str 
 QuestionsOption = Annotated[
     Path | None, typer.Option("--questions", "-q", help="Question file: seed JSON, JSONL or Chroma CSV")
 ]
-QuestionSetOption = Annotated[str | None, typer.Option(help="A question file under the data directory's files/")]
+QuestionSetOption = Annotated[str | None, typer.Option(help="A question file by name (chunkbench questions list)")]
 BudgetOption = Annotated[
     int | None,
     typer.Option(min=1, help="Context tokens of the equal-budget comparison (default: smallest median tok@k)"),

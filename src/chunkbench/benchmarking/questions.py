@@ -48,7 +48,7 @@ def resolve_benchmark_questions(
     document, else the question's, else its snippet is located across the corpus.
     """
     if request.question_set is not None:
-        question_set = question_files.read_question_file(settings, request.question_set, tenant_id)
+        question_set = question_files.read_question_file(session, settings, request.question_set, tenant_id)
     else:
         body = {"questions": [q.model_dump(exclude_none=True) for q in request.questions or []]}
         question_set = parse_question_set(json.dumps(body), "request.json")

@@ -109,7 +109,7 @@ class BenchmarkIn(BaseModel):
     corpus: str | None = Field(None, description="A corpus by name or id: retrieval searches all its documents")
     name: str | None = Field(None, max_length=200)
     questions: list[QuestionIn] | None = Field(None, description="Inline questions (or give question_set)")
-    question_set: str | None = Field(None, description="A question file under the data directory's files/")
+    question_set: str | None = Field(None, description="A question file by name (GET /admin/questions lists them)")
     strategies: list[StrategyName] | None = Field(
         None, description="Default: every strategy the document has been processed with"
     )

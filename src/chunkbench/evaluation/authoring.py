@@ -9,7 +9,6 @@ exactly) before the file is rewritten; a refused change writes nothing. Authored
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,13 +26,10 @@ from chunkbench.errors import (
 from chunkbench.evaluation import service
 from chunkbench.evaluation.locate import EvidenceReport, ReferenceResult
 from chunkbench.evaluation.questions import QuestionSet, parse_question_set
+from chunkbench.storage.question_files import QuestionFileRepository
 from chunkbench.storage.schema import DEFAULT_TENANT
 
 AUTHORED_SUFFIX = ".json"
-
-# A change reads the file, edits it and writes it back: two changes to one file at once must not lose either.
-_LOCKS: dict[Path, threading.Lock] = {}
-_LOCKS_GUARD = threading.Lock()
 
 RawQuestion = dict[str, Any]
 # A change: the questions as JSON objects → the new list, and the (question id, reference index) pairs it added.
@@ -138,34 +134,35 @@ def remove_reference(
 # --------------------------------------------------------------------------- the one write path
 
 
-def _lock(path: Path) -> threading.Lock:
-    with _LOCKS_GUARD:
-        return _LOCKS.setdefault(path, threading.Lock())
-
-
 def _rewrite(
     session: Session, settings: Settings, name: str, change: Change, *, create: bool = False, tenant_id: str
 ) -> AuthoredSet:
-    """Read the set, apply ``change``, validate the result and the evidence it added, then write it atomically."""
-    path = service.question_file_path(settings, name, tenant_id)
-    with _lock(path):
-        if path.is_file():
-            current = service.read_question_file(settings, name, tenant_id)
-            if current.format != "seed_json" or path.suffix.lower() != AUTHORED_SUFFIX:
+    """Read the set, apply ``change``, validate the result and the evidence it added, then write it and commit.
+
+    The read and the write are one transaction under the file's lock (this process's threads) and its row lock
+    (PostgreSQL: other replicas), committed before the lock is let go: two changes to one file at once must not
+    lose either.
+    """
+    service.check_name(name)
+    with service.file_lock(name, tenant_id):
+        if service.question_file_exists(session, settings, name, tenant_id):
+            QuestionFileRepository(session, tenant_id).get(name, for_update=True)
+            current = service.read_question_file(session, settings, name, tenant_id)
+            if current.format != "seed_json" or Path(name).suffix.lower() != AUTHORED_SUFFIX:
                 raise InvalidRequestError(
                     f"'{name}' is a {current.format} file; questions are authored into seed JSON sets (.json). "
                     "Choose or create a .json set.",
                     name=name,
                 )
         elif create:
-            if path.suffix.lower() != AUTHORED_SUFFIX:
+            if Path(name).suffix.lower() != AUTHORED_SUFFIX:
                 raise InvalidRequestError(
                     f"'{name}': an authored question set is seed JSON; give it a name ending in .json.", name=name
                 )
             current = QuestionSet([], "seed_json", name)
         else:
             raise QuestionFileNotFoundError(
-                f"No question file '{name}' in {service.files_dir(settings, tenant_id)}. GET /admin/questions lists "
+                f"No question file '{name}' in {service.STORED_IN}. GET /admin/questions lists "
                 "them; adding a question (POST /admin/questions/{name}/questions) creates one.",
                 name=name,
             )
@@ -179,8 +176,9 @@ def _rewrite(
         )
         _refuse_unplaced(name, report, set(added))
         info, _replaced = service.save_question_file(
-            settings, name, edited.to_seed_json().encode("utf-8"), overwrite=True, tenant_id=tenant_id
+            session, settings, name, edited.to_seed_json().encode("utf-8"), overwrite=True, tenant_id=tenant_id
         )
+        session.commit()
     return AuthoredSet(info, edited, report)
 
 

@@ -22,17 +22,33 @@ EXIT_PROBLEMS = 1
 EXIT_UNREADABLE = 2
 
 
-def _question_file(settings, file: str) -> Path:
-    """``file`` as given, else the question file of that name under ``{data_dir}/files``."""
+def _where(settings) -> str:
+    """Where question files live, for a person: the database, by its location (no password)."""
     from chunkbench.evaluation import service
+    from chunkbench.storage.db import describe_location
+
+    return f"{service.STORED_IN} ({describe_location(settings.sqlalchemy_url)})"
+
+
+def _load_question_set(file: str):
+    """``file`` as given (a path), else the question file of that name in the database; with how to name it."""
+    from chunkbench.evaluation import service
+    from chunkbench.evaluation.questions import load_question_set
 
     path = Path(file)
     if path.exists() or path.parent != Path("."):
-        return path
+        return load_question_set(path), str(path)
     try:
-        return service.question_file_path(settings, file)
+        service.check_name(file)
     except ChunkbenchError:
-        return path
+        return load_question_set(path), str(path)  # not a question-file name: "cannot be read" names the path
+    settings, database = open_database()
+    try:
+        with database.session() as session:
+            question_set = service.read_question_file(session, settings, file, DEFAULT_TENANT)
+    finally:
+        database.dispose()
+    return question_set, f"{file} in {_where(settings)}"
 
 
 def _short(text: str | None, width: int = 70) -> str:
@@ -42,11 +58,17 @@ def _short(text: str | None, width: int = 70) -> str:
 
 @questions_app.command("list")
 def list_files(as_json: JsonOption = False) -> None:
-    """The question files under the data directory's files/ folder, with question counts."""
+    """The question files in the database, with question counts."""
     from chunkbench.evaluation import service
 
-    settings = get_settings()
-    files = service.list_question_files(settings)
+    settings, database = open_database()
+    try:
+        with database.session() as session:
+            files = service.list_question_files(session, settings, DEFAULT_TENANT)
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
+    finally:
+        database.dispose()
     if as_json:
         print_json([vars(info) for info in files])
         return
@@ -57,12 +79,12 @@ def list_files(as_json: JsonOption = False) -> None:
             str(info.size_bytes), info.modified_at.strftime("%Y-%m-%d %H:%M"), _short(info.error, 60),
         )  # fmt: skip
     out.print(table)
-    out.print(f"{len(files)} question file{'s' if len(files) != 1 else ''} in {service.files_dir(settings)}")
+    out.print(f"{len(files)} question file{'s' if len(files) != 1 else ''} in {_where(settings)}", highlight=False)
 
 
 @questions_app.command("validate")
 def validate(
-    file: Annotated[str, typer.Argument(help="A question file (path, or a name under data_dir/files)")],
+    file: Annotated[str, typer.Argument(help="A question file (a path, or the name of one in the database)")],
     document: Annotated[
         list[str] | None, typer.Option("--document", help="Document id or file name in the database (repeatable)")
     ] = None,
@@ -79,12 +101,11 @@ def validate(
     Exit code 0: all placed; 1: some cannot be placed (or their offsets are wrong); 2: unreadable file or document.
     """
     from chunkbench.evaluation import service
-    from chunkbench.evaluation.questions import load_question_set
 
     settings = get_settings()
     threshold = threshold if threshold is not None else settings.question_match_threshold
     try:
-        question_set = load_question_set(_question_file(settings, file))
+        question_set, label = _load_question_set(file)
         if documents_path is not None:
             report = service.validate(question_set, service.catalog_from_files(documents_path), threshold=threshold)
         else:
@@ -103,7 +124,7 @@ def validate(
     if as_json:
         print_json({"file": question_set.source, "format": question_set.format, **report.to_dict()})
     else:
-        _print_report(question_set.source or file, question_set.format, report)
+        _print_report(label, question_set.format, report)
     if not report.ok:
         raise typer.Exit(code=EXIT_PROBLEMS)
 
@@ -156,7 +177,7 @@ def generate(
     document: Annotated[str, typer.Argument(help="Document id or file name")],
     count: Annotated[int, typer.Option("-n", "--count", min=1, max=500, help="Questions to keep")] = 20,
     out_name: Annotated[
-        str | None, typer.Option("--out", help="File name under data_dir/files (default: {document}_synthetic.json)")
+        str | None, typer.Option("--out", help="Question file name (default: {document}_synthetic.json)")
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random document windows")] = 0,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing file of that name")] = False,
@@ -193,7 +214,7 @@ def generate(
         database.dispose()
     summary = {
         "file": info.name,
-        "path": str(service.files_dir(settings) / info.name),
+        "stored_in": _where(settings),
         "requested": count,
         "generated": len(result.question_set),
         "attempts": result.attempts,
@@ -215,7 +236,7 @@ def generate(
     rejected = ", ".join(f"{reason} {n}" for reason, n in sorted(summary["rejected"].items())) or "none"
     out.print(
         f"generated {summary['generated']} of {count} in {result.attempts} attempts; rejected: {rejected}; "
-        f"excerpts dropped: {result.dropped_excerpts}; saved to {summary['path']}",
+        f"excerpts dropped: {result.dropped_excerpts}; saved as {info.name} in {summary['stored_in']}",
         highlight=False,
         markup=False,
     )

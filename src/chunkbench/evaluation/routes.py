@@ -32,9 +32,9 @@ _INVALID_SET = unprocessable("A question file that is not a valid question set, 
 
 
 @router.get("", response_model=list[QuestionFileOut])
-def list_question_files(settings: SettingsDep, tenant_id: TenantDep) -> list[QuestionFileOut]:
+def list_question_files(session: SessionDep, settings: SettingsDep, tenant_id: TenantDep) -> list[QuestionFileOut]:
     """The tenant's question files with sizes and question counts (or why they cannot be read)."""
-    return [QuestionFileOut.of(info) for info in service.list_question_files(settings, tenant_id)]
+    return [QuestionFileOut.of(info) for info in service.list_question_files(session, settings, tenant_id)]
 
 
 @router.post(
@@ -49,6 +49,7 @@ def list_question_files(settings: SettingsDep, tenant_id: TenantDep) -> list[Que
 )
 def upload_question_file(
     response: Response,
+    session: SessionDep,
     settings: SettingsDep,
     tenant_id: TenantDep,
     file: UploadFile = File(..., description="Seed JSON (.json), JSON lines (.jsonl) or Chroma CSV (.csv)"),
@@ -59,7 +60,7 @@ def upload_question_file(
     # One byte over the limit is enough to refuse: never read an oversized upload whole.
     content = file.file.read(settings.max_question_file_bytes + 1)
     info, replaced = service.save_question_file(
-        settings, name or file.filename or "", content, overwrite=overwrite, tenant_id=tenant_id
+        session, settings, name or file.filename or "", content, overwrite=overwrite, tenant_id=tenant_id
     )
     if replaced:
         response.status_code = status.HTTP_200_OK
@@ -110,7 +111,7 @@ def get_question_file(
     threshold: float | None = Query(None, gt=0, le=1, description="Fuzzy-match similarity (default: Settings)"),
 ) -> QuestionSetOut:
     """The parsed questions; with ``document_id`` (or ``validate``), every reference's placement in the documents."""
-    question_set = service.read_question_file(settings, name, tenant_id)
+    question_set = service.read_question_file(session, settings, name, tenant_id)
     report = None
     if document_id or validate:
         report = service.validate_against_database(
@@ -120,7 +121,7 @@ def get_question_file(
             document_names=document_id or (),
             threshold=threshold if threshold is not None else settings.question_match_threshold,
         )
-    return QuestionSetOut.of(service.file_info(settings, name, tenant_id), question_set, report)
+    return QuestionSetOut.of(service.file_info(session, settings, name, tenant_id), question_set, report)
 
 
 # The file as stored, for a download (not JSON to read: exempt from a response model like the markdown route).
@@ -128,9 +129,9 @@ _MEDIA_TYPES = {".json": "application/json", ".csv": "text/csv"}
 
 
 @router.get("/{name}/download", response_class=PlainTextResponse)
-def download_question_file(name: str, settings: SettingsDep, tenant_id: TenantDep) -> Response:
+def download_question_file(name: str, session: SessionDep, settings: SettingsDep, tenant_id: TenantDep) -> Response:
     """The question file's bytes, as an attachment named like the file."""
-    content = service.question_file_content(settings, name, tenant_id)
+    content = service.question_file_content(session, settings, name, tenant_id)
     # A name may hold any letter (never a quote): an ASCII fallback, and the exact name in RFC 5987 form.
     fallback = re.sub(r"[^ -~]", "_", name)
     return Response(
@@ -188,6 +189,6 @@ def remove_reference(
 
 
 @router.delete("/{name}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_question_file(name: str, settings: SettingsDep, tenant_id: TenantDep) -> Response:
-    service.delete_question_file(settings, name, tenant_id)
+def delete_question_file(name: str, session: SessionDep, settings: SettingsDep, tenant_id: TenantDep) -> Response:
+    service.delete_question_file(session, settings, name, tenant_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -1,15 +1,22 @@
-"""Question files under ``{data_dir}/files`` (list, read, save validated, delete) and their validation
-against documents from the database or from text files.
+"""Question files in the metadata store (list, read, save validated, delete) and their validation against
+documents from the database or from text files.
 
-Each tenant has its own folder: the default tenant's is ``files/`` itself (as before tenants existed), every
-other tenant's is ``files/<tenant id>/``. A tenant never lists, reads or overwrites another tenant's files.
+A question file is a row of ``question_files`` holding the bytes as they were uploaded or written, per tenant: a
+tenant never lists, reads or overwrites another tenant's files, and every replica (and worker) on the same
+database sees the same files without sharing a disk.
+
+Before they moved into the database they lived under ``{data_dir}/files`` (the default tenant's in ``files/``
+itself, every other tenant's in ``files/<tenant id>/``). Such a folder is imported once, on the tenant's first use
+of its question files with a database that has not imported it (``import_legacy_files``); the folder is left as it
+is, and files put there afterwards are not read.
 """
 
 from __future__ import annotations
 
-import os
+import json
+import logging
 import re
-import tempfile
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -17,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from chunkbench.config import Settings
@@ -24,6 +32,7 @@ from chunkbench.documents import service as documents
 from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import Purpose
 from chunkbench.errors import (
+    ChunkbenchError,
     FileTooLargeError,
     InvalidRequestError,
     NotFoundError,
@@ -42,12 +51,20 @@ from chunkbench.evaluation.synthetic import (
     require_llm,
 )
 from chunkbench.models import DocumentState
+from chunkbench.storage.app_settings import AppSettingsRepository
 from chunkbench.storage.db import Database
+from chunkbench.storage.question_files import QuestionFileRepository
 from chunkbench.storage.repositories import DocumentRepository
-from chunkbench.storage.schema import DEFAULT_TENANT, DocumentRow
+from chunkbench.storage.schema import DEFAULT_TENANT, DocumentRow, QuestionFileRow
+
+logger = logging.getLogger(__name__)
 
 # A plain file name: letters, digits, '.', '_', '-', spaces; no separators, nothing hidden.
 _SAFE_NAME = re.compile(r"^\w[\w .-]{0,199}$")
+# app_settings key recording that a tenant's old question-file folder was imported into this database.
+IMPORT_KEY_PREFIX = "question_files_imported:"
+# Where question files live, as messages and the CLI say it.
+STORED_IN = "the database"
 
 
 @dataclass(frozen=True)
@@ -64,16 +81,17 @@ class QuestionFileInfo:
 
 
 def files_dir(settings: Settings, tenant_id: str = DEFAULT_TENANT) -> Path:
-    """The tenant's question-file folder (tenant ids are slugs: no separators, no dots)."""
+    """The tenant's folder of question files from before they moved into the database (tenant ids are slugs: no
+    separators, no dots); read once by ``import_legacy_files``, never written."""
     root = settings.data_dir / "files"
     return root if tenant_id == DEFAULT_TENANT else root / tenant_id
 
 
-def question_file_path(settings: Settings, name: str, tenant_id: str = DEFAULT_TENANT) -> Path:
-    """The path of a question file by its bare name; separators, ``..``, hidden names or symlinks out are a 400."""
+def check_name(name: str) -> str:
+    """``name`` if it is a usable question-file name: separators, ``..``, hidden names or a wrong suffix are a 400."""
     if "/" in name or "\\" in name or name in {".", ".."} or "\x00" in name:
         raise PathOutsideDataDirError(
-            f"'{name}' is a path; give the bare file name of a question file in {files_dir(settings, tenant_id)}.",
+            f"'{name}' is a path; give the bare name of a question file (GET /admin/questions lists them).",
             name=name,
         )
     if not _SAFE_NAME.match(name):
@@ -87,61 +105,150 @@ def question_file_path(settings: Settings, name: str, tenant_id: str = DEFAULT_T
             f"'{name}' must end in {', '.join(QUESTION_FILE_SUFFIXES)} (seed JSON, JSON lines or Chroma CSV).",
             name=name,
         )
-    root = files_dir(settings, tenant_id).resolve()
-    path = root / name
-    # A symlink planted in files/ must not lead out of it.
-    if path.exists() and not path.resolve().is_relative_to(root):
-        raise PathOutsideDataDirError(f"'{name}' points outside {root}.", name=name)
-    return path
+    return name
 
 
-def _info(path: Path) -> QuestionFileInfo:
-    stat = path.stat()
-    modified = datetime.fromtimestamp(stat.st_mtime, UTC)
+# --------------------------------------------------------------------------- files from before the database
+
+
+def import_legacy_files(session: Session, settings: Settings, tenant_id: str = DEFAULT_TENANT) -> list[str] | None:
+    """Import the tenant's old folder of question files into the database, once per database; the names imported,
+    or None when there was nothing to do (no folder, or imported before).
+
+    Each file keeps its bytes and its modification time. A file the database already holds under that name (another
+    replica imported the shared folder first) keeps the database's version. A link in the folder that leads out of
+    it stops the import with an error naming it (its target would become a downloadable question file); the folder
+    is only read, never changed. Runs in ``session``'s transaction (the caller commits; rolled back, the next use
+    imports).
+    """
+    folder = files_dir(settings, tenant_id)
+    if not folder.is_dir():
+        return None
+    marks = AppSettingsRepository(session)
+    key = IMPORT_KEY_PREFIX + tenant_id
+    if marks.get(key) is not None:
+        return None
+    root = folder.resolve()
+    candidates: list[Path] = []
+    for path in sorted(folder.iterdir()):
+        # Only what the folder listing showed: question-file names (subfolders are other tenants' or eval inputs).
+        if path.suffix.lower() not in QUESTION_FILE_SUFFIXES or not _SAFE_NAME.match(path.name):
+            continue
+        if not path.resolve().is_relative_to(root):
+            raise PathOutsideDataDirError(
+                f"'{path.name}' in {folder} points outside it, so it is not imported into the database with the "
+                "other question files. Replace the link by the file itself (or remove it), then retry.",
+                name=path.name,
+            )
+        if path.is_file():
+            candidates.append(path)
+    repository = QuestionFileRepository(session, tenant_id)
+    imported: list[str] = []
+    kept: list[str] = []
+    for path in candidates:
+        try:
+            content = path.read_bytes()
+            modified = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        except OSError as exc:
+            raise ChunkbenchError(
+                f"Cannot read the question file {path} to import it into the database: {exc}. Make it readable "
+                "by chunkbench (or move it out of the folder), then retry.",
+                name=path.name,
+            ) from exc
+        if repository.insert(path.name, content, at=modified) is not None:
+            imported.append(path.name)
+        else:
+            kept.append(path.name)
+    marks.set(
+        key,
+        json.dumps(
+            {"folder": str(folder), "imported": imported, "already_in_database": kept,
+             "at": datetime.now(UTC).isoformat(timespec="seconds")}
+        ),
+    )  # fmt: skip
+    logger.warning(
+        "Imported %d question file(s) of tenant %s from %s into the database (%d already there); the folder is no "
+        "longer read: delete it once you are satisfied.",
+        len(imported), tenant_id, folder, len(kept),
+    )  # fmt: skip
+    return imported
+
+
+def _store(session: Session, settings: Settings, tenant_id: str) -> QuestionFileRepository:
+    """The tenant's question files, its old folder imported first (a stat when there is none, then one read).
+
+    The import commits in a transaction of its own: held in the caller's, its writes would keep SQLite's one write
+    lock until the request ends, and a benchmark writes its Experiment through another connection meanwhile. Only
+    a caller already writing to SQLite (it holds that lock: another connection would wait on it) imports in its own.
+    """
+    folder = files_dir(settings, tenant_id)
+    if folder.is_dir() and AppSettingsRepository(session).get(IMPORT_KEY_PREFIX + tenant_id) is None:
+        bind = session.get_bind()
+        if isinstance(bind, Engine) and not (bind.dialect.name == "sqlite" and _writing(session)):
+            with Session(bind) as own, own.begin():
+                import_legacy_files(own, settings, tenant_id)
+        else:
+            import_legacy_files(session, settings, tenant_id)
+    return QuestionFileRepository(session, tenant_id)
+
+
+def _writing(session: Session) -> bool:
+    """Whether the session's SQLite connection has begun writing (pysqlite opens a transaction only for a write)."""
+    return bool(getattr(session.connection().connection.dbapi_connection, "in_transaction", False))
+
+
+def _not_found(name: str, tenant_id: str, hint: str = " GET /admin/questions lists them.") -> QuestionFileNotFoundError:
+    return QuestionFileNotFoundError(f"No question file '{name}' in {STORED_IN}.{hint}", name=name)
+
+
+# --------------------------------------------------------------------------- the files
+
+
+def _info(row: QuestionFileRow) -> QuestionFileInfo:
     try:
-        question_set = parse_question_set(path.read_bytes(), path.name)
+        question_set = parse_question_set(row.content, row.name)
     except QuestionSetError as exc:
-        return QuestionFileInfo(path.name, stat.st_size, modified, None, None, None, exc.message)
+        return QuestionFileInfo(row.name, row.size_bytes, row.updated_at, None, None, None, exc.message)
     return QuestionFileInfo(
-        path.name, stat.st_size, modified, question_set.format, len(question_set), question_set.reference_count
+        row.name, row.size_bytes, row.updated_at, question_set.format, len(question_set), question_set.reference_count
     )
 
 
-def list_question_files(settings: Settings, tenant_id: str = DEFAULT_TENANT) -> list[QuestionFileInfo]:
+def list_question_files(
+    session: Session, settings: Settings, tenant_id: str = DEFAULT_TENANT
+) -> list[QuestionFileInfo]:
     """Every question file of the tenant (by name), each with its question count or its parse error."""
-    root = files_dir(settings, tenant_id)
-    if not root.is_dir():
-        return []
-    return [
-        _info(path)
-        for path in sorted(root.iterdir())
-        if path.is_file() and path.suffix.lower() in QUESTION_FILE_SUFFIXES and _SAFE_NAME.match(path.name)
-    ]
+    return [_info(row) for row in _store(session, settings, tenant_id).list()]
 
 
-def question_file_content(settings: Settings, name: str, tenant_id: str = DEFAULT_TENANT) -> bytes:
+def _row(session: Session, settings: Settings, name: str, tenant_id: str) -> QuestionFileRow:
+    check_name(name)  # before the import: a bad name is refused as such
+    row = _store(session, settings, tenant_id).get(name)
+    if row is None:
+        raise _not_found(name, tenant_id)
+    return row
+
+
+def question_file_exists(session: Session, settings: Settings, name: str, tenant_id: str = DEFAULT_TENANT) -> bool:
+    check_name(name)
+    return _store(session, settings, tenant_id).exists(name)
+
+
+def question_file_content(session: Session, settings: Settings, name: str, tenant_id: str = DEFAULT_TENANT) -> bytes:
     """A question file's bytes as stored (what a download gives)."""
-    path = question_file_path(settings, name, tenant_id)
-    if not path.is_file():
-        raise QuestionFileNotFoundError(
-            f"No question file '{name}' in {files_dir(settings, tenant_id)}. GET /admin/questions lists them.",
-            name=name,
-        )
-    return path.read_bytes()
+    return _row(session, settings, name, tenant_id).content
 
 
-def read_question_file(settings: Settings, name: str, tenant_id: str = DEFAULT_TENANT) -> QuestionSet:
-    return parse_question_set(question_file_content(settings, name, tenant_id), name)
+def read_question_file(session: Session, settings: Settings, name: str, tenant_id: str = DEFAULT_TENANT) -> QuestionSet:
+    return parse_question_set(question_file_content(session, settings, name, tenant_id), name)
 
 
-def file_info(settings: Settings, name: str, tenant_id: str = DEFAULT_TENANT) -> QuestionFileInfo:
-    path = question_file_path(settings, name, tenant_id)
-    if not path.is_file():
-        raise QuestionFileNotFoundError(f"No question file '{name}' in {files_dir(settings, tenant_id)}.", name=name)
-    return _info(path)
+def file_info(session: Session, settings: Settings, name: str, tenant_id: str = DEFAULT_TENANT) -> QuestionFileInfo:
+    return _info(_row(session, settings, name, tenant_id))
 
 
 def save_question_file(
+    session: Session,
     settings: Settings,
     name: str,
     content: bytes,
@@ -150,12 +257,13 @@ def save_question_file(
     limit_size: bool = True,
     tenant_id: str = DEFAULT_TENANT,
 ) -> tuple[QuestionFileInfo, bool]:
-    """Validate ``content`` as a question set, then write it atomically; returns the file and whether it replaced one.
+    """Validate ``content`` as a question set, then store it (one row, written whole); returns the file and whether
+    it replaced one.
 
     Nothing is written when the name, size (uploads: ``limit_size``) or content is bad, or when the file exists
     and ``overwrite`` is off.
     """
-    path = question_file_path(settings, name, tenant_id)
+    check_name(name)
     if limit_size and len(content) > settings.max_question_file_bytes:
         raise FileTooLargeError(
             f"'{name}' is over the {settings.max_question_file_mb:g} MB limit of question files "
@@ -164,30 +272,36 @@ def save_question_file(
             limit_bytes=settings.max_question_file_bytes,
         )
     parse_question_set(content, name)
-    existed = path.exists()
-    if existed and not overwrite:
+    repository = _store(session, settings, tenant_id)
+    row = repository.get(name, for_update=True)
+    if row is None:
+        created = repository.insert(name, content)
+        if created is not None:
+            return _info(created), False
+        row = repository.get(name, for_update=True)  # another writer stored it meanwhile
+    if row is None or not overwrite:
         raise QuestionFileExistsError(
             f"A question file '{name}' already exists. Send overwrite=true to replace it, or choose another name.",
             name=name,
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Write beside the target and rename: a reader never sees half a file.
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".upload-", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(content)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return _info(path), existed
+    return _info(repository.replace(row, content)), True
 
 
-def delete_question_file(settings: Settings, name: str, tenant_id: str = DEFAULT_TENANT) -> None:
-    path = question_file_path(settings, name, tenant_id)
-    if not path.is_file():
-        raise QuestionFileNotFoundError(f"No question file '{name}' in {files_dir(settings, tenant_id)}.", name=name)
-    path.unlink()
+def delete_question_file(session: Session, settings: Settings, name: str, tenant_id: str = DEFAULT_TENANT) -> None:
+    check_name(name)
+    if not _store(session, settings, tenant_id).delete(name):
+        raise _not_found(name, tenant_id, "")
+
+
+# One lock per (tenant, name) for a read-change-write of one file by this process's threads (authoring): SQLite
+# has no row lock, and PostgreSQL's (``for_update``) covers the other replicas.
+_LOCKS: dict[tuple[str, str], threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def file_lock(name: str, tenant_id: str) -> threading.Lock:
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault((tenant_id, name), threading.Lock())
 
 
 # --------------------------------------------------------------------------- documents to validate against
@@ -308,12 +422,12 @@ def generate_question_file(
         row = documents.resolve(session, document, tenant_id=tenant_id)
         document_id, filename, text = row.id, row.filename, row.parsed_text
         spec = embedding.resolve_corpus_model(session, row.last_corpus_embedding_model_id)
-    name = out or default_generated_name(filename)
-    if question_file_path(settings, name, tenant_id).exists() and not overwrite:
-        raise QuestionFileExistsError(
-            f"A question file '{name}' already exists. Pass overwrite (--overwrite) or choose another name.",
-            name=name,
-        )
+        name = out or default_generated_name(filename)
+        if question_file_exists(session, settings, name, tenant_id) and not overwrite:
+            raise QuestionFileExistsError(
+                f"A question file '{name}' already exists. Pass overwrite (--overwrite) or choose another name.",
+                name=name,
+            )
 
     def embed(texts: Sequence[str], purpose: Purpose) -> np.ndarray:
         return embedding.embed_texts(spec, texts, purpose, settings)
@@ -334,12 +448,14 @@ def generate_question_file(
         "options": asdict(options),
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    info, _replaced = save_question_file(
-        settings,
-        name,
-        result.question_set.to_seed_json().encode("utf-8"),
-        overwrite=overwrite,
-        limit_size=False,
-        tenant_id=tenant_id,
-    )
+    with database.session() as session:
+        info, _replaced = save_question_file(
+            session,
+            settings,
+            name,
+            result.question_set.to_seed_json().encode("utf-8"),
+            overwrite=overwrite,
+            limit_size=False,
+            tenant_id=tenant_id,
+        )
     return result, info

@@ -18,7 +18,7 @@ from chunkbench.app import create_app
 from chunkbench.cli import app as cli_app
 from chunkbench.config import Settings, get_settings
 from chunkbench.errors import PathOutsideDataDirError
-from chunkbench.evaluation import service
+from chunkbench.evaluation import authoring, service
 from chunkbench.storage.app_settings import AppSettingsRepository
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DEFAULT_TENANT, QuestionFileRow
@@ -117,6 +117,25 @@ def test_a_stored_file_is_its_bytes_with_their_hash_and_size(client, settings):
         database.dispose()
 
 
+def test_a_set_created_by_another_replica_between_the_read_and_the_write_is_changed_not_overwritten(client, settings):
+    """Adding a question creates the set when it is missing; another replica creating it meanwhile (here: another
+    connection, committed between this change's read and its write) keeps its question, and this one is added."""
+    database = client.app.state.database
+    created: list[bool] = []
+
+    def change(questions):
+        if not created:  # the other replica's write, once, while this change is under way
+            created.append(True)
+            with database.session() as other:
+                service.save_question_file(other, settings, "race.json", b'[{"id": "theirs", "question": "First?"}]')
+        return [*questions, {"id": "ours", "question": "Second?"}], []
+
+    with database.session() as session:
+        authored = authoring._rewrite(session, settings, "race.json", change, create=True, tenant_id=DEFAULT_TENANT)
+    assert [q.id for q in authored.question_set] == ["theirs", "ours"]
+    assert [q["id"] for q in client.get("/admin/questions/race.json").json()["questions"]] == ["theirs", "ours"]
+
+
 # --------------------------------------------------------------------------- files written the old way
 
 
@@ -198,7 +217,7 @@ def test_a_link_out_of_the_old_folder_stops_the_import_with_its_name(settings, t
         database.dispose()
 
 
-def test_the_cli_lists_and_validates_imported_files_and_says_where_they_live(tmp_path, monkeypatch):
+def test_the_cli_lists_validates_and_adds_question_files_and_says_where_they_live(tmp_path, monkeypatch):
     data_dir = tmp_path / "data"
     monkeypatch.setenv("CHUNKBENCH_DATA_DIR", str(data_dir))
     get_settings.cache_clear()
@@ -215,6 +234,24 @@ def test_the_cli_lists_and_validates_imported_files_and_says_where_they_live(tmp
         assert json.loads(validated.stdout)["file"] == "lines.jsonl"
         missing = runner.invoke(cli_app, ["questions", "validate", "none.json"])
         assert missing.exit_code == 2 and "No question file 'none.json' in the database" in missing.stderr
+
+        # A file put in the folder now is not read: `questions add` stores it (validated, as an upload is).
+        late = tmp_path / "late.json"
+        late.write_bytes(OLD_BYTES)
+        added = runner.invoke(cli_app, ["questions", "add", str(late)], catch_exceptions=False)
+        assert added.exit_code == 0 and "stored late.json (2 questions" in added.stdout, added.stdout
+        assert stored_question_file(settings, "late.json") == OLD_BYTES
+        again = runner.invoke(cli_app, ["questions", "add", str(late)])
+        assert again.exit_code == 1 and "already exists" in again.stderr
+        lines = tmp_path / "lines.jsonl"
+        lines.write_bytes(b'{"question": "Replaced?"}\n')
+        replaced = runner.invoke(cli_app, ["questions", "add", str(lines), "--name", "late.jsonl", "--json"])
+        assert json.loads(replaced.stdout)["replaced"] is False and json.loads(replaced.stdout)["question_count"] == 1
+        bad = tmp_path / "bad.json"
+        bad.write_text('{"questions": [{"id": 1}]}')
+        refused = runner.invoke(cli_app, ["questions", "add", str(bad)])
+        assert refused.exit_code == 1 and "'question' must be a non-empty string" in refused.stderr
+        assert stored_question_file(settings, "bad.json") is None
     finally:
         get_settings.cache_clear()
 

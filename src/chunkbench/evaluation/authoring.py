@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from chunkbench.config import Settings
 from chunkbench.errors import (
     InvalidRequestError,
+    QuestionFileExistsError,
     QuestionFileNotFoundError,
     QuestionNotFoundError,
     QuestionSetError,
@@ -141,12 +142,22 @@ def _rewrite(
 
     The read and the write are one transaction under the file's lock (this process's threads) and its row lock
     (PostgreSQL: other replicas), committed before the lock is let go: two changes to one file at once must not
-    lose either.
+    lose either. A set created by another replica between the read and the write is read again and changed.
     """
     service.check_name(name)
+    try:
+        return _rewrite_once(session, settings, name, change, create=create, tenant_id=tenant_id)
+    except QuestionFileExistsError:
+        return _rewrite_once(session, settings, name, change, create=create, tenant_id=tenant_id)
+
+
+def _rewrite_once(
+    session: Session, settings: Settings, name: str, change: Change, *, create: bool, tenant_id: str
+) -> AuthoredSet:
     with service.file_lock(name, tenant_id):
-        if service.question_file_exists(session, settings, name, tenant_id):
-            QuestionFileRepository(session, tenant_id).get(name, for_update=True)
+        # Found (the tenant's old folder imported first), then its row locked until the commit below.
+        existed = service.question_file_exists(session, settings, name, tenant_id)
+        if existed and QuestionFileRepository(session, tenant_id).get(name, for_update=True) is not None:
             current = service.read_question_file(session, settings, name, tenant_id)
             if current.format != "seed_json" or Path(name).suffix.lower() != AUTHORED_SUFFIX:
                 raise InvalidRequestError(
@@ -175,8 +186,9 @@ def _rewrite(
             session, edited, tenant_id=tenant_id, threshold=settings.question_match_threshold
         )
         _refuse_unplaced(name, report, set(added))
+        # A new set is written only if it is still new (else QuestionFileExistsError: read again and change that).
         info, _replaced = service.save_question_file(
-            session, settings, name, edited.to_seed_json().encode("utf-8"), overwrite=True, tenant_id=tenant_id
+            session, settings, name, edited.to_seed_json().encode("utf-8"), overwrite=existed, tenant_id=tenant_id
         )
         session.commit()
     return AuthoredSet(info, edited, report)

@@ -14,7 +14,8 @@ from chunkbench.errors import ChunkbenchError
 from chunkbench.storage.schema import DEFAULT_TENANT
 
 questions_app = typer.Typer(
-    help="Question sets: list the files, validate their evidence, generate synthetic ones.", no_args_is_help=True
+    help="Question sets: list and add the files, validate their evidence, generate synthetic ones.",
+    no_args_is_help=True,
 )
 
 # Exit codes of ``validate``: evidence problems are 1; a file or document that cannot be read is 2.
@@ -80,6 +81,42 @@ def list_files(as_json: JsonOption = False) -> None:
         )  # fmt: skip
     out.print(table)
     out.print(f"{len(files)} question file{'s' if len(files) != 1 else ''} in {_where(settings)}", highlight=False)
+
+
+@questions_app.command("add")
+def add(
+    file: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, help="A question file: seed JSON, JSON lines or Chroma CSV")
+    ],
+    name: Annotated[str | None, typer.Option("--name", help="Store it under this name (default: its own)")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a question file of that name")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Store a question file in the database, validated as an upload is, for benchmarks (--question-set) and the
+    dashboard. What a file put under data_dir/files once did: that folder is no longer read."""
+    from chunkbench.evaluation import service
+
+    settings, database = open_database()
+    try:
+        with database.session() as session:
+            # The operator's own file on this machine: no upload size limit, as for generated sets.
+            info, replaced = service.save_question_file(
+                session, settings, name or file.name, file.read_bytes(), overwrite=overwrite, limit_size=False,
+                tenant_id=DEFAULT_TENANT,
+            )  # fmt: skip
+    except ChunkbenchError as exc:
+        raise fail(exc, as_json) from exc
+    finally:
+        database.dispose()
+    if as_json:
+        print_json({**vars(info), "replaced": replaced})
+        return
+    out.print(
+        f"{'replaced' if replaced else 'stored'} {info.name} ({info.question_count} questions, {info.size_bytes} "
+        f"bytes) in {_where(settings)}",
+        highlight=False,
+        markup=False,
+    )
 
 
 @questions_app.command("validate")

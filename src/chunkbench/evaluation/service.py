@@ -178,8 +178,9 @@ def _store(session: Session, settings: Settings, tenant_id: str) -> QuestionFile
     """The tenant's question files, its old folder imported first (a stat when there is none, then one read).
 
     The import commits in a transaction of its own: held in the caller's, its writes would keep SQLite's one write
-    lock until the request ends, and a benchmark writes its Experiment through another connection meanwhile. Only
-    a caller already writing to SQLite (it holds that lock: another connection would wait on it) imports in its own.
+    lock until the request ends, and a benchmark writes its Experiment through another connection meanwhile. A
+    caller already writing to SQLite holds that lock (another connection would wait on it): it imports in its own
+    transaction instead.
     """
     folder = files_dir(settings, tenant_id)
     if folder.is_dir() and AppSettingsRepository(session).get(IMPORT_KEY_PREFIX + tenant_id) is None:

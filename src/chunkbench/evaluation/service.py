@@ -198,7 +198,7 @@ def _writing(session: Session) -> bool:
     return bool(getattr(session.connection().connection.dbapi_connection, "in_transaction", False))
 
 
-def _not_found(name: str, tenant_id: str, hint: str = " GET /admin/questions lists them.") -> QuestionFileNotFoundError:
+def _not_found(name: str, hint: str = " GET /admin/questions lists them.") -> QuestionFileNotFoundError:
     return QuestionFileNotFoundError(f"No question file '{name}' in {STORED_IN}.{hint}", name=name)
 
 
@@ -226,7 +226,7 @@ def _row(session: Session, settings: Settings, name: str, tenant_id: str) -> Que
     check_name(name)  # before the import: a bad name is refused as such
     row = _store(session, settings, tenant_id).get(name)
     if row is None:
-        raise _not_found(name, tenant_id)
+        raise _not_found(name)
     return row
 
 
@@ -291,7 +291,7 @@ def save_question_file(
 def delete_question_file(session: Session, settings: Settings, name: str, tenant_id: str = DEFAULT_TENANT) -> None:
     check_name(name)
     if not _store(session, settings, tenant_id).delete(name):
-        raise _not_found(name, tenant_id, "")
+        raise _not_found(name, "")
 
 
 # One lock per (tenant, name) for a read-change-write of one file by this process's threads (authoring): SQLite

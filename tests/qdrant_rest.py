@@ -46,10 +46,14 @@ from chunkbench.storage.edge_index import ReadWriteLock
 
 VERSION = "1.16.0"  # what GET / reports: the server whose REST schema qdrant-client 1.16+ speaks
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
+# Payload fields of the server's own, under this prefix, never shown in an answer:
+_HIDDEN = "__qdrant_rest_"
 # qdrant-edge-py 0.9 matches no boolean value (MatchValue(True) and MatchValue(False) find nothing): a top-level
-# boolean is mirrored into a keyword field under this prefix, filters on the boolean match the mirror, and answers
-# never show it.
-_BOOL_MIRROR = "__qdrant_rest_bool__"
+# boolean is mirrored into a keyword field, and filters on the boolean match the mirror.
+_BOOL_MIRROR = _HIDDEN + "bool__"
+# A point's version, as Qdrant reports it in search results: the operation id of the write that last stored it
+# (Edge reports 0). It shows which write stored a point, so a test can see two clients' writes interleave.
+_VERSION = _HIDDEN + "version"
 # Qdrant's defaults, reported in a collection's configuration where its creation named none.
 _HNSW_DEFAULTS = {"m": 16, "ef_construct": 100, "full_scan_threshold": 10_000}
 _DISTANCES = {d.value: getattr(qe.Distance, d.value) for d in qm.Distance}
@@ -167,13 +171,14 @@ def edge_vector(vector: Any) -> Any:
     raise unsupported(f"vector of type {type(vector).__name__} (documents, images, multivectors, point ids)")
 
 
-def edge_point(point_id: Any, vector: Any, payload: dict[str, Any] | None) -> qe.Point:
+def edge_point(point_id: Any, vector: Any, payload: dict[str, Any] | None, version: int) -> qe.Point:
     if isinstance(vector, dict):
         vectors: Any = {name: edge_vector(v) for name, v in vector.items()}
     else:
         vectors = {"": edge_vector(vector)}
     stored = dict(payload or {})
     stored.update({_BOOL_MIRROR + k: str(v).lower() for k, v in (payload or {}).items() if isinstance(v, bool)})
+    stored[_VERSION] = version
     return qe.Point(id=_point_id(point_id), vector=vectors, payload=stored)
 
 
@@ -233,23 +238,27 @@ def edge_prefetch(prefetch: Any) -> list[qe.Prefetch] | None:
     return built
 
 
-def edge_with_payload(selector: Any, default: bool) -> Any:
-    if selector is None:
-        return default
+def edge_with_payload(selector: Any, default: bool) -> tuple[Any, bool]:
+    """What to ask Edge for (the version too, always), and whether the client asked for a payload."""
+    selector = default if selector is None else selector
+    if selector is True:
+        return True, True
+    if selector is False:
+        return [_VERSION], False
     if isinstance(selector, qm.PayloadSelectorInclude):
-        return qe.PayloadSelector.Include(list(selector.include))
+        return qe.PayloadSelector.Include([*selector.include, _VERSION]), True
     if isinstance(selector, qm.PayloadSelectorExclude):
-        return qe.PayloadSelector.Exclude(list(selector.exclude))
-    return selector if isinstance(selector, bool) else list(selector)
+        return qe.PayloadSelector.Exclude(list(selector.exclude)), True
+    return [*selector, _VERSION], True
 
 
 # ---------------------------------------------------------------------------------------------- Edge → REST
 
 
-def rest_payload(payload: dict[str, Any] | None) -> dict[str, Any] | None:
-    if payload is None:
+def rest_payload(payload: dict[str, Any] | None, shown: bool = True) -> dict[str, Any] | None:
+    if payload is None or not shown:
         return None
-    return {k: v for k, v in payload.items() if not k.startswith(_BOOL_MIRROR)}
+    return {k: v for k, v in payload.items() if not k.startswith(_HIDDEN)}
 
 
 def rest_vector(vector: Any) -> Any:
@@ -270,9 +279,9 @@ def rest_id(point_id: Any) -> Any:
     return point_id if isinstance(point_id, int) else str(point_id)
 
 
-def rest_record(record: Any, with_vector: Any) -> qm.Record:
+def rest_record(record: Any, with_vector: Any, shown: bool) -> qm.Record:
     return qm.Record(
-        id=rest_id(record.id), payload=rest_payload(record.payload),
+        id=rest_id(record.id), payload=rest_payload(record.payload, shown),
         vector=rest_vector(record.vector) if with_vector else None,
     )  # fmt: skip
 
@@ -336,16 +345,16 @@ class Server:
                 raise not_found(name)
             return _engine(lambda: run(collection.shard))
 
-    def writing(self, name: str, operation: Any) -> None:
+    def writing(self, name: str, operation: Callable[[int], Any], wait: bool) -> dict[str, Any]:
+        """Apply ``operation(its operation id)``; the ids are taken in the order the writes are applied."""
         collection = self.get(name)
         with collection.writing, collection.rw.shared():
             if collection.dropped:
                 raise not_found(name)
-            _engine(lambda: collection.shard.update(operation))
-
-    def update_result(self, wait: bool) -> dict[str, Any]:
+            operation_id = next(self.operations)
+            _engine(lambda: collection.shard.update(operation(operation_id)))
         status = qm.UpdateStatus.COMPLETED if wait else qm.UpdateStatus.ACKNOWLEDGED
-        return dump(qm.UpdateResult(operation_id=next(self.operations), status=status))
+        return dump(qm.UpdateResult(operation_id=operation_id, status=status))
 
     # ------------------------------------------------------------- collection routes
 
@@ -434,11 +443,12 @@ class Server:
     def create_index(self, name: str, body: Any, wait: bool) -> Any:
         request: qm.CreateFieldIndex = parse(qm.CreateFieldIndex, body)
         schema = _edge_schema(request.field_schema)
-        self.writing(name, qe.UpdateOperation.create_field_index(request.field_name, schema))
         if _is_bool(request.field_schema):  # the mirror that boolean filters match is indexed too
             mirror = _BOOL_MIRROR + request.field_name
-            self.writing(name, qe.UpdateOperation.create_field_index(mirror, qe.PayloadSchemaType.Keyword))
-        return self.update_result(wait)
+            self.writing(
+                name, lambda _: qe.UpdateOperation.create_field_index(mirror, qe.PayloadSchemaType.Keyword), wait
+            )
+        return self.writing(name, lambda _: qe.UpdateOperation.create_field_index(request.field_name, schema), wait)
 
     # ------------------------------------------------------------- point routes
 
@@ -453,15 +463,20 @@ class Server:
             else:
                 vectors = list(batch.vectors)
             payloads = batch.payloads or [None] * len(batch.ids)
-            points = [edge_point(i, v, p) for i, v, p in zip(batch.ids, vectors, payloads, strict=True)]
+            given = list(zip(batch.ids, vectors, payloads, strict=True))
         else:
-            points = [edge_point(p.id, p.vector, p.payload) for p in request.points]
+            given = [(p.id, p.vector, p.payload) for p in request.points]
         condition = edge_filter(request.update_filter) if isinstance(request, qm.PointsList) else None
         mode = request.update_mode if isinstance(request, qm.PointsList) else None
         update_mode = getattr(qe.UpdateMode, {"upsert": "Upsert", "insert_only": "InsertOnly",
                                               "update_only": "UpdateOnly"}[mode.value]) if mode else None  # fmt: skip
-        self.writing(name, qe.UpdateOperation.upsert_points(points, condition=condition, update_mode=update_mode))
-        return self.update_result(wait)
+        return self.writing(
+            name,
+            lambda version: qe.UpdateOperation.upsert_points(
+                [edge_point(*point, version=version) for point in given], condition=condition, update_mode=update_mode
+            ),
+            wait,
+        )
 
     def delete_points(self, name: str, body: Any, wait: bool) -> Any:
         request = parse(qm.PointsSelector, body)
@@ -471,8 +486,7 @@ class Server:
             operation = qe.UpdateOperation.delete_points([_point_id(i) for i in request.points])
         else:
             operation = qe.UpdateOperation.delete_points_by_filter(edge_filter(request.filter) or qe.Filter())
-        self.writing(name, operation)
-        return self.update_result(wait)
+        return self.writing(name, lambda _: operation, wait)
 
     def count(self, name: str, body: Any) -> Any:
         request: qm.CountRequest = parse(qm.CountRequest, body or {})
@@ -485,14 +499,15 @@ class Server:
         if request.order_by is not None or request.shard_key is not None:
             raise unsupported("scroll with order_by or shard keys")
         with_vector = request.with_vector if request.with_vector is not None else False
+        payload, shown = edge_with_payload(request.with_payload, True)
         edge_request = qe.ScrollRequest(
             offset=_point_id(request.offset) if request.offset is not None else None,
             limit=request.limit if request.limit is not None else 10, filter=edge_filter(request.filter),
-            with_payload=edge_with_payload(request.with_payload, True), with_vector=with_vector,
+            with_payload=payload, with_vector=with_vector,
         )  # fmt: skip
         records, offset = self.reading(name, lambda shard: shard.scroll(edge_request))
         result = qm.ScrollResult(
-            points=[rest_record(r, with_vector) for r in records],
+            points=[rest_record(r, with_vector, shown) for r in records],
             next_page_offset=rest_id(offset) if offset is not None else None,
         )
         return dump(result)
@@ -502,10 +517,11 @@ class Server:
         if request.lookup_from is not None or request.shard_key is not None:
             raise unsupported("lookup_from and shard keys")
         with_vector = request.with_vector if request.with_vector is not None else False
+        payload, shown = edge_with_payload(request.with_payload, False)
         edge_request = qe.QueryRequest(
             limit=request.limit if request.limit is not None else 10, offset=request.offset,
             query=edge_query(request.query, request.using), prefetches=edge_prefetch(request.prefetch),
-            with_vector=with_vector, with_payload=edge_with_payload(request.with_payload, False),
+            with_vector=with_vector, with_payload=payload,
             filter=edge_filter(request.filter), score_threshold=request.score_threshold,
             params=edge_params(request.params),
         )  # fmt: skip
@@ -513,9 +529,9 @@ class Server:
         scored = [
             qm.ScoredPoint(
                 id=rest_id(p.id),
-                version=p.version,
+                version=(p.payload or {}).get(_VERSION, 0),
                 score=p.score,
-                payload=rest_payload(p.payload),
+                payload=rest_payload(p.payload, shown),
                 vector=rest_vector(p.vector) if with_vector else None,
             )
             for p in points

@@ -44,7 +44,7 @@ from starlette.routing import Route
 
 from chunkbench.storage.edge_index import ReadWriteLock
 
-VERSION = "1.16.0"  # what GET / reports: the server whose REST schema qdrant-client 1.16+ speaks
+VERSION = "1.18.0"  # what GET / reports: the server deploy/compose.yaml runs (qdrant/qdrant:v1.18.0)
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
 # Payload fields of the server's own, under this prefix, never shown in an answer:
 _HIDDEN = "__qdrant_rest_"

@@ -24,6 +24,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 from qdrant_client import QdrantClient
+from qdrant_client import models as qm
 from qdrant_client.http.exceptions import UnexpectedResponse
 
 import chunkbench
@@ -338,3 +339,47 @@ def test_booleans_filter_and_the_server_keeps_its_collections_across_a_restart(t
         assert sorted(p["chunk_index"] for p in payloads) == [0, 1, 2]
         assert all(set(p) == {"tenant_id", "document_id", "chunk_index", "is_parent"} for p in payloads)
         engine.close()
+
+
+def test_prefetch_and_fusion_run_on_edge_and_a_query_by_point_id_answers_501(qdrant_rest_url: str):
+    # chunkbench fuses dense and sparse rankings itself (storage/fusion.py); a client that asks the server to fuse
+    # gets Edge's own RRF over the prefetches, parsed by qdrant-client's models.
+    client = QdrantClient(url=qdrant_rest_url, port=None, prefer_grpc=False, check_compatibility=False)
+    try:
+        client.create_collection(
+            "fused", vectors_config={"dense": qm.VectorParams(size=2, distance=qm.Distance.COSINE)},
+            sparse_vectors_config={"bm25": qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
+        )  # fmt: skip
+        points = [
+            qm.PointStruct(id=1, vector={"dense": [1.0, 0.0], "bm25": qm.SparseVector(indices=[7], values=[1.0])},
+                           payload={"name": "both"}),
+            qm.PointStruct(id=2, vector={"dense": [0.9, 0.1]}, payload={"name": "dense only"}),
+            qm.PointStruct(id=3, vector={"dense": [0.0, 1.0], "bm25": qm.SparseVector(indices=[7], values=[0.5])},
+                           payload={"name": "sparse, far"}),
+        ]  # fmt: skip
+        assert client.upsert("fused", points=points, wait=True).status == qm.UpdateStatus.COMPLETED
+        prefetch = [
+            qm.Prefetch(query=[1.0, 0.0], using="dense", limit=2),
+            qm.Prefetch(query=qm.SparseVector(indices=[7], values=[1.0]), using="bm25", limit=2),
+        ]
+        fused = client.query_points(
+            "fused", prefetch=prefetch, query=qm.FusionQuery(fusion=qm.Fusion.RRF), limit=3, with_payload=True
+        ).points
+        # 1 is first in both rankings; 2 (dense only) and 3 (sparse only) each appear once.
+        assert fused[0].id == 1 and {p.id for p in fused} == {1, 2, 3}
+        assert fused[0].payload == {"name": "both"} and fused[0].score > fused[1].score
+        weighted = client.query_points(
+            "fused",
+            prefetch=prefetch,
+            query=qm.RrfQuery(rrf=qm.Rrf(k=60, weights=[0.1, 3.0])),
+            limit=3,
+            with_payload=False,
+        ).points
+        assert [p.id for p in weighted][:2] == [1, 3]  # the sparse ranking weighs most
+        assert weighted[0].payload is None and weighted[0].version > 0  # the version shown, the payload not asked
+        with pytest.raises(UnexpectedResponse) as raised:
+            client.query_points("fused", query=2, using="dense")  # "more like point 2": not implemented
+        assert raised.value.status_code == 501
+    finally:
+        client.delete_collection("fused")
+        client.close()

@@ -705,7 +705,8 @@ def running(path: Path, *, api_key: str | None = None, timeout_s: float = 60) ->
     log_path = path.with_name(path.name + ".log")
     for _attempt in range(3):  # the free port may be taken between the probe and the bind
         port = free_port()
-        command = [sys.executable, str(here / "qdrant_rest.py"), "--path", str(path), "--port", str(port)]
+        command = [sys.executable, str(here / "qdrant_rest.py"), "--path", str(path), "--port", str(port),
+                   "--exit-with-parent"]  # fmt: skip
         with log_path.open("wb") as log:
             child = subprocess.Popen(
                 [*command, *(["--api-key", api_key] if api_key else [])], env=environment,
@@ -746,9 +747,23 @@ def main() -> None:
     parser.add_argument("--path", type=Path, required=True, help="the folder of the Edge shards (this process owns it)")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--api-key", default=None)
+    parser.add_argument("--exit-with-parent", action="store_true", help="stop when the process that started it ends")
     arguments = parser.parse_args()
     app = create_app(arguments.path, arguments.api_key)
-    uvicorn.run(app, host="127.0.0.1", port=arguments.port, log_level="warning", access_log=False)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=arguments.port, log_level="warning",
+                                           access_log=False))  # fmt: skip
+    if arguments.exit_with_parent:
+        # A test run killed outright (no fixture teardown) must not leave a server behind: once the parent is gone
+        # (this process re-parented), stop as on SIGTERM, shards flushed.
+        parent = os.getppid()
+
+        def watch() -> None:
+            while os.getppid() == parent:
+                time.sleep(1)
+            server.should_exit = True
+
+        threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+    server.run()
 
 
 if __name__ == "__main__":

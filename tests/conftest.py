@@ -206,14 +206,35 @@ def screenshot(page: Any, name: str) -> Path:
     return path
 
 
-@pytest.fixture(params=["edge", "server"])
+@pytest.fixture(scope="session")
+def qdrant_rest_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base URL of the Qdrant REST test server (tests/qdrant_rest.py: Qdrant's REST protocol over Qdrant
+    Edge), in a child process of its own for the whole session, without an API key. Tests share it: a test that
+    writes to it removes its collections (the ``store`` fixture does)."""
+    import qdrant_rest
+
+    with qdrant_rest.running(tmp_path_factory.mktemp("qdrant-rest") / "storage") as url:
+        yield url
+
+
+@pytest.fixture(params=["edge", "server", "rest"])
 def store(request: pytest.FixtureRequest, settings: Settings) -> Iterator[VectorStore]:
-    """The process's embedded store (Qdrant Edge), or the server engine over qdrant-client's local mode."""
+    """The process's embedded store (Qdrant Edge); the server engine over qdrant-client's local mode; or the server
+    engine over qdrant-client's HTTP path, against the Qdrant REST test server (its collections removed after)."""
     if request.param == "edge":
         yield get_vector_store(settings)
         return
-    stand_in = server_stand_in(settings)
+    if request.param == "server":
+        stand_in = server_stand_in(settings)
+        try:
+            yield stand_in
+        finally:
+            stand_in.close()
+        return
+    over_http = VectorStore(settings.model_copy(update={"qdrant_url": request.getfixturevalue("qdrant_rest_url")}))
     try:
-        yield stand_in
+        yield over_http
     finally:
-        stand_in.close()
+        for name in over_http.engine.names():
+            over_http.engine.drop(name)
+        over_http.close()

@@ -6,7 +6,7 @@ Then it touches the file ``CHUNKBENCH_FAULT_MARKER`` names (when set) and blocks
 race with how fast the machine is. Off, a call costs one environment lookup; nothing is configured through
 ``Settings`` and no face exposes it, so a deployment cannot turn it on by accident short of setting the variable.
 
-Stdlib only: any layer may import it (it sits beside ``errors`` at the bottom of docs/architecture.md's layers).
+Stdlib only, importing nothing of chunkbench: any layer may import it (a bottom-layer module, like ``errors``).
 
 Points (their names are what tests set; keep them stable):
 

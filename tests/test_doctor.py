@@ -5,6 +5,8 @@ repaired until the two agree."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
@@ -13,6 +15,7 @@ from sqlalchemy import delete
 
 from chunkbench.app import create_app
 from chunkbench.cli import app as cli_app
+from chunkbench.storage.ownership import lease_until, this_process
 from chunkbench.storage.points import collection_name, document_filter
 from chunkbench.storage.schema import DocumentRow, StrategyRunRow
 from chunkbench.tenants import service
@@ -153,3 +156,36 @@ def test_only_the_operator_reads_the_consistency_report(settings):
         assert refused.status_code == 403 and "--operator" in refused.json()["message"]
         allowed = client.get("/admin/consistency", headers={"Authorization": f"Bearer {operator}"})
         assert allowed.status_code == 200 and allowed.json()["consistent"] is True
+
+
+def _dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_a_document_a_live_process_is_processing_is_left_out_and_a_dead_ones_is_not(indexed, cli):  # noqa: F811
+    client, (_handbook, _travel, more) = indexed
+    store, database = client.app.state.vector_store, client.app.state.database
+    points = store.count_document("recursive", MODEL, tenant_id="default", document_id=more)
+    # As a live process leaves it mid-processing: the new points are written, the run is not recorded yet.
+    with database.session() as session:
+        recursive_of_more = (StrategyRunRow.document_id == more, StrategyRunRow.strategy_name == "recursive")
+        session.execute(delete(StrategyRunRow).where(*recursive_of_more))
+        row = session.get(DocumentRow, more)
+        me = this_process()
+        row.status, row.owner_host, row.owner_pid, row.owner_token = "embedding", me.host, me.pid, me.token
+        row.lease_expires_at = lease_until(300)
+    report = _consistency(client)
+    assert report["consistent"] is True and report["in_progress"] == 1 and report["findings"] == []
+    # A repair then must not delete the points the live process is about to record.
+    repaired = cli.invoke(cli_app, ["doctor", "--repair", "--json"])
+    assert repaired.exit_code == 0 and json.loads(repaired.stdout)["in_progress"] == 1, repaired.output
+    assert store.count_document("recursive", MODEL, tenant_id="default", document_id=more) == points
+    assert "left out" in cli.invoke(cli_app, ["doctor"]).stdout
+    # Its owner dead, the same points are orphans.
+    with database.session() as session:
+        row = session.get(DocumentRow, more)
+        row.owner_pid, row.owner_token = _dead_pid(), "d" * 32
+    report = _consistency(client)
+    assert report["in_progress"] == 0 and _kinds(report) == {(more, RECURSIVE): "orphan_points"}

@@ -249,3 +249,77 @@ def test_the_cli_wipes_as_the_operator_and_its_query_answers_not_indexed(client,
     assert f"chunkbench process {document_id} --strategies recursive --corpus-model {MODEL}" in error["message"]
     # fixed_size still has its points: the document stays indexed.
     assert client.get(f"/documents/{document_id}").json()["status"] == "indexed"
+
+
+def test_admin_health_shows_a_tenant_admin_its_own_share_and_the_operator_the_deployment(deployment, settings):
+    client, keys, docs = deployment
+    # A third collection that only B's points are in: A is not told it exists, not even as a count.
+    processed = client.post(
+        f"/documents/{docs['tenant-b']}/process", headers=keys["tenant-b"], params={"wait": "true"},
+        json={"strategies": ["semantic"]},
+    )  # fmt: skip
+    assert processed.status_code == 200, processed.text
+    everything, own_a = _points(client, keys["operator"]), _points(client, keys["tenant-a-admin"])
+    operator = client.get("/admin/health", headers=keys["operator"]).json()
+    assert operator["scope"] == "deployment" and operator["collections"] == len(everything) == 3
+    assert operator["points"] == sum(everything.values()) and "3 collections" in operator["qdrant"]["detail"]
+    assert str(settings.qdrant_path) in operator["qdrant"]["detail"]
+    admin = client.get("/admin/health", headers=keys["tenant-a-admin"]).json()
+    assert admin["status"] == "ok" and admin["scope"] == "tenant"
+    assert admin["collections"] == len(own_a) == 2 and admin["points"] == sum(own_a.values()) < operator["points"]
+    assert (
+        admin["qdrant"]["detail"] == f"Qdrant (embedded): 2 collections hold your tenant's {admin['points']} point(s)"
+    )
+    # A plain key sees no admin health at all.
+    assert client.get("/admin/health", headers=keys["tenant-a"]).status_code == 403
+
+
+def test_admin_me_names_the_keys_role(deployment):
+    deployed, keys, _docs = deployment
+    operator = deployed.get("/admin/me", headers=keys["operator"]).json()
+    assert operator["role"] == "operator" and operator["tenant_id"] == "default" and "operator" in operator["scopes"]
+    admin = deployed.get("/admin/me", headers=keys["tenant-b-admin"]).json()
+    assert admin["role"] == "admin" and admin["tenant_id"] == "tenant-b" and "operator" not in admin["scopes"]
+    assert admin["key_id"] and admin["key_id"] != operator["key_id"]
+    assert deployed.get("/admin/me", headers=keys["tenant-b"]).status_code == 403
+
+
+def test_with_auth_off_admin_me_says_operator(client):
+    # The local user is the operator of its own deployment.
+    assert client.get("/admin/me").json() == {
+        "tenant_id": "default", "role": "operator", "scopes": ["admin", "operator", "query"], "key_id": None,
+    }  # fmt: skip
+
+
+def test_sweeps_over_a_wiped_run_answer_not_indexed_before_any_level_runs(client, cli, tmp_path):  # noqa: F811
+    upload = client.post("/documents", files={"file": ("handbook.md", HANDBOOK.encode())})
+    document_id = upload.json()["document"]["id"]
+    processed = client.post(f"/documents/{document_id}/process", params={"wait": "true"}, json=PROCESS)
+    assert processed.status_code == 200, processed.text
+    assert client.post(f"/admin/qdrant/collections/{FIXED}/wipe").status_code == 204
+    runs_before = client.get(f"/documents/{document_id}/runs").json()
+    questions = tmp_path / "questions.json"
+    questions.write_text(json.dumps({"questions": QUESTIONS[:2]}), encoding="utf-8")
+    sweeps = {
+        "neighbors": ["sweep", "neighbors", "handbook.md", "-q", str(questions), "--levels", "0,1"],
+        # The grid re-processes at every point: without the check it would run, and leave no parameters to restore.
+        "chunks": ["sweep", "chunks", "handbook.md", "-q", str(questions), "--sizes", "20", "--overlaps", "0"],
+    }
+    for name, args in sweeps.items():
+        swept = cli.invoke(cli_app, [*args, "--json"])
+        assert swept.exit_code == 1, (name, swept.output)
+        error = json.loads(swept.stdout)
+        assert error["error"] == "not_indexed" and error["details"]["strategy"] == "fixed_size", (name, error)
+        assert f"chunkbench process {document_id} --strategies fixed_size --corpus-model {MODEL}" in error["message"]
+    # Nothing ran: no Experiment, no run added.
+    assert client.get("/experiments").json() == []
+    assert client.get(f"/documents/{document_id}/runs").json() == runs_before
+    # Processed again, the sweep runs.
+    again = client.post(
+        f"/documents/{document_id}/process", params={"wait": "true"},
+        json={"strategies": ["fixed_size"], "params": PROCESS["params"]},
+    )  # fmt: skip
+    assert again.status_code == 200, again.text
+    swept = cli.invoke(cli_app, [*sweeps["neighbors"][:-1], "0", "--json"])
+    assert swept.exit_code == 0, swept.output
+    assert [level["level"] for level in json.loads(swept.stdout)] == ["±0"]

@@ -255,6 +255,8 @@ def _print_report(report) -> None:
         f"compared {report.tenants} tenant(s), {report.documents} document(s), {report.runs} indexed run(s), "
         f"{report.collections} collection(s), {report.points} point(s)"
     )
+    if report.in_progress:
+        out.print(f"{report.in_progress} document(s) a live process is processing now were left out: check again later")
     if report.findings:
         repaired = ["repair"] if report.repaired else []
         table = Table("tenant", "document", "strategy", "Corpus model", "finding", *repaired)

@@ -6,6 +6,11 @@ than the run cut, points belong to no completed run (orphans: a deleted document
 stores), or a document reads ``indexed`` with no completed run left. ``repair`` fixes each one and says how:
 orphans are deleted; a run without its points is marked not indexed (committed first), what is left of its points
 deleted, and the document processed again with the run's own strategy, parameters and models.
+
+A document a live process is processing now (``chunking``/``embedding``, its owner alive and its lease valid) is left
+out of the comparison and counted in ``in_progress``: its new points are written before its run is recorded, so it
+would read as orphans, and a repair deleting them would leave the run it is about to record without its points. The
+work of a dead owner is compared (its points are orphans); every command's recovery cleans it up first.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from chunkbench.indexing.schemas import ProcessIn
 from chunkbench.models import DocumentState, StrategyName
 from chunkbench.storage.db import Database
 from chunkbench.storage.index_state import COMPLETED, mark_not_indexed
+from chunkbench.storage.ownership import owner_gone
 from chunkbench.storage.points import collection_name
 from chunkbench.storage.schema import DocumentRow, StrategyRunRow
 from chunkbench.storage.vectors import VectorStore
@@ -54,6 +60,7 @@ class ConsistencyReport(BaseModel):
     runs: int = Field(description="Newest completed runs per document × strategy × Corpus model")
     collections: int
     points: int = Field(description="Searchable points in chunkbench's collections")
+    in_progress: int = Field(0, description="Documents a live process is processing now: not compared")
     findings: list[Finding]
     repaired: bool = False
 
@@ -64,7 +71,10 @@ def check(database: Database, store: VectorStore) -> ConsistencyReport:
     points = {name: store.tenant_points(name) for name in names}
     with database.session() as session:
         runs = _current_runs(session)
-        documents = {row.id: (row.tenant_id, row.status) for row in session.execute(_DOCUMENTS)}
+        rows = session.execute(_DOCUMENTS).all()
+    documents = {row.id: (row.tenant_id, row.status) for row in rows}
+    busy = {row.id for row in rows if _processing_live(row)}
+    runs = [run for run in runs if run.document_id not in busy]
     findings: list[Finding] = []
     claimed: set[tuple[str, str, str]] = set()  # (collection, tenant, document) a completed run accounts for
     for run in runs:
@@ -73,7 +83,7 @@ def check(database: Database, store: VectorStore) -> ConsistencyReport:
         findings.extend(_run_finding(run, name, points))
     for name in names:
         for (tenant_id, document_id), count in sorted(points[name].items()):
-            if (name, tenant_id, document_id) not in claimed:
+            if (name, tenant_id, document_id) not in claimed and document_id not in busy:
                 known = documents.get(document_id, (None,))[0] == tenant_id
                 findings.append(
                     Finding(
@@ -101,11 +111,23 @@ def check(database: Database, store: VectorStore) -> ConsistencyReport:
         runs=len(runs),
         collections=len(names),
         points=sum(sum(counts.values()) for counts in points.values()),
+        in_progress=len(busy),
         findings=findings,
     )
 
 
-_DOCUMENTS = select(DocumentRow.id, DocumentRow.tenant_id, DocumentRow.status)
+_DOCUMENTS = select(
+    DocumentRow.id, DocumentRow.tenant_id, DocumentRow.status, DocumentRow.owner_host, DocumentRow.owner_pid,
+    DocumentRow.owner_token, DocumentRow.lease_expires_at,
+)  # fmt: skip
+_PROCESSING = (DocumentState.CHUNKING.value, DocumentState.EMBEDDING.value)
+
+
+def _processing_live(row) -> bool:
+    """Whether a live process (another replica, a CLI command, this server's job) is processing the document now."""
+    if row.status not in _PROCESSING:
+        return False
+    return not owner_gone(row.owner_host, row.owner_pid, row.owner_token, row.lease_expires_at)
 
 
 def _current_runs(session) -> list[StrategyRunRow]:

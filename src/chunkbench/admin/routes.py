@@ -22,6 +22,7 @@ from chunkbench.admin.schemas import (
     EmbeddingModelsOut,
     ModelRoleIn,
     ThresholdIn,
+    WhoAmIOut,
 )
 from chunkbench.dependencies import (
     DatabaseDep,
@@ -46,10 +47,23 @@ router = APIRouter(
 
 
 @router.get("/health", response_model=AdminHealthOut)
-def health(database: DatabaseDep, settings: SettingsDep) -> AdminHealthOut:
-    """Health of the app, the database, Qdrant (collections count) and the LLM (not configured, reachable or
-    unreachable with the error); always 200, ``status`` says ``ok`` or ``degraded``."""
-    return service.health(database, settings)
+def health(database: DatabaseDep, settings: SettingsDep, principal: PrincipalDep) -> AdminHealthOut:
+    """Health of the app, the database, Qdrant (collections and points: the deployment's for the operator, its own
+    share for a tenant admin) and the LLM (not configured, reachable or unreachable with the error); always 200,
+    ``status`` says ``ok`` or ``degraded``."""
+    return service.health(database, settings, tenant_id=principal.points_scope)
+
+
+@router.get("/me", response_model=WhoAmIOut)
+def whoami(principal: PrincipalDep) -> WhoAmIOut:
+    """Who the key is: its tenant and role (``operator`` or tenant ``admin``), so the dashboard offers only what the
+    key may do (the server still refuses the rest with 403)."""
+    return WhoAmIOut(
+        tenant_id=principal.tenant_id or "",
+        role="operator" if principal.is_operator else "admin",
+        scopes=sorted(principal.scopes),
+        key_id=principal.key_id,
+    )
 
 
 @router.get("/capabilities", response_model=CapabilitiesOut)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from chunkbench.models import StrategyName
@@ -45,7 +47,24 @@ class AdminHealthOut(BaseModel):
     database: ComponentHealthOut
     qdrant: ComponentHealthOut
     llm: ComponentHealthOut
-    collections: int | None = Field(None, description="Qdrant collections, when Qdrant answered")
+    scope: Literal["deployment", "tenant"] = Field(
+        "deployment", description="Whose figures these are: every tenant's (the operator) or the caller's tenant's"
+    )
+    collections: int | None = Field(
+        None, description="Qdrant collections, when Qdrant answered (a tenant admin: those holding its points)"
+    )
+    points: int | None = Field(None, description="Points in them (a tenant admin: its own), when Qdrant answered")
+
+
+class WhoAmIOut(BaseModel):
+    """The caller's key (``GET /admin/me``): what the dashboard's Admin tab shows and hides."""
+
+    tenant_id: str
+    role: Literal["operator", "admin"] = Field(
+        description="operator: the whole deployment; admin: its own tenant's configuration and points"
+    )
+    scopes: list[str]
+    key_id: str | None = Field(None, description="None with authentication off (the local user is the operator)")
 
 
 class CapabilityOut(BaseModel):

@@ -222,10 +222,11 @@ def _window(settings: Settings, model_id: str, payloads: list[dict], chunks: lis
     return report.window
 
 
-def health(database: Database, settings: Settings) -> AdminHealthOut:
-    """Ping the database, Qdrant and the configured LLM; every failure is reported, none is raised."""
+def health(database: Database, settings: Settings, *, tenant_id: str | None = None) -> AdminHealthOut:
+    """Ping the database, Qdrant and the configured LLM; every failure is reported, none is raised. ``tenant_id``
+    None (the operator): the deployment's collections and points; a tenant admin's: only its own share of them."""
     db = _database_health(database, settings)
-    qdrant, collections = _qdrant_health(settings)
+    qdrant, collections, points = _qdrant_health(settings, tenant_id)
     llm = _llm_health(settings)
     app = ComponentHealthOut(status="ok", ok=True, detail=f"chunkbench {__version__} is serving requests")
     healthy = all(part.ok for part in (db, qdrant, llm))
@@ -236,7 +237,9 @@ def health(database: Database, settings: Settings) -> AdminHealthOut:
         database=db,
         qdrant=qdrant,
         llm=llm,
+        scope="deployment" if tenant_id is None else "tenant",
         collections=collections,
+        points=points,
     )
 
 
@@ -251,16 +254,26 @@ def _database_health(database: Database, settings: Settings) -> ComponentHealthO
     return ComponentHealthOut(status="ok", ok=True, detail=f"{engine} answers SELECT 1")
 
 
-def _qdrant_health(settings: Settings) -> tuple[ComponentHealthOut, int | None]:
+def _qdrant_health(settings: Settings, tenant_id: str | None) -> tuple[ComponentHealthOut, int | None, int | None]:
+    """Qdrant's state and the figures the caller may see: every collection and point (the operator), or the
+    collections holding the tenant's points and its point count (a tenant admin learns nothing of other tenants:
+    not how many collections they made, nor how many points they hold, nor where the data lives)."""
     where = settings.qdrant_url or f"embedded at {settings.qdrant_path}"
+    if tenant_id is not None:
+        where = "a server" if settings.qdrant_url else "embedded"
     try:
         # The process's store (the one the API uses): opening it is part of what is checked.
-        count = get_vector_store(settings).collection_count()
+        listed = get_vector_store(settings).list_collections(tenant_id)
     except Exception as exc:  # a locked folder or an unreachable server is a finding, not a 500
         message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-        return ComponentHealthOut(status="error", ok=False, detail=f"Qdrant ({where}): {message}"), None
+        return ComponentHealthOut(status="error", ok=False, detail=f"Qdrant ({where}): {message}"), None, None
+    if tenant_id is not None:
+        listed = [info for info in listed if info["points"]]
+    count, points = len(listed), sum(info["points"] for info in listed)
     plural = "" if count == 1 else "s"
-    return ComponentHealthOut(status="ok", ok=True, detail=f"Qdrant ({where}): {count} collection{plural}"), count
+    whose = f" hold{'s' if count == 1 else ''} your tenant's {points} point(s)" if tenant_id is not None else ""
+    detail = f"Qdrant ({where}): {count} collection{plural}{whose}"
+    return ComponentHealthOut(status="ok", ok=True, detail=detail), count, points
 
 
 def _llm_health(settings: Settings) -> ComponentHealthOut:

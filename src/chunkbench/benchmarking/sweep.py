@@ -2,6 +2,7 @@
 
 ``neighbors`` steps fixed_size's Neighbor Expansion (0,0)…(3,3); ``chunk_grid`` re-processes the document at
 each chunk size × overlap point and benchmarks it, then restores the parameters the strategy had before.
+A sweep over runs a wipe marked not indexed answers 409 ``not_indexed`` before any level runs, as a query does.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from chunkbench.jobs.service import Progress
 from chunkbench.limits import MAX_NEIGHBORS
 from chunkbench.models import StrategyName
 from chunkbench.storage.db import Database
+from chunkbench.storage.index_state import require_indexed
 from chunkbench.storage.repositories import CorpusRepository, DocumentRepository
-from chunkbench.storage.schema import ExperimentRow
+from chunkbench.storage.schema import DocumentRow, ExperimentRow
 from chunkbench.storage.vectors import VectorStore
 
 
@@ -70,6 +72,15 @@ def neighbors(
             "A neighbor sweep needs a strategy whose chunks are windows (Neighbor Expansion applies to it), "
             "such as fixed_size."
         )
+    # Before level 0: a wiped run is named with its fix once, not found again by each level's planning.
+    with database.session() as session:
+        documents = _documents(session, request, tenant_id=tenant_id)
+        last = {d.last_corpus_embedding_model_id for d in documents} - {None}
+        # The Corpus models the benchmark planning picks: those asked for, else the documents' last one.
+        for model_id in request.corpus_models or [request.corpus_model_id or (last.pop() if len(last) == 1 else None)]:
+            model = embedding.resolve_corpus_model(session, model_id)
+            for strategy in strategies:
+                require_indexed(session, tenant_id, strategy.value, model.id, [d.id for d in documents])
     results = []
     for index, level in enumerate(levels):
         level_request = request.model_copy(
@@ -92,14 +103,18 @@ def _expanding(database: Database, request: BenchmarkIn, *, tenant_id: str) -> l
     names = list(request.strategies or [])
     if not names:
         with database.session() as session:
-            if request.corpus is not None:
-                corpora = CorpusRepository(session, tenant_id)
-                documents = corpora.documents(corpora.get(request.corpus))
-            else:
-                documents = [DocumentRepository(session, tenant_id).get(str(request.document_id))]
+            documents = _documents(session, request, tenant_id=tenant_id)
             processed = set.intersection(*(set(d.chunk_counts or {}) for d in documents)) if documents else set()
         names = [name for name in StrategyName if name.value in processed] or list(StrategyName)
     return [name for name in names if capabilities(name).expands_neighbours]
+
+
+def _documents(session, request: BenchmarkIn, *, tenant_id: str) -> list[DocumentRow]:
+    """The request's document, or its corpus's documents (404 when either is not the tenant's)."""
+    if request.corpus is not None:
+        corpora = CorpusRepository(session, tenant_id)
+        return list(corpora.documents(corpora.get(request.corpus)))
+    return [DocumentRepository(session, tenant_id).get(str(request.document_id))]
 
 
 def chunk_grid(
@@ -131,6 +146,9 @@ def chunk_grid(
         corpus = embedding.resolve_corpus_model(
             session, request.corpus_model_id or document.last_corpus_embedding_model_id
         )
+        # A run a wipe marked not indexed has no completed run to restore after the grid: 409 with the fix, not a
+        # sweep that leaves the document chunked at its last grid point.
+        require_indexed(session, tenant_id, strategy.value, corpus.id, [document.id])
         before = processing.latest_run(session, document.id, strategy, corpus.id, tenant_id=tenant_id)
     original = dict(before.params) if before is not None else None
     results = []

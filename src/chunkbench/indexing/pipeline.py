@@ -22,6 +22,7 @@ from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.embedding.sparse import Bm25Encoder
 from chunkbench.embedding.window import WindowReport, window_report
 from chunkbench.errors import ChunkingError
+from chunkbench.faults import fault_point
 from chunkbench.guard.injection import InjectionDetector
 from chunkbench.observability.metrics import INJECTIONS_FLAGGED_CHUNKS
 from chunkbench.storage.points import collection_name
@@ -153,6 +154,7 @@ def store_documents(
             dense=dense[row : row + count],
             sparse=sparse[row : row + count],
         )
+        fault_point("after_upsert")  # a test hook (chunkbench.faults): the points are written, no run recorded yet
         row += count
         report("index", done, len(indexed))
     timings["index"] = time.perf_counter() - started

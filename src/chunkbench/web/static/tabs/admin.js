@@ -1,5 +1,8 @@
 // Admin: health of the app, the database, Qdrant and the LLM; embedding model roles and thresholds; the chatbot's
-// serving configuration; Qdrant collections (wipe, delete); question files (upload, delete).
+// serving configuration; Qdrant collections (wipe, delete); question files (upload, delete); the embedding cache and
+// the consistency of the two stores. Two roles (GET /admin/me): the operator acts on the whole deployment; a tenant
+// admin on its own tenant, so the deployment-wide controls (model roles, thresholds, dropping a collection, the shared
+// embedding cache, the consistency report) are not shown to it at all (the server refuses them with 403 anyway).
 import { html, useEffect, useState, useRef, ErrorBox, Spinner, ProgressBar, fmt, fmtInt, useApi, usePager, LIMITS } from "../ui.js";
 import { api, upload } from "../api.js";
 import { Unavailable, rerankers, useCapabilities } from "../capabilities.js";
@@ -15,16 +18,38 @@ export function AdminTab({ active }) {
     if (active && !wasActive.current) setTick((t) => t + 1);
     wasActive.current = active;
   }, [active]);
+  const me = useApi(() => api("/admin/me"), [tick]);
+  // Until the key's role is known (or when it cannot be), only what a tenant admin may do is offered.
+  const operator = me.data?.role === "operator";
   return html`
     <div class="stack">
+      <${Role} me=${me.data} />
       <div class="grid halves">
         <${Health} tick=${tick} />
         <${Serving} tick=${tick} />
       </div>
-      <${EmbeddingModels} tick=${tick} />
-      <${Collections} tick=${tick} />
+      <${EmbeddingModels} tick=${tick} operator=${operator} />
+      <${Collections} tick=${tick} operator=${operator} />
+      ${operator ? html`<div class="grid halves">
+        <${EmbeddingCache} tick=${tick} />
+        <${Consistency} tick=${tick} />
+      </div>` : null}
       <${QuestionFiles} tick=${tick} />
     </div>`;
+}
+
+const OPERATOR_HINT = "An operator key (made on the server's machine: chunkbench admin key create --operator) changes it.";
+
+// Whose Admin tab this is: the operator's (the whole deployment) or a tenant admin's (its own tenant).
+function Role({ me }) {
+  if (!me) return null;
+  return html`<p class="muted small" data-testid="admin-role" data-role=${me.role}>
+    ${me.role === "operator"
+      ? html`<span class="badge accent">operator</span> This key acts on the whole deployment: every tenant's points,
+          the models and the shared embedding cache.`
+      : html`<span class="badge">tenant admin</span> This key administers the tenant <strong class="mono">${me.tenant_id}</strong>:
+          its serving configuration, question files and its own points. Deployment-wide settings are the operator's.`}
+  </p>`;
 }
 
 // A modal confirmation (native <dialog>: focus stays inside, Escape cancels) that names what will be destroyed.
@@ -95,7 +120,7 @@ function Health({ tick }) {
 
 // ------------------------------------------------------------------------------------------ embedding models
 
-function EmbeddingModels({ tick }) {
+function EmbeddingModels({ tick, operator }) {
   const registry = useApi(() => api("/admin/embedding-models"), [tick]);
   const [data, setData] = useState(null);
   const [error, setError] = useState(null);
@@ -114,12 +139,19 @@ function EmbeddingModels({ tick }) {
   const models = data?.models || [];
   const unavailable = models.filter((m) => (m.is_corpus_default || m.is_boundary_default) && m.available === false);
   const label = (m) => `${m.display_name || m.id}${m.available === false ? " — unavailable" : ""}`;
+  const named = (id) => { const m = models.find((model) => model.id === id); return m ? label(m) : id; };
   return html`
     <section class="panel" aria-label="Embedding models">
       <h2>Embedding models</h2>
       <${ErrorBox} error=${registry.error} />
       ${!data && registry.loading ? html`<${Spinner} label="Loading models…" />` : null}
-      ${data ? html`
+      ${data && !operator ? html`
+        <div class="row" data-testid="model-roles">
+          <div><span><${Term} name="corpus_model" /> (embeds chunks and questions):</span> <strong>${named(data.corpus_model_id)}</strong></div>
+          <div><span><${Term} name="boundary_model" /> (semantic cuts):</span> <strong>${named(data.boundary_model_id)}</strong></div>
+        </div>
+        <p class="muted small">The models and their thresholds are the deployment's. ${OPERATOR_HINT}</p>` : null}
+      ${data && operator ? html`
         <div class="row">
           <label><span><${Term} name="corpus_model" /> (embeds chunks and questions)</span>
             <select value=${data.corpus_model_id} onChange=${(e) => setRole("corpus", e.target.value)} data-testid="corpus-role">
@@ -131,7 +163,8 @@ function EmbeddingModels({ tick }) {
               ${models.map((m) => html`<option value=${m.id}>${label(m)}</option>`)}
             </select>
           </label>
-        </div>
+        </div>` : null}
+      ${data ? html`
         ${notice ? html`<p class="notice" role="status">${notice}</p>` : null}
         ${unavailable.map((m) => html`<p class="error">${`${m.id} is a default role but is not available `
           + `(${m.availability_note}): processing with it fails until that is fixed.`}</p>`)}
@@ -149,7 +182,9 @@ function EmbeddingModels({ tick }) {
               : m.available === false ? html`<span class="badge bad" title=${m.availability_note}>no</span>`
               : html`<span class="badge" title=${m.availability_note}>remote</span>`}
               ${m.available !== true && m.availability_note ? html`<div class="muted small wrap hide-narrow">${m.availability_note}</div>` : null}</td>
-            <td><${Threshold} model=${m} onSaved=${setData} /></td>
+            <td>${operator ? html`<${Threshold} model=${m} onSaved=${setData} />`
+              : html`<span class="mono">${m.semantic_threshold}</span>${m.threshold_overridden
+                ? html` <span class="badge warn">overridden (default ${m.default_semantic_threshold})</span>` : null}`}</td>
           </tr>`)}</tbody>
         </table></div>` : null}
     </section>`;
@@ -305,7 +340,7 @@ function Serving({ tick }) {
 
 // -------------------------------------------------------------------------------------------- collections
 
-function Collections({ tick }) {
+function Collections({ tick, operator }) {
   const [refresh, setRefresh] = useState(0);
   const collections = useApi(() => api("/admin/qdrant/collections"), [tick, refresh]);
   const [rows, pager] = usePager(collections.data || [], 15);
@@ -315,8 +350,12 @@ function Collections({ tick }) {
   const path = (name) => `/admin/qdrant/collections/${encodeURIComponent(name)}`;
   const ask = (kind, c) => setRequest(kind === "wipe"
     ? { title: `Wipe ${c.name}?`, confirm: "Wipe", done: `${c.name} wiped.`,
-        message: html`Every one of the ${fmtInt(c.points)} points in <strong class="mono">${c.name}</strong> will be deleted;
-          the collection stays. Documents processed into it must be processed again to be queried.`,
+        message: operator
+          ? html`Every one of the ${fmtInt(c.points)} points in <strong class="mono">${c.name}</strong>, every tenant's,
+              will be deleted; the collection stays. Documents processed into it must be processed again to be queried.`
+          : html`Your tenant's ${fmtInt(c.points)} points in <strong class="mono">${c.name}</strong> will be deleted; other
+              tenants' points and the collection stay. Your documents processed into it must be processed again to be
+              queried.`,
         action: () => api(`${path(c.name)}/wipe`, { method: "POST" }) }
     : { title: `Delete ${c.name}?`, confirm: "Delete", done: `${c.name} deleted.`,
         message: html`The collection <strong class="mono">${c.name}</strong> and its ${fmtInt(c.points)} points will be
@@ -332,6 +371,8 @@ function Collections({ tick }) {
         <h2>Qdrant collections ${collections.data ? html`<span class="muted">(${collections.data.length})</span>` : null}</h2>
         <button type="button" class="secondary" onClick=${reload}>Refresh</button>
       </div>
+      ${!operator ? html`<p class="muted small">The collections holding your tenant's points, with its own counts; a
+        wipe deletes only those. Dropping a collection is the operator's.</p>` : null}
       <${ErrorBox} error=${collections.error} />
       ${notice ? html`<p class="notice" role="status">${notice}</p>` : null}
       ${collections.loading && !collections.data ? html`<${Spinner} label="Loading collections…" />` : null}
@@ -346,10 +387,80 @@ function Collections({ tick }) {
           <td class="hide-narrow">${c.model || "—"}</td><td class="num hide-narrow">${c.dimension ?? "—"}</td><td class="num">${fmtInt(c.points)}</td>
           <td class="actions">
             <button type="button" class="secondary" onClick=${() => ask("wipe", c)} aria-label=${`Wipe ${c.name}`}>Wipe</button>
-            <button type="button" class="danger" onClick=${() => ask("delete", c)} aria-label=${`Delete ${c.name}`}>Delete</button>
+            ${operator ? html`<button type="button" class="danger" onClick=${() => ask("delete", c)}
+              aria-label=${`Delete ${c.name}`}>Delete</button>` : null}
           </td></tr>`)}</tbody></table></div>` : null}
       ${pager}
       <${Confirm} request=${request} onClose=${close} />
+    </section>`;
+}
+
+// ------------------------------------------------------------------------------- embedding cache (operator)
+
+// The one embedding cache is every tenant's (keyed by model and text): only the operator reads or clears it.
+function EmbeddingCache({ tick }) {
+  const [refresh, setRefresh] = useState(0);
+  const cache = useApi(() => api("/admin/embedding-cache"), [tick, refresh]);
+  const [request, setRequest] = useState(null);
+  const [notice, setNotice] = useState("");
+  const data = cache.data;
+  const ask = () => setRequest({
+    title: "Clear the embedding cache?", confirm: "Clear", done: "",
+    message: html`All ${fmtInt(data.entries)} cached embeddings, every tenant's, will be forgotten; they are computed
+      again when next needed.`,
+    action: async () => {
+      const cleared = await api("/admin/embedding-cache", { method: "DELETE" });
+      setNotice(`${fmtInt(cleared.removed)} cached embeddings removed.`);
+    },
+  });
+  const close = (done) => {
+    if (done) setRefresh((r) => r + 1);
+    setRequest(null);
+  };
+  return html`
+    <section class="panel" aria-label="Embedding cache">
+      <div class="row between">
+        <h2>Embedding cache</h2>
+        <button type="button" class="danger" onClick=${ask} disabled=${!data || !data.entries}>Clear</button>
+      </div>
+      <${ErrorBox} error=${cache.error} />
+      ${notice ? html`<p class="notice" role="status">${notice}</p>` : null}
+      ${cache.loading && !data ? html`<${Spinner} label="Reading the cache…" />` : null}
+      ${data ? html`<p data-testid="embedding-cache">${data.enabled
+        ? `${fmtInt(data.entries)} embeddings, ${fmt(data.bytes / 1048576, 1)} of ${fmt(data.max_bytes / 1048576, 0)} MB`
+        : "The disk cache is off."}</p>
+        ${Object.keys(data.models).length ? html`<ul class="muted small">${Object.entries(data.models).map(([model, n]) =>
+          html`<li><span class="mono">${model}</span>: ${fmtInt(n)}</li>`)}</ul>` : null}` : null}
+      <${Confirm} request=${request} onClose=${close} />
+    </section>`;
+}
+
+// --------------------------------------------------------------------------------- consistency (operator)
+
+// The metadata store compared with the vector store, every tenant (GET /admin/consistency); `chunkbench doctor
+// --repair` on the server's machine fixes what it finds.
+function Consistency({ tick }) {
+  const report = useApi(() => api("/admin/consistency"), [tick]);
+  const data = report.data;
+  return html`
+    <section class="panel" aria-label="Consistency">
+      <div class="row between">
+        <h2>Consistency ${data ? html`<span class="badge ${data.consistent ? "good" : "bad"}">
+          ${data.consistent ? "consistent" : `${data.findings.length} difference(s)`}</span>` : null}</h2>
+        <button type="button" class="secondary" onClick=${report.reload} disabled=${report.loading}>
+          ${report.loading ? "Comparing…" : "Compare again"}</button>
+      </div>
+      <${ErrorBox} error=${report.error} />
+      ${report.loading && !data ? html`<${Spinner} label="Comparing the metadata store with the vector store…" />` : null}
+      ${data ? html`<p class="muted small" data-testid="consistency">${`${fmtInt(data.tenants)} tenant(s), `
+        + `${fmtInt(data.documents)} document(s), ${fmtInt(data.runs)} indexed run(s), ${fmtInt(data.points)} point(s) `
+        + "compared."}${data.consistent ? " The two stores agree." : html` <span class="mono">chunkbench doctor --repair</span>
+        fixes the differences.`}</p>` : null}
+      ${data && data.findings.length ? html`<div class="scroll"><table class="data" data-testid="consistency-findings">
+        <thead><tr><th>tenant</th><th>document</th><th>strategy</th><th>finding</th></tr></thead>
+        <tbody>${data.findings.map((f) => html`<tr><td class="mono">${f.tenant_id}</td>
+          <td class="mono wrap">${f.document_id}</td><td>${f.strategy || "—"}</td>
+          <td class="wrap"><span class="badge bad">${f.kind}</span> ${f.message}</td></tr>`)}</tbody></table></div>` : null}
     </section>`;
 }
 

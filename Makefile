@@ -46,9 +46,10 @@ $(VENV)/.installed: pyproject.toml $(VENV)/.torch
 	$(PIP) install -e .
 	touch $@
 
-# The tests also cover the optional Presidio PII detector and the library strategies, so they install those extras.
+# The tests also cover the optional Presidio PII detector, the library strategies and the int8 ONNX embedding model
+# (minilm-int8), so they install those extras.
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
-	$(PIP) install -e ".[dev,presidio,arena]"
+	$(PIP) install -e ".[dev,presidio,arena,onnx]"
 	touch $@
 
 install: $(VENV)/.installed

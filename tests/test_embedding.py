@@ -138,6 +138,7 @@ def test_registry_contents() -> None:
         "text-embedding-3-large": ("openai", 3072),
         "nomic-embed-text-v2-moe": ("ollama", 768),
         "multilingual-e5-small": ("local", 384),
+        "minilm-int8": ("local", 384),  # MiniLM on ONNX Runtime (tests/test_embedding_backends.py)
     }
     assert NOMIC.default_semantic_threshold == 0.6
     assert NOMIC.task_prefixes is not None

@@ -17,7 +17,7 @@ from fastapi.utils import is_body_allowed_for_status_code
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from chunkbench import __version__
+from chunkbench import __version__, job_kinds
 from chunkbench.admin.routes import router as admin_router
 from chunkbench.benchmarking.routes import router as benchmarks_router
 from chunkbench.chunking import variants
@@ -29,7 +29,7 @@ from chunkbench.errors import ChunkbenchError, RateLimitedError
 from chunkbench.evaluation.routes import router as questions_router
 from chunkbench.guard.body_limit import MULTIPART_OVERHEAD_BYTES, BodySizeLimit
 from chunkbench.indexing.routes import router as processing_router
-from chunkbench.jobs import service as jobs
+from chunkbench.jobs.queue import make_runner
 from chunkbench.jobs.routes import router as jobs_router
 from chunkbench.observability.context import REQUEST_ID_HEADER, request_id_of
 from chunkbench.observability.metrics import RATE_LIMITED
@@ -75,7 +75,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             # Old embedded data (qdrant-client's local mode) becomes Qdrant Edge before the first request.
             logger.warning("migrating %s to Qdrant Edge at %s", settings.qdrant_legacy_path, settings.qdrant_path)
             app.state.vector_store = await run_in_threadpool(get_vector_store, settings, progress=_log_migration())
-        app.state.jobs = jobs.JobRunner(database, lease_s=settings.processing_lease_s)
+        # The job kinds this process runs, then its runner: the task queue on PostgreSQL (with a worker here unless
+        # CHUNKBENCH_WORKER=off), the job thread on SQLite.
+        job_kinds.register_all()
+        app.state.jobs = make_runner(database, settings, worker=settings.worker, recover=job_kinds.recover_worker)
         try:
             yield
         finally:

@@ -129,6 +129,10 @@ def serve(
     allow_insecure_bind: Annotated[
         bool, typer.Option(help="Listen beyond loopback with authentication off (CHUNKBENCH_ALLOW_INSECURE_BIND)")
     ] = False,
+    worker: Annotated[
+        bool,
+        typer.Option(help="On PostgreSQL, also run queued jobs here; --no-worker only enqueues (CHUNKBENCH_WORKER)"),
+    ] = True,
 ) -> None:
     """Start the API server (OpenAPI docs at /docs)."""
     import uvicorn
@@ -138,6 +142,8 @@ def serve(
     from chunkbench.tenants.auth import check_bind
 
     settings = get_settings()
+    if not worker:
+        settings.worker = False
     try:
         check_bind(host or settings.host, settings, allow_insecure=allow_insecure_bind)
     except ChunkbenchError as exc:
@@ -152,6 +158,20 @@ def serve(
         log_config=None,
         access_log=False,
     )
+
+
+@app.command()
+def worker(
+    concurrency: Annotated[int, typer.Option(min=1, max=64, help="Jobs run at once (each in its own thread)")] = 1,
+    queue: Annotated[list[str] | None, typer.Option(help="Queues to take jobs from (default: chunkbench)")] = None,
+    once: Annotated[bool, typer.Option(help="Run what is queued now, then exit (batch use)")] = False,
+    name: Annotated[str | None, typer.Option(help="The worker's name in job histories (default: host:pid)")] = None,
+) -> None:
+    """Run jobs from the PostgreSQL task queue on this machine until stopped (see `jobs/commands.py`)."""
+    from chunkbench import job_kinds
+    from chunkbench.jobs.commands import run_worker
+
+    run_worker(concurrency, queue, once, name, register=job_kinds.register_all, recover=job_kinds.recover_worker)
 
 
 @app.command()

@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from chunkbench.limits import MAX_CANDIDATE_K, MAX_NEIGHBORS, MAX_TOP_K
@@ -144,9 +144,26 @@ class Settings(BaseSettings):
     # batch closes once a strategy reaches it): the model's batch throughput, bounded memory, and at most one
     # batch of work to redo after a kill.
     corpus_batch_chunks: int = Field(1024, ge=1)
+    # A corpus job on the task queue is one task per batch of this many documents × strategy (any worker runs
+    # each); the batch is then embedded as above. Smaller: finer spreading and less to redo after a kill.
+    corpus_task_documents: int = Field(16, ge=1)
+    # Chunks embedded per model call inside a batch: between two calls a cancelled job stops and progress moves
+    # (64 MiniLM chunks take about 2.5 s on two cores).
+    embedding_step_chunks: int = Field(64, ge=1)
+
+    # The task queue (PostgreSQL only: procrastinate, jobs/queue.py). ``worker`` off: this API process only
+    # enqueues and `chunkbench worker` processes run the jobs (`chunkbench serve --no-worker`). A worker beats every
+    # ``worker_heartbeat_s``; a job whose worker has not beaten for ``worker_stalled_s`` is retried on another.
+    worker: bool = True
+    worker_heartbeat_s: float = Field(10, gt=0)
+    worker_stalled_s: float = Field(30, gt=0)
+    worker_poll_s: float = Field(5, gt=0)
 
     # Benchmarks (seed 000 §10.2): cells whose answer or judge waits on an LLM run this many at a time.
     benchmark_concurrency: int = Field(8, ge=1, le=64)
+    # A benchmark on the task queue is one task per this many cells (any worker runs each), then a closing task that
+    # aggregates and decides.
+    benchmark_task_cells: int = Field(50, ge=1)
     benchmark_bootstrap_resamples: int = Field(2000, ge=100, le=100_000)
     # Two configurations whose difference's 95 % interval lies within ±this (in the metric's units) are equivalent:
     # the Decision chooses the one needing less context (benchmarking/decision.py; 0 turns the rule off).
@@ -202,6 +219,16 @@ class Settings(BaseSettings):
     # ``chunkbench serve`` logs: json = one JSON object per line (for a log collector), text = for people,
     # auto = text on a terminal, JSON otherwise (a service manager, a container, a pipe).
     log_format: Literal["auto", "text", "json"] = "auto"
+
+    @model_validator(mode="after")
+    def _stall_after_heartbeats(self) -> Settings:
+        # A worker beating slower than the stall timeout would see its own running tasks as stalled and retry them.
+        if self.worker_stalled_s <= self.worker_heartbeat_s:
+            raise ValueError(
+                f"CHUNKBENCH_WORKER_STALLED_S ({self.worker_stalled_s}) must exceed CHUNKBENCH_WORKER_HEARTBEAT_S "
+                f"({self.worker_heartbeat_s}): take it at least twice the heartbeat."
+            )
+        return self
 
     @field_validator("prices")
     @classmethod

@@ -12,6 +12,7 @@ Points (their names are what tests set; keep them stable):
 
 - ``after_upsert``: a document's points were written to its collection (``indexing.pipeline.store_documents``, the
   one write path of single-document and corpus processing), before the metadata store records the run.
+- ``after_cell``: a benchmark cell's result was written (``benchmarking.runner``), before the rest of its batch.
 """
 
 from __future__ import annotations

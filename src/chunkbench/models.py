@@ -184,13 +184,17 @@ class DocumentState(StrEnum):
 
 
 # Which lifecycle moves are legal. ``failed → discovered`` is a retry; ``indexed → discovered``
-# means the source changed; ``indexed → chunking`` is a re-process with other strategies.
+# means the source changed; ``indexed → chunking`` is a re-process with other strategies; ``chunking/embedding →
+# parsed/indexed/failed`` also ends a cancelled run that wrote nothing, back in the state it started from.
 ALLOWED_TRANSITIONS: dict[DocumentState, frozenset[DocumentState]] = {
     DocumentState.DISCOVERED: frozenset({DocumentState.PARSING}),
     DocumentState.PARSING: frozenset({DocumentState.PARSED, DocumentState.FAILED}),
     DocumentState.PARSED: frozenset({DocumentState.CHUNKING, DocumentState.DISCOVERED}),
-    DocumentState.CHUNKING: frozenset({DocumentState.EMBEDDING, DocumentState.FAILED}),
-    DocumentState.EMBEDDING: frozenset({DocumentState.INDEXED, DocumentState.FAILED}),
+    # Back to parsed or indexed: a cancelled run gives the document back as it was (nothing of it was written).
+    DocumentState.CHUNKING: frozenset(
+        {DocumentState.EMBEDDING, DocumentState.FAILED, DocumentState.PARSED, DocumentState.INDEXED}
+    ),
+    DocumentState.EMBEDDING: frozenset({DocumentState.INDEXED, DocumentState.FAILED, DocumentState.PARSED}),
     DocumentState.INDEXED: frozenset({DocumentState.DISCOVERED, DocumentState.CHUNKING}),
     DocumentState.FAILED: frozenset({DocumentState.DISCOVERED, DocumentState.CHUNKING}),
 }

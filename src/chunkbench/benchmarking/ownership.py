@@ -24,6 +24,16 @@ def claim(row: ExperimentRow) -> None:
         _CLAIMED_HERE.add(row.id)
 
 
+# The runner of an Experiment run as tasks of the queue: its workers may be on any host, and the queue, not this
+# process-liveness check, recovers a stopped one (its task is retried elsewhere), so no process judges it orphaned.
+QUEUE_RUNNER = "task queue"
+
+
+def claim_for_queue(row: ExperimentRow) -> None:
+    """Record the task queue as what runs the Experiment."""
+    row.runner_host, row.runner_pid = QUEUE_RUNNER, None
+
+
 def release(experiment_id: str) -> None:
     with _CLAIMED_LOCK:
         _CLAIMED_HERE.discard(experiment_id)
@@ -32,6 +42,8 @@ def release(experiment_id: str) -> None:
 def orphaned(row: ExperimentRow) -> bool:
     """A running Experiment whose process on this host is gone (killed, crashed); another host's run is
     assumed alive, since its process cannot be checked from here."""
+    if row.runner_host == QUEUE_RUNNER:
+        return False
     if row.status != "running" or row.runner_pid is None:
         return row.status == "running"
     me = this_process()

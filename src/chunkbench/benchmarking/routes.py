@@ -41,17 +41,13 @@ class BenchmarkAccepted(JobAccepted):
     experiment_url: str
 
 
-def _submit(request: Request, database, settings, store, experiment_id: str, tenant_id: str, document_id: str | None):
+def _submit(request: Request, experiment_id: str, tenant_id: str, document_id: str | None) -> BenchmarkAccepted:
     job = request.app.state.jobs.submit(
-        kind="benchmark",
+        kind=runner.JOB_KIND,
         tenant_id=tenant_id,
         document_id=document_id,  # None for a corpus benchmark
         request={"experiment_id": experiment_id},
-        work=lambda progress, stop: {
-            "experiment_id": runner.execute(
-                database, settings, store, experiment_id, tenant_id=tenant_id, progress=progress, stop=stop
-            ).id
-        },
+        payload={"experiment_id": experiment_id},
     )
     return BenchmarkAccepted(
         job_id=job.id,
@@ -91,7 +87,7 @@ def start_benchmark(
         response.status_code = status.HTTP_200_OK
         row = runner.execute(database, settings, store, experiment.id, tenant_id=tenant_id)
         return service.experiment_dict(session, service.get(session, row.id, tenant_id=tenant_id))
-    return _submit(request, database, settings, store, experiment.id, tenant_id, plan.document_id)
+    return _submit(request, experiment.id, tenant_id, plan.document_id)
 
 
 @router.post("/benchmarks/{experiment_id}/resume", response_model=BenchmarkAccepted, status_code=202, responses=_ERRORS)
@@ -99,13 +95,11 @@ def resume_benchmark(
     experiment_id: str,
     request: Request,
     database: DatabaseDep,
-    settings: SettingsDep,
-    store: VectorStoreDep,
     tenant_id: TenantDep,
 ) -> BenchmarkAccepted:
     """Run the cells an interrupted or failed Experiment has not finished; the finished ones are kept."""
     row = service.prepare_resume(database, experiment_id, tenant_id=tenant_id)
-    return _submit(request, database, settings, store, row.id, tenant_id, row.document_id)
+    return _submit(request, row.id, tenant_id, row.document_id)
 
 
 @router.post("/benchmarks/{experiment_id}/cancel", response_model=JobOut, status_code=202, responses=_ERRORS)

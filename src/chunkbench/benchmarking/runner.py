@@ -20,11 +20,15 @@ from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.errors import ChunkbenchError, JobCancelledError
 from chunkbench.evaluation.questions import BenchmarkQuestion
+from chunkbench.faults import fault_point
 from chunkbench.jobs.service import Progress, StopCheck, never_stop
 from chunkbench.llm.client import get_llm_client
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import BenchmarkCellRow, DocumentRow, ExperimentRow, utcnow
 from chunkbench.storage.vectors import VectorStore
+
+# Running an Experiment as a background job (``job_kinds``).
+JOB_KIND = "benchmark"
 
 
 def execute(
@@ -61,53 +65,9 @@ def _execute(
     stop: StopCheck,
 ) -> ExperimentRow:
     report = progress or (lambda fraction, message: None)
-    with database.session() as session:
-        row = experiments.get(session, experiment_id, tenant_id=tenant_id)
-        experiment = Experiment.from_row(row)
-        configurations, questions, config = experiment.configurations, experiment.questions, experiment.config
-        session.execute(
-            delete(BenchmarkCellRow).where(
-                BenchmarkCellRow.experiment_id == experiment_id, BenchmarkCellRow.status != "ok"
-            )
-        )
-        done = set(
-            session.execute(
-                select(BenchmarkCellRow.config_key, BenchmarkCellRow.question_id).where(
-                    BenchmarkCellRow.experiment_id == experiment_id
-                )
-            ).all()
-        )
-        row.status, row.error, row.finished_at = "running", None, None
-        ownership.claim(row)
-        document_ids = experiment.document_ids
-        corpora = {
-            model_id: embedding.resolve_corpus_model(session, model_id)
-            for model_id in config.models or (row.embedding_model_id,)
-        }
-        lengths = _text_lengths(session, document_ids, tenant_id=tenant_id)
-
-    strategies = dict.fromkeys(c.strategy.value for c in configurations)
-    context = CellContext(
-        database, settings, store, tenant_id, document_ids, corpora, next(iter(corpora)),
-        get_llm_client(settings) if config.judge else None, config.judge_repeats,
-        {
-            (strategy, model_id): scoring.Chunking.from_payloads(
-                lengths,
-                [
-                    payload for document_id in document_ids
-                    for payload in store.scroll_document(strategy, model_id, tenant_id=tenant_id,
-                                                         document_id=document_id, include_parents=False)
-                ],
-            )
-            for strategy in strategies for model_id in corpora
-        },
-        {
-            model_id: _expected_vectors(questions, corpus, settings) if config.answer_mode != "none" else {}
-            for model_id, corpus in corpora.items()
-        },
-        config.scope,
-        config.answer_mode != "none",
-    )  # fmt: skip
+    experiment, done = _start(database, experiment_id, tenant_id=tenant_id)
+    configurations, questions, config = experiment.configurations, experiment.questions, experiment.config
+    context = _context(database, settings, store, experiment, tenant_id=tenant_id)
     total = len(configurations) * len(questions)
     finished = len(done)
     report(finished / total if total else 1.0, f"{finished}/{total} cells")
@@ -138,6 +98,137 @@ def _execute(
     else:
         _run_rungs(database, experiment, done, run)
     report(1.0, "aggregating")
+    return aggregation.finalize(database, settings, experiment_id, tenant_id=tenant_id)
+
+
+def _start(database: Database, experiment_id: str, *, tenant_id: str, queued: bool = False) -> tuple[Experiment, set]:
+    """The run begins: the cells that did not end ok are dropped (a resume runs them again), the Experiment reads
+    running, claimed by this process (``queued``: by the task queue, whose workers may be anywhere); returns it and
+    the (configuration key, question id) of the cells it already has."""
+    with database.session() as session:
+        row = experiments.get(session, experiment_id, tenant_id=tenant_id)
+        experiment = Experiment.from_row(row)
+        session.execute(
+            delete(BenchmarkCellRow).where(
+                BenchmarkCellRow.experiment_id == experiment_id, BenchmarkCellRow.status != "ok"
+            )
+        )
+        done = _written(session, experiment_id)
+        row.status, row.error, row.finished_at = "running", None, None
+        if queued:
+            ownership.claim_for_queue(row)
+        else:
+            ownership.claim(row)
+    return experiment, done
+
+
+def _written(session: Session, experiment_id: str) -> set[tuple[str, str]]:
+    return set(
+        session.execute(
+            select(BenchmarkCellRow.config_key, BenchmarkCellRow.question_id).where(
+                BenchmarkCellRow.experiment_id == experiment_id
+            )
+        ).all()
+    )
+
+
+def _context(
+    database: Database, settings: Settings, store: VectorStore, experiment: Experiment, *, tenant_id: str
+) -> CellContext:
+    """What every cell of the run shares: models, the judge, each (strategy, model)'s chunking, expected answers."""
+    questions, config = experiment.questions, experiment.config
+    with database.session() as session:
+        row = experiments.get(session, experiment.id, tenant_id=tenant_id)
+        document_ids = experiment.document_ids
+        corpora = {
+            model_id: embedding.resolve_corpus_model(session, model_id)
+            for model_id in config.models or (row.embedding_model_id,)
+        }
+        lengths = _text_lengths(session, document_ids, tenant_id=tenant_id)
+    strategies = dict.fromkeys(c.strategy.value for c in experiment.configurations)
+    return CellContext(
+        database, settings, store, tenant_id, document_ids, corpora, next(iter(corpora)),
+        get_llm_client(settings) if config.judge else None, config.judge_repeats,
+        {
+            (strategy, model_id): scoring.Chunking.from_payloads(
+                lengths,
+                [
+                    payload for document_id in document_ids
+                    for payload in store.scroll_document(strategy, model_id, tenant_id=tenant_id,
+                                                         document_id=document_id, include_parents=False)
+                ],
+            )
+            for strategy in strategies for model_id in corpora
+        },
+        {
+            model_id: _expected_vectors(questions, corpus, settings) if config.answer_mode != "none" else {}
+            for model_id, corpus in corpora.items()
+        },
+        config.scope,
+        config.answer_mode != "none",
+    )  # fmt: skip
+
+
+# ----------------------------------------------------------- the same run as tasks of the queue (job_kinds)
+
+
+def begin(database: Database, experiment_id: str, *, tenant_id: str) -> tuple[Experiment, list[tuple[str, str]]]:
+    """A queued run's first task: the run begins (as ``execute`` begins it) and returns the cells left to run, in
+    the order ``execute`` runs them, for the tasks to share out."""
+    experiment, done = _start(database, experiment_id, tenant_id=tenant_id, queued=True)
+    todo = [(c.key, q.id) for c in experiment.configurations for q in experiment.questions if (c.key, q.id) not in done]
+    return experiment, todo
+
+
+def run_some(
+    database: Database,
+    settings: Settings,
+    store: VectorStore,
+    experiment_id: str,
+    cells: Sequence[tuple[str, str]],
+    *,
+    tenant_id: str,
+    progress: Progress,
+    stop: StopCheck,
+) -> int:
+    """One task of a queued run: these cells, but those already written (a task run again after its worker was
+    killed runs only what it had not written). Returns how many it wrote; JobCancelledError when ``stop`` cut it
+    short (the written cells are kept)."""
+    with database.session() as session:
+        experiment = Experiment.from_row(experiments.get(session, experiment_id, tenant_id=tenant_id))
+        done = _written(session, experiment_id)
+    by_key = {c.key: c for c in experiment.configurations}
+    by_id = {q.id: q for q in experiment.questions}
+    todo = [(by_key[key], by_id[question]) for key, question in cells if (key, question) not in done]
+    if not todo:
+        return 0
+    config = experiment.config
+    context = _context(database, settings, store, experiment, tenant_id=tenant_id)
+    written = _run_cells(
+        context, experiment_id, todo, config.concurrency or settings.benchmark_concurrency,
+        lambda n: progress(n / len(todo), f"{n}/{len(todo)} cells"), stop,
+    )  # fmt: skip
+    if written < len(todo):
+        raise JobCancelledError(f"Cancelled after {written} of {len(todo)} cells of this task.", cells_done=written)
+    return written
+
+
+def close(
+    database: Database, settings: Settings, experiment_id: str, *, tenant_id: str, failure: ChunkbenchError | None
+) -> ExperimentRow:
+    """A queued run's closing task: with every cell written, aggregate and decide (``execute``'s end); a task that
+    failed fails the run (resumable), and a cancelled one leaves it interrupted, saying how far it got."""
+    if failure is not None:
+        _set_status(database, experiment_id, "failed", error=failure.to_dict())
+        raise failure
+    with database.session() as session:
+        experiment = Experiment.from_row(experiments.get(session, experiment_id, tenant_id=tenant_id))
+        finished = len(_written(session, experiment_id))
+    total = len(experiment.configurations) * len(experiment.questions)
+    if finished < total:
+        cancelled = _cancelled(finished, total)
+        _set_status(database, experiment_id, "interrupted", error=cancelled.to_dict())
+        raise cancelled
     return aggregation.finalize(database, settings, experiment_id, tenant_id=tenant_id)
 
 
@@ -280,6 +371,7 @@ def _drain(context: CellContext, experiment_id: str, pending: set[Future[CellRes
                     result=cell.to_dict(),
                 )
             )
+        fault_point("after_cell")  # a test hook (chunkbench.faults): this cell is written, the others of its task not
     return len(finished)
 
 

@@ -6,10 +6,13 @@ Adding a strategy is one file under ``strategies/`` with a ``@register_strategy`
 from __future__ import annotations
 
 import bisect
+import hashlib
+import inspect
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -289,6 +292,19 @@ def readable_sizes(name: StrategyName | str, readable_tokens: int | None) -> dic
 def all_strategies() -> list[type[ChunkingStrategy]]:
     load_strategies()
     return [_STRATEGIES[name] for name in StrategyName if name in _STRATEGIES]
+
+
+def registry_fingerprint() -> str:
+    """The strategy registry as a fingerprint, equal in two processes exactly when they would cut the same chunks:
+    each strategy's name, class, source file's content hash and variant parameters (built-ins, installed packages,
+    plugins and variants alike). A job records the API's; a worker with another one refuses the job."""
+    parts = []
+    for cls in all_strategies():
+        source = inspect.getsourcefile(cls) or ""
+        digest = hashlib.sha256(Path(source).read_bytes()).hexdigest()[:16] if source and Path(source).is_file() else ""
+        variant = json.dumps(cls.variant.params, sort_keys=True, default=str) if cls.variant is not None else ""
+        parts.append(f"{cls.name}|{cls.__module__}.{cls.__qualname__}|{digest}|{variant}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 
 
 def default_strategies() -> list[StrategyName]:

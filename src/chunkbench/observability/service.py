@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+
 from chunkbench import __version__
 from chunkbench.config import Settings
-from chunkbench.observability.schemas import ReadinessCheckOut, ReadinessOut
+from chunkbench.jobs.queue import queue_stats
+from chunkbench.observability.metrics import QUEUE_DEPTH, QUEUE_RUNNING, QUEUE_STALLED, WORKERS_SEEN
+from chunkbench.observability.schemas import QueueOut, ReadinessCheckOut, ReadinessOut
 from chunkbench.storage.db import Database
 from chunkbench.storage.vectors import get_vector_store
+
+logger = logging.getLogger(__name__)
 
 
 def readiness(database: Database, settings: Settings) -> ReadinessOut:
@@ -17,7 +23,28 @@ def readiness(database: Database, settings: Settings) -> ReadinessOut:
         "llm": _llm_check(settings),
     }
     failing = [name for name, check in checks.items() if not check.ok]
-    return ReadinessOut(status="not_ready" if failing else "ready", version=__version__, failing=failing, **checks)
+    queue = None if "database" in failing else _queue(database, settings)
+    return ReadinessOut(
+        status="not_ready" if failing else "ready", version=__version__, failing=failing, queue=queue, **checks
+    )
+
+
+def _queue(database: Database, settings: Settings) -> QueueOut | None:
+    try:
+        return QueueOut(**queue_stats(database, settings))
+    except Exception:  # e.g. a database not migrated to the queue's tables yet: readiness reports, never raises
+        logger.warning("could not read the job queue", exc_info=True)
+        return None
+
+
+def update_queue_gauges(database: Database, settings: Settings) -> None:
+    """The queue's figures into the gauges ``/metrics`` exports (read at each scrape: they are the database's)."""
+    if (queue := _queue(database, settings)) is None:
+        return
+    QUEUE_DEPTH.set(queue.depth)
+    QUEUE_RUNNING.set(queue.running)
+    WORKERS_SEEN.set(queue.workers)
+    QUEUE_STALLED.set(queue.stalled)
 
 
 def _database_check(database: Database) -> ReadinessCheckOut:

@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     CheckConstraint,
     DateTime,
     Float,
@@ -257,6 +258,58 @@ class JobRow(Base):
     owner_pid: Mapped[int | None] = mapped_column(Integer)
     owner_token: Mapped[str | None] = mapped_column(String(32), index=True)
     lease_expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    # What it runs (a registered job kind's JSON payload: any worker can run it) and the fingerprint of the
+    # strategy registry it was planned with (a worker with other strategies refuses it).
+    payload: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    strategy_registry: Mapped[str | None] = mapped_column(String(64))
+    # The procrastinate job carrying it (PostgreSQL); NULL when the accepting process runs it itself.
+    queue_job_id: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class JobAttemptRow(Base):
+    """One attempt of a job's task by one worker: the job's history (a killed worker's attempt reads ``lost``)."""
+
+    __tablename__ = "job_attempts"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False, index=True)
+    # The job_tasks row it ran (NULL: the job's first task, which plans and may fan out), and its label.
+    task_id: Mapped[str | None] = mapped_column(String(32))
+    task: Mapped[str] = mapped_column(String(255), nullable=False)
+    attempt: Mapped[int] = mapped_column(Integer, nullable=False)
+    worker: Mapped[str] = mapped_column(String(255), nullable=False)
+    # The worker process's token (storage.ownership): what it claimed is recovered once it is known to be gone.
+    worker_token: Mapped[str | None] = mapped_column(String(32))
+    started_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    # running | succeeded | failed | cancelled | retrying (failed, tried again) | lost (its worker stopped)
+    outcome: Mapped[str] = mapped_column(String(16), nullable=False)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+
+class JobTaskRow(Base):
+    """One piece of a job that fans out (a batch of documents × a strategy, a batch of cells, the closing task):
+    run by any worker, ended once; the closing task runs when every other task of the job has ended."""
+
+    __tablename__ = "job_tasks"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False, index=True)
+    position: Mapped[int] = mapped_column(Integer, nullable=False)
+    name: Mapped[str] = mapped_column(String(64), nullable=False)
+    label: Mapped[str] = mapped_column(String(255), nullable=False)
+    args: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, nullable=False)
+    # What progress counts it as: ``size`` units (documents, cells) of ``group`` (a strategy, "cells").
+    group_name: Mapped[str] = mapped_column(String(64), nullable=False, default="")
+    size: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    # The queue lock it runs under: tasks sharing one never run at once, and a task queued twice runs once.
+    lock: Mapped[str] = mapped_column(String(255), nullable=False)
+    # queued | running | succeeded | failed | cancelled
+    status: Mapped[str] = mapped_column(String(16), nullable=False)
+    progress: Mapped[float] = mapped_column(Float, default=0.0, nullable=False)
+    message: Mapped[str | None] = mapped_column(Text)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class CorpusRow(Base):

@@ -293,3 +293,23 @@ def test_a_stall_timeout_not_above_the_heartbeat_is_refused():
     refused = r"CHUNKBENCH_WORKER_STALLED_S \(5\.0\) must exceed CHUNKBENCH_WORKER_HEARTBEAT"
     with pytest.raises(ValueError, match=refused):
         Settings(_env_file=None, worker_heartbeat_s=10, worker_stalled_s=5)
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="the API's own queue worker: PostgreSQL's")
+def test_the_api_starts_a_new_worker_when_its_own_stopped(settings: Settings):
+    """A worker of the API process stops when the database is out of reach (as `chunkbench worker` does, exiting 3):
+    the API lives on, so it starts a new one at its next heartbeat, and jobs run again."""
+    settings.worker_heartbeat_s, settings.worker_stalled_s = 0.2, 1.0
+    with TestClient(create_app(settings)) as client:
+        runner = client.app.state.jobs
+        stopped = runner._worker
+        stopped.stop(wait=True)
+        assert not stopped.alive
+        deadline = time.monotonic() + 30
+        while runner._worker is stopped or not runner._worker.alive:
+            assert time.monotonic() < deadline, "no new worker started"
+            time.sleep(0.05)
+        _corpus(client, "again", 1)
+        accepted = client.post("/corpora/again/process", json={"strategies": ["fixed_size"]}).json()
+        runner.wait_idle(timeout=300)
+        assert _job(client, accepted["job_id"])["status"] == "succeeded"

@@ -3,7 +3,7 @@ server over Qdrant Edge), with an API that only enqueues (`serve --no-worker`): 
 workers; a worker SIGKILLed between the vector upsert and the database commit (a fault point, not a timing) has its
 task retried by the other once its heartbeat stops, and the corpus ends indexed exactly once, as a clean run leaves
 it, with the kill in the job's history; a Cancel stops the tasks on every worker, and a restarted worker resumes
-nothing that was cancelled."""
+nothing that was cancelled; a worker cut off from the database stops, saying why, and its task is retried."""
 
 from __future__ import annotations
 
@@ -17,16 +17,19 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy.engine import make_url
 
 import chunkbench
 from chunkbench.app import create_app
 from chunkbench.config import Settings
 from chunkbench.errors import NotFoundError
-from chunkbench.faults import MARKER_VARIABLE, POINT_VARIABLE
+from chunkbench.faults import MARKER_VARIABLE, POINT_VARIABLE, RELEASE_VARIABLE
+from chunkbench.jobs.commands import EXIT_DATABASE_LOST
 from chunkbench.storage.schema import DEFAULT_TENANT
 from chunkbench.storage.vectors import VectorStore
 from fake_openai import FakeOpenAI, running_fake_openai
 from pgtest import ON_POSTGRES
+from tcp_proxy import TcpProxy
 from test_benchmarks import QUESTIONS, _figures, processed_handbook
 
 pytestmark = pytest.mark.skipif(not ON_POSTGRES, reason="the task queue is PostgreSQL's (procrastinate)")
@@ -248,3 +251,40 @@ def test_a_worker_killed_mid_benchmark_has_its_cells_run_again_and_the_figures_e
 
     clean = api.post("/benchmarks", params={"wait": "true"}, json=body).json()  # one process, no kill
     assert _figures(experiment) == _figures(clean)
+
+
+def test_a_worker_that_loses_the_database_exits_saying_so_and_its_task_is_retried_by_another(
+    api: TestClient, workers: Workers, settings: Settings, tmp_path: Path
+):
+    ids = _corpus(api, "cut", 10)
+    database = make_url(settings.database_url)
+    marker, release = tmp_path / "at-the-fault-point", tmp_path / "go-on"
+    with TcpProxy((database.host, database.port or 5432)) as proxy:
+        through_proxy = database.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+        cut_off = workers.start(
+            "cut-off", CHUNKBENCH_DATABASE_URL=through_proxy,
+            **{POINT_VARIABLE: "after_upsert", MARKER_VARIABLE: str(marker), RELEASE_VARIABLE: str(release)},
+        )  # fmt: skip
+        accepted = api.post("/corpora/cut/process", json=BODY).json()
+        _wait_for_file(marker, cut_off)
+        proxy.cut()  # its points of one batch are written, their runs not yet recorded
+        release.touch()
+        output, _ = cut_off.communicate(timeout=180)
+    assert cut_off.returncode == EXIT_DATABASE_LOST, output[-3000:]
+    assert "Worker cut-off" in output and "the tasks it had in hand are retried by another worker" in output
+    assert "Traceback" not in output.split("Worker cut-off")[-1]  # it ends on its message, not on a stack
+
+    workers.start("survivor")
+    job = _wait(api, accepted["job_id"], ("succeeded", "failed", "cancelled"))
+    assert job["status"] == "succeeded", job["error"]
+    lost = [a for a in job["attempts"] if a["outcome"] == "lost"]
+    assert [a["worker"] for a in lost] == ["cut-off"]
+    assert [a["worker"] for a in job["attempts"] if a["task"] == lost[0]["task"] and a["outcome"] == "succeeded"] == [
+        "survivor"
+    ]
+    points = _points(settings, ids)
+    assert {api.get(f"/documents/{d}").json()["status"] for d in ids} == {"indexed"}
+    for document_id in ids:
+        counts = api.get(f"/documents/{document_id}").json()["chunk_counts"]
+        assert counts == {s: points[s, document_id] for s in BODY["strategies"]}  # nothing written twice
+    assert sum(points.values()) == job["result"]["chunks"]

@@ -23,14 +23,19 @@ from pathlib import Path
 
 POINT_VARIABLE = "CHUNKBENCH_FAULT_POINT"
 MARKER_VARIABLE = "CHUNKBENCH_FAULT_MARKER"
+# When set, the point blocks only until this file exists, then the work goes on (the test changes the world in
+# between: it cuts the process off its database, say).
+RELEASE_VARIABLE = "CHUNKBENCH_FAULT_RELEASE"
 
 
 def fault_point(name: str) -> None:
-    """Block here for good (after touching the marker file) when ``CHUNKBENCH_FAULT_POINT`` is ``name``."""
+    """Block here (after touching the marker file) when ``CHUNKBENCH_FAULT_POINT`` is ``name``: for good, or until
+    the ``CHUNKBENCH_FAULT_RELEASE`` file exists."""
     if os.environ.get(POINT_VARIABLE) != name:
         return
     marker = os.environ.get(MARKER_VARIABLE)
     if marker:
         Path(marker).touch()
-    while True:  # the test's SIGKILL ends the process here; nothing after this point runs
-        time.sleep(1)
+    release = os.environ.get(RELEASE_VARIABLE)
+    while not (release and Path(release).exists()):  # without a release, the test's SIGKILL ends the process here
+        time.sleep(0.05 if release else 1)

@@ -13,6 +13,9 @@ import typer
 from chunkbench.console import err, fail, open_database
 from chunkbench.errors import InvalidRequestError
 
+# The exit status of a worker that stopped because the database was out of reach (a supervisor restarts it).
+EXIT_DATABASE_LOST = 3
+
 if TYPE_CHECKING:
     from chunkbench.jobs.queue import Recover
 
@@ -50,16 +53,19 @@ def run_worker(
     )  # fmt: skip
     if once:
         running.run()
-        return
-    stopped = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stopped.set())
-    running.start()
-    err.print(f"worker {running.name} running (concurrency {concurrency}); Ctrl-C stops it after the jobs in hand")
-    while not stopped.wait(0.5):
-        if running.error is not None or not running.alive:
-            break
-    running.stop(wait=True)
+    else:
+        stopped = threading.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stopped.set())
+        running.start()
+        err.print(f"worker {running.name} running (concurrency {concurrency}); Ctrl-C stops it after the jobs in hand")
+        while not stopped.wait(0.5):
+            if running.error is not None or not running.alive:
+                break
+        running.stop(wait=True)
     database.dispose()
+    if running.lost is not None:
+        err.print(f"[red]{running.lost.message}[/red]")
+        raise typer.Exit(EXIT_DATABASE_LOST)
     if running.error is not None:
         raise typer.Exit(1)

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 
 import procrastinate
+import psycopg
 from procrastinate import RetryStrategy
 from sqlalchemy import func, select, text
 from sqlalchemy.engine import make_url
@@ -31,6 +32,7 @@ from chunkbench.config import Settings
 from chunkbench.errors import ChunkbenchError
 from chunkbench.jobs.service import ACTIVE, JobRunner, Jobs, execute, worker_name
 from chunkbench.storage.db import Database
+from chunkbench.storage.ownership import Heartbeat
 from chunkbench.storage.schema import JobAttemptRow, JobRow
 
 logger = logging.getLogger(__name__)
@@ -49,6 +51,13 @@ Recover = Callable[[Database, Settings, str], None]
 class QueueUnavailableError(ChunkbenchError):
     status_code = 503
     code = "queue_unavailable"
+
+
+class DatabaseLostError(ChunkbenchError):
+    """A worker that could not reach PostgreSQL for the stall timeout stops (``chunkbench worker`` exits 3)."""
+
+    status_code = 503
+    code = "database_lost"
 
 
 def conninfo(database_url: str) -> str:
@@ -103,9 +112,23 @@ class QueueRunner(Jobs):
         super().__init__(database)
         self._settings = settings
         self._deferrer = _Deferrer(database.url)
+        self._recover = recover
         self._worker: Worker | None = None
+        self._keeper: Heartbeat | None = None
         if worker:
-            self._worker = Worker(database, settings, name=f"api@{worker_name()}", recover=recover).start()
+            self._worker = self._new_worker()
+            self._keeper = Heartbeat(self._keep_worker, settings.worker_heartbeat_s, name="chunkbench-worker-keeper")
+            self._keeper.start()
+
+    def _new_worker(self) -> Worker:
+        return Worker(self._database, self._settings, name=f"api@{worker_name()}", recover=self._recover).start()
+
+    def _keep_worker(self) -> None:
+        """The API's own worker stops when the database is out of reach for the stall timeout (as a ``chunkbench
+        worker`` does); this process lives on, so a new worker starts here, one try per heartbeat until it runs."""
+        if self._worker is not None and not self._worker.alive:
+            logger.warning("the worker of this API stopped (%s): starting a new one", self._worker.error)
+            self._worker = self._new_worker()
 
     def _own(self, row: JobRow) -> None:
         """Nothing: the queue owns the job (no process lease; a stalled task is retried by another worker)."""
@@ -139,6 +162,8 @@ class QueueRunner(Jobs):
             time.sleep(0.05)
 
     def shutdown(self, wait: bool = True) -> None:
+        if self._keeper is not None:
+            self._keeper.stop()
         if self._worker is not None:
             self._worker.stop(wait=wait)
         self._deferrer.close()
@@ -175,6 +200,8 @@ class Worker:
         self._thread: threading.Thread | None = None
         self._started = threading.Event()
         self.error: BaseException | None = None
+        # Set when the worker stopped because the database was out of reach (``_watch_database``).
+        self.lost: DatabaseLostError | None = None
 
     def start(self) -> Worker:
         self._thread = threading.Thread(target=self.run, name=f"chunkbench-worker-{self.name}", daemon=True)
@@ -187,11 +214,22 @@ class Worker:
         try:
             asyncio.run(self._serve())
         except BaseException as exc:
-            self.error = exc
-            logger.exception("worker %s stopped", self.name)
-            raise
+            # procrastinate stops by itself when its connections fail (a heartbeat or a fetch that cannot reach the
+            # database), and its shutdown fails too: with the database out of reach, that is the cause, said once.
+            if self.lost is None and not isinstance(exc, KeyboardInterrupt) and not _reachable(self._database.url):
+                self.lost = DatabaseLostError(
+                    f"Worker {self.name} lost the database ({exc}) and stopped; the tasks it had in hand are retried "
+                    "by another worker. Check the database and the network, then start it again.",
+                    worker=self.name,
+                )
+            self.error = self.lost or exc
+            if self.lost is None:
+                logger.exception("worker %s stopped", self.name)
+                raise
         finally:
             self._started.set()
+        if self.lost is not None:
+            self.error = self.lost
 
     async def _serve(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -200,7 +238,9 @@ class Worker:
         async with self._app.open_async():
             self._main = asyncio.current_task()
             self._started.set()
-            side = asyncio.create_task(self._retry_stalled()) if not self._once else None
+            side = [asyncio.create_task(self._watch_database())]
+            if not self._once:
+                side.append(asyncio.create_task(self._retry_stalled()))
             try:
                 await self._app.run_worker_async(
                     queues=self._queues,
@@ -217,9 +257,39 @@ class Worker:
             except asyncio.CancelledError:
                 pass
             finally:
-                if side is not None:
-                    side.cancel()
-                deferrer.close()
+                for task in side:
+                    task.cancel()
+                with contextlib.suppress(Exception):  # its pool's connections may be gone with the database
+                    deferrer.close()
+
+    async def _watch_database(self) -> None:
+        """Every heartbeat, one query on a new connection. Once the database has been out of reach for the stall
+        timeout (by then the other workers take this one for gone and retry its tasks), the worker stops and says
+        why, instead of retrying connections for ever: its task in hand fails at its next read of the database (its
+        cancel check, within a second), and nothing it did without recording it is lost (the retry redoes it)."""
+        settings = self._settings
+        target = conninfo(self._database.url)
+        out_since: float | None = None
+        while True:
+            await asyncio.sleep(settings.worker_heartbeat_s)
+            try:
+                await asyncio.wait_for(_ping(target), timeout=max(settings.worker_heartbeat_s, 1.0))
+            except Exception as exc:
+                out_since = out_since or time.monotonic()
+                out_for = time.monotonic() - out_since
+                logger.warning("worker %s: the database is out of reach (%.0f s): %s", self.name, out_for, exc)
+                if out_for >= settings.worker_stalled_s:
+                    self.lost = DatabaseLostError(
+                        f"Worker {self.name} could not reach the database for {out_for:.0f} s ({exc}) and stopped; "
+                        "the tasks it had in hand are retried by another worker. Check the database and the network, "
+                        "then start it again.",
+                        worker=self.name,
+                    )
+                    assert self._main is not None
+                    self._main.cancel()
+                    return
+            else:
+                out_since = None
 
     async def _retry_stalled(self) -> None:
         """Every heartbeat: the tasks of workers whose heartbeat is older than the stall timeout are retried, once
@@ -255,6 +325,20 @@ class Worker:
                 self._loop.call_soon_threadsafe(self._main.cancel)
         if wait and self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=60)
+
+
+async def _ping(target: str) -> None:
+    async with await psycopg.AsyncConnection.connect(target, connect_timeout=2) as connection:
+        await connection.execute("SELECT 1")
+
+
+def _reachable(database_url: str) -> bool:
+    try:
+        with psycopg.connect(conninfo(database_url), connect_timeout=2) as connection:
+            connection.execute("SELECT 1")
+    except Exception:
+        return False
+    return True
 
 
 def make_runner(database: Database, settings: Settings, *, worker: bool = True, recover: Recover | None = None) -> Jobs:

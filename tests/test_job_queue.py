@@ -21,13 +21,15 @@ from chunkbench.storage.schema import DEFAULT_TENANT, JobRow
 from chunkbench.storage.vectors import get_vector_store
 from pgtest import ON_POSTGRES
 
-SENTENCE = "The river {n} rises in the hills in spring and falls slowly through the autumn fields. "
+# Every sentence differs (corpus, document, position): no chunk text repeats, within a test or across the tests of
+# this process, so none is read from the embedding cache's memory layer and the embedding takes its real time.
+SENTENCE = "The river {n} of {name} rises in the hills in spring {i} and falls slowly through the autumn fields. "
 
 
 def _corpus(client: TestClient, name: str, count: int, sentences: int = 40) -> list[str]:
     ids = []
     for n in range(count):
-        text = f"# River {n}\n\n" + SENTENCE.format(n=n) * sentences
+        text = f"# River {n}\n\n" + "".join(SENTENCE.format(n=n, name=name, i=i) for i in range(sentences))
         uploaded = client.post("/documents", files={"file": (f"river-{n}.md", text.encode())})
         assert uploaded.status_code == 201, uploaded.text
         ids.append(uploaded.json()["document"]["id"])
@@ -90,7 +92,7 @@ def test_a_corpus_job_cancelled_two_seconds_in_ends_cancelled_and_its_progress_m
     settings.embedding_step_chunks = 16  # a step of MiniLM takes a fraction of a second: progress moves often
     body = {"strategies": ["fixed_size"], "params": {"fixed_size": {"chunk_size": 20, "chunk_overlap": 0}}}
     with TestClient(create_app(settings)) as client:
-        ids = _corpus(client, "slow", 3, sentences=600)  # about 1,600 chunks: 10 s of MiniLM at its fastest here
+        ids = _corpus(client, "slow", 3, sentences=600)  # ~2,000 chunks, all new: 10 s of MiniLM at best here
         accepted = client.post("/corpora/slow/process", json=body).json()
         seen: list[float] = []
         started = None

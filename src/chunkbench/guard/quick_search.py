@@ -72,21 +72,26 @@ def alternatives(regex: re.Pattern[str]) -> list[re.Pattern[str]]:
 
 def _alternatives(regex: re.Pattern[str]) -> list[tuple[str, list[Item] | None]]:
     """``alternatives`` as sources, each with its parsed items, or None where regex_parse does not read it."""
-    whole = [(regex.pattern, _parsed(regex.pattern, regex.flags))]
+    parts = _split(regex) or [regex.pattern]
+    return [(part, _parsed(part, regex.flags)) for part in parts]
+
+
+def _split(regex: re.Pattern[str]) -> list[str] | None:
+    """The sources of the top-level alternatives of ``regex``, or None where it is not split."""
     if regex.flags & re.VERBOSE or _BACKREFERENCE.search(regex.pattern):  # a split could renumber what \1 means
-        return whole
+        return None
     parts = _split_top_level(regex.pattern)
     if len(parts) == 1 and (group := _WHOLE_GROUP.fullmatch(regex.pattern)) and _closes_at_end(group.group(2)):
         prefix = group.group(1) or ""
         parts = [prefix + part for part in _split_top_level(group.group(2))]
     if len(parts) == 1 or not all(parts):
-        return whole
+        return None
     try:
         for part in parts:
             re.compile(part, regex.flags)
     except re.error:  # a split the structure did not allow (a group reference across alternatives, …)
-        return whole
-    return [(part, _parsed(part, regex.flags)) for part in parts]
+        return None
+    return parts
 
 
 def _parsed(source: str, flags: int) -> list[Item] | None:

@@ -15,7 +15,7 @@ TORCH_INDEX_URL ?=
 APT_PACKAGES := libreoffice-writer-nogui fonts-dejavu-core fonts-noto-core chromium tesseract-ocr tesseract-ocr-eng tesseract-ocr-fas gcc
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-sqlite test-postgres install install-dev system-deps lint format bench clean
+.PHONY: run test test-sqlite test-postgres install install-dev system-deps lint format docs bench clean
 
 run: install ## set up a fresh machine and start the service on http://127.0.0.1:8000
 	$(VENV)/bin/chunkbench serve
@@ -47,9 +47,9 @@ $(VENV)/.installed: pyproject.toml $(VENV)/.torch
 	touch $@
 
 # The tests also cover the optional Presidio PII detector, the library strategies and the int8 ONNX embedding model
-# (minilm-int8), so they install those extras.
+# (minilm-int8), so they install those extras; docs builds the documentation site (`make docs`).
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
-	$(PIP) install -e ".[dev,presidio,arena,onnx]"
+	$(PIP) install -e ".[dev,presidio,arena,onnx,docs]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -71,6 +71,10 @@ format: install-dev
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
+# NO_MKDOCS_2_WARNING: Material prints a banner about its successor on every build; it says nothing about the site.
+docs: install-dev ## the documentation site into site/ (mkdocs.yml); any warning or broken link fails it
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 $(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-dev
 	$(PIP) install -e ".[dev,presidio,bench]"
 	touch $@
@@ -88,4 +92,4 @@ bench: $(VENV)/.installed-bench system-deps ## benchmarks against peer libraries
 	$(PY) bench/eval.py benchmark_concurrency  # `bench/eval.py eval_chroma` (the reproduction) and `eval_chroma_vs_raw` (cold/warm vs raw encode) take minutes
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache site

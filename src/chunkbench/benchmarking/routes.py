@@ -19,9 +19,9 @@ from chunkbench.benchmarking.schemas import (
     ExperimentSummary,
 )
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
-from chunkbench.jobs.schemas import JobAccepted, JobOut
+from chunkbench.jobs.schemas import JobOut
 from chunkbench.limits import MAX_NEIGHBORS
-from chunkbench.schemas import ErrorOut
+from chunkbench.schemas import ErrorOut, JobAccepted
 from chunkbench.storage.schema import DocumentRow
 
 router = APIRouter(tags=["benchmarks"])

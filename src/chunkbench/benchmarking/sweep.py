@@ -19,9 +19,9 @@ from chunkbench.embedding import service as embedding
 from chunkbench.errors import BenchmarkError
 from chunkbench.indexing import service as processing
 from chunkbench.indexing.schemas import ProcessIn
-from chunkbench.jobs.service import Progress
 from chunkbench.limits import MAX_NEIGHBORS
 from chunkbench.models import StrategyName
+from chunkbench.progress import Progress
 from chunkbench.storage.db import Database
 from chunkbench.storage.index_state import require_indexed
 from chunkbench.storage.repositories import CorpusRepository, DocumentRepository

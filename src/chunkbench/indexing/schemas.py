@@ -8,8 +8,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from chunkbench.chunking.base import default_strategies
-from chunkbench.jobs.schemas import JobAccepted
 from chunkbench.models import StrategyName
+from chunkbench.schemas import JobAccepted
 
 
 class ProcessIn(BaseModel):

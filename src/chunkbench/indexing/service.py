@@ -38,8 +38,8 @@ from chunkbench.indexing import sizes
 from chunkbench.indexing.contextual import make_prefixer
 from chunkbench.indexing.pipeline import IndexedDocument, IndexedRun, IndexingPlan, index_documents
 from chunkbench.indexing.schemas import LanguageWarningOut, ProcessIn, ProcessOut, SizeWarningOut, StrategyOutcome
-from chunkbench.jobs.service import Progress, StopCheck, never_stop
 from chunkbench.models import DocumentState, DocumentTree, StrategyName
+from chunkbench.progress import Progress, StopCheck, never_stop
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
 from chunkbench.storage.index_state import mark_not_indexed

@@ -29,7 +29,7 @@ from typing import Any, Literal
 import cachetools
 import numpy as np
 
-from chunkbench.observability.metrics import CACHE_EVICTIONS, CACHE_LOOKUPS
+from chunkbench.metrics import CACHE_EVICTIONS, CACHE_LOOKUPS
 
 HitKind = Literal["exact", "semantic"]
 EvictionReason = Literal["lru", "expired", "invalidated"]

@@ -25,7 +25,7 @@ from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import get_spec
 from chunkbench.guard.injection import InjectionDetector
 from chunkbench.guard.pii import detector_from_settings, policy_from_settings, redact
-from chunkbench.observability.metrics import INJECTIONS_BLOCKED, PII_DETECTIONS
+from chunkbench.metrics import INJECTIONS_BLOCKED, PII_DETECTIONS
 from chunkbench.rag.cache import CacheScope, SemanticCache
 from chunkbench.rag.schemas import RAGRequest, RAGResponse, RAGSource
 from chunkbench.retrieval import pipeline

@@ -24,7 +24,7 @@ from chunkbench.errors import ChunkbenchError
 from chunkbench.storage.schema import DEFAULT_TENANT
 
 bench_app = typer.Typer(help="Run benchmarks and read their Experiments.", no_args_is_help=True)
-sweep_app = typer.Typer(help="Benchmark Sweeps: one Experiment per level (seed 000 §17).", no_args_is_help=True)
+sweep_app = typer.Typer(help="Benchmark Sweeps: one Experiment per level (docs/benchmarks.md).", no_args_is_help=True)
 
 _SHOWN_METRICS = ("recall", "iou", "mrr", "ndcg_at_k", "token_f1", "answer_similarity", "judge_answer_similarity")
 

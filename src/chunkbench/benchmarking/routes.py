@@ -1,4 +1,4 @@
-"""Benchmarks and Experiments API (seed 000 §13): thin translation between HTTP and ``benchmarking.service``."""
+"""Benchmarks and Experiments API (docs/api.md): thin translation between HTTP and ``benchmarking.service``."""
 
 from __future__ import annotations
 
@@ -223,5 +223,5 @@ def compare_experiments(a: str, b: str, session: SessionDep, tenant_id: TenantDe
 def cost_estimate(
     body: BenchmarkIn, session: SessionDep, settings: SettingsDep, tenant_id: TenantDep
 ) -> CostEstimateOut:
-    """The same estimate as ``POST /benchmarks {dry_run: true}`` (seed 000 §11)."""
+    """The same estimate as ``POST /benchmarks {dry_run: true}`` (docs/api.md)."""
     return service.estimate(session, settings, body, tenant_id=tenant_id)

@@ -1,4 +1,4 @@
-"""The benchmark runner (seed 000 §10.2): an Experiment's unfinished cells, run side by side, then its figures."""
+"""The benchmark runner (docs/benchmarks.md): an Experiment's unfinished cells, run side by side, then its figures."""
 
 from __future__ import annotations
 

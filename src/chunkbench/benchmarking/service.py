@@ -1,4 +1,4 @@
-"""Experiments: start, resume, read, aggregate, decide, compare, estimate (seed 000 §10).
+"""Experiments: start, resume, read, aggregate, decide, compare, estimate (docs/benchmarks.md).
 
 The same functions serve the API, the CLI and the dashboard. An Experiment's full view (the dict the
 report renders and the JSON export writes) is built by ``experiment_dict`` from the row and its cells.
@@ -95,7 +95,7 @@ def running_job(session: Session, experiment_id: str, *, tenant_id: str) -> JobR
 
 
 def estimate(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_id: str) -> CostEstimateOut:
-    """The dry run (seed 000 §10.5): what the benchmark would run and cost, validated like the real thing."""
+    """The dry run (docs/benchmarks.md): what the benchmark would run and cost, validated like the real thing."""
     plan = planning.plan(session, settings, request, tenant_id=tenant_id)
     questions = len(plan.questions)
     avg_context = int(np.mean([c.top_k for c in plan.configurations]) * _mean_chunk_tokens(plan, settings))

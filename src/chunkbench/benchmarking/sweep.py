@@ -1,4 +1,4 @@
-"""Benchmark Sweeps (seed 000 §17): one Experiment per level of one knob, the rest held fixed.
+"""Benchmark Sweeps (docs/benchmarks.md): one Experiment per level of one knob, the rest held fixed.
 
 ``neighbors`` steps fixed_size's Neighbor Expansion (0,0)…(3,3); ``chunk_grid`` re-processes the document at
 each chunk size × overlap point and benchmarks it, then restores the parameters the strategy had before.

@@ -13,7 +13,7 @@ from chunkbench.schemas import JobAccepted
 
 
 class ProcessIn(BaseModel):
-    """Which strategies to run, with which models and parameters (seed 000 §7.2)."""
+    """Which strategies to run, with which models and parameters (docs/strategies.md)."""
 
     model_config = ConfigDict(extra="forbid")
 

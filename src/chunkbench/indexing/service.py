@@ -1,4 +1,4 @@
-"""Processing (seed 000 §7.2, §8.2): chunk a document with strategies, embed, index, record the runs.
+"""Processing (docs/strategies.md): chunk a document with strategies, embed, index, record the runs.
 
 ``plan`` validates everything a request names (document, strategies, parameters, models) before any
 work starts, so a bad request is a 4xx and never a failed job. ``run`` then does the work; one strategy
@@ -56,7 +56,7 @@ JOB_KIND = "process"
 
 @dataclass(frozen=True)
 class ProcessPlan:
-    """A validated processing request, with the model snapshots taken at its start (seed 000 §6.2)."""
+    """A validated processing request, with the model snapshots taken at its start (docs/embedding.md)."""
 
     tenant_id: str
     document_id: str

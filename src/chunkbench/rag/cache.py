@@ -1,4 +1,4 @@
-"""The semantic cache (seed 003 §3, its caveats fixed): answers of a tenant's earlier questions, found again by the
+"""The semantic cache (docs/service.md): answers of a tenant's earlier questions, found again by the
 exact (normalised) text or by a paraphrase whose embedding is close enough.
 
 - Scope: an answer is only ever returned for the same tenant, session, top_k and serving configuration.

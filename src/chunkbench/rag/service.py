@@ -1,4 +1,4 @@
-"""``POST /v1/query`` (seed 003 §2, its caveats fixed): guard → redact → cache → retrieve + answer → redact → cache.
+"""``POST /v1/query`` (docs/service.md): guard → redact → cache → retrieve + answer → redact → cache.
 
 1. The prompt-injection guard reads the raw query; a flagged one gets a fixed refusal: no retrieval, no cache.
 2. PII is redacted from the query before anything else sees it: the cache (keys and vectors), the embedder,

@@ -16,7 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "chunkbench"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
-FACE_FILES = {"routes.py", "commands.py", "console.py", "dependencies.py", "app.py", "cli.py", "__main__.py"}
+FACE_FILES = {"routes.py", "commands.py", "console.py", "dependencies.py", "app.py", "cli.py", "__main__.py",
+              "workspace.py"}  # fmt: skip
 
 
 def _module(path: Path) -> str:

@@ -415,3 +415,30 @@ def delete(session: Session, experiment_id: str, *, tenant_id: str) -> None:
     if row.status == "running":
         raise ExperimentStateError(f"Experiment '{experiment_id}' is running; wait for it to finish.")
     session.delete(row)
+
+
+def report(
+    session: Session,
+    store: VectorStore | None,
+    experiment_id: str,
+    *,
+    view: Literal["managerial", "technical", "json"] = "managerial",
+    budget: int | None = None,
+    tenant_id: str,
+) -> str:
+    """An Experiment's self-contained HTML report (``managerial`` or ``technical``, the latter with each strategy's
+    chunk boundaries on the document, read from ``store``) or its JSON export (``json``): what the API, the CLI and a
+    Workspace write."""
+    from chunkbench.benchmarking.report.render import experiment_json, render_report
+
+    row = get(session, experiment_id, tenant_id=tenant_id)
+    experiment = experiment_dict(session, row)
+    if view == "json":
+        return experiment_json(experiment)
+    document = session.get(DocumentRow, row.document_id) if row.document_id is not None else None
+    assert store is not None or view != "technical", "the technical report reads the chunk boundaries from the store"
+    return render_report(
+        experiment, view=view, document_text=document.parsed_text if document is not None else None,
+        boundaries=boundaries(store, row, tenant_id=tenant_id) if store is not None and view == "technical" else None,
+        budget=budget,
+    )  # fmt: skip

@@ -30,11 +30,12 @@ from chunkbench.config import Settings
 from chunkbench.documents.parsers import parse_document
 from chunkbench.embedding.registry import get_spec
 from chunkbench.embedding.service import boundary_embedder
+from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
 from chunkbench.models import DocumentTree, NodeType, TreeNode
 from chunkbench.text.tokens import get_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CORPORA = ROOT.parent / "shared" / "data" / "chroma_chunking_eval" / "corpora"
+DEFAULT_CORPORA = DEFAULT_CHROMA_DIR / "corpora"
 RESULTS = ROOT / "bench" / "results" / "chunkers.json"
 CHUNK_SIZE = 512
 TOKEN_OVERLAP = 50

@@ -20,12 +20,13 @@ from pathlib import Path
 
 from chunkbench.documents.parsers.code_languages import BY_SUFFIX
 from chunkbench.documents.parsers.code_sniff import sniff_code_language
+from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
 
 PER_SUFFIX = 60
 MIN_BYTES, MAX_BYTES = 400, 200_000
 RESULTS = Path(__file__).parent / "results" / "code_sniff.json"
 CODE_SUFFIXES = (".py", ".rs", ".go", ".java", ".js", ".ts", ".c", ".h", ".cpp", ".cc", ".hpp", ".cs", ".php", ".sh")
-PROSE_CORPORA = Path("/work/shared/data/chroma_chunking_eval/corpora")
+PROSE_CORPORA = DEFAULT_CHROMA_DIR / "corpora"
 
 
 def _find(pattern: str, roots: list[str]) -> list[Path]:

@@ -31,9 +31,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "defaults.json"
-CHROMA = Path(os.environ.get("CHROMA_DATA", "/work/shared/data/chroma_chunking_eval"))
 FARSI = ROOT / "tests" / "data" / "farsi"
 CODE = ROOT / "src" / "chunkbench"
+# The copy chunkbench ships (evaluation/data/chroma_chunking_eval), found from here without importing chunkbench.
+CHROMA = Path(os.environ.get("CHROMA_DATA", CODE / "evaluation" / "data" / "chroma_chunking_eval"))
 SIZES = (128, 160, 176, 192, 200, 208, 224, 232, 240, 248, 256, 288, 320, 352, 384, 416, 448, 512)
 # The share of chunks a default must let the model read whole.
 READ_WHOLE = 0.95

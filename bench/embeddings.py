@@ -16,8 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
+
 ROOT = Path(__file__).resolve().parents[1]
-CORPORA = ROOT.parent / "shared" / "data" / "chroma_chunking_eval" / "corpora"
+CORPORA = DEFAULT_CHROMA_DIR / "corpora"
 RESULTS = ROOT / "bench" / "results" / "embeddings.json"
 REPEATS = 3
 TEXT_COUNT = 2000

@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))  # the text generators live with the tests
 
 from chunkbench.documents import language  # noqa: E402
+from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR  # noqa: E402
 from chunkbench.models import ParseResult  # noqa: E402
 from docgen import languages as gen  # noqa: E402
 
@@ -100,7 +101,7 @@ def _catalogue_text(path: Path) -> str:
 
 def real_samples() -> Iterator[Sample]:
     en = frozenset({"en"})
-    for corpus in sorted((SHARED / "chroma_chunking_eval" / "corpora").glob("*.md")):
+    for corpus in sorted((DEFAULT_CHROMA_DIR / "corpora").glob("*.md")):
         for index, piece in enumerate(_pieces(corpus.read_text(encoding="utf-8"), PIECES_PER_CORPUS)):
             yield Sample(f"chroma-{corpus.stem} (en)", f"{corpus.stem}#{index}", en, piece, "real")
     papers = [json.loads(line) for line in (SHARED / "covid_qa" / "documents.jsonl").read_text().splitlines()]

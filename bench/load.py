@@ -33,10 +33,11 @@ from typing import Any
 
 import numpy as np
 
+from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
 from serving import served_process
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "chroma_chunking_eval"
+DATA = DEFAULT_CHROMA_DIR
 DEFAULT_CORPUS = DATA / "corpora" / "state_of_the_union.md"
 QUESTIONS_CSV = DATA / "questions_df.csv"
 RESULTS = ROOT / "bench" / "results" / "load.json"

@@ -1,6 +1,6 @@
 """Cheaper grids: one real grid run whole and pruned (successive halving), cells scored, wall time, same winner?
 
-The document is Chroma's chatlogs corpus (``../shared/data/chroma_chunking_eval/corpora/chatlogs.md``, 40 KB) with
+The document is Chroma's chatlogs corpus (``evaluation/data/chroma_chunking_eval/corpora/chatlogs.md``, 40 KB) with
 its 56 questions and evidence spans. It is processed with eight strategy variants (fixed_size and recursive at
 100, 200, 400 and 800 tokens, declared in the data directory's ``strategies.toml``) and benchmarked on
 ``variants × {dense, bm25} × k {1, 3, 5}`` = 48 configurations, retrieval only, ranked on IoU (Chroma's headline
@@ -26,8 +26,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
+
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data" / "chroma_chunking_eval"
+SHARED = DEFAULT_CHROMA_DIR
 RESULTS = ROOT / "bench" / "results" / "pruning.json"
 SIZES = (100, 200, 400, 800)
 VARIANTS = [f"fixed_size_{s}" for s in SIZES] + [f"recursive_{s}" for s in SIZES]

@@ -11,9 +11,11 @@ from typing import Any
 
 import numpy as np
 
+from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
-CORPORA = SHARED / "data" / "chroma_chunking_eval" / "corpora"
+CORPORA = DEFAULT_CHROMA_DIR / "corpora"
 MODEL_ID = "all-MiniLM-L6-v2"
 TOP_K = 5
 WARMUP = 3

@@ -43,16 +43,15 @@ from chunkbench.documents.parsers.code_languages import grammar
 from chunkbench.embedding.registry import get_spec
 from chunkbench.embedding.service import boundary_embedder
 from chunkbench.errors import ChunkingError, MissingExtraError, MissingGrammarError
+from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
 from chunkbench.models import DocumentTree, NodeType, TreeNode
 from chunkbench.plugins import isolated_registries
 from chunkbench.text.tokens import get_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPORA = sorted((ROOT.parent / "shared" / "data" / "chroma_chunking_eval" / "corpora").glob("*.md"))
+CORPORA = sorted((DEFAULT_CHROMA_DIR / "corpora").glob("*.md"))
 SEMANTIC_PREFIX = 20_000
 CLASSES = (ChonkieToken, ChonkieSentence, ChonkieRecursive, ChonkieSemantic, ChonkieCode)
-
-pytestmark = pytest.mark.skipif(len(CORPORA) != 5, reason="Chroma's five corpora are not in ../shared/data")
 
 
 @pytest.fixture(autouse=True)

@@ -1,20 +1,23 @@
-"""The layers point one way (docs/architecture.md): read from the import statements of src/chunkbench itself.
+"""The layers point one way, as docs/architecture.md draws them: read from the import statements of src/chunkbench.
 
-Faces (routes, CLI commands, the console and FastAPI dependencies they share, the app, the dashboard) sit on
-top and may import anything; the domain code under them ("cores": every other module) never imports a face,
-packages (faces included) import each other without a cycle, and the lower layers know nothing of the higher.
+The page's "Layers" block is the rule: one row per line, bottom first; each name is a package or a top-level module
+of chunkbench. Every module is placed in a row (a face, on the last row, by its file name), and imports only from
+its own row and the rows above; packages import each other without a cycle. The reading fails loudly when it finds
+no imports or a module the page does not place, so the test cannot pass vacuously or drift from the page.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
-import pytest
-
-SRC = Path(__file__).resolve().parents[1] / "src" / "chunkbench"
-FACE_FILES = {"routes.py", "commands.py", "console.py", "dependencies.py", "app.py", "cli.py", "__main__.py"}
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "chunkbench"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+FACE_FILES = {"routes.py", "commands.py", "console.py", "dependencies.py", "app.py", "cli.py", "__main__.py",
+              "workspace.py"}  # fmt: skip
 
 
 def _module(path: Path) -> str:
@@ -22,6 +25,8 @@ def _module(path: Path) -> str:
 
 
 def _is_face(module: str) -> bool:
+    if module == "chunkbench":  # the package itself: the Python API's front door
+        return True
     parts = module.split(".")
     leaf = parts[-1] + ".py"
     return leaf in FACE_FILES or parts[-1].endswith("_commands") or parts[1:2] == ["web"]
@@ -117,19 +122,69 @@ def test_packages_import_each_other_without_a_cycle() -> None:
     assert _cycles(_package_graph(faces=True)) == []
 
 
-@pytest.mark.parametrize(
-    ("package", "forbidden"),
-    [
-        ("text", {"storage", "chunking", "documents", "embedding", "llm", "retrieval", "indexing", "evaluation"}),
-        ("storage", {"chunking", "retrieval", "indexing", "benchmarking", "evaluation", "rag", "documents"}),
-        ("chunking", {"storage", "jobs", "guard", "observability", "llm", "retrieval", "indexing", "embedding"}),
-        ("llm", {"chunking", "retrieval", "indexing", "benchmarking", "evaluation"}),
-        ("retrieval", {"indexing", "benchmarking", "evaluation", "rag", "documents"}),
-        ("indexing", {"retrieval", "benchmarking", "evaluation", "rag"}),
-    ],
-)
-def test_lower_layers_know_nothing_of_higher_ones(package: str, forbidden: set[str]) -> None:
-    assert _package_graph(faces=False).get(package, set()) & forbidden == set()
+def _layers() -> list[set[str]]:
+    """The rows of the page's Layers block, bottom first: the names on each line, commentary in parentheses dropped;
+    the faces row (``faces: …``) is the top one and holds no names (faces are told by their file names)."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    block = re.search(r"^## Layers\n.*?^```\n(.*?)^```", text, flags=re.S | re.M)
+    assert block is not None, "docs/architecture.md has no Layers block to read"
+    rows: list[set[str]] = []
+    for line in block.group(1).splitlines():
+        if line.startswith("faces:"):
+            continue
+        names = {name.strip() for name in re.sub(r"\([^)]*\)", "", line).split("·")}
+        rows.append({name for name in names if name})
+    return rows
+
+
+LAYERS = _layers()
+
+
+def _row(module: str) -> int:
+    """The row of a module: a face is the top row; otherwise its package's (``chunkbench.indexing.service`` →
+    ``indexing``) or, for a top-level module, its own name's."""
+    if _is_face(module):
+        return len(LAYERS)
+    name = _package(module)
+    for position, row in enumerate(LAYERS):
+        if name in row:
+            return position
+    raise AssertionError(f"{module} is in no row of the Layers block of docs/architecture.md: add {name!r} to one")
+
+
+def test_the_reading_sees_the_code_and_the_page() -> None:
+    modules = {_module(path) for path in SRC.rglob("*.py")}
+    edges = sum(len(targets) for targets in IMPORTS.values())
+    assert len(modules) > 100 and edges > 300, f"read {len(modules)} modules and {edges} imports: the reader is broken"
+    assert len(LAYERS) >= 5 and all(LAYERS), LAYERS
+
+
+def test_every_module_has_a_row() -> None:
+    for path in SRC.rglob("*.py"):
+        _row(_module(path))
+
+
+def _upward(imports: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{source} (row {_row(source) + 1}) imports {target} (row {_row(target) + 1})"
+        for source, targets in imports.items()
+        for target in targets
+        if _row(target) > _row(source)
+    )
+
+
+def test_no_module_imports_from_a_higher_row() -> None:
+    assert _upward(IMPORTS) == []
+
+
+def test_an_upward_import_is_seen() -> None:
+    assert _upward({"chunkbench.indexing.service": {"chunkbench.jobs.service", "chunkbench.storage.db"}}) == [
+        "chunkbench.indexing.service (row 4) imports chunkbench.jobs.service (row 6)"
+    ]
+    assert _upward({"chunkbench.llm.client": {"chunkbench.observability.service"}}) != []
+    assert (
+        _upward({"chunkbench.cli": {"chunkbench.text.tokens"}, "chunkbench.chunking.base": {"chunkbench.errors"}}) == []
+    )
 
 
 def test_the_check_sees_a_cycle_when_there_is_one() -> None:

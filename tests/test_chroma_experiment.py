@@ -20,12 +20,13 @@ from chunkbench.chunking import variants
 from chunkbench.chunking.base import default_strategies, strategy_class
 from chunkbench.config import Settings
 from chunkbench.evaluation.chroma import load_chroma, select_configs
+from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
 from chunkbench.plugins import isolated_registries
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DEFAULT_TENANT
 from chunkbench.storage.vectors import VectorStore
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "chroma_chunking_eval"
+SHARED = DEFAULT_CHROMA_DIR
 CORPORA = ("chatlogs", "state_of_the_union")
 ROWS = ("fixed_size-250-125", "recursive-250-0")
 # Per row: (metric → (mean, SD) in percent), searchable chunks, mean chunk tokens.

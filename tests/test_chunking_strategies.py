@@ -21,11 +21,12 @@ from chunkbench.chunking.strategies.fixed_size import FixedSizeParams, FixedSize
 from chunkbench.chunking.strategies.recursive import RecursiveParams, RecursiveStrategy
 from chunkbench.documents.tree import Block, build_parse_result
 from chunkbench.errors import ChunkingError
+from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
 from chunkbench.models import DocumentTree, NodeType, StrategyName, TreeNode
 from chunkbench.text.tokens import get_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
-CORPORA = REPO.parent / "shared" / "data" / "chroma_chunking_eval" / "corpora"
+CORPORA = DEFAULT_CHROMA_DIR / "corpora"
 CORPUS_FILES = sorted(CORPORA.glob("*.md")) if CORPORA.is_dir() else []
 FEW = settings(max_examples=60, deadline=None)
 

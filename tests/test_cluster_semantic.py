@@ -7,7 +7,6 @@ import re
 import socket
 from collections.abc import Iterator
 from itertools import pairwise
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,10 +28,11 @@ from chunkbench.embedding.registry import get_spec
 from chunkbench.embedding.service import boundary_embedder
 from chunkbench.errors import ChunkingError
 from chunkbench.evaluation.chroma import load_chroma, published_rows, select_configs
+from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
 from chunkbench.models import DocumentTree, NodeType, TreeNode
 from chunkbench.text.tokens import get_tokenizer
 
-CORPORA = Path("/work/shared/data/chroma_chunking_eval/corpora")
+CORPORA = DEFAULT_CHROMA_DIR / "corpora"
 PREFIX = 20_000
 PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _NON_SPACE = re.compile(r"\S")

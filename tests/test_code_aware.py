@@ -18,6 +18,7 @@ from chunkbench.config import Settings
 from chunkbench.documents.parsers import parse_document
 from chunkbench.documents.parsers.code_languages import grammar
 from chunkbench.errors import ChunkingError
+from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
 from chunkbench.models import NodeType, ParseResult, TreeNode
 from chunkbench.text.tokens import count_tokens
 
@@ -27,7 +28,7 @@ REAL = CODE / "real"  # real files from published projects: tests/data/code/real
 # This project's own recursive.py, frozen as the tests were written against it (the live file is refactored at will).
 OWN = REAL / "recursive.py"
 FILES = [REAL / name for name in sorted(p.name for p in REAL.iterdir() if p.suffix != ".tsv")]
-CHROMA = Path("/work/shared/data/chroma_chunking_eval/corpora")
+CHROMA = DEFAULT_CHROMA_DIR / "corpora"
 
 
 @pytest.fixture(autouse=True)

@@ -31,10 +31,11 @@ from chunkbench.embedding.onnx_int8 import (
 from chunkbench.embedding.providers import get_provider, local_model_available, local_model_path
 from chunkbench.embedding.registry import DEFAULT_MODEL_ID, INT8_MODEL_ID, get_spec
 from chunkbench.errors import EmbeddingError
+from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
 from chunkbench.storage.db import Database
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMA = ROOT.parent / "shared" / "data" / "chroma_chunking_eval" / "corpora"
+CHROMA = DEFAULT_CHROMA_DIR / "corpora"
 MINILM = get_spec(DEFAULT_MODEL_ID)
 INT8 = get_spec(INT8_MODEL_ID)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR, load_chroma_questions
+from chunkbench.evaluation.datasets import load_chroma_questions
 from chunkbench.guard.injection import PATTERNS, InjectionDetector, readings
 
 DATA = Path(__file__).resolve().parents[1] / "bench" / "data" / "guard"
@@ -117,7 +117,6 @@ def test_labelled_set_rates_do_not_regress():
     assert sum(detector.check(t).flagged for _, t in benign) / len(benign) <= 0.01
 
 
-@pytest.mark.skipif(not (DEFAULT_CHROMA_DIR / "questions_df.csv").exists(), reason="Chroma's shared data not present")
 def test_no_chroma_question_is_flagged():
     questions = load_chroma_questions()
     assert len(questions) == 472

@@ -34,8 +34,8 @@ from chunkbench.evaluation.questions import BenchmarkQuestion
 from chunkbench.indexing import corpus_job
 from chunkbench.indexing import service as processing
 from chunkbench.indexing.schemas import ProcessIn
-from chunkbench.jobs.service import Progress
 from chunkbench.models import StrategyName
+from chunkbench.progress import Progress
 from chunkbench.storage.db import Database
 from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.schema import DEFAULT_TENANT

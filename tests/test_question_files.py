@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -305,8 +306,14 @@ def test_generate_without_an_llm_is_503(client, document_id):
     assert response.status_code == 503 and response.json()["error"] == "llm_not_configured"
 
 
+# The SHA-256 of Chroma's own prompt files (chunking_evaluation/evaluation_framework/prompts, snapshot d451fc4).
+CHROMA_PROMPTS = {
+    "question_maker_system.txt": "d4431b7edd1e2f93a5a534626dd0b0143abd0ae62cb0f4874462263f86d1e6aa",
+    "question_maker_user.txt": "7cb439e9cf2c4ecf0f82db9e66f036c9e6756d90a099e2386989151000bad199",
+}
+
+
 def test_prompt_files_ship_with_the_package():
     prompts = Path(__file__).resolve().parents[1] / "src/chunkbench/llm/chroma_prompts"
-    shared = Path(__file__).resolve().parents[2] / "shared/data/chroma_chunking_eval/prompts"
-    for name in ("question_maker_system.txt", "question_maker_user.txt"):
-        assert (prompts / name).read_text() == (shared / name).read_text()
+    for name, digest in CHROMA_PROMPTS.items():
+        assert hashlib.sha256((prompts / name).read_bytes()).hexdigest() == digest  # byte for byte Chroma's

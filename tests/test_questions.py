@@ -10,6 +10,7 @@ import pytest
 
 from chunkbench.errors import QuestionSetError
 from chunkbench.evaluation.datasets import (
+    DEFAULT_CHROMA_DIR,
     BenchmarkQuestion,
     QuestionReference,
     QuestionSet,
@@ -103,7 +104,7 @@ def test_several_objects_in_a_json_file_are_read_as_json_lines() -> None:
 
 
 def test_chroma_csv_matches_the_existing_loader(tmp_path: Path) -> None:
-    file = Path(__file__).resolve().parents[2] / "shared/data/chroma_chunking_eval/questions_df.csv"
+    file = DEFAULT_CHROMA_DIR / "questions_df.csv"
     ours = load_question_set(file)
     assert load_chroma_questions() == ours.questions  # the Chroma loader is the question-set reader
     # Against the file read independently (csv + json, as Chroma's own code does): ids are row numbers.
@@ -242,9 +243,7 @@ def test_a_single_document_is_used_whatever_the_file_stem() -> None:
 
 
 def test_every_chroma_snippet_is_found_where_its_offsets_say() -> None:
-    question_set = load_question_set(
-        Path(__file__).resolve().parents[2] / "shared/data/chroma_chunking_eval/questions_df.csv"
-    )
+    question_set = load_question_set(DEFAULT_CHROMA_DIR / "questions_df.csv")
     snippets = QuestionSet([
         BenchmarkQuestion(q.id, q.question, document_id=q.document_id,
                           references=tuple(QuestionReference(r.content) for r in q.references))

@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 
 from chunkbench.app import create_app
 from chunkbench.errors import RateLimitedError
-from chunkbench.observability.metrics import RATE_LIMITED
+from chunkbench.metrics import RATE_LIMITED
 from chunkbench.tenants import service
 from chunkbench.tenants.auth import Authenticator
 from chunkbench.tenants.ratelimit import RateLimiter

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from chunkbench.evaluation.datasets import (
-    DEFAULT_CHROMA_DIR,
     DatasetError,
     find_mismatches,
     load_chroma_questions,
@@ -116,10 +115,6 @@ def test_mismatching_reference_is_reported(tmp_path: Path) -> None:
         validate_references(questions, load_corpora(tmp_path))
 
 
-@pytest.mark.skipif(
-    not (DEFAULT_CHROMA_DIR / "questions_df.csv").is_file(),
-    reason=f"Chroma evaluation data not found at {DEFAULT_CHROMA_DIR} (shared/ is checked out beside the repo in CI)",
-)
 def test_all_chroma_references_match_their_corpora() -> None:
     questions = load_chroma_questions()
     assert len(questions) == 472

@@ -24,12 +24,13 @@ from chunkbench.config import Settings
 from chunkbench.documents.parsers import parse_document
 from chunkbench.documents.tree import Block, build_parse_result
 from chunkbench.errors import ChunkingError
+from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
 from chunkbench.storage.points import chunk_payload
 from chunkbench.text.tokens import get_tokenizer
 from fake_openai import Reply, running_fake_openai
 
 REPO = Path(__file__).resolve().parents[1]
-CORPORA = REPO.parent / "shared" / "data" / "chroma_chunking_eval" / "corpora"
+CORPORA = DEFAULT_CHROMA_DIR / "corpora"
 DOCX_HEADER = "Product | Price | Notes"
 CSV_HEADER = "| id | name | city | remark |\n| --- | --- | --- | --- |"
 LONG_NOTE = " ".join(f"word{i}" for i in range(400))
@@ -222,7 +223,6 @@ def test_a_table_that_fits_stays_whole_with_its_prose_as_recursive_packs_it(tmp_
     assert all(c.enriched_content is None for c in chunks)
 
 
-@pytest.mark.skipif(not CORPORA.is_dir(), reason="Chroma's corpora are not in this checkout")
 @pytest.mark.parametrize("name", ["chatlogs", "state_of_the_union", "wikitexts"])
 def test_prose_is_chunked_exactly_as_recursive(name, offline):
     document = _corpus((CORPORA / f"{name}.md").read_text(), name)
@@ -235,7 +235,6 @@ def test_prose_is_chunked_exactly_as_recursive(name, offline):
         ]
 
 
-@pytest.mark.skipif(not CORPORA.is_dir(), reason="Chroma's corpora are not in this checkout")
 def test_finance_corpus_tables_keep_their_rows(offline):
     document = _corpus((CORPORA / "finance.md").read_text(), "finance")
     text = document.markdown

@@ -11,11 +11,12 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
 from chunkbench.text.sentences import split_sentences
 from chunkbench.text.tokens import get_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
-CORPORA = REPO.parent / "shared" / "data" / "chroma_chunking_eval" / "corpora"
+CORPORA = DEFAULT_CHROMA_DIR / "corpora"
 
 MIXED = (
     "Revenue grew 2.5% in Q3 — see table 4.\n\n"
@@ -40,8 +41,6 @@ def reference() -> tiktoken.Encoding:
 
 
 def _corpus_text(limit: int = 200_000) -> str:
-    if not CORPORA.is_dir():
-        pytest.skip(f"Corpora not found at {CORPORA} (shared/ must sit beside the repository).")
     return "\n\n".join(path.read_text(encoding="utf-8") for path in sorted(CORPORA.glob("*.md")))[:limit]
 
 

@@ -20,22 +20,20 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from chunkbench import __version__, job_kinds
 from chunkbench.admin.routes import router as admin_router
 from chunkbench.benchmarking.routes import router as benchmarks_router
-from chunkbench.chunking import variants
-from chunkbench.chunking.base import load_strategies
 from chunkbench.config import Settings, get_settings
 from chunkbench.corpora.routes import router as corpora_router
 from chunkbench.documents.routes import router as documents_router
 from chunkbench.errors import ChunkbenchError, RateLimitedError
 from chunkbench.evaluation.routes import router as questions_router
+from chunkbench.extensions import load_extensions
 from chunkbench.guard.body_limit import MULTIPART_OVERHEAD_BYTES, BodySizeLimit
 from chunkbench.indexing.routes import router as processing_router
 from chunkbench.jobs.queue import make_runner
 from chunkbench.jobs.routes import router as jobs_router
+from chunkbench.metrics import RATE_LIMITED
 from chunkbench.observability.context import REQUEST_ID_HEADER, request_id_of
-from chunkbench.observability.metrics import RATE_LIMITED
 from chunkbench.observability.middleware import ObservabilityMiddleware
 from chunkbench.observability.routes import router as observability_router
-from chunkbench.plugins import load_plugins
 from chunkbench.rag import service as rag
 from chunkbench.rag.routes import chat_router
 from chunkbench.rag.routes import router as rag_router
@@ -58,14 +56,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # First: the built-in strategies, then the installed packages' (entry points), so a request may name one before
-        # anything looks a strategy up, then the plugins; a broken one (PluginError naming it) stops the start before
+        # First the strategies (built-in, installed packages', plugins, variants), so a request may name one before
+        # anything looks a strategy up; a broken one (PluginError, ChunkingError naming it) stops the start before
         # anything opens.
-        load_strategies()
-        if loaded := load_plugins(settings.plugins_dir):
+        loaded, defined = load_extensions(settings)
+        if loaded:
             logger.info("loaded %d plugin(s) from %s: %s", len(loaded), settings.plugins_dir, [p.name for p in loaded])
-        # Then the strategy variants (a variant may derive from a plugin's strategy); a broken file stops the start.
-        if defined := variants.load(settings):
+        if defined:
             logger.info("strategy variants from %s: %s", settings.resolved_strategies_file, [c.name for c in defined])
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         database = Database.from_settings(settings)

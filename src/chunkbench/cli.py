@@ -69,28 +69,13 @@ def load_extensions() -> None:
     """Import CHUNKBENCH_PLUGINS_DIR's plugins, then register the strategy variants of the variants file (a
     variant's name is then a valid --strategy).
 
-    A broken plugin, entry point or variants file prints its error (the file or package named) and exits 1. The
-    entry points' classes are imported (their libraries are not); without a plugin directory and a variants file
-    nothing else is, so commands keep starting fast.
+    A broken plugin, entry point or variants file prints its error (the file or package named) and exits 1.
     """
-    settings = get_settings()
-    directory = settings.plugins_dir
     from chunkbench.errors import ChunkingError, PluginError
+    from chunkbench.extensions import load_extensions as load
 
     try:
-        # The built-in strategies, then the installed packages' (entry points, chunkbench's own library adapters among
-        # them): a request names them before anything looks a strategy up (`process --strategies langchain_token`).
-        from chunkbench.chunking.base import load_strategies
-
-        load_strategies()
-        if directory is not None and directory.exists():
-            from chunkbench.plugins import load_plugins
-
-            load_plugins(directory)
-        if settings.resolved_strategies_file.is_file():
-            from chunkbench.chunking import variants
-
-            variants.load(settings)
+        load(get_settings())
     except (PluginError, ChunkingError) as exc:
         raise fail(exc, as_json=False) from None
 

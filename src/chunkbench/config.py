@@ -39,11 +39,11 @@ class Settings(BaseSettings):
     max_docx_uncompressed_mb: float = Field(200, gt=0)
     max_docx_entries: int = Field(5000, gt=0)
 
-    # Text-layer Gate for PDFs (seed 000 §3; documents/parsers/pdf_gate.py), counting real characters (letters and
+    # Text-layer Gate for PDFs (docs/ingestion.md; documents/parsers/pdf_gate.py), counting real characters (letters and
     # digits). A page is scanned when images cover at least pdf_scan_min_image_coverage of it (a scanner's image
     # covers the whole page, a logo or a photo beside text far less) and it has fewer than
     # pdf_min_median_chars_per_page characters. A PDF is scanned (refused, or OCRed with CHUNKBENCH_OCR=on) when
-    # more than half of its pages are (the seed's median rule) or its other pages hold fewer than
+    # more than half of its pages are (the median rule) or its other pages hold fewer than
     # pdf_min_total_chars; a few scanned pages among text pages are left out with a warning.
     pdf_min_total_chars: int = Field(100, ge=0)
     pdf_min_median_chars_per_page: int = Field(40, ge=0)
@@ -113,13 +113,13 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(60, gt=0)
     llm_max_retries: int = Field(3, ge=0, le=10)
 
-    # Retrieval (seed 004): an optional absolute score floor (off by default) and reranking.
+    # Retrieval (docs/retrieval.md): an optional absolute score floor (off by default) and reranking.
     score_floor: float | None = None
     rerank_candidate_k: int = Field(20, ge=1, le=MAX_CANDIDATE_K)
     # A sentence-transformers CrossEncoder folder or name; empty = cross-encoder reranking unavailable.
     cross_encoder_model: str = ""
 
-    # Strategy parameter defaults (seed 000 §3); a request's own parameters win.
+    # Strategy parameter defaults (docs/configuration.md); a request's own parameters win.
     # None: each strategy's size follows what the Corpus model reads whole (chunking.base.size_defaults); a value set
     # here (CHUNKBENCH_CHUNK_SIZE) is taken as given, whatever the model.
     chunk_size: int | None = Field(None, gt=0)
@@ -159,7 +159,7 @@ class Settings(BaseSettings):
     worker_stalled_s: float = Field(30, gt=0)
     worker_poll_s: float = Field(5, gt=0)
 
-    # Benchmarks (seed 000 §10.2): cells whose answer or judge waits on an LLM run this many at a time.
+    # Benchmarks (docs/benchmarks.md): cells whose answer or judge waits on an LLM run this many at a time.
     benchmark_concurrency: int = Field(8, ge=1, le=64)
     # A benchmark on the task queue is one task per this many cells (any worker runs each), then a closing task that
     # aggregates and decides.
@@ -182,7 +182,7 @@ class Settings(BaseSettings):
     synthetic_excerpt_min_similarity: float = Field(0.36, ge=-1, le=1)
     synthetic_duplicate_similarity: float = Field(0.78, gt=0, le=1)
 
-    # Authentication (seed 003): CHUNKBENCH_AUTH=on makes every API route need ``Authorization: Bearer KEY``;
+    # Authentication (docs/service.md): CHUNKBENCH_AUTH=on makes every API route need ``Authorization: Bearer KEY``;
     # the tenant comes from the key. Off = local single-user mode (the default tenant), loopback only unless
     # the bind is explicitly allowed.
     auth: bool = False

@@ -68,7 +68,7 @@ class InvalidCorpusNameError(InvalidRequestError):
 
 
 class DocumentProcessingError(ChunkbenchError):
-    """A file could not be turned into a document (seed 000 §14)."""
+    """A file could not be turned into a document (docs/api.md)."""
 
     status_code = 400
     code = "document_processing_error"
@@ -161,7 +161,7 @@ class EmbeddingError(ChunkbenchError):
 
 
 class VectorStoreError(ChunkbenchError):
-    """Qdrant refused or failed an operation (seed 000 §14 ``QdrantError``)."""
+    """Qdrant refused or failed an operation (docs/api.md)."""
 
     status_code = 400
     code = "vector_store_error"

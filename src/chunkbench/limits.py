@@ -1,6 +1,6 @@
 """The bounds every face shares, each written once: API schemas, the CLI, Settings and the pipeline read them here."""
 
-# Hits handed to an answerer per question (seed 000 §13).
+# Hits handed to an answerer per question (docs/api.md).
 MAX_TOP_K = 20
 # Candidates fetched for a reranker, and the deepest a retrieval-only evaluation ranks.
 MAX_CANDIDATE_K = 200

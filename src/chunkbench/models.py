@@ -121,7 +121,7 @@ class OpenName(str, metaclass=_OpenNameType):
 
 
 class StrategyName(OpenName):
-    """The chunking strategies: the five built-ins of seed 000 §4.1, code_aware and table_aware (cluster_semantic
+    """The chunking strategies: the five built-ins of docs/strategies.md, code_aware and table_aware (cluster_semantic
     registers on import), plus any a plugin registers."""
 
     # The name starts a Qdrant collection name, parsed back as ``{strategy}__{model}_collection``: words joined
@@ -168,7 +168,7 @@ class NodeType(StrEnum):
 
 
 class DocumentState(StrEnum):
-    """Document lifecycle (seed 002 §7), plus ``parsed``: ingested and waiting to be processed.
+    """Document lifecycle (docs/ingestion.md), plus ``parsed``: ingested and waiting to be processed.
 
     An upload that fails to parse leaves no row at all, so ``failed`` is reached only from the
     processing stages (chunking, embedding), with the error message and the attempt count kept.
@@ -202,7 +202,7 @@ ALLOWED_TRANSITIONS: dict[DocumentState, frozenset[DocumentState]] = {
 
 @dataclass
 class TreeNode:
-    """One node of the Document Tree (seed 000 §4.3).
+    """One node of the Document Tree (docs/ingestion.md).
 
     ``start_index``/``end_index`` are character offsets into the document's markdown, covering the
     node and everything under it, so later stages (chunk heading paths, previews) need no text search.
@@ -268,7 +268,7 @@ class DocumentTree:
 
 @dataclass
 class ParseResult:
-    """What every parser returns (seed 001 §1)."""
+    """What every parser returns (docs/ingestion.md)."""
 
     tree: DocumentTree
     markdown: str

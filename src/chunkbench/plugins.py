@@ -1,4 +1,4 @@
-"""The plugin seam (seed 004): ``CHUNKBENCH_PLUGINS_DIR`` and the public functions plugins register through.
+"""The plugin seam (docs/service.md): ``CHUNKBENCH_PLUGINS_DIR`` and the public functions plugins register through.
 
 Every ``*.py`` in the directory is imported at start (the app's lifespan and every CLI invocation), in name
 order, once per process. A plugin registers what it adds with :func:`register_strategy`,

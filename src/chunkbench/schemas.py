@@ -33,3 +33,11 @@ def unprocessable(description: str) -> dict[str, Any]:
     """The ``responses=`` entry for a route whose 422 is either a domain error or a validation error: declaring
     422 replaces FastAPI's own validation-error response, so both bodies are declared."""
     return {"model": ErrorOut | ValidationErrorOut, "description": description}
+
+
+class JobAccepted(BaseModel):
+    """The 202 body of work accepted as a background job (processing, benchmarks): where to follow it."""
+
+    job_id: str
+    status: str
+    status_url: str

@@ -1,1 +1,1 @@
-"""Admin (seed 000 §11): embedding model roles and thresholds, Qdrant collections, Chunk Preview."""
+"""Admin (docs/api.md): embedding model roles and thresholds, Qdrant collections, Chunk Preview."""

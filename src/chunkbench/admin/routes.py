@@ -1,4 +1,4 @@
-"""Admin API (seed 000 §11): thin translation to the embedding, vector-store and admin services.
+"""Admin API (docs/api.md): thin translation to the embedding, vector-store and admin services.
 
 Two roles: a tenant admin's key acts on its own tenant (its points, its Chunk Preview); what acts on the whole
 deployment (models, creating and dropping collections, the shared embedding cache) takes ``OperatorDep``.

@@ -39,7 +39,7 @@ class ComponentHealthOut(BaseModel):
 
 
 class AdminHealthOut(BaseModel):
-    """Health of the app, the database, Qdrant and the LLM (seed 000 §11 ``GET /admin/health``)."""
+    """Health of the app, the database, Qdrant and the LLM (docs/api.md ``GET /admin/health``)."""
 
     status: str = Field(description="ok when every part is ok, else degraded")
     version: str

@@ -1,4 +1,4 @@
-"""Admin operations that no domain router owns (seed 000 §11, ADR-0006): Chunk Preview, health."""
+"""Admin operations that no domain router owns (docs/api.md): Chunk Preview, health."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from chunkbench.config import Settings
 from chunkbench.documents.service import SourceFile
 from chunkbench.errors import EvaluationError
 from chunkbench.evaluation.chroma import CHROMA_MODEL, CHROMA_RETRIEVE, ChromaConfig, load_chroma, published_rows
-from chunkbench.jobs.service import Progress
+from chunkbench.progress import Progress
 from chunkbench.storage.db import Database
 from chunkbench.storage.vectors import VectorStore
 

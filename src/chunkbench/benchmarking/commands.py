@@ -24,7 +24,7 @@ from chunkbench.errors import ChunkbenchError
 from chunkbench.storage.schema import DEFAULT_TENANT
 
 bench_app = typer.Typer(help="Run benchmarks and read their Experiments.", no_args_is_help=True)
-sweep_app = typer.Typer(help="Benchmark Sweeps: one Experiment per level (seed 000 §17).", no_args_is_help=True)
+sweep_app = typer.Typer(help="Benchmark Sweeps: one Experiment per level (docs/benchmarks.md).", no_args_is_help=True)
 
 _SHOWN_METRICS = ("recall", "iou", "mrr", "ndcg_at_k", "token_f1", "answer_similarity", "judge_answer_similarity")
 
@@ -339,29 +339,16 @@ def report_command(
 ) -> None:
     """Write an Experiment's self-contained HTML report (or its JSON export) to a file."""
     from chunkbench.benchmarking import service
-    from chunkbench.benchmarking.report.render import experiment_json, render_report
-    from chunkbench.storage.schema import DocumentRow
 
     if view not in ("managerial", "technical", "json"):
         raise typer.BadParameter("view must be managerial, technical or json")
     settings, database = open_database()
     try:
         with database.session() as session:
-            row = service.get(session, experiment_id, tenant_id=DEFAULT_TENANT)
-            experiment = service.experiment_dict(session, row)
-            if view == "json":
-                text = experiment_json(experiment)
-            else:
-                document = session.get(DocumentRow, row.document_id) if row.document_id is not None else None
-                boundaries = (
-                    service.boundaries(vector_store(settings), row, tenant_id=DEFAULT_TENANT)
-                    if view == "technical"
-                    else None
-                )
-                text = render_report(
-                    experiment, view=view, document_text=document.parsed_text if document else None,  # type: ignore[arg-type]
-                    boundaries=boundaries, budget=budget,
-                )  # fmt: skip
+            store = vector_store(settings) if view == "technical" else None
+            text = service.report(
+                session, store, experiment_id, view=view, budget=budget, tenant_id=DEFAULT_TENANT,  # type: ignore[arg-type]
+            )  # fmt: skip
     except ChunkbenchError as exc:
         raise fail(exc, False) from exc
     output.write_text(text, encoding="utf-8")

@@ -34,7 +34,7 @@ from chunkbench.errors import EvaluationError
 from chunkbench.evaluation.questions import BenchmarkQuestion
 from chunkbench.indexing import corpus_job
 from chunkbench.indexing.schemas import CorpusProcessOut, ProcessIn
-from chunkbench.jobs.service import Progress
+from chunkbench.progress import Progress
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import StrategyRunRow
 from chunkbench.storage.vectors import VectorStore

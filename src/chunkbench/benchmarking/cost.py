@@ -1,4 +1,4 @@
-"""What a benchmark costs in tokens and USD (seed 000 §10.5): a price table and a heuristic estimate.
+"""What a benchmark costs in tokens and USD (docs/benchmarks.md): a price table and a heuristic estimate.
 
 Local models (sentence-transformers, Ollama, any LLM server on this machine) cost 0. A remote model that is
 in neither the table nor ``CHUNKBENCH_PRICES`` has an unknown cost (``None`` and a warning), never a guess.

@@ -97,7 +97,7 @@ def _show_evaluation(evaluation: Any, corpus: str, counts: str) -> None:
 
 def chroma_command(
     data: Annotated[
-        Path | None, typer.Option(help="Chroma's evaluation folder (default: the shared chroma_chunking_eval)")
+        Path | None, typer.Option(help="Chroma's evaluation folder (default: the copy shipped with chunkbench)")
     ] = None,
     config: Annotated[str, typer.Option(help="One configuration (e.g. recursive-250-0) or 'all'")] = "all",
     as_json: JsonOption = False,

@@ -199,10 +199,10 @@ class BenchmarkConfig:
 
 
 def question_to_json(question: BenchmarkQuestion, *, with_documents: bool = False) -> dict[str, Any]:
-    """A question as an Experiment stores it: every field of seed 000 §10.1, and the references as offsets with
-    the text they select. An Experiment of one document leaves the document implicit (it is the Experiment's);
-    one spanning several (``with_documents``) names the question's document, where it has one, and each
-    reference's."""
+    """A question as an Experiment stores it: every field of a question file (docs/benchmarks.md), references as
+    offsets with the text they select. An Experiment of one document leaves the document implicit (it is the
+    Experiment's); one spanning several (``with_documents``) names the question's document, where it has one, and
+    each reference's."""
     data: dict[str, Any] = {
         "id": question.id,
         "question": question.question,

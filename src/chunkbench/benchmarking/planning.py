@@ -1,4 +1,4 @@
-"""Planning a benchmark (seed 000 §10.2): a request validated completely before anything is written."""
+"""Planning a benchmark (docs/benchmarks.md): a request validated completely before anything is written."""
 
 from __future__ import annotations
 

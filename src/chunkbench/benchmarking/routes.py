@@ -1,4 +1,4 @@
-"""Benchmarks and Experiments API (seed 000 §13): thin translation between HTTP and ``benchmarking.service``."""
+"""Benchmarks and Experiments API (docs/api.md): thin translation between HTTP and ``benchmarking.service``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import HTMLResponse
 
 from chunkbench.benchmarking import experiments, planning, runner, service
-from chunkbench.benchmarking.report.render import chart_index, experiment_json, render_chart, render_report
+from chunkbench.benchmarking.report.render import chart_index, render_chart
 from chunkbench.benchmarking.schemas import (
     BenchmarkIn,
     ChartOut,
@@ -19,10 +19,9 @@ from chunkbench.benchmarking.schemas import (
     ExperimentSummary,
 )
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
-from chunkbench.jobs.schemas import JobAccepted, JobOut
+from chunkbench.jobs.schemas import JobOut
 from chunkbench.limits import MAX_NEIGHBORS
-from chunkbench.schemas import ErrorOut
-from chunkbench.storage.schema import DocumentRow
+from chunkbench.schemas import ErrorOut, JobAccepted
 
 router = APIRouter(tags=["benchmarks"])
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -149,18 +148,8 @@ def benchmark_report(
     view: Literal["managerial", "technical", "json"] = "managerial",
 ) -> Response:
     """A self-contained HTML report (no CDN), or the JSON export with ``view=json``."""
-    row = service.get(session, experiment_id, tenant_id=tenant_id)
-    experiment = service.experiment_dict(session, row)
-    if view == "json":
-        return Response(experiment_json(experiment), media_type="application/json")
-    document = session.get(DocumentRow, row.document_id) if row.document_id is not None else None
-    html = render_report(
-        experiment,
-        view=view,
-        document_text=document.parsed_text if document is not None else None,
-        boundaries=service.boundaries(store, row, tenant_id=tenant_id) if view == "technical" else None,
-    )
-    return HTMLResponse(html)
+    text = service.report(session, store, experiment_id, view=view, tenant_id=tenant_id)
+    return Response(text, media_type="application/json") if view == "json" else HTMLResponse(text)
 
 
 @router.get("/benchmarks/{experiment_id}/charts", response_model=list[ChartOut], responses=_ERRORS)
@@ -223,5 +212,5 @@ def compare_experiments(a: str, b: str, session: SessionDep, tenant_id: TenantDe
 def cost_estimate(
     body: BenchmarkIn, session: SessionDep, settings: SettingsDep, tenant_id: TenantDep
 ) -> CostEstimateOut:
-    """The same estimate as ``POST /benchmarks {dry_run: true}`` (seed 000 §11)."""
+    """The same estimate as ``POST /benchmarks {dry_run: true}`` (docs/api.md)."""
     return service.estimate(session, settings, body, tenant_id=tenant_id)

@@ -1,4 +1,4 @@
-"""The benchmark runner (seed 000 §10.2): an Experiment's unfinished cells, run side by side, then its figures."""
+"""The benchmark runner (docs/benchmarks.md): an Experiment's unfinished cells, run side by side, then its figures."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.errors import ChunkbenchError, JobCancelledError
 from chunkbench.evaluation.questions import BenchmarkQuestion
 from chunkbench.faults import fault_point
-from chunkbench.jobs.service import Progress, StopCheck, never_stop
 from chunkbench.llm.client import get_llm_client
+from chunkbench.progress import Progress, StopCheck, never_stop
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import BenchmarkCellRow, DocumentRow, ExperimentRow, utcnow
 from chunkbench.storage.vectors import VectorStore

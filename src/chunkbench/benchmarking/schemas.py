@@ -1,4 +1,4 @@
-"""API models of benchmarks and Experiments (seed 000 §10, §13)."""
+"""API models of benchmarks and Experiments (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ class ReferenceIn(BaseModel):
 
 
 class QuestionIn(BaseModel):
-    """A benchmark question (seed 000 §10.1) with optional evidence."""
+    """A benchmark question (docs/benchmarks.md) with optional evidence."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -181,7 +181,7 @@ class BenchmarkIn(BaseModel):
 
 
 class CostEstimateOut(BaseModel):
-    """What a benchmark would run and cost before it runs (seed 000 §10.5); USD None = price unknown."""
+    """What a benchmark would run and cost before it runs (docs/benchmarks.md); USD None = price unknown."""
 
     configurations: int
     questions: int

@@ -1,4 +1,4 @@
-"""Experiments: start, resume, read, aggregate, decide, compare, estimate (seed 000 §10).
+"""Experiments: start, resume, read, aggregate, decide, compare, estimate (docs/benchmarks.md).
 
 The same functions serve the API, the CLI and the dashboard. An Experiment's full view (the dict the
 report renders and the JSON export writes) is built by ``experiment_dict`` from the row and its cells.
@@ -29,7 +29,8 @@ from chunkbench.benchmarking.schemas import (
 from chunkbench.benchmarking.verdicts import with_verdict
 from chunkbench.config import Settings
 from chunkbench.errors import ExperimentStateError, JobNotActiveError, NotFoundError
-from chunkbench.jobs.service import ACTIVE, Progress
+from chunkbench.jobs.service import ACTIVE
+from chunkbench.progress import Progress
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import BenchmarkCellRow, DocumentRow, ExperimentRow, JobRow
 from chunkbench.storage.vectors import VectorStore
@@ -94,7 +95,7 @@ def running_job(session: Session, experiment_id: str, *, tenant_id: str) -> JobR
 
 
 def estimate(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_id: str) -> CostEstimateOut:
-    """The dry run (seed 000 §10.5): what the benchmark would run and cost, validated like the real thing."""
+    """The dry run (docs/benchmarks.md): what the benchmark would run and cost, validated like the real thing."""
     plan = planning.plan(session, settings, request, tenant_id=tenant_id)
     questions = len(plan.questions)
     avg_context = int(np.mean([c.top_k for c in plan.configurations]) * _mean_chunk_tokens(plan, settings))
@@ -414,3 +415,30 @@ def delete(session: Session, experiment_id: str, *, tenant_id: str) -> None:
     if row.status == "running":
         raise ExperimentStateError(f"Experiment '{experiment_id}' is running; wait for it to finish.")
     session.delete(row)
+
+
+def report(
+    session: Session,
+    store: VectorStore | None,
+    experiment_id: str,
+    *,
+    view: Literal["managerial", "technical", "json"] = "managerial",
+    budget: int | None = None,
+    tenant_id: str,
+) -> str:
+    """An Experiment's self-contained HTML report (``managerial`` or ``technical``, the latter with each strategy's
+    chunk boundaries on the document, read from ``store``) or its JSON export (``json``): what the API, the CLI and a
+    Workspace write."""
+    from chunkbench.benchmarking.report.render import experiment_json, render_report
+
+    row = get(session, experiment_id, tenant_id=tenant_id)
+    experiment = experiment_dict(session, row)
+    if view == "json":
+        return experiment_json(experiment)
+    document = session.get(DocumentRow, row.document_id) if row.document_id is not None else None
+    assert store is not None or view != "technical", "the technical report reads the chunk boundaries from the store"
+    return render_report(
+        experiment, view=view, document_text=document.parsed_text if document is not None else None,
+        boundaries=boundaries(store, row, tenant_id=tenant_id) if store is not None and view == "technical" else None,
+        budget=budget,
+    )  # fmt: skip

@@ -1,4 +1,4 @@
-"""Benchmark Sweeps (seed 000 §17): one Experiment per level of one knob, the rest held fixed.
+"""Benchmark Sweeps (docs/benchmarks.md): one Experiment per level of one knob, the rest held fixed.
 
 ``neighbors`` steps fixed_size's Neighbor Expansion (0,0)…(3,3); ``chunk_grid`` re-processes the document at
 each chunk size × overlap point and benchmarks it, then restores the parameters the strategy had before.
@@ -19,9 +19,9 @@ from chunkbench.embedding import service as embedding
 from chunkbench.errors import BenchmarkError
 from chunkbench.indexing import service as processing
 from chunkbench.indexing.schemas import ProcessIn
-from chunkbench.jobs.service import Progress
 from chunkbench.limits import MAX_NEIGHBORS
 from chunkbench.models import StrategyName
+from chunkbench.progress import Progress
 from chunkbench.storage.db import Database
 from chunkbench.storage.index_state import require_indexed
 from chunkbench.storage.repositories import CorpusRepository, DocumentRepository

@@ -1,6 +1,6 @@
 """The chunking contract: the Chunk, the ChunkingStrategy interface, its registry, and shared helpers.
 
-Adding a strategy is one file under ``strategies/`` with a ``@register_strategy`` class (seed 000 §16).
+Adding a strategy is one file under ``strategies/`` with a ``@register_strategy`` class (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from chunkbench.text.tokens import get_tokenizer
 
 @dataclass
 class Chunk:
-    """A retrievable unit (seed 000 §4.2) that knows exactly where it came from.
+    """A retrievable unit (docs/strategies.md) that knows exactly where it came from.
 
     ``markdown[start_index:end_index] == text`` always; ``enriched_content`` (contextual retrieval) is
     what gets embedded instead of ``text`` when set.
@@ -138,11 +138,11 @@ class ChunkingStrategy(ABC):
     needs_boundary: ClassVar[bool] = False
     # Capabilities: what the query pipeline, the benchmark and the reports may do with the chunks; the core reads
     # these instead of testing a strategy's name, so a plugin strategy states its own.
-    #   expands_neighbours: its chunks are contiguous windows, so Neighbor Expansion (seed 000 §9.2) applies.
+    #   expands_neighbours: its chunks are contiguous windows, so Neighbor Expansion (docs/retrieval.md) applies.
     #   has_parents: it writes parent chunks, shown as context under the children that were hit.
     expands_neighbours: ClassVar[bool] = False
     has_parents: ClassVar[bool] = False
-    # Parameters whose default is a Settings field (seed 000 §3), as {parameter: Settings field name}.
+    # Parameters whose default is a Settings field (docs/configuration.md), as {parameter: Settings field name}.
     settings_defaults: ClassVar[dict[str, str]] = {}
     # The size parameters of the chunks the Corpus model embeds, as {parameter: cl100k tokens embedded with the chunk
     # beyond it (a context prefix)}: their default follows what the Corpus model reads whole (issue 23).
@@ -164,7 +164,7 @@ class ChunkingStrategy(ABC):
         self.boundary = boundary
         self.prefixer = prefixer
         if self.needs_boundary and boundary is None:
-            # Seed ADR-0020: a semantic strategy never falls back to fixed cuts silently.
+            # A semantic strategy never falls back to fixed cuts silently.
             raise ChunkingError(
                 f"The '{self.name.value}' strategy needs Boundary model embeddings, and none were given. "
                 "Configure a Boundary model (GET /admin/embedding-models) and retry."
@@ -327,7 +327,7 @@ def validate_params(name: StrategyName | str, params: dict[str, Any] | None) -> 
 
 
 def chunk_id(strategy: StrategyName, document_id: str, index: int, *, parent: bool = False) -> str:
-    """``{strategy}_{safe_doc}_{index:06d}`` (seed 000 §4.2), with the document id as ``safe_doc``.
+    """``{strategy}_{safe_doc}_{index:06d}`` (docs/strategies.md), with the document id as ``safe_doc``.
 
     The id, not the filename: filenames repeat across tenants and survive a replacement, and the
     point id in Qdrant is ``uuid5`` of this string, so it must be unique.

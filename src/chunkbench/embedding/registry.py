@@ -1,4 +1,4 @@
-"""The embedding model registry (seed 000 §6.1): every model chunkbench can embed with, and its defaults."""
+"""The embedding model registry (docs/embedding.md): every model chunkbench can embed with, and its defaults."""
 
 from __future__ import annotations
 

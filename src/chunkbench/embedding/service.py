@@ -1,4 +1,4 @@
-"""Corpus/Boundary model roles, semantic thresholds and embedding entry points (seed 000 §6.2–6.3).
+"""Corpus/Boundary model roles, semantic thresholds and embedding entry points (docs/embedding.md).
 
 The Corpus model embeds chunks and queries; the Boundary model embeds sentences or paragraphs for the
 semantic strategies' cuts. Both are kept in ``app_settings``. An operation resolves its models once, at

@@ -123,7 +123,7 @@ def published_rows(data_dir: Path) -> dict[tuple[str, int, int], dict[str, Any]]
 
 
 def load_chroma(data_dir: Path | str | None = None) -> tuple[Path, dict[str, str], list[BenchmarkQuestion]]:
-    """Chroma's data folder (default: the shared one, as ``datasets.chroma_dir`` resolves it), corpora and questions."""
+    """Chroma's data folder (default: the copy chunkbench ships, ``datasets.chroma_dir``), corpora and questions."""
     from chunkbench.evaluation.datasets import chroma_dir, load_corpora
 
     folder = chroma_dir(data_dir)

@@ -46,8 +46,9 @@ __all__ = [
     "validate_references",
 ]
 
-# CI checks the shared data out beside the repository.
-DEFAULT_CHROMA_DIR = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "chroma_chunking_eval"
+# Chroma's public chunking benchmark (5 corpora, 472 questions; MIT, licences in its PROVENANCE.md) ships as package
+# data: `eval chroma` and the tests need nothing beside the repository.
+DEFAULT_CHROMA_DIR = Path(__file__).resolve().parent / "data" / "chroma_chunking_eval"
 
 
 class DatasetError(ValueError):
@@ -55,7 +56,7 @@ class DatasetError(ValueError):
 
 
 def chroma_dir(path: Path | str | None = None) -> Path:
-    """The Chroma evaluation data directory: ``path`` if given, else ``<repo>/../shared/data/chroma_chunking_eval``."""
+    """The Chroma evaluation data directory: ``path`` if given, else the copy shipped with chunkbench."""
     return Path(path) if path is not None else DEFAULT_CHROMA_DIR
 
 

@@ -1,4 +1,4 @@
-"""LLM-as-judge (seed 000 §10.3): one answer scored for context relevance, answer similarity and faithfulness
+"""LLM-as-judge (docs/benchmarks.md): one answer scored for context relevance, answer similarity and faithfulness
 (1–10), a hallucination flag and a reasoning, with tolerant parsing, corrective retries and repeats.
 
 A judge's output is never turned into NaN: a reply that cannot be repaired is retried with a message naming

@@ -1,4 +1,4 @@
-"""Question sets: the seed's JSON (seed 000 §10.1), Chroma's ``questions_df.csv`` and JSONL, with optional evidence.
+"""Question sets: chunkbench's JSON (docs/benchmarks.md), Chroma's ``questions_df.csv`` and JSONL, evidence optional.
 
 Every format loads into one ``QuestionSet`` of ``BenchmarkQuestion``s. Evidence is a list of references: with
 character offsets into a document (checked later), or plain gold snippets that ``evaluation.locate`` finds.
@@ -62,7 +62,7 @@ class QuestionReference:
 
 @dataclass(frozen=True)
 class BenchmarkQuestion:
-    """One question of a set (seed 000 §10.1 fields, plus the document it is about and its evidence)."""
+    """One question of a set (the fields of docs/benchmarks.md, plus the document it is about and its evidence)."""
 
     id: str
     question: str
@@ -121,7 +121,7 @@ class QuestionSet:
         return list(names)
 
     def to_seed_json(self) -> str:
-        """The set as seed 000 §10.1 JSON (``{"questions": [...]}``), references with their offsets."""
+        """The set as question JSON (``{"questions": [...]}``, docs/benchmarks.md), references with their offsets."""
         body: dict[str, Any] = {}
         if self.metadata:
             body["metadata"] = self.metadata
@@ -235,7 +235,7 @@ def _question(
         "difficulty": ("difficulty",),
         "document_id": (document_key,) if document_key else ("document_id", "document", "corpus_id"),
     }.items():
-        # The first key with a value wins (JSONL's ``answer`` is the seed's ``expected_answer``).
+        # The first key with a value wins (JSONL's ``answer`` is the JSON format's ``expected_answer``).
         key = next((k for k in keys if raw.get(k) not in (None, "")), None)
         try:
             values[name] = _text(raw[key]) if key else None

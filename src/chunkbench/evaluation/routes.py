@@ -1,4 +1,4 @@
-"""Admin API for question files (seed 000 §11 ``/admin/questions*``): thin translation to ``evaluation.service``."""
+"""Admin API for question files (docs/api.md ``/admin/questions*``): thin translation to ``evaluation.service``."""
 
 from __future__ import annotations
 

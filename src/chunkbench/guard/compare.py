@@ -1,4 +1,4 @@
-"""The PII comparison harness (seed 004): two detectors, one policy, masked output.
+"""The PII comparison harness (docs/service.md): two detectors, one policy, masked output.
 
 Every detection is reported as entity type, offset and length, with what the shared policy does with it —
 never the detected text, so the harness can run on a real corpus and its output be shared. Agreement is counted

@@ -1,6 +1,6 @@
 """Prompt-injection detector: the patterns of ``injection_patterns/`` give a text a risk score and its reasons."""
 
-# Two uses (seed 003): a *query* whose verdict is flagged is refused with a fixed answer and never reaches
+# Two uses (docs/service.md): a *query* whose verdict is flagged is refused with a fixed answer and never reaches
 # retrieval, the cache or the LLM; an ingested *chunk* whose verdict is flagged is indirect injection (instructions
 # planted in a document), and the context builder marks or drops it. Each pattern carries a weight; the risk is
 # ``1 - Π(1 - weight)`` over the patterns that match, so two weak signals add up and one strong signal is enough.

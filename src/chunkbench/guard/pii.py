@@ -1,4 +1,4 @@
-"""PII (seed 004): a detector finds entities, a policy decides what to keep or redact — two separate things.
+"""PII (docs/service.md): a detector finds entities, a policy decides what to keep or redact — two separate things.
 
 The default ``RegexDetector`` finds e-mail addresses, phone numbers, payment card numbers (Luhn-checked), IPv4
 addresses (each octet 0–255) and IBANs (mod-97-checked), so digit runs that merely look like them (order numbers,

@@ -1,4 +1,4 @@
-"""Presidio behind the ``PiiDetector`` protocol (seed 004): the optional detector, ``pip install chunkbench[presidio]``.
+"""Presidio behind the ``PiiDetector`` protocol (docs/service.md): the optional detector, ``chunkbench[presidio]``.
 
 Presidio's pattern recognizers (e-mail, phone via ``phonenumbers``, Luhn-checked cards, IP addresses, mod-97 IBANs)
 run with any spaCy pipeline; its PERSON detection needs a spaCy English model with NER. No model hub is used:

@@ -46,8 +46,8 @@ from chunkbench.indexing.schemas import (
     SizeWarningOut,
     StrategyOutcome,
 )
-from chunkbench.jobs.service import Progress, StopCheck, never_stop
 from chunkbench.models import StrategyName
+from chunkbench.progress import Progress, StopCheck, never_stop
 from chunkbench.storage.db import Database
 from chunkbench.storage.ownership import Heartbeat
 from chunkbench.storage.points import collection_name

@@ -26,7 +26,7 @@ from chunkbench.embedding.window import WindowReport, window_report
 from chunkbench.errors import ChunkingError, JobCancelledError
 from chunkbench.faults import fault_point
 from chunkbench.guard.injection import InjectionDetector
-from chunkbench.observability.metrics import INJECTIONS_FLAGGED_CHUNKS
+from chunkbench.metrics import INJECTIONS_FLAGGED_CHUNKS
 from chunkbench.storage.points import collection_name
 from chunkbench.storage.vectors import VectorStore
 

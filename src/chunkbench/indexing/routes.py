@@ -21,7 +21,7 @@ from chunkbench.indexing.schemas import (
     StrategyInfo,
     StrategyRunOut,
 )
-from chunkbench.jobs.service import never_stop
+from chunkbench.progress import never_stop
 from chunkbench.schemas import ErrorOut
 
 router = APIRouter(tags=["processing"])

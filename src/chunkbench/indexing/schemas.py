@@ -8,12 +8,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from chunkbench.chunking.base import default_strategies
-from chunkbench.jobs.schemas import JobAccepted
 from chunkbench.models import StrategyName
+from chunkbench.schemas import JobAccepted
 
 
 class ProcessIn(BaseModel):
-    """Which strategies to run, with which models and parameters (seed 000 §7.2)."""
+    """Which strategies to run, with which models and parameters (docs/strategies.md)."""
 
     model_config = ConfigDict(extra="forbid")
 

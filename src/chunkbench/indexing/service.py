@@ -1,4 +1,4 @@
-"""Processing (seed 000 §7.2, §8.2): chunk a document with strategies, embed, index, record the runs.
+"""Processing (docs/strategies.md): chunk a document with strategies, embed, index, record the runs.
 
 ``plan`` validates everything a request names (document, strategies, parameters, models) before any
 work starts, so a bad request is a 4xx and never a failed job. ``run`` then does the work; one strategy
@@ -38,8 +38,8 @@ from chunkbench.indexing import sizes
 from chunkbench.indexing.contextual import make_prefixer
 from chunkbench.indexing.pipeline import IndexedDocument, IndexedRun, IndexingPlan, index_documents
 from chunkbench.indexing.schemas import LanguageWarningOut, ProcessIn, ProcessOut, SizeWarningOut, StrategyOutcome
-from chunkbench.jobs.service import Progress, StopCheck, never_stop
 from chunkbench.models import DocumentState, DocumentTree, StrategyName
+from chunkbench.progress import Progress, StopCheck, never_stop
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
 from chunkbench.storage.index_state import mark_not_indexed
@@ -56,7 +56,7 @@ JOB_KIND = "process"
 
 @dataclass(frozen=True)
 class ProcessPlan:
-    """A validated processing request, with the model snapshots taken at its start (seed 000 §6.2)."""
+    """A validated processing request, with the model snapshots taken at its start (docs/embedding.md)."""
 
     tenant_id: str
     document_id: str

@@ -54,9 +54,3 @@ class JobOut(BaseModel):
     # out).
     tasks: list[JobTaskOut] = []
     attempts: list[JobAttemptOut] = []
-
-
-class JobAccepted(BaseModel):
-    job_id: str
-    status: str
-    status_url: str

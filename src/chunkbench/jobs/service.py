@@ -33,25 +33,16 @@ from chunkbench.errors import (
     JobNotActiveError,
     NotFoundError,
 )
+from chunkbench.progress import Progress, StopCheck
 from chunkbench.storage.db import Database
 from chunkbench.storage.ownership import Heartbeat, as_utc, lease_until, owner_gone, this_process
 from chunkbench.storage.schema import JobAttemptRow, JobRow, JobTaskRow, utcnow
 
 logger = logging.getLogger(__name__)
 
-# A progress callback: fraction done in [0, 1] and a short message ("embedding semantic chunks").
-Progress = Callable[[float, str], None]
-# Whether the job was cancelled: long work asks it at its safe points (between cells, documents, strategies,
-# embedding batches) and then raises JobCancelledError, keeping what it finished.
-StopCheck = Callable[[], bool]
 _PROGRESS_WRITE_INTERVAL_S = 0.5
 # How often a running job reads its own row to see a Cancel made by any process (API replica, CLI, dashboard).
 _CANCEL_POLL_S = 1.0
-
-
-def never_stop() -> bool:
-    """The stop check of work no one can cancel (run inline, with ``?wait=true``; the CLI stops on Ctrl-C)."""
-    return False
 
 
 class JobStatus(StrEnum):

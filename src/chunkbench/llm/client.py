@@ -185,7 +185,7 @@ class LlmClient:
 
     def _result(self, response: Any, started: float, attempts: int) -> ChatResult:
         # Imported here like ``openai``: prometheus_client adds ~0.1 s to every CLI start otherwise.
-        from chunkbench.observability.metrics import LLM_TOKENS
+        from chunkbench.metrics import LLM_TOKENS
 
         usage = getattr(response, "usage", None)
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)

@@ -63,7 +63,7 @@ def contextual_messages(document_part: str, chunk: str) -> list[Message]:
     return [{"role": "user", "content": document_part + _CONTEXTUAL_CHUNK_TEMPLATE.format(chunk=chunk)}]
 
 
-# --------------------------------------------------------------------------- LLM-as-judge (seed 000 §10.3)
+# --------------------------------------------------------------------------- LLM-as-judge (docs/benchmarks.md)
 
 JUDGE_KEYS = ("context_relevance", "answer_similarity", "faithfulness", "hallucination", "reasoning")
 

@@ -15,13 +15,13 @@ from typing import Any
 from prometheus_client import Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from chunkbench.metrics import HTTP_ERRORS, HTTP_LATENCY, HTTP_REQUESTS
 from chunkbench.observability.context import (
     REQUEST_ID_HEADER,
     accept_or_generate,
     bind_request_id,
     unbind_request_id,
 )
-from chunkbench.observability.metrics import HTTP_ERRORS, HTTP_LATENCY, HTTP_REQUESTS
 
 access_logger = logging.getLogger("chunkbench.access")
 

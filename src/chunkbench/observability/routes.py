@@ -17,7 +17,7 @@ router = APIRouter(tags=["health"])
 
 @router.get("/metrics", include_in_schema=False)
 async def metrics(database: DatabaseDep, settings: SettingsDep) -> Response:
-    """Every chunkbench metric of this process (``chunkbench.observability.metrics``) plus the process's own, and
+    """Every chunkbench metric of this process (``chunkbench.metrics``) plus the process's own, and
     the job queue's figures (read from the database now)."""
     await run_in_threadpool(service.update_queue_gauges, database, settings)
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

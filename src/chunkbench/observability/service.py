@@ -7,7 +7,7 @@ import logging
 from chunkbench import __version__
 from chunkbench.config import Settings
 from chunkbench.jobs.queue import queue_stats
-from chunkbench.observability.metrics import QUEUE_DEPTH, QUEUE_RUNNING, QUEUE_STALLED, WORKERS_SEEN
+from chunkbench.metrics import QUEUE_DEPTH, QUEUE_RUNNING, QUEUE_STALLED, WORKERS_SEEN
 from chunkbench.observability.schemas import QueueOut, ReadinessCheckOut, ReadinessOut
 from chunkbench.storage.db import Database
 from chunkbench.storage.vectors import get_vector_store

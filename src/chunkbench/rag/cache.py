@@ -1,4 +1,4 @@
-"""The semantic cache (seed 003 §3, its caveats fixed): answers of a tenant's earlier questions, found again by the
+"""The semantic cache (docs/service.md): answers of a tenant's earlier questions, found again by the
 exact (normalised) text or by a paraphrase whose embedding is close enough.
 
 - Scope: an answer is only ever returned for the same tenant, session, top_k and serving configuration.
@@ -29,7 +29,7 @@ from typing import Any, Literal
 import cachetools
 import numpy as np
 
-from chunkbench.observability.metrics import CACHE_EVICTIONS, CACHE_LOOKUPS
+from chunkbench.metrics import CACHE_EVICTIONS, CACHE_LOOKUPS
 
 HitKind = Literal["exact", "semantic"]
 EvictionReason = Literal["lru", "expired", "invalidated"]

@@ -1,4 +1,4 @@
-"""The chatbot API's logic (seed 002 §4): index files with the serving configuration, answer across them."""
+"""The chatbot API's logic (docs/retrieval.md): index files with the serving configuration, answer across them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The RAG API (seed 003): ``POST /v1/query`` and the tenant's semantic cache; the chatbot API (seed 002 §4)."""
+"""The RAG API (docs/service.md): ``POST /v1/query``, the semantic cache; the chatbot API (docs/retrieval.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""API models of the RAG service (seed 003 RAGRequest → RAGResponse, the query sanitised)."""
+"""API models of the RAG service (docs/service.md: RAGRequest → RAGResponse, the query sanitised)."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ class CacheClearOut(BaseModel):
     cleared: int
 
 
-# The chatbot API (seed 002 §4): /api/index, /api/index-directory, /api/query, /api/health.
+# The chatbot API (docs/retrieval.md): /api/index, /api/index-directory, /api/query, /api/health.
 
 
 class ChatQueryIn(BaseModel):

@@ -1,4 +1,4 @@
-"""``POST /v1/query`` (seed 003 §2, its caveats fixed): guard → redact → cache → retrieve + answer → redact → cache.
+"""``POST /v1/query`` (docs/service.md): guard → redact → cache → retrieve + answer → redact → cache.
 
 1. The prompt-injection guard reads the raw query; a flagged one gets a fixed refusal: no retrieval, no cache.
 2. PII is redacted from the query before anything else sees it: the cache (keys and vectors), the embedder,
@@ -25,7 +25,7 @@ from chunkbench.embedding import service as embedding
 from chunkbench.embedding.registry import get_spec
 from chunkbench.guard.injection import InjectionDetector
 from chunkbench.guard.pii import detector_from_settings, policy_from_settings, redact
-from chunkbench.observability.metrics import INJECTIONS_BLOCKED, PII_DETECTIONS
+from chunkbench.metrics import INJECTIONS_BLOCKED, PII_DETECTIONS
 from chunkbench.rag.cache import CacheScope, SemanticCache
 from chunkbench.rag.schemas import RAGRequest, RAGResponse, RAGSource
 from chunkbench.retrieval import pipeline

@@ -1,4 +1,4 @@
-"""The answer step's context (seed 000 §9.3): numbered ``[Source n]`` blocks, parent text under its child, and
+"""The answer step's context (docs/retrieval.md): numbered ``[Source n]`` blocks, parent text under its child, and
 the prompt-injection policy for chunks flagged at processing time (marked with a warning, dropped, or passed).
 
 The prompt itself (``[Source n]`` headers, the parent under its child) is written by ``llm.prompts``."""

@@ -1,4 +1,4 @@
-"""Neighbor Expansion (seed 000 §9.2): add the chunks around each ``fixed_size`` hit, and the Expansion Tree."""
+"""Neighbor Expansion (docs/retrieval.md): add the chunks around each ``fixed_size`` hit, and the Expansion Tree."""
 
 from __future__ import annotations
 

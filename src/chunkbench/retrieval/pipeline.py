@@ -1,4 +1,4 @@
-"""The query pipeline (seed 000 §9): one typed plan in, one typed result out, for every face.
+"""The query pipeline (docs/retrieval.md): one typed plan in, one typed result out, for every face.
 
 embed the question → search (one document, a set of documents or the tenant's whole corpus) → rerank →
 Neighbor Expansion → parent context → prompt-injection guard → answer, each stage timed. ``/queries``,

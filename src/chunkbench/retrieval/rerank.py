@@ -1,4 +1,4 @@
-"""Rerankers (seed 004): a cross-encoder over (question, chunk) pairs, or an LLM ranking the passages listwise."""
+"""Rerankers (docs/retrieval.md): a cross-encoder over (question, chunk) pairs, or an LLM ranking passages listwise."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ RerankField = Literal["none", "cross_encoder", "llm"]
 
 
 class QueryIn(BaseModel):
-    """One question against one processed document (seed 000 §13); unset knobs come from Settings."""
+    """One question against one processed document (docs/api.md); unset knobs come from Settings."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -30,7 +30,7 @@ class QueryIn(BaseModel):
     rerank: RerankField = "none"
     candidate_k: int | None = Field(None, ge=1, le=MAX_CANDIDATE_K, description="Candidates fetched for reranking")
     corpus_model_id: str | None = Field(None, description="Default: the model the document was processed with")
-    score_floor: float | None = Field(None, description="Absolute floor; may return nothing (seed 004)")
+    score_floor: float | None = Field(None, description="Absolute floor; may return nothing (docs/retrieval.md)")
 
 
 class SourceOut(BaseModel):
@@ -83,7 +83,7 @@ class QueryOut(BaseModel):
 
 
 class ServingConfig(BaseModel):
-    """What the chatbot and RAG APIs answer from (seed 002): set by Admin, defaults to recursive + MiniLM + hybrid.
+    """What the chatbot and RAG APIs answer from (docs/retrieval.md): set by Admin (default recursive, MiniLM, hybrid).
 
     The same query pipeline as ``/queries`` runs it, so reranking, Neighbor Expansion (strategies whose chunks
     are windows) and parent context (strategies with parents) apply here too.

@@ -238,7 +238,7 @@ def retrieve(
     """The top-k hits (role "hit", best first) of ``retriever``, minus those under the optional score floor; with
     ``depth`` > ``top_k``, that many (the ranking below the top k, to say where a chunk ranked).
 
-    The floor (seed 004: absolute, off when ``None``, may leave nothing) compares per retriever:
+    The floor (docs/retrieval.md: absolute, off when ``None``, may leave nothing) compares per retriever:
     dense → cosine similarity; bm25 → raw BM25 score; hybrid → the hit's dense cosine, because RRF
     scores are rank-based and not comparable to any absolute threshold. ``top_k`` is 1..MAX_CANDIDATE_K
     (candidates for a reranker, or a retrieval-only evaluation); ``document_id`` one id, several, or None

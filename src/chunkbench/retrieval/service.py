@@ -1,4 +1,4 @@
-"""``POST /queries`` (seed 000 §13): one question against one processed document, answered by the query pipeline
+"""``POST /queries`` (docs/api.md): one question against one processed document, answered by the query pipeline
 and stored in the query history; the history's reads."""
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ def sanitize_model_id(model_id: str) -> str:
 
 
 def collection_name(strategy: StrategyName | str, model_id: str) -> str:
-    """``{strategy}__{sanitized model}_collection`` (seed 000 §5.2)."""
+    """``{strategy}__{sanitized model}_collection`` (docs/embedding.md)."""
     try:
         strategy_value = StrategyName(strategy).value
     except ValueError as exc:

@@ -1,4 +1,4 @@
-"""Metadata store tables (seed 000 §5.1), as SQLAlchemy 2 ORM classes.
+"""Metadata store tables (docs/architecture.md), as SQLAlchemy 2 ORM classes.
 
 Migrations under ``migrations/versions`` are the source of truth for the database; these classes
 must match them (``tests/test_storage.py`` checks that the migrated schema and the ORM agree).
@@ -143,7 +143,7 @@ class QueryRow(Base):
 
 
 class ExperimentRow(Base):
-    """A benchmark run (seed 000 §10.2): its plan, provenance, status and, once finished, aggregates and decision."""
+    """A benchmark run (docs/benchmarks.md): its plan, provenance, status and, once finished, aggregates, decision."""
 
     __tablename__ = "experiments"
 
@@ -343,7 +343,7 @@ class CorpusDocumentRow(Base):
 
 
 class TenantRow(Base):
-    """A tenant (seed 003): its own documents, keys and request budget. ``default`` is the local single user's."""
+    """A tenant (docs/service.md): its own documents, keys and request budget; ``default``: the local user's."""
 
     __tablename__ = "tenants"
 

@@ -1,4 +1,4 @@
-"""The vector store (seed 000 §5.2): one collection per (strategy, Corpus model), points per chunk.
+"""The vector store (docs/embedding.md): one collection per (strategy, Corpus model), points per chunk.
 
 Each collection holds a named dense vector ``"dense"`` (cosine) and a sparse vector ``"bm25"`` (Qdrant's
 IDF modifier over :mod:`chunkbench.embedding.sparse` term weights, IDF counted over the tenant's own points),

@@ -1,1 +1,1 @@
-"""Tenants, API keys, authentication and per-tenant rate limiting (seed 003)."""
+"""Tenants, API keys, authentication and per-tenant rate limiting (docs/service.md)."""

@@ -1,4 +1,4 @@
-"""Per-tenant token buckets over the whole API (seed 003's rate limit).
+"""Per-tenant token buckets over the whole API (docs/service.md, rate limits).
 
 In process: one bucket per tenant per API process. With N replicas behind a load balancer a tenant gets up to
 N × its limit in total; a shared limit would need a shared store (Redis, PostgreSQL), which the single-machine

@@ -65,7 +65,7 @@ def _regex_spans(text: str, pattern: re.Pattern[str]) -> list[Span]:
 def split_sentences(text: str, language: str | None = None) -> list[Span]:
     """Sentence spans ``(start, end)`` in order, trimmed of surrounding whitespace.
 
-    Fallback chain (seed 000 §8.3): punctuation → non-empty lines → blank-line paragraphs → one unit,
+    Fallback chain (docs/strategies.md): punctuation → non-empty lines → blank-line paragraphs → one unit,
     each step taken only when the previous found a single unit or none.
     """
     if not text.strip():

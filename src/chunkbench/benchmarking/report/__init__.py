@@ -1,1 +1,1 @@
-"""Self-contained HTML reports of a benchmark Experiment (seed 000 §10.4): a managerial and a technical view."""
+"""Self-contained HTML reports of a benchmark Experiment (docs/benchmarks.md): a managerial and a technical view."""

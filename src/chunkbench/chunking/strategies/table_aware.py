@@ -127,7 +127,7 @@ class TableAwareStrategy(ChunkingStrategy):
     """
 
     name = StrategyName.TABLE_AWARE
-    # Named explicitly (a corpus with tables), not in "all strategies": the seed's five stay what "all" runs.
+    # Named explicitly (a corpus with tables), not in "all strategies": the original five stay what "all" runs.
     in_default_set: ClassVar[bool] = False
     settings_defaults: ClassVar[dict[str, str]] = {"chunk_size": "chunk_size"}
     size_params: ClassVar[dict[str, int]] = {"chunk_size": 0}

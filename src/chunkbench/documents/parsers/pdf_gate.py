@@ -1,4 +1,4 @@
-"""Text-layer Gate (seed 000 §3): which pages of a PDF are scans, and whether the PDF is scanned, too short or kept.
+"""Text-layer Gate (docs/ingestion.md): which pages of a PDF are scans; whether the PDF is scanned, too short or kept.
 
 The gate tells two things apart that both have little text: a scan (pages that are images, with no text layer, so
 OCR would help) and a short document (a memo header, a small table: its text is what it is). Every outcome names
@@ -6,7 +6,7 @@ what was found: pages, characters (letters and digits) and images.
 
 * Scanned pages: images cover at least ``pdf_scan_min_image_coverage`` of the page and it has fewer than
   ``pdf_min_median_chars_per_page`` characters.
-* Scanned PDF (``scanned_pdf``, 422, unless OCR is on): more than half of its pages are scanned (the seed's median
+* Scanned PDF (``scanned_pdf``, 422, unless OCR is on): more than half of its pages are scanned (the median
   rule), or its other pages hold fewer than ``pdf_min_total_chars`` characters in all.
 * Mixed PDF (a few scanned pages among text pages): kept, with a warning naming the scanned pages whose content is
   missing; with OCR on they are read instead.

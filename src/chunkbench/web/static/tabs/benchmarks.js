@@ -1,6 +1,6 @@
 // The Benchmarks tab (issue 6, item 4): set up a benchmark (a processed document, a question file validated
 // against it, the configuration grid, the judge), dry-run its cost, run it with live progress; the Experiment
-// list with the ±P/N Neighbor badge and mismatch warnings (seed 000 §12); an Experiment's aggregates, Decision
+// list with the ±P/N Neighbor badge and mismatch warnings (docs/dashboard.md); an Experiment's aggregates, Decision
 // and reports; and Retrieval Inspect, a full-page view of one question × configuration at a time.
 import { html, useEffect, useRef, useState, ErrorBox, Spinner, ProgressBar, fmt, fmtInt, ms, useApi, usePager, LIMITS,
   targetName } from "../ui.js";

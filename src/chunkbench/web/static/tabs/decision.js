@@ -1,4 +1,4 @@
-// The Decision Board (seed 000 §12): candidate Experiments from /experiments, filtered and pruned by hand, then
+// The Decision Board (docs/dashboard.md): candidate Experiments from /experiments, filtered and pruned by hand, then
 // a two-stage heat comparison — configurations × metrics, then questions × the chosen configurations — and the
 // Decision each Experiment stored. Every figure comes from the server; nothing statistical is computed here.
 import { html, useState, useEffect, ErrorBox, Spinner, ProgressBar, fmt, useApi, usePager, targetName } from "../ui.js";
@@ -81,7 +81,7 @@ function scale(values, lower) {
 
 const heat = (t) => (t === null ? undefined : `background: rgba(245, 165, 36, ${(0.06 + 0.44 * t).toFixed(3)})`);
 
-// What makes several Experiments' figures incomparable (the seed's mismatch warning).
+// What makes several Experiments' figures incomparable (the mismatch warning, docs/benchmarks.md).
 function mismatches(summaries, loaded) {
   const distinct = (values) => [...new Set(values)];
   const out = [];

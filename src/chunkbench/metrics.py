@@ -1,7 +1,9 @@
 """The process's Prometheus metrics: every counter and histogram chunkbench exports on ``GET /metrics``.
 
-One module holds them all so names and labels stay consistent; other packages import the object they record
-to (``CACHE_LOOKUPS.labels(result="hit_exact").inc()``). Each API process exports its own figures: with several
+One module holds them all so names and labels stay consistent. It sits in the bottom layer (it imports nothing of
+chunkbench), so every layer records to it without importing upward: indexing counts flagged chunks, llm its tokens,
+rag its cache lookups; ``observability`` only exports them. Callers import the object they record to
+(``CACHE_LOOKUPS.labels(result="hit_exact").inc()``). Each API process exports its own figures: with several
 replicas Prometheus scrapes each one and sums (docs/deploy.md). Labels are low-cardinality on purpose (route
 templates, never raw paths; no tenant or query text).
 """

@@ -15,7 +15,7 @@ TORCH_INDEX_URL ?=
 APT_PACKAGES := libreoffice-writer-nogui fonts-dejavu-core fonts-noto-core chromium tesseract-ocr tesseract-ocr-eng tesseract-ocr-fas gcc
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-sqlite test-postgres install install-dev system-deps lint format docs bench clean
+.PHONY: run test test-sqlite test-postgres test-fast install install-dev system-deps lint typecheck format docs bench clean
 
 run: install ## set up a fresh machine and start the service on http://127.0.0.1:8000
 	$(VENV)/bin/chunkbench serve
@@ -66,6 +66,10 @@ system-deps: ## Debian packages for the tests (skipped when already installed)
 lint: install-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# mypy over src/ with the settings in pyproject.toml ([tool.mypy]: the pydantic plugin, stub-less modules).
+typecheck: install-dev ## type-check src/ (must say "Success: no issues found")
+	$(VENV)/bin/mypy
 
 format: install-dev
 	$(VENV)/bin/ruff format .

@@ -248,6 +248,7 @@ def _ingest_rows(table: Table, r: IngestOut, depth: int) -> None:
         table.add_row(escape(name), "[red]refused[/red]", "", "", "", f"[red]{escape(r.error.message)}[/red]")
     else:
         doc = r.document
+        assert doc is not None  # neither skipped nor refused: stored
         state = f"{doc.status} ({r.outcome.value})"
         if r.duplicate_of:
             state += f", same content as {r.duplicate_of}"

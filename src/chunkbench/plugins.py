@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from chunkbench.chunking import entry_points
 from chunkbench.chunking.base import ChunkingStrategy, StrategyParams, check_strategy
@@ -186,7 +186,7 @@ def _check_class(cls: Any, base: type, kind: str) -> None:
     if not (inspect.isclass(cls) and issubclass(cls, base)):
         raise PluginError(f"register_{kind} needs a {base.__name__} subclass; got {cls!r}.")
     if inspect.isabstract(cls):
-        missing = ", ".join(sorted(cls.__abstractmethods__))
+        missing = ", ".join(sorted(cast(Any, cls).__abstractmethods__))  # set by ABCMeta: isabstract said so
         raise PluginError(f"{kind.capitalize()} {cls.__name__} does not implement {missing}.")
 
 

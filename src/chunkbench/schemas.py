@@ -29,6 +29,11 @@ class ValidationErrorOut(BaseModel):
     detail: list[dict[str, Any]] | str
 
 
+# The type of a route's ``responses=`` (FastAPI's own annotation): a dict literal keyed by status codes alone is
+# inferred as dict[int, …], which dict's invariance keeps from matching it.
+Responses = dict[int | str, dict[str, Any]]
+
+
 def unprocessable(description: str) -> dict[str, Any]:
     """The ``responses=`` entry for a route whose 422 is either a domain error or a validation error: declaring
     422 replaces FastAPI's own validation-error response, so both bodies are declared."""

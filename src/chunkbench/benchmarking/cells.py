@@ -150,7 +150,7 @@ def _grade(
     metrics["tok_at_k"] = context_tokens
     expected = question.expected_answer if answer is not None else None
     vectors = None
-    if expected:
+    if expected and answer is not None:  # expected is None without an answer
         answer_vector = embedding.embed_texts(corpus, [answer.text], "query", context.settings)[0]
         vectors = np.stack([answer_vector, context.expected_vectors[corpus.id][question.id]])
     metrics.update(scoring.answer_scores(answer.text if answer is not None else "", expected, vectors))
@@ -201,7 +201,8 @@ def _rounded(score: float | None) -> float | None:
 def _tree_node(node: dict[str, Any], *, with_document: bool) -> dict[str, Any]:
     """An Expansion Tree node as a cell keeps it: positions, text and rounded score of the hit and its neighbours,
     a hit's rank (a hit listed under another is a reference: no text), and the document when there are several."""
-    compact = {key: node[key] for key in ("chunk_index", "role", "start_index", "end_index", "text") if key in node}
+    keys = ("chunk_index", "role", "start_index", "end_index", "text")
+    compact: dict[str, Any] = {key: node[key] for key in keys if key in node}
     compact["score"] = _rounded(node["score"])
     if "rank" in node:
         compact["rank"] = node["rank"]

@@ -354,7 +354,7 @@ def _language_rule(
         "without": None,
     }
     if language["material"]:
-        if decision.best in uncovered:
+        if decision.best is not None and decision.best in uncovered:
             model = {k: uncovered[decision.best][k] for k in ("role", "model_id", "languages", "covering_models")}
             why = {"cause": "language", "configurations": [decision.best], "n_questions": decision.n_questions, **model}
             decision = replace(decision, status="cannot_tell", best=None, tie_break=None, cannot_tell=why)
@@ -389,7 +389,7 @@ def _decide_all(
         raise ValueError(f"practical_margin must be >= 0, got {practical_margin}")
     if equivalence_margin < 0:
         raise ValueError(f"equivalence_margin must be >= 0, got {equivalence_margin}")
-    options = {
+    options: dict[str, Any] = {
         "higher_is_better": higher_is_better, "confidence": confidence, "practical_margin": practical_margin,
         "cost_margin": cost_margin,
     }  # fmt: skip

@@ -15,6 +15,7 @@ from typing import Any
 
 from chunkbench.evaluation.questions import BenchmarkQuestion, QuestionReference
 from chunkbench.models import StrategyName
+from chunkbench.retrieval.schemas import RerankField
 from chunkbench.storage.schema import ExperimentRow
 
 # A cell's metric: a score in [0, 1], tok@k (an int), the judge's hallucination (a bool), or None (not measured).
@@ -28,7 +29,7 @@ class Configuration:
     strategy: StrategyName
     retriever: str
     top_k: int
-    rerank: str = "none"
+    rerank: RerankField = "none"
     neighbor_prev: int = 0
     neighbor_next: int = 0
     # Set only when the Experiment compares two or more Corpus models; None: the Experiment's one model.
@@ -292,7 +293,7 @@ class EvidenceChunk:
     document_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        data = {
+        data: dict[str, Any] = {
             "chunk_index": self.chunk_index, "start_index": self.start_index, "end_index": self.end_index,
             "rank": self.rank, "references": list(self.references),
         }  # fmt: skip

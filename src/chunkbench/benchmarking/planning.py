@@ -97,10 +97,11 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
         documents = [DocumentRepository(session, tenant_id).get(request.document_id)]
     target = _Target(documents, corpus_row.name if corpus_row is not None else None)
     strategies = _strategies(request, target)
-    models = tuple(
-        embedding.resolve_corpus_model(session, model_id)
-        for model_id in request.corpus_models or [request.corpus_model_id or _last_corpus_model(documents)]
-    )
+    # None: the configured Corpus model (resolve_corpus_model).
+    model_ids: Sequence[str | None] = request.corpus_models or [
+        request.corpus_model_id or _last_corpus_model(documents)
+    ]
+    models = tuple(embedding.resolve_corpus_model(session, model_id) for model_id in model_ids)
     strategy_runs = _strategy_runs(session, target, strategies, models, tenant_id=tenant_id)
 
     llm = settings.llm_configured

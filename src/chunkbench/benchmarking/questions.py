@@ -116,8 +116,9 @@ def _anchored(question: BenchmarkQuestion, catalog: DocumentCatalog) -> Benchmar
         fits = reference.has_offsets and any(
             text[reference.start_index or 0 : reference.end_index or 0] == reference.content for text in texts
         )
-        offsets = {} if fits else {"start_index": None, "end_index": None}
-        references.append(replace(reference, document=key, **offsets))
+        # Offsets that do not select the content in its document are dropped: it is placed by its text.
+        placed = replace(reference, document=key)
+        references.append(placed if fits else replace(placed, start_index=None, end_index=None))
     return replace(question, document_id=own, references=tuple(references))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from sqlalchemy import delete, func, select, update
@@ -140,9 +140,10 @@ def _context(
     with database.session() as session:
         row = experiments.get(session, experiment.id, tenant_id=tenant_id)
         document_ids = experiment.document_ids
+        # cast: every Experiment row records its Corpus model when it is created (experiments.create).
         corpora = {
             model_id: embedding.resolve_corpus_model(session, model_id)
-            for model_id in config.models or (row.embedding_model_id,)
+            for model_id in config.models or (cast(str, row.embedding_model_id),)
         }
         lengths = _text_lengths(session, document_ids, tenant_id=tenant_id)
     strategies = dict.fromkeys(c.strategy.value for c in experiment.configurations)
@@ -300,7 +301,7 @@ def _cancelled(done: int, total: int) -> JobCancelledError:
 
 def _text_lengths(session: Session, document_ids: Sequence[str], *, tenant_id: str) -> dict[str, int]:
     """Each document's parsed-text length, in the Experiment's order (a document deleted since: 0; its cells fail)."""
-    lengths = dict(
+    lengths: dict[str, int | None] = dict(
         session.execute(
             select(DocumentRow.id, func.length(DocumentRow.parsed_text)).where(
                 DocumentRow.tenant_id == tenant_id, DocumentRow.id.in_(list(document_ids))

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from chunkbench.benchmarking.model import CellTokens, MetricValue
 from chunkbench.limits import MAX_NEIGHBORS, MAX_QUESTION_CHARS, MAX_TOP_K
-from chunkbench.models import StrategyName
+from chunkbench.models import RetrieverName, StrategyName
 from chunkbench.retrieval.schemas import RerankField, RetrieverField
 
 # The metrics a Decision can rank on, and whether a higher value is better.
@@ -100,6 +100,11 @@ class PruneIn(BaseModel):
     seed: int | None = Field(None, description="Seed of the question subsets; default: the benchmark's seed")
 
 
+def _no_rerank() -> list[RerankField]:
+    """The default rerank axis (a lambda's list would be inferred as list[str], not the Literal)."""
+    return ["none"]
+
+
 class BenchmarkIn(BaseModel):
     """What to benchmark: one document or a corpus, its questions, and the configuration grid to compare."""
 
@@ -113,7 +118,7 @@ class BenchmarkIn(BaseModel):
     strategies: list[StrategyName] | None = Field(
         None, description="Default: every strategy the document has been processed with"
     )
-    retrievers: list[RetrieverField] = Field(default_factory=lambda: ["dense"], min_length=1)
+    retrievers: list[RetrieverField] = Field(default_factory=lambda: [RetrieverName.DENSE], min_length=1)
     top_k: list[int] = Field(default_factory=lambda: [5], min_length=1, description="One configuration per value")
     neighbor_prev: int = Field(
         0, ge=0, le=MAX_NEIGHBORS, description="Neighbor Expansion before each hit (fixed_size only)"
@@ -121,7 +126,7 @@ class BenchmarkIn(BaseModel):
     neighbor_next: int = Field(
         0, ge=0, le=MAX_NEIGHBORS, description="Neighbor Expansion after each hit (fixed_size only)"
     )
-    rerank: list[RerankField] = Field(default_factory=lambda: ["none"], min_length=1)
+    rerank: list[RerankField] = Field(default_factory=_no_rerank, min_length=1)
     corpus_model_id: str | None = Field(None, description="The one Corpus model (or give corpus_models)")
     corpus_models: list[str] | None = Field(
         None,

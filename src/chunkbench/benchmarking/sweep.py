@@ -77,7 +77,10 @@ def neighbors(
         documents = _documents(session, request, tenant_id=tenant_id)
         last = {d.last_corpus_embedding_model_id for d in documents} - {None}
         # The Corpus models the benchmark planning picks: those asked for, else the documents' last one.
-        for model_id in request.corpus_models or [request.corpus_model_id or (last.pop() if len(last) == 1 else None)]:
+        model_ids: Sequence[str | None] = request.corpus_models or [
+            request.corpus_model_id or (last.pop() if len(last) == 1 else None)
+        ]
+        for model_id in model_ids:
             model = embedding.resolve_corpus_model(session, model_id)
             for strategy in strategies:
                 require_indexed(session, tenant_id, strategy.value, model.id, [d.id for d in documents])

@@ -602,8 +602,9 @@ def language_share(language: Mapping[str, Any]) -> str | None:
     if questions is None or not total:
         return None
     documents, of = language.get("documents"), language.get("total_documents")
-    several = documents is not None and of is not None and of > 1
-    held = f"{documents} of {of} documents ({percent(documents / of)}), " if several else ""
+    held = ""
+    if documents is not None and of is not None and of > 1:  # several documents
+        held = f"{documents} of {of} documents ({percent(documents / of)}), "
     return f"{held}{percent(questions / total)} of the questions"
 
 

@@ -74,8 +74,12 @@ class ChunkingInput:
 class BoundaryEmbedder(Protocol):
     """The Boundary model as the semantic strategies see it."""
 
-    model_id: str
-    threshold: float
+    # Read-only (properties): a frozen dataclass implements them as well as a plain attribute does.
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def threshold(self) -> float: ...
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """One L2-normalised row per text."""

@@ -103,6 +103,7 @@ def strategies_add(
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc
     declared = cls.variant
+    assert declared is not None  # variants.add returns the class it made from this variant
     if as_json:
         print_json({"name": declared.name, "base": declared.base, "params": dict(declared.params)})
         return

@@ -58,8 +58,9 @@ def _load_one(entry: metadata.EntryPoint) -> str:
         raise PluginError(f"The strategy {where}: {exc.message}", entry_point=entry.value) from exc
     if cls.name != entry.name:
         raise PluginError(f"The strategy {where} is named '{cls.name}'; the entry point's name must be the same.")
-    if registered(cls.name):
-        if registered(cls.name) is cls:
+    existing = registered(cls.name)
+    if existing is not None:
+        if existing is cls:
             return str(cls.name)
         by = ORIGINS.get(cls.name, "chunkbench (built-in)")
         raise PluginError(f"The strategy {where} is named '{cls.name}', already registered by {by}.")

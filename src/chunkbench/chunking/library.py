@@ -307,7 +307,9 @@ def _by_words(markdown: str, skeleton: _Skeleton, text: str, cursor: int) -> tup
         return None
     start, stop = document[head][1], document[end][2]
     # The punctuation around the first and last words ("| day", "The end.") belongs to the span when it is there.
-    before = text[: _WORD.search(text).start()].strip()
+    first_word = _WORD.search(text)
+    assert first_word is not None  # text has words (`words` is not empty, checked above)
+    before = text[: first_word.start()].strip()
     after = text[list(_WORD.finditer(text))[-1].end() :].strip()
     if before and markdown[max(0, start - len(before)) : start] == before:
         start -= len(before)

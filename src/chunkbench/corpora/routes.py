@@ -14,11 +14,11 @@ from chunkbench.corpora.schemas import (
 )
 from chunkbench.dependencies import SessionDep, TenantDep
 from chunkbench.documents.schemas import DocumentPatch, LanguageChangeOut
-from chunkbench.schemas import ErrorOut, unprocessable
+from chunkbench.schemas import ErrorOut, Responses, unprocessable
 
 router = APIRouter(prefix="/corpora", tags=["corpora"])
 
-_NOT_FOUND = {404: {"model": ErrorOut, "description": "Unknown corpus or document"}}
+_NOT_FOUND: Responses = {404: {"model": ErrorOut, "description": "Unknown corpus or document"}}
 
 
 @router.post(

@@ -165,8 +165,8 @@ def _not_regular(path: Path, root: Path) -> SkipReason | None:
         return None  # a vanished or unreadable file: the size check reports it
     if stat.S_ISREG(mode):
         return None
-    kind = {stat.S_IFSOCK: "socket", stat.S_IFIFO: "named pipe", stat.S_IFCHR: "device", stat.S_IFBLK: "device"}
-    what = kind.get(stat.S_IFMT(mode), "special file")
+    kinds = {stat.S_IFSOCK: "socket", stat.S_IFIFO: "named pipe", stat.S_IFCHR: "device", stat.S_IFBLK: "device"}
+    what = kinds.get(stat.S_IFMT(mode), "special file")
     return SkipReason(
         code=SkipCode.NOT_A_REGULAR_FILE,
         message=f"'{name}' is a {what}, not a regular file: there is nothing to ingest.",

@@ -242,9 +242,13 @@ def font_heading_levels(lines: Sequence[StyledLine], *, share_by_characters: boo
 
 _MATCH_DROP = re.compile(r"[\s\u200c\u200d\u200e\u200f\u202a-\u202e\u2066-\u2069.:·•\-–—_]+")
 
+# Arabic yeh/alef maksura/kaf → their Farsi forms. Typed as maketrans's parameter: dict is invariant, so an inferred
+# dict[str, str] does not match it.
+_FARSI_LETTERS: dict[str, str | int | None] = {"ي": "ی", "ى": "ی", "ك": "ک"}
+
 
 def match_key(text: str) -> str:
     """Whitespace-, case-, digit-script- and punctuation-insensitive form, for outline-title matching."""
     text = unicodedata.normalize("NFKC", text).casefold()
-    text = to_ascii_digits(text).translate(str.maketrans({"ي": "ی", "ى": "ی", "ك": "ک"}))
+    text = to_ascii_digits(text).translate(str.maketrans(_FARSI_LETTERS))
     return _MATCH_DROP.sub("", text)

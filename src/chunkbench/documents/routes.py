@@ -20,11 +20,11 @@ from chunkbench.documents.schemas import (
 )
 from chunkbench.documents.service import IngestOutcome
 from chunkbench.models import DocumentState
-from chunkbench.schemas import ErrorOut, unprocessable
+from chunkbench.schemas import ErrorOut, Responses, unprocessable
 
 router = APIRouter(prefix="/documents", tags=["documents"])
 
-_ERRORS = {
+_ERRORS: Responses = {
     400: {"model": ErrorOut, "description": "Unreadable, corrupt, encrypted, scanned or empty file"},
     413: {"model": ErrorOut, "description": "File larger than CHUNKBENCH_MAX_UPLOAD_MB"},
     415: {"model": ErrorOut, "description": "Unsupported file type, or its converter is not installed"},

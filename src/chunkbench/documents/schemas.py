@@ -60,7 +60,9 @@ class DocumentSummary(BaseModel):
     created_at: datetime
     updated_at: datetime
 
-    @computed_field(description="Whether any of the text was read by OCR: see ocr_pages")
+    @computed_field(  # type: ignore[prop-decorator]  # pydantic's documented form; mypy cannot type it
+        description="Whether any of the text was read by OCR: see ocr_pages"
+    )
     @property
     def ocr(self) -> bool:
         return bool(self.ocr_pages)

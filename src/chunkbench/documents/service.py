@@ -138,7 +138,9 @@ class IngestSummary(BaseModel):
             skipped_by_reason={code: count for code, count in by_reason.items() if count},  # SkipCode order
         )
 
-    @computed_field(description='One line for people: "213 files: 190 ingested, 12 refused, 11 unsupported"')
+    @computed_field(  # type: ignore[prop-decorator]  # pydantic's documented form; mypy cannot type it
+        description='One line for people: "213 files: 190 ingested, 12 refused, 11 unsupported"'
+    )
     @property
     def line(self) -> str:
         ingested = f"{self.ingested} ingested"

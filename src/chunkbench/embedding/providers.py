@@ -16,7 +16,7 @@ import threading
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -247,7 +247,9 @@ class LocalProvider(EmbeddingProvider):
         encoded = model.tokenizer(
             apply_task_prefixes(self.spec, texts, purpose), add_special_tokens=True, verbose=False
         )
-        return [len(ids) for ids in encoded["input_ids"]], int(model.max_seq_length), "model tokenizer"
+        # cast: max_seq_length is None only for a model without a transformer module; a local model has one.
+        window = int(cast(int, model.max_seq_length))
+        return [len(ids) for ids in encoded["input_ids"]], window, "model tokenizer"
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         loaded = load_local_model(self.spec, self._settings)

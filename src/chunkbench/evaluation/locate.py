@@ -113,6 +113,7 @@ class TextLocator:
         if len(needle) >= len(haystack):
             return 0, len(haystack), fuzz.ratio(needle, haystack) / 100
         alignment = fuzz.partial_ratio_alignment(needle, haystack)
+        assert alignment is not None  # None only under a score_cutoff, and none is given
         start, end = alignment.dest_start, alignment.dest_end
         # partial_ratio compares windows of the needle's length; a snippet that lost or gained a few
         # characters fits a slightly shorter or longer span, so each end is moved to its best place.
@@ -318,7 +319,7 @@ def _place(
         placement = catalog.locator(key).locate(reference.content, threshold)
         where = (
             f"; the content is at {placement.start_index}–{placement.end_index} ({placement.method.value})"
-            if placement.placed
+            if placement.method is not None  # placed
             else ""
         )
         return replace(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -249,7 +249,7 @@ def generate(
         raise fail(exc, as_json) from exc
     finally:
         database.dispose()
-    summary = {
+    summary: dict[str, Any] = {
         "file": info.name,
         "stored_in": _where(settings),
         "requested": count,

@@ -221,7 +221,7 @@ def _question(
 ) -> BenchmarkQuestion | None:
     """A question from one JSON object or CSV row (already decoded to a mapping)."""
     if not isinstance(raw, Mapping):
-        problems.add(where, f"must be an object, not {type(raw).__name__}", **location)
+        problems.add(where, f"must be an object, not {type(raw).__name__}", field_name=None, **location)
         return None
     question = raw.get("question")
     if not isinstance(question, str) or not question.strip():
@@ -287,7 +287,8 @@ def _parse_seed_json(data: Any, problems: _Problems) -> tuple[list[BenchmarkQues
         if "questions" not in data:
             problems.add("top level", "an object needs a 'questions' list", field_name="questions")
             return [], metadata
-        metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+        raw_metadata = data.get("metadata")
+        metadata = raw_metadata if isinstance(raw_metadata, dict) else {}
         data = data["questions"]
     if not isinstance(data, list):
         problems.add("top level", 'expected a list of questions or {"questions": [...]}', field_name="questions")

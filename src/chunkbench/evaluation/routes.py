@@ -21,7 +21,7 @@ from chunkbench.evaluation.schemas import (
     ReferenceIn,
 )
 from chunkbench.evaluation.synthetic import GenerationOptions
-from chunkbench.schemas import ErrorOut, unprocessable
+from chunkbench.schemas import ErrorOut, Responses, unprocessable
 
 router = APIRouter(
     prefix="/admin/questions",
@@ -142,7 +142,7 @@ def download_question_file(name: str, session: SessionDep, settings: SettingsDep
 
 
 # ----------------------------------------------------------------------- authoring, one change at a time
-_AUTHORING = {404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: _INVALID_SET}
+_AUTHORING: Responses = {404: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: _INVALID_SET}
 
 
 @router.post("/{name}/questions", response_model=QuestionSetOut, status_code=201, responses=_AUTHORING)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -81,7 +81,8 @@ def complete_matrix(scores: Mapping[str, Sequence[float | None]]) -> tuple[list[
     total = lengths[configs[0]]
     # NaN or inf is treated like None: a question some configuration could not be scored on.
     keep = [i for i in range(total) if not any(_is_missing(scores[name][i]) for name in configs)]
-    matrix = np.array([[float(scores[name][i]) for name in configs] for i in keep], dtype=np.float64)
+    # cast: _is_missing has ruled out None on every kept question.
+    matrix = np.array([[float(cast(float, scores[name][i])) for name in configs] for i in keep], dtype=np.float64)
     return configs, matrix.reshape(len(keep), len(configs)), total - len(keep)
 
 

@@ -25,13 +25,13 @@ def compare_command(
     entity type, offset and length only, never the detected text."""
     from chunkbench.config import get_settings
     from chunkbench.guard.compare import compare_files
-    from chunkbench.guard.pii import RegexDetector, policy_from_settings
+    from chunkbench.guard.pii import PiiDetector, RegexDetector, policy_from_settings
     from chunkbench.guard.presidio import PresidioDetector
 
     settings = get_settings()
     try:
         presidio = PresidioDetector(min_score=min_score)
-        detectors = {"regex": RegexDetector(), "presidio": presidio}
+        detectors: dict[str, PiiDetector] = {"regex": RegexDetector(), "presidio": presidio}
         results = compare_files(paths, detectors, policy_from_settings(settings), settings)
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc

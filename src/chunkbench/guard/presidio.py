@@ -17,7 +17,7 @@ import tempfile
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from chunkbench.errors import DependencyUnavailableError
 from chunkbench.guard.pii import EntityType, PiiEntity, ipv4_valid
@@ -50,7 +50,7 @@ def spacy_model_path() -> tuple[str, bool]:
         if importlib.util.find_spec(name) is None:
             continue
         module = importlib.import_module(name)
-        package = Path(module.__file__).parent
+        package = Path(cast(str, module.__file__)).parent  # a model package is a regular package: it has a file
         # A model package holds its pipeline in "<name>-<version>/" beside __init__.py.
         folders = sorted(p for p in package.iterdir() if p.is_dir() and (p / "config.cfg").exists())
         if folders:

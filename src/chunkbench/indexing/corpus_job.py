@@ -307,7 +307,8 @@ def _indexing_plan(
     if cls.needs_boundary and isinstance(boundary, ChunkbenchError):
         return boundary
     try:
-        strategy = cls(params, boundary=boundary if cls.needs_boundary else None, prefixer=make_prefixer(settings))
+        usable = None if isinstance(boundary, ChunkbenchError) else boundary  # an error was returned just above
+        strategy = cls(params, boundary=usable if cls.needs_boundary else None, prefixer=make_prefixer(settings))
     except ChunkbenchError as exc:
         return exc
     detector = InjectionDetector(settings.injection_threshold)

@@ -233,6 +233,7 @@ def boundary_embedder(
     """The run's Boundary embedder, or the error that fails the strategies needing it (not the others)."""
     if spec is None:
         return None
+    assert threshold is not None  # the plans resolve a threshold with every Boundary model
     try:
         return embedding.boundary_embedder(spec, threshold, settings)
     except ChunkbenchError as exc:
@@ -350,7 +351,8 @@ def _run_strategy(
         cls = strategy_class(name)
         if cls.needs_boundary and isinstance(boundary, ChunkbenchError):
             raise boundary
-        strategy = cls(params, boundary=boundary if cls.needs_boundary else None, prefixer=make_prefixer(settings))
+        usable = None if isinstance(boundary, ChunkbenchError) else boundary  # an error was raised just above
+        strategy = cls(params, boundary=usable if cls.needs_boundary else None, prefixer=make_prefixer(settings))
         plan = IndexingPlan(
             process_plan.tenant_id, strategy, corpus, detector=InjectionDetector(settings.injection_threshold)
         )

@@ -21,6 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import cast
 
 import procrastinate
 import psycopg
@@ -139,6 +140,7 @@ class QueueRunner(Jobs):
         except Exception as exc:
             with self._database.session() as session:
                 failed = session.get(JobRow, row.id)
+                assert failed is not None  # inserted before it was deferred
                 failed.status, failed.error = "failed", {"error": "queue_unavailable", "message": str(exc)}
             raise QueueUnavailableError(
                 f"The job could not be queued ({exc}). Check that PostgreSQL is reachable (every chunkbench process "
@@ -146,7 +148,9 @@ class QueueRunner(Jobs):
                 job_id=row.id,
             ) from exc
         with self._database.session() as session:
-            session.get(JobRow, row.id).queue_job_id = queue_job_id
+            queued = session.get(JobRow, row.id)
+            assert queued is not None  # inserted before it was deferred
+            queued.queue_job_id = queue_job_id
         row.queue_job_id = queue_job_id
 
     def wait_idle(self, timeout: float = 60.0) -> None:
@@ -304,7 +308,8 @@ class Worker:
                     logger.warning(
                         "task %s of job %s: its worker stopped; retried", kwargs.get("task_id"), kwargs.get("job_id")
                     )
-                    await asyncio.to_thread(self._recover_lost, str(kwargs.get("job_id")), kwargs.get("task_id"))
+                    task_id = cast("str | None", kwargs.get("task_id"))  # as run_job's defer() wrote it
+                    await asyncio.to_thread(self._recover_lost, str(kwargs.get("job_id")), task_id)
                     await manager.retry_job(job)
             except Exception:  # the database may be briefly unreachable: the next round tries again
                 logger.warning("could not check for stalled tasks", exc_info=True)

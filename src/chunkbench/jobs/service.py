@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select, update
+from sqlalchemy import CursorResult, func, select, update
 from sqlalchemy.orm import Session
 
 from chunkbench.config import Settings
@@ -288,10 +288,13 @@ def mark_cancelling(database: Database, job_id: str, *, tenant_id: str) -> JobRo
     with database.session() as session:
         row = get(session, job_id, tenant_id=tenant_id)
         # Conditional: a job that ends meanwhile keeps its final status instead of turning "cancelling".
-        marked = session.execute(
-            update(JobRow)
-            .where(JobRow.id == job_id, JobRow.status.in_(ACTIVE))
-            .values(status=JobStatus.CANCELLING.value, message="cancelling: stopping at the next safe point")
+        marked = cast(  # an UPDATE's result is a CursorResult (Session.execute is typed as returning Result)
+            CursorResult[Any],
+            session.execute(
+                update(JobRow)
+                .where(JobRow.id == job_id, JobRow.status.in_(ACTIVE))
+                .values(status=JobStatus.CANCELLING.value, message="cancelling: stopping at the next safe point")
+            ),
         ).rowcount
         session.refresh(row)
         if not marked:
@@ -305,7 +308,7 @@ def mark_cancelling(database: Database, job_id: str, *, tenant_id: str) -> JobRo
 
 # Starts a task of a job: ``dispatch(job_id, task_id, lock)`` (task_id None: the job's first task). The runner's:
 # the job thread's queue, or the task queue.
-Dispatch = Callable[[str, "str | None", "str | None"], None]
+Dispatch = Callable[[str, "str | None", "str | None"], object]  # whatever it returns (a queue's job id) is unused
 
 
 class _Writer:

@@ -141,7 +141,7 @@ class LlmClient:
         response = getattr(exc, "response", None)
         rate_limited = getattr(response, "status_code", None) == 429
         wait = None
-        if rate_limited:
+        if rate_limited and response is not None:  # a 429 has a response
             milliseconds = response.headers.get("retry-after-ms")
             wait = response.headers.get("retry-after") or (f"{milliseconds} ms" if milliseconds else None)
         if wait and attempts <= self.max_retries:

@@ -74,7 +74,7 @@ class TextFormatter(logging.Formatter):
         try:
             return super().format(record)
         finally:
-            del record.rid
+            delattr(record, "rid")  # set above: LogRecord declares no such attribute
 
 
 def configure_logging(level: str = "INFO", log_format: LogFormat = "auto") -> Literal["text", "json"]:

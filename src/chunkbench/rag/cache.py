@@ -146,13 +146,15 @@ class SemanticCache:
             if value is not _ABSENT:
                 return self._hit(scope.tenant_id, value, "exact", 1.0)
             if not self._buckets.get(scope):
-                return self._miss(scope.tenant_id)
+                self._miss(scope.tenant_id)
+                return None
         query = _unit(vector())  # outside the lock: embedding takes milliseconds
         with self._lock:
             self._purge(scope.tenant_id, generation)
             bucket = self._buckets.get(scope)
             if not bucket:
-                return self._miss(scope.tenant_id)
+                self._miss(scope.tenant_id)
+                return None
             if bucket.matrix is None:
                 bucket.matrix = np.stack(list(bucket.vectors.values()))
             scores = bucket.matrix @ query
@@ -161,7 +163,8 @@ class SemanticCache:
                 value = self._entries.get(list(bucket.vectors)[best], _ABSENT)
                 if value is not _ABSENT:
                     return self._hit(scope.tenant_id, value, "semantic", round(float(scores[best]), 4))
-            return self._miss(scope.tenant_id)
+            self._miss(scope.tenant_id)
+            return None
 
     def set(self, scope: CacheScope, text: str, vector: np.ndarray, value: Any, *, generation: str) -> None:
         """Store ``value`` as the answer to ``text`` in ``scope``, computed from the corpus ``generation``."""

@@ -47,6 +47,7 @@ def _index(
 ) -> int:
     """Process an ingested document with the serving configuration unless it already is; chunks indexed."""
     document = result.document
+    assert document is not None  # callers index stored files only (ingest_upload raises on a refused one)
     already = (
         result.outcome is IngestOutcome.UNCHANGED
         and document.last_corpus_embedding_model_id == config.corpus_model_id

@@ -20,13 +20,13 @@ from chunkbench.rag.schemas import (
     RAGRequest,
     RAGResponse,
 )
-from chunkbench.schemas import ErrorOut, unprocessable
+from chunkbench.schemas import ErrorOut, Responses, unprocessable
 
 router = APIRouter(prefix="/v1", tags=["rag"])
 chat_router = APIRouter(prefix="/api", tags=["chatbot"])
 
 # 409: a document the serving configuration searches is not indexed any more (storage.index_state).
-_ERRORS = {400: {"model": ErrorOut}, 409: {"model": ErrorOut}, 503: {"model": ErrorOut}}
+_ERRORS: Responses = {400: {"model": ErrorOut}, 409: {"model": ErrorOut}, 503: {"model": ErrorOut}}
 
 
 async def get_semantic_cache(request: Request) -> SemanticCache:
@@ -77,8 +77,13 @@ def clear_cache(cache: SemanticCacheDep, tenant_id: TenantDep) -> CacheClearOut:
     return CacheClearOut(cleared=cache.clear(tenant_id))
 
 
-_CHAT_ERRORS = {400: {"model": ErrorOut}, 404: {"model": ErrorOut}, 409: {"model": ErrorOut}, 503: {"model": ErrorOut}}
-_UPLOAD_ERRORS = {
+_CHAT_ERRORS: Responses = {
+    400: {"model": ErrorOut},
+    404: {"model": ErrorOut},
+    409: {"model": ErrorOut},
+    503: {"model": ErrorOut},
+}
+_UPLOAD_ERRORS: Responses = {
     413: {"model": ErrorOut, "description": "File larger than CHUNKBENCH_MAX_UPLOAD_MB"},
     415: {"model": ErrorOut, "description": "Unsupported file type, or its converter is not installed"},
     422: unprocessable("A scanned PDF without a text layer (run OCR first), or an invalid request"),

@@ -253,8 +253,10 @@ def run(settings: Settings, store: VectorStore, plan: QueryPlan) -> QueryResult:
     for_llm = client is not None
     guard = ChunkGuard.build(plan.guard_policy, plan.injection_threshold)
     sources = []
+    verdicts: list[InjectionVerdict] = []  # each source's, never None here (Source.verdict may be)
     for block in blocks:
         verdict = guard.block_verdict(block)
+        verdicts.append(verdict)
         sources.append(
             Source(block.source, block.chunk, block.parent, block.parent_source, verdict,
                    guard.action(verdict, for_llm=for_llm))
@@ -262,7 +264,7 @@ def run(settings: Settings, store: VectorStore, plan: QueryPlan) -> QueryResult:
     with clock.stage("generate"):
         answer = generate_answer(
             plan.question,
-            guard.passages([(s.number, s.passage) for s in sources], [s.verdict for s in sources], for_llm=for_llm),
+            guard.passages([(s.number, s.passage) for s in sources], verdicts, for_llm=for_llm),
             client=client,
             embed=corpus_embedder(plan.corpus, settings, plan.question, vector),
             max_tokens=plan.max_tokens,

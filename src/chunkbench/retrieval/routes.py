@@ -14,7 +14,7 @@ from chunkbench.retrieval.schemas import (
     ServingConfig,
 )
 from chunkbench.retrieval.serving import get_serving_config, set_serving_config
-from chunkbench.schemas import ErrorOut
+from chunkbench.schemas import ErrorOut, Responses
 from chunkbench.storage.db import Database
 from chunkbench.storage.vectors import VectorStore
 
@@ -22,7 +22,12 @@ router = APIRouter(tags=["queries"])
 serving_router = APIRouter(prefix="/admin", tags=["admin"])
 
 # 409 not_indexed: the run's points were removed (storage.index_state).
-_ERRORS = {400: {"model": ErrorOut}, 404: {"model": ErrorOut}, 409: {"model": ErrorOut}, 503: {"model": ErrorOut}}
+_ERRORS: Responses = {
+    400: {"model": ErrorOut},
+    404: {"model": ErrorOut},
+    409: {"model": ErrorOut},
+    503: {"model": ErrorOut},
+}
 
 
 @router.post("/queries", response_model=QueryOut, status_code=status.HTTP_201_CREATED, responses=_ERRORS)

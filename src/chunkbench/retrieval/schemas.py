@@ -26,7 +26,7 @@ class QueryIn(BaseModel):
     top_k: int | None = Field(None, ge=1, le=MAX_TOP_K)
     neighbor_prev: int | None = Field(None, ge=0, le=MAX_NEIGHBORS, description="fixed_size only")
     neighbor_next: int | None = Field(None, ge=0, le=MAX_NEIGHBORS, description="fixed_size only")
-    retriever: RetrieverField = "dense"
+    retriever: RetrieverField = RetrieverName.DENSE
     rerank: RerankField = "none"
     candidate_k: int | None = Field(None, ge=1, le=MAX_CANDIDATE_K, description="Candidates fetched for reranking")
     corpus_model_id: str | None = Field(None, description="Default: the model the document was processed with")
@@ -93,7 +93,7 @@ class ServingConfig(BaseModel):
 
     strategy: StrategyName = StrategyName.RECURSIVE
     corpus_model_id: str = "all-MiniLM-L6-v2"
-    retriever: RetrieverField = "hybrid"
+    retriever: RetrieverField = RetrieverName.HYBRID
     top_k: int = Field(5, ge=1, le=MAX_TOP_K)
     rerank: RerankField = "none"
     candidate_k: int | None = Field(

@@ -30,8 +30,9 @@ class QueryNotFoundError(NotFoundError):
 def _resolve_corpus(database: Database, requested: str | None, last_used: str | None) -> EmbeddingModelSpec:
     # The question must be embedded by the model that embedded the chunks: default to that one. Only a
     # document never embedded has neither; the configured Corpus role is read from app_settings then.
-    if requested or last_used:
-        return get_spec(requested or last_used)
+    chosen = requested or last_used
+    if chosen:
+        return get_spec(chosen)
     with database.session() as session:
         return embedding.resolve_corpus_model(session)
 

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from sqlalchemy import delete, select
+from collections.abc import Callable
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from chunkbench.storage.schema import AppSettingRow, utcnow
 
-_UPSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+# Typed as the dialects' own Insert (with on_conflict_*): the inferred join of the two is the generic Insert.
+_UPSERTS: dict[str, Callable[..., sqlite.Insert | postgresql.Insert]] = {
+    "sqlite": sqlite.insert,
+    "postgresql": postgresql.insert,
+}
 
 
 class AppSettingsRepository:
@@ -50,6 +57,7 @@ class AppSettingsRepository:
 
     def delete(self, key: str) -> bool:
         """Remove ``key``; True if it existed."""
-        result = self.session.execute(delete(AppSettingRow).where(AppSettingRow.key == key))
+        # Session.execute is typed as returning Result; a DELETE's is a CursorResult, which has rowcount.
+        result = cast(CursorResult[Any], self.session.execute(delete(AppSettingRow).where(AppSettingRow.key == key)))
         self.session.flush()
         return bool(result.rowcount)

@@ -65,8 +65,9 @@ def _edge_config(engine: EdgeEngine, params: qm.CollectionParams) -> qe.EdgeConf
     """chunkbench's layout for chunkbench's collections; any other collection keeps its own vectors."""
     vectors = params.vectors if isinstance(params.vectors, dict) else {"": params.vectors}
     sparse = params.sparse_vectors or {}
-    if DENSE_VECTOR in vectors and SPARSE_VECTOR in sparse and sparse[SPARSE_VECTOR].modifier == qm.Modifier.IDF:
-        return engine.edge_config(vectors[DENSE_VECTOR].size)
+    dense_params = vectors.get(DENSE_VECTOR)  # None only under "": an unnamed vector, never chunkbench's
+    if dense_params is not None and SPARSE_VECTOR in sparse and sparse[SPARSE_VECTOR].modifier == qm.Modifier.IDF:
+        return engine.edge_config(dense_params.size)
     dense = {
         key: qe.EdgeVectorParams(size=v.size, distance=getattr(qe.Distance, v.distance.value))
         for key, v in vectors.items()
@@ -149,10 +150,14 @@ def migrate_legacy(engine: EdgeEngine, settings: Settings, progress: Progress | 
                 advance(sizes[name], name)
                 continue
             config = _edge_config(engine, client.get_collection(name).config.params)
+
+            def fill(shard: qe.EdgeShard, name: str = name) -> int:
+                return copy_points(client, name, shard, lambda n: advance(n, name))
+
             engine.create_shard(
                 name,
                 config,
-                fill=lambda shard, name=name: copy_points(client, name, shard, lambda n: advance(n, name)),
+                fill=fill,
                 extra={"migrated_from": str(source)},
             )
             report.collections[name] = sizes[name]

@@ -32,7 +32,11 @@ class StoredChunk(Protocol):
     chunk_id: str
     document_id: str
     document_name: str
-    strategy_name: str
+
+    # Read-only: the store never sets it, and Chunk's is the narrower StrategyName (a str).
+    @property
+    def strategy_name(self) -> str: ...
+
     chunk_index: int
     text: str
     start_index: int
@@ -59,8 +63,12 @@ class QueryMode(StrEnum):
 class SparseLike(Protocol):
     """Anything with parallel ``indices`` / ``values`` (``SparseEmbedding``, Qdrant's ``SparseVector``)."""
 
-    indices: Sequence[int]
-    values: Sequence[float]
+    # Read-only (properties): so list fields (SparseEmbedding's, SparseVector's) satisfy them.
+    @property
+    def indices(self) -> Sequence[int]: ...
+
+    @property
+    def values(self) -> Sequence[float]: ...
 
 
 @dataclass(frozen=True)

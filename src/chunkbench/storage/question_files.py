@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any, cast
 
-from sqlalchemy import delete, select
+from sqlalchemy import CursorResult, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -19,7 +21,11 @@ from chunkbench.storage.schema import QuestionFileRow, utcnow
 
 # INSERT … ON CONFLICT DO NOTHING on the two stores chunkbench runs on: two writers of one new name cannot both
 # insert it, and the loser learns so from the row count instead of an IntegrityError that ends its transaction.
-_INSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+# Typed as the dialects' own Insert (with on_conflict_*): the inferred join of the two is the generic Insert.
+_INSERTS: dict[str, Callable[..., sqlite.Insert | postgresql.Insert]] = {
+    "sqlite": sqlite.insert,
+    "postgresql": postgresql.insert,
+}
 
 
 def content_hash(content: bytes) -> str:
@@ -76,7 +82,11 @@ class QuestionFileRepository:
         dialect = self.session.get_bind().dialect.name
         if dialect in _INSERTS:
             statement = _INSERTS[dialect](QuestionFileRow).values(**values)
-            result = self.session.execute(statement.on_conflict_do_nothing(index_elements=["tenant_id", "name"]))
+            # Session.execute is typed as returning Result; an INSERT's is a CursorResult, which has rowcount.
+            result = cast(
+                CursorResult[Any],
+                self.session.execute(statement.on_conflict_do_nothing(index_elements=["tenant_id", "name"])),
+            )
             return self.get(name) if result.rowcount else None
         if self.exists(name):
             return None
@@ -96,8 +106,11 @@ class QuestionFileRepository:
 
     def delete(self, name: str) -> bool:
         """Remove the file; True if it existed."""
-        result = self.session.execute(
-            delete(QuestionFileRow).where(QuestionFileRow.tenant_id == self.tenant_id, QuestionFileRow.name == name)
+        result = cast(  # a DELETE's result is a CursorResult (Session.execute is typed as returning Result)
+            CursorResult[Any],
+            self.session.execute(
+                delete(QuestionFileRow).where(QuestionFileRow.tenant_id == self.tenant_id, QuestionFileRow.name == name)
+            ),
         )
         self.session.flush()
         return bool(result.rowcount)

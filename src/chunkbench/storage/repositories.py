@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import builtins  # CorpusRepository has a method named list: its annotations say builtins.list
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Connection, delete, func, insert, select
+from sqlalchemy import Connection, CursorResult, Table, delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from chunkbench.errors import CorpusExistsError, CorpusNotFoundError, DocumentNotFoundError, InvalidStateTransitionError
@@ -198,7 +199,7 @@ class CorpusRepository:
         ).all()
         return [(row, int(count)) for row, count in rows]
 
-    def document_ids(self, corpus: CorpusRow) -> list[str]:
+    def document_ids(self, corpus: CorpusRow) -> builtins.list[str]:
         """The member documents' ids, in the order they joined (``add_documents`` keeps a call's order), then by
         source key: never by their random ids alone, which would order a corpus job differently every time."""
         return list(
@@ -210,7 +211,7 @@ class CorpusRepository:
             )
         )
 
-    def documents(self, corpus: CorpusRow) -> list[DocumentRow]:
+    def documents(self, corpus: CorpusRow) -> builtins.list[DocumentRow]:
         """The member documents, by source key."""
         return list(
             self.session.scalars(
@@ -258,10 +259,13 @@ class CorpusRepository:
         """Remove memberships (never the documents); returns how many were members."""
         if not document_ids:
             return 0
-        result = self.session.execute(
-            delete(CorpusDocumentRow).where(
-                CorpusDocumentRow.corpus_id == corpus.id, CorpusDocumentRow.document_id.in_(list(document_ids))
-            )
+        result = cast(  # a DELETE's result is a CursorResult (Session.execute is typed as returning Result)
+            CursorResult[Any],
+            self.session.execute(
+                delete(CorpusDocumentRow).where(
+                    CorpusDocumentRow.corpus_id == corpus.id, CorpusDocumentRow.document_id.in_(list(document_ids))
+                )
+            ),
         )
         removed = int(result.rowcount or 0)
         if removed:
@@ -269,7 +273,7 @@ class CorpusRepository:
         self.session.flush()
         return removed
 
-    def corpora_of(self, document_id: str) -> list[str]:
+    def corpora_of(self, document_id: str) -> builtins.list[str]:
         """The names of the corpora a document belongs to."""
         return list(
             self.session.scalars(
@@ -319,7 +323,7 @@ _QUERY_TARGET_COLUMNS = (
     DocumentRow.chunk_counts,
     DocumentRow.last_corpus_embedding_model_id,
 )
-_INSERT_QUERY = insert(QueryRow.__table__)
+_INSERT_QUERY = insert(cast(Table, QueryRow.__table__))  # the ORM types __table__ as any FromClause
 
 
 class QueryRepository:

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import cachetools
 from fastapi import Depends, Request
@@ -84,7 +85,7 @@ class KeyCache:
         """``(found, record)``: found is False when the lookup must go to the database."""
         with self._lock:
             record = self._entries.get(key_hash, self._ABSENT)
-        return (False, None) if record is self._ABSENT else (True, record)
+        return (False, None) if record is self._ABSENT else (True, cast("KeyRecord | None", record))
 
     def put(self, key_hash: str, record: KeyRecord | None) -> None:
         with self._lock:
@@ -128,7 +129,7 @@ async def authenticate(
     """The caller of this request (401 without a valid key, 403 without the admin scope on ``/admin/*``,
     429 over the tenant's rate limit). Installed app-wide; ``dependencies.get_tenant`` reads its result."""
     route = request.scope.get("route")
-    path: str = getattr(route, "path", request.scope["path"])
+    path = cast(str, getattr(route, "path", request.scope["path"]))
     if path in PUBLIC_PATHS:
         return ANONYMOUS
     authenticator = get_authenticator(request)

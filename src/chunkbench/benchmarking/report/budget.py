@@ -77,7 +77,7 @@ def budget_view(experiment: Mapping[str, Any], *, budget: int | None = None) -> 
     cells, questions, keys, context = comparison.cells, comparison.questions, comparison.keys, comparison.context
     limit, metric = comparison.budget, comparison.metric
     at_budget = budgets.rescore(questions, keys, cells, metric=metric, budget=limit)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for key in keys:
         scored = [v for v in at_budget[key] if v is not None]
         rows.append(

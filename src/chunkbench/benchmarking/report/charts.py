@@ -106,8 +106,8 @@ def heatmap(experiment: Mapping[str, Any], *, primary: str) -> dict[str, Any]:
     for qi, qid in enumerate(questions):
         for ci, key in enumerate(configurations):
             cell = cells.get((qid, key))
-            values = {m.key: as_number(((cell or {}).get("metrics") or {}).get(m.key)) for m in metrics}
-            value = values.get(selected) if selected else None
+            cell_values = {m.key: as_number(((cell or {}).get("metrics") or {}).get(m.key)) for m in metrics}
+            value = cell_values.get(selected) if selected else None
             state = "missing" if cell is None else ("failed" if cell.get("status") == "failed" else "ok")
             grid.append(
                 {
@@ -116,7 +116,7 @@ def heatmap(experiment: Mapping[str, Any], *, primary: str) -> dict[str, Any]:
                     "question": qid,
                     "config": key,
                     "state": state,
-                    "values": {k: ("" if v is None else fmt_short(v)) for k, v in values.items()},
+                    "values": {k: ("" if v is None else fmt_short(v)) for k, v in cell_values.items()},
                     "fill": _fill(value, METRIC_BY_KEY[selected], domains[selected]) if selected else NOT_MEASURED,
                     "tip": _heat_tip(qid, key, state, selected, value),
                 }

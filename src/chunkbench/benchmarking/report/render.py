@@ -247,9 +247,10 @@ def questions_shown(
 
     def spread(question_id: str) -> float:
         scores = values.get(question_id) or []
-        if any(score is None for score in scores):
+        present = [score for score in scores if score is not None]
+        if len(present) < len(scores):  # a configuration without a score
             return math.inf
-        return max(scores) - min(scores) if scores else 0.0
+        return max(present) - min(present) if present else 0.0
 
     ranked = sorted((str(q.get("id")) for q in questions), key=lambda qid: -spread(qid))
     kept = set(ranked[:limit])

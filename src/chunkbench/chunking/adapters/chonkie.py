@@ -42,7 +42,7 @@ def _delim() -> Any:
     )
 
 
-_INCLUDE_DELIM = Field(
+_INCLUDE_DELIM: Literal["prev", "next"] | None = Field(
     "prev", description="Where a sentence's delimiter goes: 'prev' (the sentence it ends), 'next', or null (dropped)."
 )
 
@@ -60,7 +60,7 @@ class _Chonkie(LibraryStrategy):
     # used directly) it is a detached StrategyName: importing this module registers nothing.
     library = "chonkie"
     extra = "chonkie"
-    modules = ("chonkie",)
+    modules: ClassVar[tuple[str, ...]] = ("chonkie",)
     size_params: ClassVar[dict[str, int]] = {"chunk_size": 0}
 
     def _pieces(self, chunks: list[Any]) -> list[Piece]:

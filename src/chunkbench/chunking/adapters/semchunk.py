@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import ClassVar, Self
+from typing import ClassVar, Self, cast
 
 from pydantic import Field, model_validator
 
@@ -50,5 +50,9 @@ class Semchunk(LibraryStrategy):
         # semchunk's own memoizing keeps one unbounded cache per counter function for the life of the process (every
         # text of every document counted); a cache of this document's texts alone goes when the split is done.
         chunker = semchunk.chunkerify(lru_cache(maxsize=None)(count_tokens), params.chunk_size, memoize=False)
-        texts, offsets = chunker(document.markdown, offsets=True, overlap=params.overlap or None)
+        # One text with offsets=True: (texts, spans); semchunk's annotation is the union over every call shape.
+        texts, offsets = cast(
+            tuple[list[str], list[tuple[int, int]]],
+            chunker(document.markdown, offsets=True, overlap=params.overlap or None),
+        )
         return [Piece(text, start) for text, (start, _end) in zip(texts, offsets, strict=True)]

@@ -348,7 +348,7 @@ class CodeAwareStrategy(ChunkingStrategy):
         params: CodeAwareParams = self.params  # type: ignore[assignment]
         language = code_language(document)
         lang = grammar(language) if language is not None else None
-        if lang is None:
+        if language is None or lang is None:
             reason = "not source code" if language is None else f"no tree-sitter grammar for {language}"
             self._details = {"mode": "recursive", "fallback_reason": reason}
             return RecursiveStrategy(RecursiveParams(chunk_size=params.chunk_size)).make_chunks(document, self.name)

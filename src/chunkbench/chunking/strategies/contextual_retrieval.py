@@ -84,6 +84,7 @@ class ContextualRetrievalStrategy(ChunkingStrategy):
     size_params: ClassVar[dict[str, int]] = {"chunk_size": CONTEXT_PREFIX_TOKENS}
     description = "Recursive chunks embedded behind a short context prefix that places each chunk in its document."
     params_model = ContextualRetrievalParams
+    prefixer: ContextPrefixer  # never None here: __init__ falls back to the heading path
 
     def __init__(
         self,

@@ -209,7 +209,8 @@ class TableAwareStrategy(ChunkingStrategy):
         """What the run did with tables: how many, how many split into parts, rows cut inside, headers not repeated."""
         bounds = sorted({edge for start, end, _ in spans for edge in (start, end)})
         index = TableIndex(tables)
-        split, rows_cut = set(), set()
+        split: set[int] = set()
+        rows_cut: set[tuple[int, int]] = set()
         for edge in bounds:
             table = index.at(edge)
             if table is None or edge == table.start:

@@ -219,7 +219,7 @@ def _fallback_outline(source: str) -> list[Definition]:
     line before the next top-level line that is not a closer."""
     lines = source.split("\n")
     offsets = [0, *accumulate(len(line) + 1 for line in lines)]
-    definitions: list[Definition] = []
+    definitions: list[Definition | None] = []  # None: a one-line definition, dropped at the end
     current: tuple[int, int] | None = None  # (first line, last non-blank line)
     after_blank = False
     for number, line in enumerate(lines):

@@ -134,12 +134,12 @@ def sniff_code_language(text: str) -> str | None:
     for raw, line, in_comment in zip(raw_lines, lines, commented, strict=True):
         code += in_comment or _CODE_LINE.match(line) is not None or _CODE_LINE.match(raw) is not None
         prose += not in_comment and _is_prose(line)
-    code, prose = code / len(lines), prose / len(lines)
-    if code < _MIN_CODE_SHARE or prose > _MAX_PROSE_SHARE:
+    code_share, prose_share = code / len(lines), prose / len(lines)
+    if code_share < _MIN_CODE_SHARE or prose_share > _MAX_PROSE_SHARE:
         return None
     candidates = language_candidates(sample, lines)
     best = _best(candidates, _MAX_ERROR_SHARE, _MIN_SCORE)
-    if best is None and code >= _CLEAR_CODE_SHARE and prose <= _CLEAR_CODE_PROSE_SHARE:
+    if best is None and code_share >= _CLEAR_CODE_SHARE and prose_share <= _CLEAR_CODE_PROSE_SHARE:
         # Nearly every line is code: a grammar that stumbles on macros or generated code may still name it.
         best = _best(candidates, _CLEAR_CODE_MAX_ERROR_SHARE, _CLEAR_CODE_MIN_SCORE)
     return best

@@ -9,6 +9,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import cast
 
 import docx
 from docx.document import Document as DocxDocument
@@ -16,7 +17,7 @@ from docx.enum.style import WD_STYLE_TYPE
 from docx.opc.constants import RELATIONSHIP_TYPE as RT
 from docx.opc.exceptions import PackageNotFoundError
 from docx.oxml.ns import qn
-from docx.styles.style import BaseStyle
+from docx.styles.style import BaseStyle, CharacterStyle
 from lxml import etree
 
 from chunkbench.config import Settings
@@ -285,7 +286,7 @@ class _Styles:
         while style is not None and style.style_id not in seen and len(seen) < _MAX_STYLE_DEPTH:
             seen.add(style.style_id)
             yield style
-            style = style.base_style
+            style = cast(CharacterStyle, style).base_style  # a paragraph style (asked for above): it has a base
 
     def heading_level(self, style_id: str | None) -> int | None:
         """Level of a heading style, also when localised or custom but based on a heading style.

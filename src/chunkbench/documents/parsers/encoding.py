@@ -142,9 +142,9 @@ def decode(data: bytes, declared_encoding: str | None = None) -> DecodedText:
     for bom, codec in _BOMS:
         if data.startswith(bom):
             return DecodedText(_strict(data[len(bom) :], codec, "starts with a {} byte-order mark"), codec, "bom")
-    codec = _utf16_codec(data[:_UTF16_SAMPLE])
-    if codec is not None:
-        return DecodedText(_strict(data, codec, "looks like {} without a byte-order mark"), codec, "utf-16 pattern")
+    utf16 = _utf16_codec(data[:_UTF16_SAMPLE])
+    if utf16 is not None:
+        return DecodedText(_strict(data, utf16, "looks like {} without a byte-order mark"), utf16, "utf-16 pattern")
     iso2022 = _iso2022(data)
     if iso2022 is not None:
         return iso2022

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeGuard
 
 from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
 from bs4.element import PreformattedString
@@ -80,7 +81,7 @@ def _declared_language(soup: BeautifulSoup) -> str | None:
     return value.strip() or None if isinstance(value, str) else None
 
 
-def _is_text(node: PageElement) -> bool:
+def _is_text(node: PageElement) -> TypeGuard[NavigableString]:
     """A text node that is page text (not a comment, CDATA, doctype or processing instruction)."""
     return isinstance(node, NavigableString) and not isinstance(node, PreformattedString)
 

@@ -200,11 +200,11 @@ def _attachments(ole: olefile.OleFileIO, storage: str, depth: int, warnings: lis
         if mime.startswith("image/") and inline:
             skipped_images += 1
             continue
-        data = attachment.binary(_ATTACH_DATA)
-        if data is None:  # by reference (a link to a file elsewhere) or an OLE object: no bytes in the mail
+        content = attachment.binary(_ATTACH_DATA)
+        if content is None:  # by reference (a link to a file elsewhere) or an OLE object: no bytes in the mail
             warnings.append(f"Attachment '{name or number}' is a link or an embedded object, not a file; left out.")
             continue
-        found.append(Attachment(unique_name(name or f"attachment-{number}.bin", taken), data))
+        found.append(Attachment(unique_name(name or f"attachment-{number}.bin", taken), content))
     if skipped_images:
         warnings.append(f"{skipped_images} inline image(s) of the mail were skipped (pictures hold no text).")
     if len(found) > MAX_ATTACHMENTS:

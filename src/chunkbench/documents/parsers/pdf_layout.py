@@ -155,9 +155,10 @@ def find_tables(lines: list[PdfLine]) -> dict[int, tuple[int, list[list[str]], b
             if line.page != first.page or prev.bottom - line.bottom > 4 * line.size:
                 break
             segments = line.segments or [(line.x0, line.x1, line.text)]
-            hits = [_column_of(columns, x0, x1) for x0, x1, _ in segments]
-            if any(hit is None for hit in hits) or len(set(hits)) != len(hits):
+            found = [_column_of(columns, x0, x1) for x0, x1, _ in segments]
+            if any(hit is None for hit in found) or len(set(found)) != len(found):
                 break
+            hits = [hit for hit in found if hit is not None]  # every one of them (typed int now)
             if len(segments) == 1:
                 if prev.bottom - line.bottom > 1.6 * line.size or (hits[0] == 0 and len(rows) < 2):
                     break

@@ -6,12 +6,17 @@ from __future__ import annotations
 import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import cast
 
 import pptx
 from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
 from pptx.exc import PackageNotFoundError
+from pptx.shapes.autoshape import Shape
 from pptx.shapes.base import BaseShape
+from pptx.shapes.graphfrm import GraphicFrame
+from pptx.shapes.group import GroupShape
 from pptx.slide import Slide
+from pptx.text.text import TextFrame
 
 from chunkbench.config import Settings
 from chunkbench.documents.parsers.base import register
@@ -40,8 +45,10 @@ def _reading_order(shapes: Iterable[BaseShape]) -> list[BaseShape]:
     return [shape for _, shape in sorted(indexed, key=lambda item: (item[1].top or 0, item[1].left or 0, item[0]))]
 
 
-def _text_frame_text(shape: BaseShape) -> str:
-    lines = (paragraph.text.replace(_LINE_BREAK, "\n") for paragraph in shape.text_frame.paragraphs)
+# python-pptx types a slide's shapes as BaseShape; what each kind has (text_frame, table, shapes) is behind its
+# has_text_frame / has_table / shape_type, so each is cast to its kind after that check.
+def _text_frame_text(frame: TextFrame) -> str:
+    lines = (paragraph.text.replace(_LINE_BREAK, "\n") for paragraph in frame.paragraphs)
     return "\n".join(line for line in lines if line.strip())
 
 
@@ -49,7 +56,7 @@ def _table(shape: BaseShape) -> str:
     """A slide table as a markdown table, its first row the header; a merged cell's text appears once."""
     cells = [
         [cell.text.replace(_LINE_BREAK, " ") if not cell.is_spanned else "" for cell in row.cells]
-        for row in shape.table.rows
+        for row in cast(GraphicFrame, shape).table.rows
     ]
     rows = trim_rows(cells)
     return markdown_table(rows[0], rows[1:]) if rows else ""
@@ -60,13 +67,14 @@ def _shape_blocks(shapes: Iterable[BaseShape], title_id: int | None) -> Iterator
         if shape.shape_id == title_id or _placeholder_type(shape) in _FURNITURE:
             continue
         if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
-            yield from _shape_blocks(shape.shapes, title_id)  # a group's children, in their own reading order
+            # A group's children, in their own reading order.
+            yield from _shape_blocks(cast(GroupShape, shape).shapes, title_id)
         elif shape.has_table:
             table = _table(shape)
             if table:
                 yield Block("paragraph", table, markdown=table)
         elif shape.has_text_frame:
-            text = _text_frame_text(shape)
+            text = _text_frame_text(cast(Shape, shape).text_frame)
             if text:
                 yield Block("paragraph", text, markdown=text)
 
@@ -78,7 +86,7 @@ def _title_shape(slide: Slide) -> BaseShape | None:
 def slide_title(slide: Slide) -> str:
     """The text of the slide's title placeholder, on one line; "" when it has none or it is empty."""
     title_shape = _title_shape(slide)
-    return " ".join(title_shape.text_frame.text.split()) if title_shape is not None else ""
+    return " ".join(cast(Shape, title_shape).text_frame.text.split()) if title_shape is not None else ""
 
 
 def slide_blocks(slide: Slide, number: int) -> list[Block]:
@@ -86,8 +94,10 @@ def slide_blocks(slide: Slide, number: int) -> list[Block]:
     title_shape = _title_shape(slide)
     blocks = [Block("heading", slide_title(slide) or f"Slide {number}", level=1)]
     blocks.extend(_shape_blocks(slide.shapes, title_shape.shape_id if title_shape is not None else None))
-    if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
-        notes = _text_frame_text(slide.notes_slide.notes_placeholder)
+    # has_notes_slide first: reading notes_slide adds a notes slide to a slide that has none.
+    notes_frame = slide.notes_slide.notes_text_frame if slide.has_notes_slide else None
+    if notes_frame is not None:
+        notes = _text_frame_text(notes_frame)  # the notes placeholder's text frame
         if notes:
             blocks.extend([Block("heading", NOTES_HEADING, level=2), Block("paragraph", notes, markdown=notes)])
     return blocks

@@ -80,7 +80,8 @@ def _list_lines(node: nodes.Element, depth: int, lines: list[str], markdown: lis
 
 def _code_block(node: nodes.Element) -> Block:
     code = node.astext().strip("\n")
-    classes = [name for name in node.get("classes", []) if name not in ("code", "math")]
+    names: list[str] = node.get("classes", [])
+    classes = [name for name in names if name not in ("code", "math")]
     return Block("paragraph", code, markdown=f"```{classes[0] if classes else ''}\n{code}\n```")
 
 

@@ -37,7 +37,8 @@ def _uncached_formulas(sheet: ReadOnlyWorksheet) -> list[str]:
     calculate, such as openpyxl itself, writes ``<v></v>``): ``data_only`` reads them as empty."""
     cells: list[str] = []
     parser_options = {"resolve_entities": False, "no_network": True, "huge_tree": False}
-    with sheet._get_source() as source:
+    # _get_source: openpyxl's own reader of the sheet's XML stream, private and so absent from its stubs.
+    with sheet._get_source() as source:  # type: ignore[attr-defined]
         for _, cell in etree.iterparse(source, events=("end",), tag=f"{_MAIN_NS}c", **parser_options):
             cached = cell.find(f"{_MAIN_NS}v")
             if cell.find(f"{_MAIN_NS}f") is not None and (cached is None or not cached.text):
@@ -50,7 +51,9 @@ def _sheet_rows(sheet: ReadOnlyWorksheet) -> list[list[str]]:
     """The sheet's cells as displayed, row by row (rows as stored: no padding to a declared dimension)."""
     # A sheet may declare a dimension of A1:XFD1048576; iterating it would make a billion empty cells.
     sheet.reset_dimensions()
-    return [[display_value(cell.value, cell.number_format) for cell in row] for row in sheet.iter_rows()]
+    # types-openpyxl binds ReadOnlyWorksheet.iter_rows to Worksheet's signature (self: Worksheet); it is shared code.
+    rows = sheet.iter_rows()  # type: ignore[misc]
+    return [[display_value(cell.value, cell.number_format) for cell in row] for row in rows]
 
 
 def _formula_note(name: str, cells: list[str]) -> str:

@@ -66,7 +66,7 @@ def _attributes(element: etree._Element) -> str:
 def _title(element: etree._Element) -> str | None:
     """A title-like attribute or leaf child's text."""
     attributes = {etree.QName(name).localname.lower(): value for name, value in element.attrib.items()}
-    children = {}
+    children: dict[str, etree._Element] = {}
     for child in _elements(element):
         children.setdefault(local_name(child).lower(), child)
     for name in TITLE_NAMES:

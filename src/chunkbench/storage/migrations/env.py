@@ -1,5 +1,7 @@
 """Alembic environment: runs on the connection chunkbench hands over (see ``storage/db.py``)."""
 
+from typing import cast
+
 from alembic import context
 from sqlalchemy import create_engine
 
@@ -24,5 +26,6 @@ connection = config.attributes.get("connection")
 if connection is not None:
     _run(connection)
 else:  # the ``alembic`` command line, with sqlalchemy.url set in its config
-    with create_engine(config.get_main_option("sqlalchemy.url")).connect() as own_connection:
+    url = cast(str, config.get_main_option("sqlalchemy.url"))  # alembic.ini sets it
+    with create_engine(url).connect() as own_connection:
         _run(own_connection)

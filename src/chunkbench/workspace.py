@@ -226,11 +226,11 @@ class Experiment:
 
     def table(self) -> pandas.DataFrame:
         """One row per configuration, best first as the Decision ranks them: each metric's mean (the primary one
-        with its 95% interval), median latency, and P(best). Needs pandas (``pip install pandas``)."""
+        with its 95% interval), median latency, and P(best). Needs pandas (the ``notebook`` extra)."""
         try:
             import pandas
         except ImportError as exc:  # pragma: no cover - pandas ships with the dev and arena extras
-            raise ImportError("Experiment.table() needs pandas: pip install pandas") from exc
+            raise ImportError("Experiment.table() needs pandas: pip install 'chunkbench[notebook]'") from exc
         primary = self.data["config"]["primary_metric"]
         decision = self.data.get("decision") or {}
         prob_best = decision.get("prob_best", {})

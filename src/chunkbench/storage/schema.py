@@ -390,3 +390,13 @@ class QuestionFileRow(Base):
     size_bytes: Mapped[int] = mapped_column(Integer, nullable=False)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
+
+
+# procrastinate's own tables, types and functions (the task queue on PostgreSQL, migration 0011) are its schema, not
+# the ORM's: comparing the ORM with a database, or autogenerating a migration, leaves every name with this prefix out.
+QUEUE_SCHEMA_PREFIX = "procrastinate_"
+
+
+def is_orm_object(name: str | None, type_: str, parent_names: object) -> bool:
+    """Alembic's ``include_name`` hook: False for procrastinate's objects."""
+    return not (name or "").startswith(QUEUE_SCHEMA_PREFIX)

@@ -5,7 +5,7 @@ from typing import cast
 from alembic import context
 from sqlalchemy import create_engine
 
-from chunkbench.storage.schema import Base
+from chunkbench.storage.schema import Base, is_orm_object
 
 target_metadata = Base.metadata
 config = context.config
@@ -17,6 +17,7 @@ def _run(connection) -> None:
         connection=connection,
         target_metadata=target_metadata,
         render_as_batch=connection.dialect.name == "sqlite",
+        include_name=is_orm_object,  # procrastinate's schema is not the ORM's: autogenerate leaves it alone
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -58,16 +58,46 @@ def upgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         # procrastinate's own schema (jobs/queue.py), in this transaction. On the DBAPI cursor with no parameters:
         # the SQL holds literal ``%`` signs that a parameterised execute would read as placeholders.
+        # Skipped where the schema is there already: a database whose chunkbench tables were dropped and re-made
+        # keeps procrastinate's (its own schema, not the ORM's), and applying it twice fails on its first type.
         from procrastinate.schema import SchemaManager
 
-        cursor = op.get_bind().connection.cursor()
-        try:
-            cursor.execute(SchemaManager.get_schema())
-        finally:
-            cursor.close()
+        present = op.get_bind().exec_driver_sql("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").scalar()
+        if not present:
+            cursor = op.get_bind().connection.cursor()
+            try:
+                cursor.execute(SchemaManager.get_schema())
+            finally:
+                cursor.close()
+
+
+# procrastinate ships no downgrade; everything its schema makes is named procrastinate_*: tables (their triggers and
+# identity sequences go with them), then functions, then enum types.
+_DROP_QUEUE_SCHEMA = r"""
+DO $$ DECLARE r record; BEGIN
+  FOR r IN SELECT tablename FROM pg_tables
+           WHERE schemaname = current_schema() AND tablename LIKE 'procrastinate\_%' LOOP
+    EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', r.tablename);
+  END LOOP;
+  FOR r IN SELECT p.oid::regprocedure AS signature FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+           WHERE n.nspname = current_schema() AND p.proname LIKE 'procrastinate\_%' LOOP
+    EXECUTE format('DROP FUNCTION IF EXISTS %s CASCADE', r.signature);
+  END LOOP;
+  FOR r IN SELECT t.typname FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+           WHERE n.nspname = current_schema() AND t.typname LIKE 'procrastinate\_%' AND t.typtype = 'e' LOOP
+    EXECUTE format('DROP TYPE IF EXISTS %I CASCADE', r.typname);
+  END LOOP;
+END $$;
+"""
 
 
 def downgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        cursor = op.get_bind().connection.cursor()  # literal % signs, as in upgrade
+        try:
+            cursor.execute(_DROP_QUEUE_SCHEMA)
+        finally:
+            cursor.close()
     op.drop_index("ix_job_tasks_job_id", table_name="job_tasks")
     op.drop_table("job_tasks")
     op.drop_index("ix_job_attempts_job_id", table_name="job_attempts")

@@ -29,7 +29,7 @@ test: install-dev system-deps ## set up and run the whole test suite, on SQLite 
 	CHUNKBENCH_TEST_DATABASE_URL=$(TEST_POSTGRES_URL) $(PY) -m pytest
 
 # The fast tier (README, "Test tiers"): what no tier marker marks, on SQLite (the variable emptied, so a developer's
-# PostgreSQL URL does not turn it into the second pass): under two minutes on the 2-core development machine.
+# PostgreSQL URL does not turn it into the second pass).
 FAST_TIER := not browser and not model and not postgres and not slow
 
 test-fast: install-dev system-deps ## the tests outside the browser, model, postgres and slow tiers, on SQLite

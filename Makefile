@@ -15,7 +15,7 @@ TORCH_INDEX_URL ?=
 APT_PACKAGES := libreoffice-writer-nogui fonts-dejavu-core fonts-noto-core chromium tesseract-ocr tesseract-ocr-eng tesseract-ocr-fas gcc
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-sqlite test-postgres test-fast install install-dev system-deps lint typecheck format docs bench clean
+.PHONY: run test test-fast test-sqlite test-postgres install install-dev system-deps lint typecheck format docs bench clean
 
 run: install ## set up a fresh machine and start the service on http://127.0.0.1:8000
 	$(VENV)/bin/chunkbench serve
@@ -27,6 +27,13 @@ test: install-dev system-deps ## set up and run the whole test suite, on SQLite 
 	$(PY) -m pytest
 	scripts/postgres.sh
 	CHUNKBENCH_TEST_DATABASE_URL=$(TEST_POSTGRES_URL) $(PY) -m pytest
+
+# The fast tier (README, "Test tiers"): what no tier marker marks, on SQLite (the variable emptied, so a developer's
+# PostgreSQL URL does not turn it into the second pass).
+FAST_TIER := not browser and not model and not postgres and not slow
+
+test-fast: install-dev system-deps ## the tests outside the browser, model, postgres and slow tiers, on SQLite
+	CHUNKBENCH_TEST_DATABASE_URL= $(PY) -m pytest -m "$(FAST_TIER)"
 
 test-sqlite: install-dev system-deps ## the suite on SQLite only
 	$(PY) -m pytest
@@ -63,7 +70,7 @@ system-deps: ## Debian packages for the tests (skipped when already installed)
 	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-lint: install-dev
+lint: install-dev ## ruff's checks and formatting over the whole tree (.ci/run runs it before the tests)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 

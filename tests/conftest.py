@@ -26,10 +26,26 @@ from chunkbench.app import create_app
 from chunkbench.config import Settings
 from chunkbench.embedding.cache import EMBEDDINGS, close_disk_caches
 from chunkbench.storage.vectors import VectorStore, close_vector_stores, get_vector_store
+from model_tier import (  # noqa: F401 (hooks: the `model` marker's enforcement, see tests/model_tier.py)
+    pytest_fixture_setup,
+    pytest_runtest_call,
+    pytest_runtest_protocol,
+    pytest_runtest_setup,
+)
 from netutil import free_port
 from stand_in import server_stand_in
 
 TEST_DATABASE_URL = pgtest.TEST_DATABASE_URL
+
+# The fixtures that drive a real Chromium: a test using any of them is in the `browser` tier (see README, "Test
+# tiers"), marked here from what it requests, so no browser test can be forgotten by `-m "not browser"`.
+BROWSER_FIXTURES = {"browser", "page"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.browser)
 
 
 @pytest.fixture(scope="session", autouse=True)

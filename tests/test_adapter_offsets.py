@@ -72,6 +72,7 @@ def no_network(monkeypatch):
 
 
 @pytest.mark.parametrize("name", OWN)
+@pytest.mark.model
 def test_every_chunk_is_the_document_text_at_its_offsets_on_every_chroma_corpus(name, documents, boundary, no_network):
     cls = strategy_class(name)
     # A code chunker reads prose as the language it is told (its offsets must hold on any text all the same).

@@ -201,6 +201,7 @@ def minilm(tmp_path_factory: pytest.TempPathFactory) -> CountingBoundary:
 
 
 @pytest.mark.parametrize("path", CORPORA, ids=lambda p: p.stem)
+@pytest.mark.model
 def test_semantic_chunks_are_exact_and_move_with_the_threshold(path: Path, minilm: CountingBoundary) -> None:
     text = path.read_text(encoding="utf-8")[:SEMANTIC_PREFIX]
     before = minilm.texts
@@ -385,6 +386,7 @@ def test_missing_library_is_a_400_naming_the_extra(missing: str, monkeypatch: py
 # --------------------------------------------------------------------------- end to end
 
 
+@pytest.mark.model
 def test_processing_a_source_file_with_chonkie_code_and_token_through_the_app(client) -> None:
     source = (ROOT / "src/chunkbench/chunking/entry_points.py").read_text(encoding="utf-8")
     with isolated_registries():

@@ -246,6 +246,7 @@ def test_an_empty_document_has_no_chunks() -> None:
     assert DoclingHybrid().chunk(ChunkingInput("empty", "empty.md", "", tree)) == []
 
 
+@pytest.mark.model
 def test_processed_through_the_api_into_exact_indexed_chunks_embedded_behind_their_headings(
     client, report: ChunkingInput
 ) -> None:

@@ -410,6 +410,7 @@ def test_chroma_rows_through_the_langchain_adapters() -> None:
     assert not any(c.strategy.value.startswith("langchain_") for c in CHROMA_CONFIGS)
 
 
+@pytest.mark.model
 def test_an_adapter_row_runs_through_the_reproduction_like_its_builtin_twin(settings, tmp_path) -> None:
     """langchain_token-250-0 and fixed_size-250-0 cut the same chunks: one Experiment gives them the same figures."""
     shared, _corpora, _questions = load_chroma()

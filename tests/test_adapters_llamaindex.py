@@ -181,6 +181,7 @@ class CountingBoundary:
         return self._embedder.embed(texts)
 
 
+@pytest.mark.model
 def test_semantic_splitter_cuts_with_the_boundary_model(corpora: list[ChunkingInput], tmp_path: Path) -> None:
     boundary = CountingBoundary(tmp_path)
     for corpus in corpora:
@@ -245,6 +246,7 @@ def test_markdown_parser_on_the_corpora_keeps_every_character(corpora: list[Chun
 # --------------------------------------------------------------------------- through the API
 
 
+@pytest.mark.model
 def test_processed_through_the_api_into_exact_indexed_chunks(client, corpora: list[ChunkingInput]) -> None:
     text = next(d for d in corpora if d.document_name == "state_of_the_union.md").markdown[:SEMANTIC_SLICE]
     upload = client.post("/documents", files={"file": ("speech.md", text.encode())})

@@ -99,6 +99,7 @@ def test_answer_metrics_with_and_without_vectors() -> None:
     assert answer_metrics("a", "b", [1.0], None).answer_similarity is None
 
 
+@pytest.mark.model
 def test_answer_similarity_on_minilm_ranks_paraphrase_above_unrelated(settings: Settings) -> None:
     spec = get_spec("all-MiniLM-L6-v2")
     vectors = embed_texts(

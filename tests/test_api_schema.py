@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
@@ -31,6 +32,7 @@ def _run_operation(operation: schemathesis.APIOperation) -> None:
     run()
 
 
+@pytest.mark.model
 def test_the_api_conforms_to_its_schema(tmp_path: Path) -> None:
     failures: dict[str, str] = {}
     operations = 0

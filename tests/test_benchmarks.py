@@ -98,6 +98,7 @@ def _figures(experiment: dict) -> dict:
     return {"aggregate": aggregate, "decision": experiment["decision"], "cells": sorted(cells, key=json.dumps)}
 
 
+@pytest.mark.model
 def test_a_benchmark_runs_every_cell_scores_it_and_decides(client, document_id):
     response = _benchmark(client, document_id, retrievers=["dense", "hybrid"])
     assert response.status_code == 200, response.text
@@ -131,6 +132,7 @@ def test_a_benchmark_runs_every_cell_scores_it_and_decides(client, document_id):
     assert experiment["provenance"]["strategy_runs"]["fixed_size"]["params"]["chunk_size"] == 30
 
 
+@pytest.mark.model
 def test_the_same_run_twice_gives_identical_figures(client, document_id):
     first = _benchmark(client, document_id).json()
     second = _benchmark(client, document_id).json()
@@ -138,6 +140,7 @@ def test_the_same_run_twice_gives_identical_figures(client, document_id):
     assert _figures(first) == _figures(second)
 
 
+@pytest.mark.model
 def test_benchmark_as_a_job_and_the_experiments_list(client, document_id):
     accepted = client.post("/benchmarks", json={"document_id": document_id, "questions": QUESTIONS[:2]})
     assert accepted.status_code == 202, accepted.text
@@ -153,6 +156,7 @@ def test_benchmark_as_a_job_and_the_experiments_list(client, document_id):
     assert client.get("/experiments", params={"neighbor_prev": 2}).json() == []
 
 
+@pytest.mark.model
 def test_neighbours_apply_to_fixed_size_only_and_the_compare_view_warns(client, document_id):
     plain = _benchmark(client, document_id, questions=QUESTIONS[:2], top_k=[1]).json()
     expanded = _benchmark(
@@ -191,6 +195,7 @@ def test_neighbours_apply_to_fixed_size_only_and_the_compare_view_warns(client, 
     assert recursive["recall"]["delta"] == 0.0  # recursive ignores the neighbour knobs
 
 
+@pytest.mark.model
 def test_each_cell_says_where_its_evidence_lies_and_at_what_rank_it_came(client, settings, document_id):
     # A question about nothing in the handbook, its evidence a real sentence: BM25 shares no term with it.
     off = {
@@ -232,6 +237,7 @@ def test_each_cell_says_where_its_evidence_lies_and_at_what_rank_it_came(client,
     assert [e["rank"] for e in missed["evidence"]["chunks"]] == [None]
 
 
+@pytest.mark.model
 def test_contextual_retrieval_cells_keep_each_chunks_prefix_and_the_runs_prefix_mode(client, document_id):
     processed = client.post(
         f"/documents/{document_id}/process", params={"wait": "true"},
@@ -254,6 +260,7 @@ def test_contextual_retrieval_cells_keep_each_chunks_prefix_and_the_runs_prefix_
             assert paths[chunk["chunk_index"]][-1] in chunk["prefix"]
 
 
+@pytest.mark.model
 def test_dry_run_and_cost_estimate_validate_and_price_without_running(client, document_id):
     body = {"document_id": document_id, "questions": QUESTIONS, "retrievers": ["dense", "bm25"], "dry_run": True}
     estimate = client.post("/benchmarks", json=body)
@@ -279,6 +286,7 @@ def test_dry_run_and_cost_estimate_validate_and_price_without_running(client, do
         ({"questions": []}, 422, "empty"),
     ],
 )  # fmt: skip
+@pytest.mark.model
 def test_bad_benchmark_requests_are_clear_errors_and_write_nothing(client, document_id, fields, status, needle):
     response = client.post("/benchmarks", json={"document_id": document_id, "questions": QUESTIONS, **fields})
     assert response.status_code == status, response.text
@@ -286,6 +294,7 @@ def test_bad_benchmark_requests_are_clear_errors_and_write_nothing(client, docum
     assert client.get("/experiments").json() == []
 
 
+@pytest.mark.model
 def test_missing_experiments_and_illegal_resumes(client, document_id):
     assert client.get("/benchmarks/nope").status_code == 404
     finished = _benchmark(client, document_id, questions=QUESTIONS[:1]).json()
@@ -297,6 +306,7 @@ class _Stop(Exception):
     pass
 
 
+@pytest.mark.model
 def test_an_interrupted_run_resumes_where_it_stopped(client, document_id, settings):
     database = client.app.state.database
     store = get_vector_store(settings)
@@ -332,6 +342,7 @@ def _dead_pid() -> int:
     return process.pid
 
 
+@pytest.mark.model
 def test_a_server_restart_marks_only_orphaned_experiments_interrupted(settings, client, document_id):
     database = client.app.state.database
     with database.session() as session:
@@ -349,6 +360,7 @@ def test_a_server_restart_marks_only_orphaned_experiments_interrupted(settings, 
     assert client.post(f"/benchmarks/{alive}/resume").status_code == 409
 
 
+@pytest.mark.model
 def test_a_killed_cli_run_resumes_where_it_stopped(settings, client, document_id, tmp_path, monkeypatch):
     questions = tmp_path / "questions.json"
     questions.write_text(json.dumps(QUESTIONS), encoding="utf-8")
@@ -423,6 +435,7 @@ def _llm_settings(settings, server):
     settings.llm_max_retries = 0
 
 
+@pytest.mark.model
 def test_llm_answers_and_the_judge_are_scored_and_failures_counted(settings, document_id, client):
     lock = threading.Lock()
     seen = {"in_flight": 0, "peak": 0, "judge_calls": 0}
@@ -466,6 +479,7 @@ def test_llm_answers_and_the_judge_are_scored_and_failures_counted(settings, doc
     assert experiment["provenance"]["llm_model"] == "fake-model"
 
 
+@pytest.mark.model
 def test_an_unreachable_llm_stops_the_run_as_failed_and_resumable(settings, document_id, client):
     with running_fake_openai(responder=lambda body: Reply(status=503, error_message="overloaded")) as server:
         _llm_settings(settings, server)
@@ -480,6 +494,7 @@ def test_an_unreachable_llm_stops_the_run_as_failed_and_resumable(settings, docu
     assert experiment["status"] == "failed" and experiment["cells_done"] == 0
 
 
+@pytest.mark.model
 def test_cli_bench_run_show_list_report_and_dry_run(settings, document_id, client, tmp_path, monkeypatch):
     # Same data directory, same process: the CLI shares the app's database and embedded Qdrant client.
     monkeypatch.setenv("CHUNKBENCH_DATA_DIR", str(settings.data_dir))
@@ -526,6 +541,7 @@ def test_cli_bench_run_show_list_report_and_dry_run(settings, document_id, clien
         get_settings.cache_clear()
 
 
+@pytest.mark.model
 def test_reports_through_the_api(client, document_id):
     experiment = _benchmark(client, document_id, questions=QUESTIONS[:2]).json()
     for view in ("managerial", "technical"):
@@ -536,6 +552,7 @@ def test_reports_through_the_api(client, document_id):
     assert exported.json()["decision"] == experiment["decision"]
 
 
+@pytest.mark.model
 def test_neighbor_sweep_makes_one_experiment_per_level(client, document_id, settings):
     from chunkbench.benchmarking import sweep
 
@@ -554,6 +571,7 @@ def test_neighbor_sweep_makes_one_experiment_per_level(client, document_id, sett
     assert len(client.get("/experiments").json()) == 2
 
 
+@pytest.mark.model
 def test_chunk_grid_sweep_reprocesses_per_point_and_restores_the_parameters(client, document_id, settings):
     from chunkbench.benchmarking import sweep
 
@@ -569,6 +587,7 @@ def test_chunk_grid_sweep_reprocesses_per_point_and_restores_the_parameters(clie
     assert runs[0]["strategy_name"] == "fixed_size" and runs[0]["params"]["chunk_size"] == 30
 
 
+@pytest.mark.model
 def test_a_question_set_file_is_filtered_to_the_document_and_its_snippets_placed(client, document_id):
     other = {"id": "elsewhere", "question": "What is in the other file?", "document_id": "budget.pdf"}
     spaced = {

@@ -37,6 +37,7 @@ def _job(client: TestClient, job_id: str) -> dict:
     return client.get(f"/jobs/{job_id}").json()
 
 
+@pytest.mark.model
 def test_a_benchmark_cancelled_before_its_first_cell_is_interrupted_and_resumes(client, document_id):  # noqa: F811
     gate = _hold(client)
     try:
@@ -66,6 +67,7 @@ def test_a_benchmark_cancelled_before_its_first_cell_is_interrupted_and_resumes(
     assert client.get(f"/benchmarks/{accepted['experiment_id']}").json()["status"] == "completed"
 
 
+@pytest.mark.model
 def test_a_cancelled_benchmark_stops_at_the_next_cell_and_resumes_to_the_same_figures(
     client,
     settings,
@@ -152,6 +154,7 @@ def test_a_queued_corpus_job_cancelled_changes_nothing(remote_client, corpus_ids
     assert {client.get(f"/documents/{d}").json()["status"] for d in corpus_ids} == {"parsed"}
 
 
+@pytest.mark.model
 def test_processing_stops_at_the_next_strategy(client, settings):
     text = "# Notes\n\n" + "The river rises in spring and falls in autumn. " * 40
     notes = client.post("/documents", files={"file": ("notes.md", text.encode())}).json()["document"]["id"]

@@ -46,6 +46,7 @@ def _file(tmp_path: Path, experiment: dict[str, Any], name: str = "baseline.json
     return str(path)
 
 
+@pytest.mark.model
 def test_the_same_run_twice_passes_the_gate(cli, client, document_id, experiment):  # noqa: F811
     again = _benchmark(client, document_id, retrievers=["dense", "hybrid"]).json()
     code, body = _check(cli, again["id"], "--baseline", experiment["id"], "--max-drop", "tok_at_k=0")
@@ -62,6 +63,7 @@ def test_the_same_run_twice_passes_the_gate(cli, client, document_id, experiment
     assert shown.exit_code == 0 and "recall" in shown.stdout and "check: pass" in shown.stdout
 
 
+@pytest.mark.model
 def test_a_drop_beyond_the_tolerance_fails(cli, experiment, tmp_path):
     key = "recursive/hybrid/k5"
     better = copy.deepcopy(experiment)
@@ -88,6 +90,7 @@ def test_a_drop_beyond_the_tolerance_fails(cli, experiment, tmp_path):
     assert shown.exit_code == 1 and "dropped" in shown.stdout and "check: fail" in shown.stdout
 
 
+@pytest.mark.model
 def test_judge_metrics_warn_unless_asked_to_fail(cli, experiment, tmp_path):
     key = "recursive/dense/k5"
     # Both sides as files with judge figures: the baseline graded faithfulness 9.0, the current run 7.0.
@@ -110,6 +113,7 @@ def test_judge_metrics_warn_unless_asked_to_fail(cli, experiment, tmp_path):
     assert code == 0 and [m["verdict"] for m in body["metrics"]] == ["ok", "not measured"]
 
 
+@pytest.mark.model
 def test_experiments_that_cannot_be_compared_exit_2_naming_each_difference(
     cli,
     client,
@@ -156,6 +160,7 @@ def test_experiments_that_cannot_be_compared_exit_2_naming_each_difference(
     assert shown.exit_code == 2 and "not comparable" in shown.output and "Different Corpus model" in shown.output
 
 
+@pytest.mark.model
 def test_experiments_from_before_corpus_provenance_compare_by_their_document_hash(experiment):
     old = copy.deepcopy(experiment)
     del old["provenance"]["corpus"]
@@ -166,6 +171,7 @@ def test_experiments_from_before_corpus_provenance_compare_by_their_document_has
     assert result.exit_code == 2 and result.differences[0].startswith("Different corpus: content hash eeeeeeeeeeee")
 
 
+@pytest.mark.model
 def test_bench_run_fail_under(cli, document_id, tmp_path):  # noqa: F811
     questions = tmp_path / "questions.json"
     questions.write_text(json.dumps(QUESTIONS), encoding="utf-8")
@@ -182,6 +188,7 @@ def test_bench_run_fail_under(cli, document_id, tmp_path):  # noqa: F811
     assert wrong.exit_code == 1 and "METRIC=VALUE" in wrong.output
 
 
+@pytest.mark.model
 def test_budget_rescoring_reproduces_the_stored_scores_of_real_cells(experiment):
     # With no limit, the cut context is the whole context: the rescored metrics are the ones the run stored.
     cells = [CellResult.from_dict(c) for c in experiment["cells"]]

@@ -65,6 +65,7 @@ def registries():
         yield
 
 
+@pytest.mark.model
 def test_chroma_rows_are_one_experiment_with_the_span_evaluations_figures(
     settings: Settings, chroma_folder: Path, registries
 ) -> None:

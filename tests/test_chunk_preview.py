@@ -54,6 +54,7 @@ def test_the_prefix_is_what_was_put_before_the_text():
     assert context_prefix(text, f"{text}\n\nsomething after") is None  # another shape of enrichment: no prefix
 
 
+@pytest.mark.model
 def test_contextual_retrieval_shows_its_deterministic_prefix_and_mode(client, document_id):
     _process(client, document_id, strategies=["contextual_retrieval", "recursive"])
     contextual = _preview(client, document_id, "contextual_retrieval")
@@ -72,6 +73,7 @@ def test_contextual_retrieval_shows_its_deterministic_prefix_and_mode(client, do
     assert all(c["context_prefix"] is None and c["prefix_tokens"] is None for c in recursive["chunks"])
 
 
+@pytest.mark.model
 def test_an_llm_prefix_is_shown_as_the_llm_wrote_it(settings, client, document_id):
     with running_fake_openai() as server:
         settings.llm_base_url, settings.llm_model = server.url, "fake-model"
@@ -82,6 +84,7 @@ def test_an_llm_prefix_is_shown_as_the_llm_wrote_it(settings, client, document_i
     assert {c["context_prefix"] for c in preview["chunks"]} == {"From the 2023 annual report, on results."}
 
 
+@pytest.mark.model
 def test_chunks_over_a_stretch_of_the_text(client, document_id):
     _process(
         client, document_id, strategies=["fixed_size"], params={"fixed_size": {"chunk_size": 20, "chunk_overlap": 5}}
@@ -116,6 +119,7 @@ def test_token_histograms_share_their_bins():
     assert first == [2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1] and second == [0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]
 
 
+@pytest.mark.model
 def test_chunk_sizes_per_strategy_on_shared_bins(client, document_id):
     _process(
         client,

@@ -88,6 +88,7 @@ def test_missing_path_is_reported_not_crashed(data_dir, tmp_path):
     assert json.loads(result.stdout)[0]["error"]["error"] == "not_found"
 
 
+@pytest.mark.model
 def test_process_then_chunk_preview_from_the_cli(data_dir, mixed_folder):
     assert _invoke("ingest", str(mixed_folder / "guide.md")).exit_code == 0
     result = _invoke(

@@ -211,6 +211,7 @@ def corpus_chunks(minilm) -> dict[str, tuple[str, list[tuple[int, int]], list[Ch
     return out
 
 
+@pytest.mark.model
 def test_chunks_are_exact_ordered_spans_covering_every_non_space_character(corpus_chunks) -> None:
     for name, (text, _pieces, chunks) in corpus_chunks.items():
         assert len(chunks) > 10, name
@@ -224,6 +225,7 @@ def test_chunks_are_exact_ordered_spans_covering_every_non_space_character(corpu
         assert "".join(_NON_SPACE.findall("".join(c.text for c in chunks))) == "".join(_NON_SPACE.findall(text))
 
 
+@pytest.mark.model
 def test_chunks_are_runs_of_whole_pieces_within_the_token_bound(corpus_chunks) -> None:
     tokenizer = get_tokenizer()
     params = ClusterSemanticParams(max_chunk_size=250)
@@ -244,12 +246,14 @@ def test_chunks_are_runs_of_whole_pieces_within_the_token_bound(corpus_chunks) -
             assert chunk.token_count <= params.max_cluster * params.min_chunk_size + gap_tokens, name
 
 
+@pytest.mark.model
 def test_the_same_document_chunks_the_same_way_twice(minilm, corpus_chunks) -> None:
     text, _pieces, chunks = corpus_chunks["chatlogs"]
     again = ClusterSemanticStrategy(ClusterSemanticParams(max_chunk_size=250), boundary=minilm).chunk(_document(text))
     assert [(c.start_index, c.end_index) for c in again] == [(c.start_index, c.end_index) for c in chunks]
 
 
+@pytest.mark.model
 def test_an_empty_document_has_no_chunks_and_a_short_one_is_one_chunk(minilm) -> None:
     strategy = ClusterSemanticStrategy(boundary=minilm)
     assert strategy.chunk(_document("  \n\n \t")) == []

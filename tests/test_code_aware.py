@@ -292,6 +292,7 @@ def test_hostile_and_empty_sources_never_crash(tmp_path: Path, settings: Setting
     assert [c.heading_path for c in chunks] == [["unicode", "grüße"], ["unicode", "Ünïcode"]]
 
 
+@pytest.mark.model
 def test_processing_a_code_document_stores_the_symbol_path_in_the_payload(client: TestClient, tmp_path: Path):
     source = tmp_path / "Renderer.ts"
     shutil.copy(REAL / "Renderer.ts", source)

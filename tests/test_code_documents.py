@@ -233,6 +233,7 @@ def _questions() -> list[dict]:
     ]  # fmt: skip
 
 
+@pytest.mark.model
 def test_a_corpus_of_code_and_prose_is_processed_with_the_defaults_and_benchmarked_to_an_honest_decision(
     settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):

@@ -202,6 +202,7 @@ def test_index_directory_with_a_corpus_joins_every_file_it_ingested(client, sett
     assert [c["name"] for c in client.get("/corpora").json()] == ["inbox", "second"]
 
 
+@pytest.mark.model
 def test_the_chatbot_index_directory_joins_its_corpus_too(client, settings):
     _inbox(settings)
     body = client.post("/api/index-directory", json={"path": "inbox", "corpus": "chat"}).json()
@@ -269,6 +270,7 @@ def _json(result) -> dict | list:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow
 def test_cli_ingest_into_a_corpus_and_manage_it(cli, settings):
     root = _inbox(settings)
     ingested = _json(cli("ingest", str(root), "--corpus", "teams", "--json"))

@@ -129,6 +129,7 @@ def _cells(experiment: dict, key: str) -> dict[str, dict]:
     return {c["question_id"]: c for c in experiment["cells"] if c["config_key"] == key}
 
 
+@pytest.mark.model
 def test_retrieval_searches_the_whole_corpus_and_another_documents_chunk_is_never_evidence(corpus):
     client, ids = corpus
     experiment = _run(client, questions=_questions(ids["630.txt"]), strategies=["fixed_size"],
@@ -196,6 +197,7 @@ def test_retrieval_searches_the_whole_corpus_and_another_documents_chunk_is_neve
     assert client.get("/experiments", params={"document_id": berlin}).json() == []
 
 
+@pytest.mark.model
 def test_the_comparison_at_equal_budget_scores_a_corpus_experiments_chunks_in_their_own_documents(corpus):
     # With a budget no context reaches, cutting changes nothing: the scores at "equal budget" must be the stored
     # ones. (They were all 0 when the rescoring matched a corpus's chunks to references without their documents.)
@@ -209,6 +211,7 @@ def test_the_comparison_at_equal_budget_scores_a_corpus_experiments_chunks_in_th
         assert mean == pytest.approx(sum(recalls) / len(recalls)) and max(recalls) > 0
 
 
+@pytest.mark.model
 def test_two_corpus_models_in_one_grid_are_paired_question_by_question(corpus):
     client, ids = corpus
     questions = _questions(ids["630.txt"])
@@ -248,6 +251,7 @@ class _Stop(Exception):
     pass
 
 
+@pytest.mark.model
 def test_a_stopped_corpus_experiment_resumes_to_the_figures_of_an_uninterrupted_run(corpus, settings):
     client, ids = corpus
     database, store = client.app.state.database, get_vector_store(settings)
@@ -275,6 +279,7 @@ def test_a_stopped_corpus_experiment_resumes_to_the_figures_of_an_uninterrupted_
     assert _figures(resumed) == _figures(fresh)
 
 
+@pytest.mark.model
 def test_a_corpus_benchmark_killed_mid_way_resumes_to_the_figures_of_an_uninterrupted_run(
     corpus, settings, tmp_path, monkeypatch
 ):
@@ -328,6 +333,7 @@ def test_a_corpus_benchmark_killed_mid_way_resumes_to_the_figures_of_an_uninterr
     assert _figures(resumed_experiment) == _figures(fresh_experiment)
 
 
+@pytest.mark.model
 def test_a_question_about_a_document_outside_the_corpus_is_refused_and_nothing_is_written(corpus):
     client, ids = corpus
     stray = {"id": "budget", "document_id": "budget.pdf", "question": "What is the budget?",
@@ -350,6 +356,7 @@ def test_a_question_about_a_document_outside_the_corpus_is_refused_and_nothing_i
     assert client.get("/experiments").json() == []
 
 
+@pytest.mark.model
 def test_a_one_document_benchmark_keeps_its_shape_and_records_its_corpus_of_one(corpus):
     client, ids = corpus
     berlin = ids["630.txt"]
@@ -381,6 +388,7 @@ def test_a_one_document_benchmark_keeps_its_shape_and_records_its_corpus_of_one(
     assert experiment["provenance"]["strategy_runs"]["fixed_size"]["params"]["chunk_size"] == 30
 
 
+@pytest.mark.model
 def test_cli_bench_run_list_and_resume_a_corpus(corpus, settings, tmp_path, monkeypatch):
     _client, ids = corpus
     monkeypatch.setenv("CHUNKBENCH_DATA_DIR", str(settings.data_dir))

@@ -62,6 +62,7 @@ def _benchmark(http: httpx.Client, document_id: str, questions: list[dict], **fi
     return response.json()
 
 
+@pytest.mark.model
 def test_the_scores_view_of_an_experiment_keeps_every_figure_without_the_text(client):
     document_id = _document(client, "handbook.md", HANDBOOK, ["recursive"], {"recursive": {"chunk_size": 60}})
     full = _benchmark(client, document_id, QUESTIONS[:2])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from chunkbench.benchmarking.verdicts import verdict
@@ -13,6 +14,7 @@ from chunkbench.config import get_settings
 from test_benchmarks import QUESTIONS, processed_handbook
 
 
+@pytest.mark.model
 def test_a_decision_is_made_again_at_another_budget_without_storing_it(client, settings, monkeypatch) -> None:
     document_id = processed_handbook(client)
     body = {"document_id": document_id, "questions": QUESTIONS, "retrievers": ["bm25"], "top_k": [1, 3]}

@@ -55,6 +55,7 @@ def _kinds(report: dict) -> dict[tuple[str, str | None], str]:
     return {(f["document_id"], f["collection"]): f["kind"] for f in report["findings"]}
 
 
+@pytest.mark.model
 def test_a_freshly_processed_store_is_consistent(indexed):
     client, _ids = indexed
     report = _consistency(client)
@@ -62,6 +63,7 @@ def test_a_freshly_processed_store_is_consistent(indexed):
     assert report["documents"] == 3 and report["runs"] == 6 and report["collections"] == 2 and report["points"] > 0
 
 
+@pytest.mark.model
 def test_every_broken_invariant_is_found_and_repaired(indexed, cli):  # noqa: F811 (the fixture)
     client, (handbook, travel, more) = indexed
     store, database = client.app.state.vector_store, client.app.state.database
@@ -124,6 +126,7 @@ def test_every_broken_invariant_is_found_and_repaired(indexed, cli):  # noqa: F8
     assert asked.status_code == 201 and asked.json()["sources"], asked.text
 
 
+@pytest.mark.model
 def test_a_dropped_collection_and_a_stale_status_are_found_and_repaired(indexed, cli):  # noqa: F811
     client, (handbook, travel, more) = indexed
     store, database = client.app.state.vector_store, client.app.state.database
@@ -164,6 +167,7 @@ def _dead_pid() -> int:
     return process.pid
 
 
+@pytest.mark.model
 def test_a_document_a_live_process_is_processing_is_left_out_and_a_dead_ones_is_not(indexed, cli):  # noqa: F811
     client, (_handbook, _travel, more) = indexed
     store, database = client.app.state.vector_store, client.app.state.database

@@ -117,6 +117,7 @@ def test_graph_is_built_after_bulk_writes_and_serving_search_agrees_with_exact(s
     assert small_store.count_document(FIXED, MODEL, tenant_id="t1", document_id="d5") == 50
 
 
+@pytest.mark.slow
 def test_a_build_never_blocks_requests_and_keeps_the_writes_made_meanwhile(
     small_store: VectorStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

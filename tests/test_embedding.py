@@ -65,12 +65,14 @@ def minilm_vectors(local_settings: Settings, sentences: list[str]) -> np.ndarray
     return service.embed_texts(MINILM, sentences, "document", local_settings)
 
 
+@pytest.mark.model
 def test_minilm_returns_normalised_float32_rows_of_384(minilm_vectors: np.ndarray) -> None:
     assert minilm_vectors.shape == (4, 384)
     assert minilm_vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(minilm_vectors, axis=1), 1.0, atol=1e-5)
 
 
+@pytest.mark.model
 def test_minilm_puts_similar_sentences_closer_than_unrelated(minilm_vectors: np.ndarray) -> None:
     cats = float(minilm_vectors[0] @ minilm_vectors[1])
     cat_vs_finance = max(float(minilm_vectors[0] @ minilm_vectors[2]), float(minilm_vectors[1] @ minilm_vectors[3]))
@@ -78,6 +80,7 @@ def test_minilm_puts_similar_sentences_closer_than_unrelated(minilm_vectors: np.
     assert cats > cat_vs_finance + 0.3
 
 
+@pytest.mark.model
 def test_minilm_is_deterministic_and_query_matches_document(
     local_settings: Settings, sentences: list[str], minilm_vectors: np.ndarray
 ) -> None:
@@ -89,6 +92,7 @@ def test_minilm_is_deterministic_and_query_matches_document(
     np.testing.assert_allclose(query, minilm_vectors[2], atol=1e-5)
 
 
+@pytest.mark.model
 def test_local_model_is_loaded_once_per_process(local_settings: Settings, tmp_path: Path) -> None:
     first = load_local_model(MINILM, local_settings).model
     assert load_local_model(MINILM, local_settings).model is first
@@ -107,6 +111,7 @@ def test_unknown_purpose_is_refused(local_settings: Settings) -> None:
         service.embed_texts(MINILM, ["x"], "passage", local_settings)  # type: ignore[arg-type]
 
 
+@pytest.mark.model
 def test_boundary_embedder_wraps_the_boundary_model(
     local_settings: Settings, sentences: list[str], minilm_vectors: np.ndarray
 ) -> None:

@@ -121,12 +121,14 @@ def test_int8_is_its_own_model_with_minilm_dimension_and_window() -> None:
     assert DEFAULT_MODEL_ID.lower() not in INT8.model_name.lower()
 
 
+@pytest.mark.model
 def test_int8_embeds_normalised_float32_rows(int8_vectors: np.ndarray, texts: list[str]) -> None:
     assert int8_vectors.shape == (len(texts), 384)
     assert int8_vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(int8_vectors, axis=1), 1.0, atol=1e-5)
 
 
+@pytest.mark.model
 def test_int8_vectors_are_close_to_torch_minilm(int8_vectors: np.ndarray, int8_settings: Settings, texts) -> None:
     torch_vectors = get_provider(MINILM, int8_settings).embed(texts)
     cosines = np.sum(int8_vectors * torch_vectors, axis=1)
@@ -145,6 +147,7 @@ def test_int8_vectors_are_close_to_torch_minilm(int8_vectors: np.ndarray, int8_s
     assert agreement > 0.8, agreement
 
 
+@pytest.mark.model
 def test_int8_vectors_depend_a_little_on_their_batch(int8_vectors: np.ndarray, int8_settings: Settings) -> None:
     # Dynamic quantization scales activations per batch: a text embedded alone (a query) is not bit-identical to
     # the same text embedded among others (chunks), but as close as int8 is to torch (measured >= 0.988).
@@ -154,6 +157,7 @@ def test_int8_vectors_depend_a_little_on_their_batch(int8_vectors: np.ndarray, i
     assert cosines.min() > 0.975, cosines
 
 
+@pytest.mark.model
 def test_int8_tells_similar_from_unrelated(int8_settings: Settings) -> None:
     vectors = get_provider(INT8, int8_settings).embed(
         [
@@ -165,6 +169,7 @@ def test_int8_tells_similar_from_unrelated(int8_settings: Settings) -> None:
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2]) + 0.3
 
 
+@pytest.mark.model
 def test_int8_counts_tokens_with_minilm_tokenizer(int8_settings: Settings, int8_vectors) -> None:
     long = " ".join(["word"] * 400)
     counts, window, source = get_provider(INT8, int8_settings).input_tokens(["hello world", long])
@@ -172,6 +177,7 @@ def test_int8_counts_tokens_with_minilm_tokenizer(int8_settings: Settings, int8_
     assert counts == [4, 402] and window == 256 and source == "model tokenizer"
 
 
+@pytest.mark.model
 def test_the_export_is_reused_in_this_process_and_another(int8_settings: Settings, int8_vectors, texts) -> None:
     model_file = int8_settings.resolved_models_dir / INT8_MODEL_ID / MODEL_FILE
     written = model_file.stat().st_mtime_ns
@@ -201,6 +207,7 @@ def test_the_export_is_reused_in_this_process_and_another(int8_settings: Setting
     assert model_file.stat().st_mtime_ns == written
 
 
+@pytest.mark.model
 def test_a_failed_export_is_typed_and_leaves_no_folder(tmp_path: Path, int8_settings: Settings) -> None:
     # A MiniLM folder without its weights: the exporter cannot load it.
     broken = tmp_path / "broken-minilm"
@@ -217,6 +224,7 @@ def test_a_failed_export_is_typed_and_leaves_no_folder(tmp_path: Path, int8_sett
 
 
 @pytest.mark.parametrize("missing", ["onnxruntime", "onnx"])
+@pytest.mark.model
 def test_a_missing_extra_is_a_typed_error_naming_the_install(
     missing: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -253,6 +261,7 @@ def int8_client(settings: Settings, models_dir: Path, int8_vectors) -> Iterator[
         yield client
 
 
+@pytest.mark.model
 def test_processing_and_querying_a_document_with_int8_through_the_api(int8_client: TestClient) -> None:
     client = int8_client
     exports = len(EXPORTS)

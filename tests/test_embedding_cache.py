@@ -54,6 +54,7 @@ def model_calls(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> list[str
     return calls
 
 
+@pytest.mark.model
 def test_a_text_is_embedded_once_and_the_vectors_are_the_models(settings, model_calls):
     first = service.embed_texts(MINILM, TEXTS, "document", settings)
     again = service.embed_texts(MINILM, [TEXTS[1], "A new sentence.", TEXTS[0]], "document", settings)
@@ -64,6 +65,7 @@ def test_a_text_is_embedded_once_and_the_vectors_are_the_models(settings, model_
     np.testing.assert_allclose(again[1], direct[0], atol=1e-6)
 
 
+@pytest.mark.model
 def test_vectors_survive_a_restart_bit_for_bit(settings, model_calls):
     first = service.embed_texts(MINILM, TEXTS, "document", settings)
     EMBEDDINGS.clear()
@@ -74,6 +76,7 @@ def test_vectors_survive_a_restart_bit_for_bit(settings, model_calls):
     np.testing.assert_array_equal(again, first)
 
 
+@pytest.mark.model
 def test_another_process_reads_what_this_one_embedded_and_both_may_write_at_once(settings, model_calls, tmp_path):
     service.embed_texts(MINILM, TEXTS, "document", settings)
     script = textwrap.dedent(
@@ -122,6 +125,7 @@ def test_the_key_is_the_exact_input_the_model_reads_task_prefix_included(ollama)
     assert len(stored) == 2
 
 
+@pytest.mark.model
 def test_the_file_stays_within_its_bound_dropping_the_least_recently_used(tmp_path, model_calls, settings):
     small = settings.model_copy(update={"embedding_cache_max_mb": 1})  # 1 MiB ≈ 640 MiniLM vectors
     old = [f"old sentence {i}" for i in range(300)]
@@ -140,6 +144,7 @@ def test_the_file_stays_within_its_bound_dropping_the_least_recently_used(tmp_pa
     assert len(disk.get_many([cache_key(MINILM.id, text) for text in new], MINILM.dimension)) == len(new)  # …only
 
 
+@pytest.mark.model
 def test_clear_by_model_from_the_cli_and_the_api(settings, client, ollama, monkeypatch):
     service.embed_texts(MINILM, TEXTS, "document", settings)
     service.embed_texts(NOMIC, ["alpha"], "document", ollama[0])
@@ -164,6 +169,7 @@ def test_clear_by_model_from_the_cli_and_the_api(settings, client, ollama, monke
     assert client.get("/admin/embedding-cache").json()["entries"] == 0
 
 
+@pytest.mark.model
 def test_off_means_memory_only_and_an_unwritable_file_never_stops_embedding(settings, model_calls, tmp_path, caplog):
     off = settings.model_copy(update={"embedding_cache_enabled": False})
     service.embed_texts(MINILM, TEXTS, "document", off)
@@ -179,6 +185,7 @@ def test_off_means_memory_only_and_an_unwritable_file_never_stops_embedding(sett
     assert "not written" in caplog.text
 
 
+@pytest.mark.model
 def test_reprocessing_embeds_only_new_chunk_texts(client, model_calls):
     document = client.post("/documents", files={"file": ("handbook.md", HANDBOOK.encode())}).json()
     process = {"strategies": ["fixed_size"], "params": {"fixed_size": {"chunk_size": 60, "chunk_overlap": 0}}}

@@ -4,6 +4,8 @@ Chunk Preview (real MiniLM, real app)."""
 
 from __future__ import annotations
 
+import pytest
+
 from chunkbench.embedding.providers import get_provider
 from chunkbench.embedding.registry import get_spec
 from chunkbench.embedding.window import window_report
@@ -14,6 +16,7 @@ SENTENCE = "Annual leave requests are approved by the team lead within three wor
 LONG_DOCUMENT = "# Policy\n\n" + "\n\n".join(SENTENCE * 6 for _ in range(8))
 
 
+@pytest.mark.model
 def test_the_model_tokenizer_counts_word_pieces_against_the_models_window(settings):
     long_text, short_text = SENTENCE * 30, SENTENCE
     report = window_report(MINILM, [long_text, short_text], settings)
@@ -27,6 +30,7 @@ def test_the_model_tokenizer_counts_word_pieces_against_the_models_window(settin
     assert summary["token_share"] == round(unread / sum(report.token_counts), 4)
 
 
+@pytest.mark.model
 def test_processing_diagnostics_and_chunk_preview_flag_chunks_beyond_the_window(client):
     document = client.post("/documents", files={"file": ("policy.md", LONG_DOCUMENT.encode())}).json()["document"]
     process = {
@@ -50,6 +54,7 @@ def test_processing_diagnostics_and_chunk_preview_flag_chunks_beyond_the_window(
     assert all("window" in run["diagnostics"] for run in runs)
 
 
+@pytest.mark.model
 def test_the_technical_report_shows_the_share_beyond_the_window(client):
     document = client.post("/documents", files={"file": ("policy.md", LONG_DOCUMENT.encode())}).json()["document"]
     process = {"strategies": ["fixed_size"], "params": {"fixed_size": {"chunk_size": 512, "chunk_overlap": 0}}}

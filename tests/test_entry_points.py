@@ -90,6 +90,7 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
         sys.modules.pop("acme_chunkers", None)
 
 
+@pytest.mark.model
 def test_an_installed_package_registers_a_strategy_that_is_listed_processed_and_benchmarked(installed, settings):
     assert [e.name for e in metadata.entry_points(group=entry_points.GROUP) if e.dist.name == "acme-chunkers"] == [
         "paragraph_pairs"
@@ -123,6 +124,7 @@ def test_an_installed_package_registers_a_strategy_that_is_listed_processed_and_
         assert experiment["aggregate"]["paragraph_pairs/dense/k5"]["metrics"]["recall"]["mean"] == 1.0
 
 
+@pytest.mark.slow
 def test_another_process_cli_lists_the_installed_strategy(installed, tmp_path):
     # Its own data folder and SQLite file: the suite's per-test PostgreSQL database (CHUNKBENCH_DATABASE_URL on the
     # PostgreSQL pass) is not made for this test, and listing strategies needs only the Admin Corpus role.

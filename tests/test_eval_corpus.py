@@ -89,6 +89,7 @@ def _evaluate(settings: Settings, tmp_path: Path, questions, *, n: int, retrieve
     return evaluation, strategy, cells
 
 
+@pytest.mark.model
 def test_top_n_equal_to_all_chunks_gives_hand_computed_span_metrics(settings, tmp_path, registries) -> None:
     evaluation, strategy, cells = _evaluate(settings, tmp_path, QUESTIONS, n=3)
     result = corpus_eval.figures(evaluation.experiment, strategy)
@@ -121,6 +122,7 @@ def test_top_n_equal_to_all_chunks_gives_hand_computed_span_metrics(settings, tm
     assert {c["answer"] for c in cells.values()} == {None} and cat["exact_match"] is None
 
 
+@pytest.mark.model
 def test_a_retrieval_only_benchmark_grades_evidence_only(client) -> None:
     from chunkbench.benchmarking.schemas import BenchmarkIn
 
@@ -138,6 +140,7 @@ def test_a_retrieval_only_benchmark_grades_evidence_only(client) -> None:
     assert refused.status_code == 400 and "retrieval-only" in refused.json()["message"]
 
 
+@pytest.mark.model
 def test_document_scope_drops_foreign_chunks_from_the_denominator(settings, tmp_path, registries) -> None:
     evaluation, _strategy, cells = _evaluate(settings, tmp_path, QUESTIONS[:1], n=3, scope="document")
     assert evaluation.experiment["config"]["scope"] == "document"  # recorded: a resume searches the same way
@@ -148,6 +151,7 @@ def test_document_scope_drops_foreign_chunks_from_the_denominator(settings, tmp_
     assert cat["metrics"]["tok_at_k"] == count_tokens(DOCUMENTS["cats"])
 
 
+@pytest.mark.model
 def test_a_foreign_chunk_is_never_evidence(settings, tmp_path, registries) -> None:
     # BM25 ranks the markets chunk first for a question in its words, though the question's evidence is cats'.
     question = _question("q", "stock markets bank shares rate decision", "cats", (_ref("cats", CAT_REF),))
@@ -240,6 +244,7 @@ def _eval(*args: str):
     return runner.invoke(app, ["eval", *args], catch_exceptions=False)
 
 
+@pytest.mark.model
 def test_cli_spans_json_and_table(corpus_files, registries) -> None:
     folder, questions = corpus_files
     common = ["spans", "--documents", str(folder), "--questions", str(questions), "--param", "chunk_size=512"]
@@ -276,6 +281,7 @@ def test_cli_errors_exit_non_zero(corpus_files, tmp_path: Path, registries) -> N
     assert _eval("chroma", "--config", "fixed_size-1-0").exit_code == 1
 
 
+@pytest.mark.model
 def test_cli_chroma_on_a_small_copy_of_the_data(tmp_path: Path, corpus_files) -> None:
     with isolated_registries():  # the row's strategy variant is registered for this test only
         _chroma_on_a_small_copy(tmp_path)

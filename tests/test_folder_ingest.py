@@ -292,6 +292,7 @@ def test_index_directory_lists_every_file_with_the_summary(client, staged: str, 
     assert "skip_reason" in schema["IngestOut"]["properties"]
 
 
+@pytest.mark.model
 def test_the_chatbot_index_directory_lists_skipped_and_refused_files(client, staged: str) -> None:
     body = client.post("/api/index-directory", json={"path": staged}).json()
     assert body["status"] == "partial" and body["chunks_created"] >= 3, body

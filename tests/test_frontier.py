@@ -177,6 +177,7 @@ def _expected_frontier(experiment: dict) -> list[str]:
     return budget.frontier(points)
 
 
+@pytest.mark.model
 def test_the_charts_route_serves_the_frontier_of_a_real_benchmark(client) -> None:
     document_id = processed_handbook(client)
     body = {"document_id": document_id, "questions": QUESTIONS, "retrievers": ["dense", "bm25"]}

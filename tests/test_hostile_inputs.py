@@ -98,6 +98,7 @@ def test_a_pdf_with_javascript_is_read_for_its_text_and_its_script_never_runs(cl
     assert "app.alert" not in markdown and "chunkbench must never run this" not in markdown
 
 
+@pytest.mark.model
 def test_deeply_nested_html_is_parsed_without_recursion_errors(client, hostile_dir):
     response = client.post("/documents", files={"file": ("nested.html", (hostile_dir / "nested.html").read_bytes())})
     assert response.status_code == 201, response.text

@@ -50,6 +50,7 @@ def document_id(client) -> str:
     return document["id"]
 
 
+@pytest.mark.model
 def test_each_chunk_carries_its_verdict_in_the_payload(client, document_id):
     preview = client.get(f"/admin/chunks/{document_id}", params={"strategy": "recursive"}).json()
     chunks = preview["chunks"]
@@ -77,6 +78,7 @@ def _llm_query(settings, client, document_id, policy):
     return response.json(), prompt
 
 
+@pytest.mark.model
 def test_mark_wraps_the_flagged_passage_in_a_warning(settings, client, document_id):
     body, prompt = _llm_query(settings, client, document_id, "mark")
     [flagged] = [s for s in body["sources"] if s["injection_flagged"]]
@@ -89,6 +91,7 @@ def test_mark_wraps_the_flagged_passage_in_a_warning(settings, client, document_
     assert prompt.count(INJECTION) == 1
 
 
+@pytest.mark.model
 def test_drop_leaves_the_flagged_passage_out_of_the_context(settings, client, document_id):
     body, prompt = _llm_query(settings, client, document_id, "drop")
     [flagged] = [s for s in body["sources"] if s["injection_flagged"]]
@@ -98,6 +101,7 @@ def test_drop_leaves_the_flagged_passage_out_of_the_context(settings, client, do
     assert "150 euros" in prompt  # the other passages are still there
 
 
+@pytest.mark.model
 def test_off_passes_the_passage_as_it_is_but_still_reports_it(settings, client, document_id):
     body, prompt = _llm_query(settings, client, document_id, "off")
     [flagged] = [s for s in body["sources"] if s["injection_flagged"]]
@@ -105,6 +109,7 @@ def test_off_passes_the_passage_as_it_is_but_still_reports_it(settings, client, 
     assert INJECTION in prompt and "WARNING" not in prompt
 
 
+@pytest.mark.model
 def test_extractive_answers_report_flagged_sources_unwrapped(settings, client, document_id):
     response = client.post(
         "/queries",
@@ -118,6 +123,7 @@ def test_extractive_answers_report_flagged_sources_unwrapped(settings, client, d
     assert [s["injection_flagged"] for s in stored["sources"]] == [s["injection_flagged"] for s in body["sources"]]
 
 
+@pytest.mark.model
 def test_chatbot_sources_say_which_were_flagged(settings, client, document_id):
     settings.injection_chunk_policy = "drop"
     with running_fake_openai() as server:

@@ -52,6 +52,7 @@ _TEXTS = st.lists(
 
 @settings(max_examples=1000, deadline=None)
 @given(source=_REGEXES, text=_TEXTS, cased=st.booleans())
+@pytest.mark.slow
 def test_a_quick_search_finds_what_the_regex_finds(source, text, cased):
     regex = re.compile(source, re.DOTALL)
     reading = Reading(text)  # as the detector reads a text: regexes written in lower case see it lower-cased

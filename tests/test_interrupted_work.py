@@ -65,6 +65,7 @@ def _points(settings: Settings, strategy: str, document_id: str) -> int:
         close_vector_stores()
 
 
+@pytest.mark.slow
 def test_a_server_killed_mid_embedding_leaves_a_failed_resumable_document_and_no_orphan_vectors(
     tmp_path: Path, database_url: str
 ):
@@ -341,6 +342,7 @@ def _status(settings: Settings, document_id: str) -> str:
         database.dispose()
 
 
+@pytest.mark.slow
 def test_a_cli_process_killed_mid_embedding_is_recovered_by_the_next_cli_process(tmp_path: Path, database_url: str):
     data_dir = tmp_path / "data"
     settings = Settings(_env_file=None, data_dir=data_dir)
@@ -399,6 +401,7 @@ def _snapshot(settings: Settings, document_ids: list[str]) -> list[dict]:
     return snapshot
 
 
+@pytest.mark.slow
 def test_a_corpus_job_killed_mid_way_ends_as_an_uninterrupted_one_when_run_again(tmp_path: Path, database_url: str):
     from chunkbench.storage.repositories import CorpusRepository
 

@@ -44,6 +44,7 @@ def _job(client: TestClient, job_id: str) -> dict:
     return client.get(f"/jobs/{job_id}").json()
 
 
+@pytest.mark.model
 def test_a_corpus_job_spreads_over_batches_and_strategies_and_keeps_its_history(settings: Settings):
     settings.corpus_task_documents = 2
     body = {"strategies": ["fixed_size", "recursive"], "params": {"fixed_size": {"chunk_size": 60, "chunk_overlap": 0}}}
@@ -88,6 +89,7 @@ def test_a_corpus_job_spreads_over_batches_and_strategies_and_keeps_its_history(
         assert [s["skipped"] for s in again["strategies"]] == [5, 5]
 
 
+@pytest.mark.model
 def test_a_corpus_job_cancelled_two_seconds_in_ends_cancelled_and_its_progress_moved(settings: Settings):
     """The reported bug: a 3-document corpus job cancelled 1.9 s after it started said "cancelling…", ran to the
     end and was recorded succeeded, its progress at 0 % all along."""
@@ -182,6 +184,7 @@ def test_a_task_that_keeps_failing_fails_its_job_naming_the_task(settings: Setti
     assert [t["status"] for t in job["tasks"]] == ["succeeded", "failed", "failed"]  # the closing task failed it
 
 
+@pytest.mark.model
 def test_a_task_run_twice_changes_nothing(settings: Settings):
     with TestClient(create_app(settings)) as client:
         _corpus(client, "twice", 2)
@@ -219,6 +222,7 @@ def test_readiness_and_metrics_report_the_queue(settings: Settings):
 
 
 @pytest.mark.skipif(ON_POSTGRES, reason="the job thread of one process: SQLite's runner")
+@pytest.mark.model
 def test_on_sqlite_the_job_thread_runs_the_same_tasks_in_order(settings: Settings):
     settings.corpus_task_documents = 1
     with TestClient(create_app(settings)) as client:
@@ -301,6 +305,7 @@ def test_a_stall_timeout_not_above_the_heartbeat_is_refused():
         Settings(_env_file=None, worker_heartbeat_s=10, worker_stalled_s=5)
 
 
+@pytest.mark.postgres
 @pytest.mark.skipif(not ON_POSTGRES, reason="the API's own queue worker: PostgreSQL's")
 def test_the_api_starts_a_new_worker_when_its_own_stopped(settings: Settings):
     """A worker of the API process stops when the database is out of reach (as `chunkbench worker` does, exiting 3):

@@ -114,6 +114,7 @@ def test_the_fault_point_is_off_unless_named(monkeypatch, tmp_path):
     assert not marker.exists()
 
 
+@pytest.mark.model  # `chunkbench process` in a subprocess embeds with MiniLM
 def test_a_first_processing_killed_after_its_upsert_leaves_no_orphan_points(child_env, tmp_path):
     document_id = _ingest(child_env, tmp_path)
     _process_killed_after_upsert(child_env, tmp_path, document_id, "--strategies", "fixed_size,recursive", *WINDOWS_20)
@@ -140,6 +141,7 @@ def test_a_first_processing_killed_after_its_upsert_leaves_no_orphan_points(chil
     assert code == 0 and body["consistent"] is True and body["runs"] == 2 and body["points"] > orphans
 
 
+@pytest.mark.model  # `chunkbench process` in a subprocess embeds with MiniLM
 def test_a_reprocessing_killed_after_its_upsert_is_found_by_doctor_and_repaired(child_env, tmp_path):
     document_id = _ingest(child_env, tmp_path)
     first = _cli(child_env, "process", document_id, "--strategies", "fixed_size", *WINDOWS_20, "--json")

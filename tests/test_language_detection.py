@@ -233,6 +233,7 @@ def test_an_unknown_code_is_a_400_naming_valid_ones_and_changes_nothing(client) 
     assert client.patch("/documents/nope", json={"language": "de"}).status_code == 404
 
 
+@pytest.mark.model
 def test_setting_a_language_the_processing_model_does_not_cover_warns(client) -> None:
     document = _upload(client, "notes.md", gen.prose("en", 9).encode())["document"]
     processed = client.post(

@@ -207,6 +207,7 @@ def _question(subject: str, hour: int) -> QuestionIn:
     )  # fmt: skip
 
 
+@pytest.mark.model
 def test_a_corpus_with_two_foreign_documents_is_processed_with_no_flag_and_its_decision_names_a_configuration(
     settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,6 +26,7 @@ XHTML = (
 )
 
 
+@pytest.mark.slow
 def test_an_xhtml_page_and_a_noisy_plugin_leave_the_cli_output_clean(tmp_path: Path, database_url: str) -> None:
     page = tmp_path / "handbook.html"
     page.write_text(XHTML, encoding="utf-8")

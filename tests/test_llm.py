@@ -290,6 +290,7 @@ PASSAGES = [
 ]
 
 
+@pytest.mark.model
 def test_extractive_picks_the_answer_sentence_and_cites_its_source(minilm_embed: Callable) -> None:
     answer = answer_extractively("What was the annual revenue in 2023?", PASSAGES, minilm_embed)
     assert answer.mode == "extractive"
@@ -299,6 +300,7 @@ def test_extractive_picks_the_answer_sentence_and_cites_its_source(minilm_embed:
     assert all(s["score"] > 0 for s in answer.sentences)
 
 
+@pytest.mark.model
 def test_extractive_lexical_bonus_separates_exact_ids(minilm_embed: Callable) -> None:
     answer = answer_extractively("Is invoice INV-7732 paid?", PASSAGES, minilm_embed)
     assert answer.citations == [3]
@@ -306,6 +308,7 @@ def test_extractive_lexical_bonus_separates_exact_ids(minilm_embed: Callable) ->
     assert "INV-7732 is still open" in answer.text
 
 
+@pytest.mark.model
 def test_extractive_keeps_document_order_within_a_source(minilm_embed: Callable) -> None:
     passages = [
         (
@@ -326,6 +329,7 @@ def test_extractive_keeps_document_order_within_a_source(minilm_embed: Callable)
     assert answer.text.count("[Source 4]") == len(texts)
 
 
+@pytest.mark.model
 def test_extractive_drops_duplicates_from_overlapping_passages(minilm_embed: Callable) -> None:
     sentence = "The warranty period for the X200 printer is two years."
     passages = [(1, f"Printers ship worldwide. {sentence}"), (2, f"{sentence} Toner is sold separately.")]
@@ -334,6 +338,7 @@ def test_extractive_drops_duplicates_from_overlapping_passages(minilm_embed: Cal
     assert answer.citations[0] == 1
 
 
+@pytest.mark.model
 def test_extractive_says_not_enough_information(minilm_embed: Callable) -> None:
     irrelevant = [(1, "Photosynthesis converts light into chemical energy in plants. Chlorophyll is green.")]
     answer = answer_extractively("Who won the 1966 football World Cup final?", irrelevant, minilm_embed)
@@ -341,6 +346,7 @@ def test_extractive_says_not_enough_information(minilm_embed: Callable) -> None:
     assert answer_extractively("Anything?", [], minilm_embed).text == NOT_ENOUGH_INFORMATION
 
 
+@pytest.mark.model
 def test_extractive_sentences_are_cached_per_passage_and_word_minimum(minilm_embed: Callable) -> None:
     # The answerer keeps each passage's sentences across questions; the cache must not mix word minimums.
     passage = [(1, "# Warranty\n\nWarranty. The X200 printer has a two-year warranty. Toner is sold separately.")]
@@ -378,6 +384,7 @@ def test_generate_answer_with_a_client_uses_the_rag_prompt(server: FakeOpenAI, t
     assert "[Source 3]\nInvoice INV-7731" in body["messages"][1]["content"]
 
 
+@pytest.mark.model
 def test_generate_answer_without_a_client_is_extractive(minilm_embed: Callable) -> None:
     result = generate_answer("What was the annual revenue in 2023?", PASSAGES, client=None, embed=minilm_embed)
     assert result.mode == "extractive" and result.citations[0] == 2 and "[Source 2]" in result.text

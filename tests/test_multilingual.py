@@ -87,6 +87,7 @@ def _plan(settings: Settings, database: Database, document_id: str, request: Pro
         return processing.plan(session, settings, document_id, request, tenant_id=DEFAULT_TENANT)
 
 
+@pytest.mark.model
 def test_a_persian_document_gets_the_multilingual_model_when_the_defaults_are_untouched(settings, farsi) -> None:
     database, store, ids = farsi
     plan = _plan(settings, database, ids["hafez.md"], ProcessIn(strategies=["fixed_size", "semantic"]))
@@ -126,6 +127,7 @@ def test_minilm_forced_is_refused_naming_the_model_that_covers_the_language(sett
     )
 
 
+@pytest.mark.model
 def test_minilm_forced_with_the_flag_is_processed_and_the_run_records_the_warning(settings, farsi) -> None:
     database, store, ids = farsi
     request = ProcessIn(strategies=["fixed_size"], corpus_model_id=MINILM, allow_language_mismatch=True)
@@ -148,6 +150,7 @@ def test_minilm_forced_with_the_flag_is_processed_and_the_run_records_the_warnin
         assert preview.language == "fa" and [w.message for w in preview.warnings] == [warning.message]
 
 
+@pytest.mark.model
 def test_cli_process_says_which_model_it_picked_and_refuses_minilm(settings, monkeypatch) -> None:
     monkeypatch.setenv("CHUNKBENCH_DATA_DIR", str(settings.data_dir))
     monkeypatch.setenv("CHUNKBENCH_DATABASE_URL", settings.database_url)
@@ -210,6 +213,7 @@ def _benchmark_in(models: list[str]) -> BenchmarkIn:
     )  # fmt: skip
 
 
+@pytest.mark.model
 def test_e5_finds_the_farsi_evidence_minilm_does_not_and_the_decision_names_no_minilm_configuration(
     settings, farsi, tmp_path
 ) -> None:
@@ -264,6 +268,7 @@ def test_e5_finds_the_farsi_evidence_minilm_does_not_and_the_decision_names_no_m
     assert 'id="breakdown-languages"' in technical and "Persian (fa) · 5 documents" in technical
 
 
+@pytest.mark.model
 def test_semantic_chunking_cuts_farsi_at_sentence_boundaries(settings, farsi) -> None:
     database, store, ids = farsi
     request = ProcessIn(strategies=["semantic"], params={StrategyName("semantic"): {"max_tokens": 120}})
@@ -283,6 +288,7 @@ def test_semantic_chunking_cuts_farsi_at_sentence_boundaries(settings, farsi) ->
         assert chunk.start_index in starts and chunk.end_index in ends, chunk.text
 
 
+@pytest.mark.model
 def test_e5_prefixes(settings) -> None:
     """The engine gets e5's prefixes once: a query and the same text as a passage differ, each equal to what the
     engine gives for that purpose, as unit rows."""

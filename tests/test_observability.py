@@ -301,6 +301,7 @@ def test_formats_resolve_and_configure_logging_installs_one_handler() -> None:
     assert TextFormatter().format(record).endswith("INFO    chunkbench.x [rid-1] hello you")
 
 
+@pytest.mark.slow
 def test_serve_with_json_logs_writes_only_json_lines_with_one_access_line_per_request(
     tmp_path: Path, database_url: str
 ) -> None:
@@ -402,6 +403,7 @@ def _postgres_or_skip() -> None:
         pytest.skip(f"PostgreSQL at {POSTGRES_URL} is not reachable: {exc}")
 
 
+@pytest.mark.slow
 def test_readiness_is_503_when_the_postgresql_database_is_dropped(settings: Settings) -> None:
     _postgres_or_skip()
     name = f"chunkbench_ready_{uuid.uuid4().hex[:12]}"

@@ -490,6 +490,7 @@ def test_damaged_files_only_ever_raise_typed_errors(tmp_path, lo_settings):
                 parse_document(path, lo_settings)
 
 
+@pytest.mark.slow
 def test_deeply_nested_markup_is_capped_or_refused(tmp_path, lo_settings):
     outline = tmp_path / "deep.org"
     outline.write_text("".join(f"{'*' * depth} level {depth}\n" for depth in range(1, 1001)))

@@ -370,6 +370,7 @@ def _points(client: TestClient) -> int:
     return sum(c["points"] for c in client.get("/admin/qdrant/collections").json())
 
 
+@pytest.mark.model
 def test_api_upload_lists_attachments_and_delete_takes_them_with_their_vectors(client, tmp_path):
     message = _mail("Contract")
     message.set_content("The signed contract is attached.")

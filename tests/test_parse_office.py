@@ -536,6 +536,7 @@ def test_a_zip_bomb_upload_is_a_400_and_leaves_nothing(client, tmp_path):
     assert client.get("/documents").json()["total"] == 0
 
 
+@pytest.mark.model
 def test_a_workbook_is_chunked_with_exact_offsets_and_rows_under_their_header(client, tmp_path):
     """End to end: upload, process with a built-in strategy, and every chunk is a slice of the markdown."""
     path = make_workbook(tmp_path / "budget.xlsx")

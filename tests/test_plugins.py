@@ -83,6 +83,7 @@ def _process(client: TestClient, document_id: str, **body) -> dict:
 # ---------------------------------------------------------------------------------------------- strategy
 
 
+@pytest.mark.model
 def test_a_plugin_strategy_is_listed_processed_previewed_queried_and_benchmarked(plugin_client, handbook_id):
     listed = {s["name"]: s for s in plugin_client.get("/strategies").json()}
     # After the built-ins and any installed package's strategies (entry points, chunkbench's own adapters among them).
@@ -148,6 +149,7 @@ def test_a_plugin_strategy_validates_its_params_and_unknown_names_keep_todays_42
     assert "paragraph" in json.dumps(openapi["components"]["schemas"]["ProcessIn"])
 
 
+@pytest.mark.model
 def test_two_paragraphs_per_chunk_joins_neighbours_exactly(plugin_client, handbook_id):
     _process(plugin_client, handbook_id, strategies=["paragraph"], params={"paragraph": {"paragraphs_per_chunk": 2}})
     chunks = plugin_client.get(f"/admin/chunks/{handbook_id}", params={"strategy": "paragraph"}).json()["chunks"]
@@ -167,6 +169,7 @@ SUBTITLES = (
 )
 
 
+@pytest.mark.model
 def test_a_parser_plugin_accepts_a_new_extension(plugin_client):
     response = plugin_client.post("/documents", files={"file": ("lecture.srt", SUBTITLES)})
     assert response.status_code == 201, response.text
@@ -230,6 +233,7 @@ def test_an_embedder_plugin_is_a_corpus_model(plugin_client, handbook_id):
 # ---------------------------------------------------------------------------------------------- retriever
 
 
+@pytest.mark.model
 def test_a_retriever_plugin_serves_queries_and_benchmarks(plugin_client, handbook_id):
     _process(plugin_client, handbook_id, strategies=["paragraph"])
 
@@ -270,6 +274,7 @@ def test_a_retriever_plugin_serves_queries_and_benchmarks(plugin_client, handboo
     assert len(phrase_cells) == len(QUESTIONS) and all(c["metrics"]["recall"] == 0.0 for c in phrase_cells)
 
 
+@pytest.mark.model
 def test_history_stays_readable_after_the_plugin_is_removed(client, plugins_dir):
     document_id = client.post("/documents", files={"file": ("handbook.md", HANDBOOK.encode())}).json()["document"]["id"]
     with isolated_registries():
@@ -397,6 +402,7 @@ def cli_env(tmp_path, monkeypatch) -> Iterator[Path]:
     get_settings.cache_clear()
 
 
+@pytest.mark.model
 def test_the_cli_lists_plugin_strategies_and_processes_with_them(cli_env):
     for example in EXAMPLES.glob("*.py"):
         shutil.copy(example, cli_env / example.name)

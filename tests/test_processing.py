@@ -53,6 +53,7 @@ def _preview(client: TestClient, document_id: str, strategy: str) -> dict:
     return response.json()
 
 
+@pytest.mark.model
 def test_all_five_strategies_index_exact_chunks(client, document_id):
     response = _process(client, document_id)
     assert response.status_code == 200, response.text
@@ -85,6 +86,7 @@ def test_all_five_strategies_index_exact_chunks(client, document_id):
     assert finance["heading_path"] == ["Annual Report", "Finance"]
 
 
+@pytest.mark.model
 def test_reprocessing_replaces_points_without_stale_chunks(client, document_id):
     first = _process(
         client, document_id, strategies=["fixed_size"], params={"fixed_size": {"chunk_size": 40, "chunk_overlap": 5}}
@@ -103,6 +105,7 @@ def test_reprocessing_replaces_points_without_stale_chunks(client, document_id):
     assert [r["params"]["chunk_size"] for r in runs] == [400, 40, 40]
 
 
+@pytest.mark.model
 def test_one_failing_strategy_never_stops_the_others(settings, document_id, client):
     # The Boundary model points at an OpenAI-compatible server that is not there.
     settings.openai_api_key = "sk-test"
@@ -139,6 +142,7 @@ def test_unknown_strategy_and_document(client, document_id):
     assert (missing.status_code, missing.json()["error"]) == (404, "document_not_found")
 
 
+@pytest.mark.model
 def test_processing_runs_as_a_job_with_progress(client, document_id):
     response = client.post(f"/documents/{document_id}/process", json={"strategies": ["fixed_size", "recursive"]})
     assert response.status_code == 202, response.text
@@ -153,6 +157,7 @@ def test_processing_runs_as_a_job_with_progress(client, document_id):
     assert job["request"]["strategies"] == ["fixed_size", "recursive"]
 
 
+@pytest.mark.model
 def test_delete_removes_the_vectors_too(client, document_id):
     _process(client, document_id, strategies=["fixed_size", "recursive"])
     points = {c["name"]: c["points"] for c in client.get("/admin/qdrant/collections").json()}
@@ -161,6 +166,7 @@ def test_delete_removes_the_vectors_too(client, document_id):
     assert all(c["points"] == 0 for c in client.get("/admin/qdrant/collections").json())
 
 
+@pytest.mark.model
 def test_replacing_a_document_drops_the_old_vectors(client, document_id):
     _process(client, document_id, strategies=["fixed_size"])
     replaced = client.post("/documents", files={"file": ("report.md", b"# New\n\nDifferent text.")})
@@ -168,6 +174,7 @@ def test_replacing_a_document_drops_the_old_vectors(client, document_id):
     assert all(c["points"] == 0 for c in client.get("/admin/qdrant/collections").json())
 
 
+@pytest.mark.model
 def test_embedded_qdrant_persists_across_a_restart(settings, document_id, client):
     _process(client, document_id, strategies=["recursive"])
     before = _preview(client, document_id, "recursive")
@@ -216,6 +223,7 @@ def test_admin_models_roles_thresholds_and_collections(client):
     assert client.delete(f"/admin/qdrant/collections/{name}").status_code == 404
 
 
+@pytest.mark.model
 def test_settings_give_the_parameter_defaults(settings, client, document_id):
     settings.chunk_size, settings.chunk_overlap = 64, 8
     body = _process(client, document_id, strategies=["fixed_size", "recursive"]).json()

@@ -166,6 +166,7 @@ def _pruned_keys(experiment: dict) -> list[str]:
     return [p["config_key"] for p in experiment["pruning"]["pruned"]]
 
 
+@pytest.mark.model
 def test_a_pruned_grid_names_the_same_winner_on_fewer_cells_and_records_what_stopped(client, schedule):
     full = _run(client, schedule)
     pruned = _run(client, schedule, prune=PRUNE)
@@ -211,6 +212,7 @@ def test_a_pruned_grid_names_the_same_winner_on_fewer_cells_and_records_what_sto
     assert not unpruned.xpath('//*[@id="pruned"]')
 
 
+@pytest.mark.model
 def test_cli_bench_run_prunes_with_its_options_and_shows_the_pruned_table(settings, client, schedule, tmp_path,
                                                                           monkeypatch):  # fmt: skip
     monkeypatch.setenv("CHUNKBENCH_DATA_DIR", str(settings.data_dir))
@@ -233,6 +235,7 @@ class _Stop(Exception):
     pass
 
 
+@pytest.mark.model
 def test_the_same_seed_prunes_identically_and_an_interrupted_pruned_run_resumes_at_its_rung(client, schedule, settings):
     reference = _run(client, schedule, prune=PRUNE)
     database = client.app.state.database
@@ -291,6 +294,7 @@ def test_the_same_seed_prunes_identically_and_an_interrupted_pruned_run_resumes_
     assert other["pruning"]["order"] != reference["pruning"]["order"] and other["pruning"]["options"]["seed"] == 5
 
 
+@pytest.mark.model
 def test_pruning_a_small_grid_is_refused_and_bad_options_are_clear(client, schedule):
     body = {"document_id": schedule, "questions": _questions(), "top_k": [1, 2], "prune": {}}
     refused = client.post("/benchmarks", params={"wait": "true"}, json=body)

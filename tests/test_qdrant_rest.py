@@ -90,6 +90,7 @@ def _answers(client: TestClient, document_id: str) -> dict[tuple[str, str, str],
     return ranked
 
 
+@pytest.mark.model
 def test_the_app_indexes_and_answers_over_http_as_it_does_embedded(settings: Settings, rest_settings: Settings):
     # Embedded first: the document, processed with two strategies, its point counts and rankings.
     with TestClient(create_app(settings)) as embedded:
@@ -165,6 +166,7 @@ class LockstepOpenAI(FakeOpenAI):
         return Handler
 
 
+@pytest.mark.slow
 def test_two_processes_write_to_the_same_collections_at_once_and_nothing_is_lost(
     tmp_path: Path, database_url: str, qdrant_rest_url: str
 ):
@@ -313,6 +315,7 @@ def test_qdrant_errors_reach_chunkbench_as_typed_errors(rest_settings: Settings)
         engine.close()
 
 
+@pytest.mark.slow
 def test_booleans_filter_and_the_server_keeps_its_collections_across_a_restart(tmp_path: Path):
     # Qdrant Edge 0.9 matches no boolean: the server's mirror field makes `is_parent` filters work, unseen.
     folder = tmp_path / "storage"

@@ -51,6 +51,7 @@ def _ask(client, document_id, question, **knobs):
     return client.post("/queries", json={"document_id": document_id, "question": question, **knobs})
 
 
+@pytest.mark.model
 def test_extractive_answer_with_sources_tree_latency_and_history(client, document_id):
     response = _ask(client, document_id, "How many days of paid annual leave do employees get?", strategy="recursive")
     assert response.status_code == 201, response.text
@@ -70,6 +71,7 @@ def test_extractive_answer_with_sources_tree_latency_and_history(client, documen
     assert [q["id"] for q in history] == [body["id"]]
 
 
+@pytest.mark.model
 def test_fixed_size_neighbours_are_in_the_tree_and_the_context(client, document_id):
     response = _ask(
         client, document_id, "What is the ticket code for broken equipment?", strategy="fixed_size", top_k=1,
@@ -91,6 +93,7 @@ def test_fixed_size_neighbours_are_in_the_tree_and_the_context(client, document_
     assert all(response.text.count(json.dumps(text, ensure_ascii=False)) == 1 for text in texts.values())
 
 
+@pytest.mark.model
 def test_queries_reopen_the_vector_store_after_it_was_closed(client, document_id):
     # The route keeps the process's store; a closed one (e.g. after close_vector_stores) is opened again.
     question = "How many days of paid annual leave do employees get?"
@@ -102,18 +105,21 @@ def test_queries_reopen_the_vector_store_after_it_was_closed(client, document_id
     assert chunk_ids[0] == chunk_ids[1] and "25 days" in again.json()["answer"]
 
 
+@pytest.mark.model
 def test_a_strategy_not_processed_is_a_clear_400(client, document_id):
     response = _ask(client, document_id, "anything?", strategy="semantic")
     assert response.status_code == 400
     assert "chunkbench process" in response.json()["message"]
 
 
+@pytest.mark.model
 def test_score_floor_can_return_nothing_and_the_answer_says_so(client, document_id):
     body = _ask(client, document_id, "Leave days?", strategy="recursive", score_floor=0.99).json()
     assert body["sources"] == [] and body["answer"] == NOT_ENOUGH_INFORMATION
     assert body["answer_mode"] == "none"
 
 
+@pytest.mark.model
 def test_cross_encoder_rerank_without_a_model_is_a_clear_400(client, document_id):
     response = _ask(client, document_id, "Leave days?", strategy="recursive", rerank="cross_encoder")
     assert response.status_code == 400
@@ -123,11 +129,13 @@ def test_cross_encoder_rerank_without_a_model_is_a_clear_400(client, document_id
 @pytest.mark.parametrize(
     "knobs", [{"top_k": 0}, {"top_k": 21}, {"neighbor_prev": 6}, {"retriever": "magic"}, {"question": ""}]
 )
+@pytest.mark.model
 def test_invalid_query_input_is_422(client, document_id, knobs):
     body = {"document_id": document_id, "strategy": "recursive", "question": "Leave?", **knobs}
     assert client.post("/queries", json=body).status_code == 422
 
 
+@pytest.mark.model
 def test_llm_answer_with_citations_and_token_usage(settings, client, document_id):
     with running_fake_openai() as server:
         settings.llm_base_url, settings.llm_model = server.url, "fake-model"
@@ -140,6 +148,7 @@ def test_llm_answer_with_citations_and_token_usage(settings, client, document_id
     assert "[Source 1]" in json.dumps(request.body["messages"])
 
 
+@pytest.mark.model
 def test_unreachable_llm_is_503_on_queries_and_the_chatbot(settings, client, document_id):
     settings.llm_base_url, settings.llm_model = "http://127.0.0.1:9/v1", "fake-model"
     response = _ask(client, document_id, "How much annual leave?", strategy="recursive")
@@ -149,6 +158,7 @@ def test_unreachable_llm_is_503_on_queries_and_the_chatbot(settings, client, doc
     assert client.get("/api/health").json()["llm_connected"] is False
 
 
+@pytest.mark.model
 def test_chatbot_indexes_with_the_serving_configuration_and_answers(client):
     first = client.post("/api/index", files={"file": ("handbook.md", HANDBOOK.encode())})
     assert first.status_code == 200, first.text
@@ -177,6 +187,7 @@ def test_chatbot_query_validation_is_422(client, body):
     assert client.post("/api/query", json=body).status_code == 422
 
 
+@pytest.mark.model
 def test_chatbot_index_directory_refuses_escapes_and_indexes_a_folder(client, settings):
     assert client.post("/api/index-directory", json={"path": "../"}).status_code == 400
     folder = settings.data_dir / "docs"
@@ -192,6 +203,7 @@ def test_serving_configuration_is_validated(client):
     assert updated.status_code == 200 and client.get("/admin/serving").json()["strategy"] == "fixed_size"
 
 
+@pytest.mark.model
 def test_cli_query_prints_answer_sources_tree_and_latency(tmp_path, monkeypatch):
     monkeypatch.setenv("CHUNKBENCH_DATA_DIR", str(tmp_path / "cli-data"))
     get_settings.cache_clear()
@@ -217,6 +229,7 @@ def test_cli_query_prints_answer_sources_tree_and_latency(tmp_path, monkeypatch)
         get_settings.cache_clear()
 
 
+@pytest.mark.model
 def test_parent_child_sources_carry_their_parent(client, document_id):
     processed = client.post(
         f"/documents/{document_id}/process", params={"wait": "true"}, json={"strategies": ["semantic_parent_child"]}
@@ -227,6 +240,7 @@ def test_parent_child_sources_carry_their_parent(client, document_id):
     assert children and all(s["parent_text"] and s["text"] in s["parent_text"] for s in children)
 
 
+@pytest.mark.model
 def test_cross_encoder_rerank_through_the_api(settings, client, document_id, tiny_cross_encoder):
     settings.cross_encoder_model = str(tiny_cross_encoder)
     body = _ask(client, document_id, "Leave days?", strategy="recursive", rerank="cross_encoder", top_k=2).json()
@@ -234,6 +248,7 @@ def test_cross_encoder_rerank_through_the_api(settings, client, document_id, tin
     assert "rerank" in body["latency_breakdown"]
 
 
+@pytest.mark.model
 def test_llm_rerank_and_llm_contextual_prefixes(settings, client, document_id):
     with running_fake_openai() as server:
         settings.llm_base_url, settings.llm_model = server.url, "fake-model"

@@ -129,6 +129,7 @@ Train travel is preferred for journeys under five hours. Hotel costs are reimbur
 """
 
 
+@pytest.mark.model
 def test_posted_query_is_committed_and_its_response_is_the_stored_query(client):
     document_id = client.post("/documents", files={"file": ("h.md", HANDBOOK)}).json()["document"]["id"]
     processed = client.post(f"/documents/{document_id}/process?wait=true", json={"strategies": ["recursive"]})

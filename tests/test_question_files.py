@@ -244,6 +244,7 @@ def llm(settings) -> FakeOpenAI:
         yield server
 
 
+@pytest.mark.model
 def test_generate_keeps_good_questions_and_drops_the_rest(llm, client, settings, document_id):
     llm.script(
         _reply("How many days of paid annual leave does every employee receive per year?", LEAVE),

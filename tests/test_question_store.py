@@ -259,6 +259,7 @@ def test_the_cli_lists_validates_and_adds_question_files_and_says_where_they_liv
 # --------------------------------------------------------------------------- what a benchmark records
 
 
+@pytest.mark.model
 def test_a_benchmark_on_an_imported_file_records_its_name_and_questions_as_from_the_folder(settings):
     """An Experiment records a question file by name (``config.question_set``) and its questions with their placed
     evidence (no hash of the file: the file's own is ``question_files.content_hash``): the same values whether the

@@ -48,6 +48,7 @@ def _get(cache: SemanticCache, vectors, text: str, scope: CacheScope = SCOPE, ge
     return cache.get(scope, text, generation=generation, vector=Embedder(vectors, text))
 
 
+@pytest.mark.model
 def test_exact_hit_is_normalised_and_needs_no_embedding(vectors):
     cache = SemanticCache()
     cache.set(SCOPE, QUESTION, vectors[QUESTION], "25 days", generation="g1")
@@ -58,6 +59,7 @@ def test_exact_hit_is_normalised_and_needs_no_embedding(vectors):
     assert normalise(" A\tB  c ") == "a b c"
 
 
+@pytest.mark.model
 def test_paraphrase_at_or_above_the_threshold_hits_and_a_near_question_below_it_misses(vectors):
     assert float(vectors[QUESTION] @ vectors[PARAPHRASE]) >= 0.98 > float(vectors[QUESTION] @ vectors[NEAR])
     cache = SemanticCache(similarity=0.98)
@@ -71,6 +73,7 @@ def test_paraphrase_at_or_above_the_threshold_hits_and_a_near_question_below_it_
     assert stats.hit_rate == 0.5
 
 
+@pytest.mark.model
 def test_an_empty_scope_misses_without_embedding(vectors):
     cache = SemanticCache()
     embedder = Embedder(vectors, QUESTION)
@@ -78,6 +81,7 @@ def test_an_empty_scope_misses_without_embedding(vectors):
     assert embedder.calls == 0
 
 
+@pytest.mark.model
 def test_entries_expire_after_the_ttl(vectors):
     clock = Clock()
     cache = SemanticCache(ttl_s=60, clock=clock)
@@ -90,6 +94,7 @@ def test_entries_expire_after_the_ttl(vectors):
     assert len(cache) == 0
 
 
+@pytest.mark.model
 def test_lru_eviction_spares_the_recently_hit_entry(vectors):
     cache = SemanticCache(max_entries=2)
     hotel, laptops = "What is the hotel limit per night?", "When are laptops replaced?"
@@ -113,6 +118,7 @@ def test_lru_eviction_spares_the_recently_hit_entry(vectors):
         CacheScope("acme", "s1", 5, "another-serving-config"),
     ],
 )
+@pytest.mark.model
 def test_another_tenant_session_top_k_or_configuration_misses(vectors, other):
     cache = SemanticCache()
     cache.set(SCOPE, QUESTION, vectors[QUESTION], "25 days", generation="g1")
@@ -121,6 +127,7 @@ def test_another_tenant_session_top_k_or_configuration_misses(vectors, other):
     assert _get(cache, vectors, QUESTION).value == "25 days"
 
 
+@pytest.mark.model
 def test_a_new_corpus_generation_drops_the_tenants_entries_only(vectors):
     cache = SemanticCache()
     other_tenant = CacheScope("globex", "s1", 5, "cfg")
@@ -137,6 +144,7 @@ def test_a_new_corpus_generation_drops_the_tenants_entries_only(vectors):
     assert _get(cache, vectors, QUESTION, generation="g2").value == "new"
 
 
+@pytest.mark.model
 def test_clear_forgets_one_tenant(vectors):
     cache = SemanticCache()
     cache.set(SCOPE, QUESTION, vectors[QUESTION], "a", generation="g1")

@@ -62,6 +62,7 @@ def _ask(client, query, **knobs):
     return response.json()
 
 
+@pytest.mark.model
 def test_answer_sources_and_an_exact_cache_hit(indexed):
     first = _ask(indexed, QUESTION, top_k=2)
     assert "25 days" in first["answer"] and first["answer_mode"] == "extractive"
@@ -81,6 +82,7 @@ def test_answer_sources_and_an_exact_cache_hit(indexed):
     assert stats["enabled"] is True and stats["similarity"] == 0.98
 
 
+@pytest.mark.model
 def test_a_paraphrase_is_a_semantic_hit_and_another_session_or_top_k_a_miss(indexed):
     first = _ask(indexed, QUESTION, session_id="s1")
     paraphrase = _ask(indexed, PARAPHRASE, session_id="s1")
@@ -91,6 +93,7 @@ def test_a_paraphrase_is_a_semantic_hit_and_another_session_or_top_k_a_miss(inde
     assert _ask(indexed, "When are laptops replaced?", session_id="s1")["cached"] is False
 
 
+@pytest.mark.model
 def test_the_query_is_embedded_once_per_miss_and_not_on_an_exact_hit(indexed, query_embeds):
     _ask(indexed, QUESTION)  # empty scope: the retrieval embeds, the entry reuses that vector
     assert query_embeds == [QUESTION]
@@ -102,6 +105,7 @@ def test_the_query_is_embedded_once_per_miss_and_not_on_an_exact_hit(indexed, qu
     assert query_embeds[2:] == [PARAPHRASE]
 
 
+@pytest.mark.model
 def test_without_the_cache_every_query_is_answered_and_embedded_once(settings, query_embeds):
     settings.cache_enabled = False
     with TestClient(create_app(settings)) as client:
@@ -114,6 +118,7 @@ def test_without_the_cache_every_query_is_answered_and_embedded_once(settings, q
         assert client.get("/v1/cache/stats").json()["entries"] == 0
 
 
+@pytest.mark.model
 def test_uploading_processing_and_deleting_documents_invalidate_the_tenants_cache(indexed):
     _ask(indexed, QUESTION)
     assert _ask(indexed, QUESTION)["cached"] is True
@@ -132,6 +137,7 @@ def test_uploading_processing_and_deleting_documents_invalidate_the_tenants_cach
     assert _ask(indexed, QUESTION)["cached"] is False  # serving configuration changed
 
 
+@pytest.mark.model
 def test_a_change_made_through_another_api_process_invalidates_this_ones_cache(settings, indexed):
     _ask(indexed, QUESTION)
     assert _ask(indexed, QUESTION)["cached"] is True
@@ -143,6 +149,7 @@ def test_a_change_made_through_another_api_process_invalidates_this_ones_cache(s
     assert _ask(indexed, QUESTION)["cached"] is True
 
 
+@pytest.mark.model
 def test_a_prompt_injection_is_refused_without_retrieval_or_cache(indexed, query_embeds, monkeypatch):
     searched = []
     real = rag_service.pipeline.run
@@ -159,6 +166,7 @@ def test_a_prompt_injection_is_refused_without_retrieval_or_cache(indexed, query
     assert searched == [1]
 
 
+@pytest.mark.model
 def test_pii_in_the_query_never_reaches_the_response_cache_logs_or_storage(settings, indexed, caplog, query_embeds):
     raw = "My card is 4111 1111 1111 1111 and my mail jane.doe@example.com: how many days of paid annual leave?"
     with caplog.at_level(logging.DEBUG):
@@ -178,6 +186,7 @@ def test_pii_in_the_query_never_reaches_the_response_cache_logs_or_storage(setti
     assert _ask(indexed, raw)["cached"] is True  # the sanitised text is the key
 
 
+@pytest.mark.model
 def test_pii_in_an_extractive_answer_and_its_sources_is_redacted(client):
     assert client.post("/api/index", files={"file": ("contacts.md", CONTACTS.encode())}).status_code == 200
     body = _ask(client, "How do I contact the travel office for bookings?")
@@ -187,6 +196,7 @@ def test_pii_in_an_extractive_answer_and_its_sources_is_redacted(client):
     assert body["pii_redacted"] == {}  # the query had none
 
 
+@pytest.mark.model
 def test_an_llm_answer_is_bounded_by_max_tokens_and_redacted(settings):
     with running_fake_openai() as server:
         settings.llm_base_url, settings.llm_model, settings.llm_max_retries = server.url, "fake-model", 0
@@ -199,12 +209,14 @@ def test_an_llm_answer_is_bounded_by_max_tokens_and_redacted(settings):
     assert server.chat_requests[-1].body["max_tokens"] == 37
 
 
+@pytest.mark.model
 def test_max_tokens_bounds_the_extractive_answer(indexed):
     full = _ask(indexed, QUESTION, session_id="a")["answer"]
     short = _ask(indexed, QUESTION, session_id="b", max_tokens=4)["answer"]
     assert count_tokens(full) > 4 and count_tokens(short) <= 4 and full.startswith(short)
 
 
+@pytest.mark.model
 def test_another_tenant_neither_sees_the_documents_nor_the_cached_answers(indexed):
     _ask(indexed, QUESTION)
     indexed.app.dependency_overrides[get_tenant] = lambda: "globex"
@@ -257,12 +269,14 @@ def test_out_of_bounds_requests_are_422(client, body):
     assert client.post("/v1/query", json=body).status_code == 422
 
 
+@pytest.mark.model
 def test_the_bounds_themselves_are_accepted(indexed):
     body = _ask(indexed, "x" * 4000, top_k=20, max_tokens=2048)
     assert body["cached"] is False
     assert _ask(indexed, "y", top_k=1, max_tokens=1)["blocked"] is False
 
 
+@pytest.mark.model
 def test_top_k_defaults_to_the_tenants_serving_configuration(indexed):
     assert indexed.post("/api/index", files={"file": ("contacts.md", CONTACTS.encode())}).status_code == 200
     everything = indexed.get("/api/health").json()["documents_indexed"]  # chunks of both documents
@@ -273,6 +287,7 @@ def test_top_k_defaults_to_the_tenants_serving_configuration(indexed):
     assert len(_ask(indexed, QUESTION, top_k=2)["sources"]) == 2
 
 
+@pytest.mark.model
 def test_wiping_a_collection_answers_409_not_the_cached_answer_nor_an_empty_one(indexed):
     first = _ask(indexed, QUESTION)
     assert first["sources"] and _ask(indexed, QUESTION)["cached"] is True
@@ -284,6 +299,7 @@ def test_wiping_a_collection_answers_409_not_the_cached_answer_nor_an_empty_one(
     assert "chunkbench process" in after.json()["message"]
 
 
+@pytest.mark.model
 def test_a_chunk_with_planted_instructions_is_marked_in_the_llm_context_and_reported(settings):
     """Indirect injection: the document's flagged passage reaches the LLM only inside the warning wrapper."""
     from test_injection_chunks import INJECTION, POLICY_DOC

@@ -120,6 +120,7 @@ def test_the_api_answers_429_with_retry_after_per_tenant(settings):
 
 
 @pytest.mark.parametrize("limit_without_auth", [False, True])
+@pytest.mark.slow
 def test_with_auth_off_the_default_tenant_is_limited_only_when_asked(settings, limit_without_auth):
     settings.rate_limit_per_minute = 60
     settings.rate_limit_burst = 2

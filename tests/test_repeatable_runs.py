@@ -137,6 +137,7 @@ def _exact_ties(ranking: list[list[Any]]) -> list[tuple[tuple[str, int], tuple[s
     ]
 
 
+@pytest.mark.model  # tests/repeat_run.py, in two subprocesses, embeds with MiniLM
 def test_a_corpus_experiment_run_twice_in_two_processes_gives_byte_identical_figures(tmp_path: Path) -> None:
     documents = tmp_path / "documents"
     documents.mkdir()

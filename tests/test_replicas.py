@@ -40,6 +40,7 @@ def _wait_for_job(client: TestClient, job_url: str) -> dict:
     return job
 
 
+@pytest.mark.model
 def test_a_document_uploaded_on_one_replica_is_seen_queried_and_deleted_from_another(settings):
     settings.llm_max_retries = 0
     with (
@@ -79,6 +80,7 @@ def test_a_document_uploaded_on_one_replica_is_seen_queried_and_deleted_from_ano
         assert [c["points"] for c in first.get("/admin/qdrant/collections").json()] == [0]
 
 
+@pytest.mark.postgres
 @pytest.mark.skipif(not ON_POSTGRES, reason=POSTGRES_ONLY)
 def test_replicas_migrating_a_fresh_database_at_once_take_turns(database_url):
     # A fresh, empty database next to the test's migrated one: the schema is created by the racing migrations.
@@ -119,6 +121,7 @@ def test_replicas_migrating_a_fresh_database_at_once_take_turns(database_url):
         admin.dispose()
 
 
+@pytest.mark.postgres
 @pytest.mark.skipif(not ON_POSTGRES, reason=POSTGRES_ONLY)
 def test_two_replicas_cannot_both_start_processing_one_document(client):
     document_id = client.post("/documents", files={"file": ("handbook.md", HANDBOOK.encode())}).json()["document"]["id"]

@@ -128,6 +128,7 @@ def run(
 # ---------------------------------------------------------------- retrievers
 
 
+@pytest.mark.model
 def test_hybrid_finds_exact_code_that_dense_ranks_low(
     corpus_store: VectorStore, settings: Settings, query_vectors: dict[str, np.ndarray]
 ) -> None:
@@ -141,6 +142,7 @@ def test_hybrid_finds_exact_code_that_dense_ranks_low(
     assert all(c.role == "hit" and c.score is not None for c in hybrid)
 
 
+@pytest.mark.model
 def test_hybrid_finds_paraphrase_that_bm25_misses(
     corpus_store: VectorStore, settings: Settings, query_vectors: dict[str, np.ndarray]
 ) -> None:
@@ -153,6 +155,7 @@ def test_hybrid_finds_paraphrase_that_bm25_misses(
     assert CAR_CHUNK in [c.chunk_index for c in hybrid]
 
 
+@pytest.mark.model
 def test_scores_descend_and_top_k_is_respected(
     corpus_store: VectorStore, settings: Settings, query_vectors: dict[str, np.ndarray]
 ) -> None:
@@ -167,6 +170,7 @@ def test_scores_descend_and_top_k_is_respected(
         run(corpus_store, settings, "dense", CODE_QUERY, vector, top_k=0)
 
 
+@pytest.mark.model
 def test_score_floor_per_retriever(
     corpus_store: VectorStore, settings: Settings, query_vectors: dict[str, np.ndarray]
 ) -> None:
@@ -183,6 +187,7 @@ def test_score_floor_per_retriever(
     assert all(c.payload["dense_score"] == pytest.approx(cosine[c.chunk_id], abs=1e-5) for c in hybrid)
 
 
+@pytest.mark.model
 def test_document_and_tenant_filters_never_leak(
     corpus_store: VectorStore, settings: Settings, corpus_vectors: np.ndarray, query_vectors: dict[str, np.ndarray]
 ) -> None:
@@ -223,6 +228,7 @@ def test_missing_collection_and_bad_inputs(store: VectorStore, settings: Setting
         run(store, settings, "dense", "anything", np.ones(3, dtype=np.float32))
 
 
+@pytest.mark.model
 def test_bm25_with_only_stopwords_finds_nothing(corpus_store: VectorStore, settings: Settings) -> None:
     assert run(corpus_store, settings, "bm25", "what is it", None) == []
 
@@ -238,6 +244,7 @@ def ranked(
     return pipeline.run(settings, store, plan)
 
 
+@pytest.mark.model
 def test_a_deeper_ranking_keeps_the_top_scores(
     corpus_store: VectorStore, settings: Settings, query_vectors: dict[str, np.ndarray]
 ) -> None:
@@ -258,6 +265,7 @@ def test_a_deeper_ranking_keeps_the_top_scores(
         ranked(corpus_store, settings, "dense", vector, ranking_depth=MAX_CANDIDATE_K + 1)
 
 
+@pytest.mark.model
 def test_a_reranked_ranking_is_the_reranked_pool_then_the_retrievers_order(
     corpus_store: VectorStore, settings: Settings, query_vectors: dict[str, np.ndarray], tiny_cross_encoder: Path
 ) -> None:
@@ -468,6 +476,7 @@ def candidates(texts: list[str]) -> list[RetrievedChunk]:
     ]
 
 
+@pytest.mark.model
 def test_cross_encoder_reorders_by_its_scores_and_keeps_top_k(tiny_cross_encoder: Path, settings: Settings) -> None:
     from sentence_transformers import CrossEncoder
 
@@ -481,6 +490,7 @@ def test_cross_encoder_reorders_by_its_scores_and_keeps_top_k(tiny_cross_encoder
     assert reranker.rerank(question, [], top_k=3) == []
 
 
+@pytest.mark.model
 def test_cross_encoder_missing_model_names_the_setting(tmp_path: Path, settings: Settings) -> None:
     for model in ("", str(tmp_path / "no-such-model")):
         with pytest.raises(QueryError, match="CHUNKBENCH_CROSS_ENCODER_MODEL") as info:

@@ -78,6 +78,7 @@ def _query(client, headers, document_id, strategy="recursive"):
     )
 
 
+@pytest.mark.model
 def test_a_tenant_admin_sees_and_wipes_only_its_own_points(deployment):
     client, keys, docs = deployment
     everything = _points(client, keys["operator"])
@@ -107,6 +108,7 @@ def test_a_tenant_admin_sees_and_wipes_only_its_own_points(deployment):
     assert _runs(client, keys["tenant-a"], docs["tenant-a"])["recursive"] == "completed"
 
 
+@pytest.mark.model
 def test_only_the_operator_acts_on_the_deployment(deployment):
     client, keys, _docs = deployment
     deployment_wide = [
@@ -137,6 +139,7 @@ def test_only_the_operator_acts_on_the_deployment(deployment):
     assert FIXED not in _points(client, keys["operator"])
 
 
+@pytest.mark.model
 def test_a_wipe_marks_runs_not_indexed_and_queries_answer_409_until_processed_again(deployment):
     client, keys, docs = deployment
     doc_a = docs["tenant-a"]
@@ -174,6 +177,7 @@ def test_a_wipe_marks_runs_not_indexed_and_queries_answer_409_until_processed_ag
     assert client.post("/v1/query", headers=keys["tenant-a"], json={"query": QUESTION}).status_code == 200
 
 
+@pytest.mark.model
 def test_dropping_a_collection_leaves_no_document_indexed_without_points(deployment):
     client, keys, docs = deployment
     assert client.delete(f"/admin/qdrant/collections/{FIXED}", headers=keys["operator"]).status_code == 204
@@ -188,6 +192,7 @@ def test_dropping_a_collection_leaves_no_document_indexed_without_points(deploym
     assert refused.status_code == 409 and refused.json()["error"] == "not_indexed", refused.text
 
 
+@pytest.mark.model
 def test_a_failed_upsert_marks_the_earlier_run_not_indexed_and_leaves_no_mixed_points(deployment, monkeypatch):
     client, keys, docs = deployment
     doc_b = docs["tenant-b"]
@@ -235,6 +240,7 @@ def test_the_cli_makes_operator_keys_on_the_servers_machine(cli, settings):  # n
         assert client.get("/admin/embedding-cache", headers=_bearer(key["key"])).status_code == 200
 
 
+@pytest.mark.model
 def test_the_cli_wipes_as_the_operator_and_its_query_answers_not_indexed(client, cli):  # noqa: F811 (the fixture)
     upload = client.post("/documents", files={"file": ("handbook.md", HANDBOOK.encode())})
     document_id = upload.json()["document"]["id"]
@@ -251,6 +257,7 @@ def test_the_cli_wipes_as_the_operator_and_its_query_answers_not_indexed(client,
     assert client.get(f"/documents/{document_id}").json()["status"] == "indexed"
 
 
+@pytest.mark.model
 def test_admin_health_shows_a_tenant_admin_its_own_share_and_the_operator_the_deployment(deployment, settings):
     client, keys, docs = deployment
     # A third collection that only B's points are in: A is not told it exists, not even as a count.
@@ -274,6 +281,7 @@ def test_admin_health_shows_a_tenant_admin_its_own_share_and_the_operator_the_de
     assert client.get("/admin/health", headers=keys["tenant-a"]).status_code == 403
 
 
+@pytest.mark.model
 def test_admin_me_names_the_keys_role(deployment):
     deployed, keys, _docs = deployment
     operator = deployed.get("/admin/me", headers=keys["operator"]).json()
@@ -291,6 +299,7 @@ def test_with_auth_off_admin_me_says_operator(client):
     }  # fmt: skip
 
 
+@pytest.mark.model
 def test_sweeps_over_a_wiped_run_answer_not_indexed_before_any_level_runs(client, cli, tmp_path):  # noqa: F811
     upload = client.post("/documents", files={"file": ("handbook.md", HANDBOOK.encode())})
     document_id = upload.json()["document"]["id"]

@@ -223,6 +223,7 @@ def test_a_sentence_longer_than_max_tokens_is_cut_into_token_windows() -> None:
 # --- real MiniLM behaviour -----------------------------------------------------------------------
 
 
+@pytest.mark.model
 def test_minilm_cuts_at_the_topic_change(minilm: MiniLMBoundary) -> None:
     doc = document([Block("paragraph", " ".join(PASTA + JUPITER))])
     topic_change = doc.markdown.index(JUPITER[0])
@@ -234,6 +235,7 @@ def test_minilm_cuts_at_the_topic_change(minilm: MiniLMBoundary) -> None:
     assert [c.text for c in chunks] == [" ".join(PASTA), " ".join(JUPITER)]
 
 
+@pytest.mark.model
 def test_minilm_higher_threshold_only_adds_cuts(minilm: MiniLMBoundary) -> None:
     doc = document([Block("paragraph", " ".join(PASTA + JUPITER + PASTA[::-1]))])
     cuts = []
@@ -244,6 +246,7 @@ def test_minilm_higher_threshold_only_adds_cuts(minilm: MiniLMBoundary) -> None:
     assert len(cuts[-1]) > len(cuts[0])
 
 
+@pytest.mark.model
 def test_minilm_headings_start_chunks_and_headings_stay_with_their_text(minilm: MiniLMBoundary) -> None:
     doc = document(
         [
@@ -263,6 +266,7 @@ def test_minilm_headings_start_chunks_and_headings_stay_with_their_text(minilm: 
     assert chunks[1].heading_path == ["Astronomy"]
 
 
+@pytest.mark.model
 def test_minilm_farsi_with_zwnj(minilm: MiniLMBoundary) -> None:
     doc = document(FARSI)
     for threshold in (None, 0.9):
@@ -275,6 +279,7 @@ def test_minilm_farsi_with_zwnj(minilm: MiniLMBoundary) -> None:
     assert_family(doc, family, 1024, 256)
 
 
+@pytest.mark.model
 def test_minilm_parent_child_parents_follow_the_topics(minilm: MiniLMBoundary) -> None:
     doc = document(
         [

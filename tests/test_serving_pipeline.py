@@ -58,6 +58,7 @@ def _parent_child_serving(client, **config) -> None:
     assert _index(client) > 0
 
 
+@pytest.mark.model
 def test_parent_child_serving_answers_with_parent_context_on_both_apis(client, llm):
     _parent_child_serving(client)
 
@@ -77,6 +78,7 @@ def test_parent_child_serving_answers_with_parent_context_on_both_apis(client, l
     assert "150 euros" in chat.json()["answer"]
 
 
+@pytest.mark.model
 def test_parent_context_can_be_switched_off_in_the_serving_configuration(client, llm):
     _parent_child_serving(client, parent_context=False)
     body = client.post("/v1/query", json={"query": QUESTION}).json()
@@ -87,6 +89,7 @@ def _reranks(server) -> list[str]:
     return [r.body["messages"][-1]["content"] for r in server.chat_requests if "Rank all" in str(r.body)]
 
 
+@pytest.mark.model
 def test_serving_configuration_with_rerank_reranks_on_both_apis(settings, client, llm):
     settings.chunk_size = 40  # several recursive chunks, so the order of candidates can change
     _serve(client, strategy="recursive", retriever="hybrid", top_k=2)
@@ -107,6 +110,7 @@ def test_serving_configuration_with_rerank_reranks_on_both_apis(settings, client
     assert [s["score"] for s in chat["sources"]] == [1.0, 0.5] and len(_reranks(llm)) == 2
 
 
+@pytest.mark.model
 def test_serving_configuration_with_neighbour_expansion_adds_neighbours(settings, client):
     settings.chunk_size, settings.chunk_overlap = 40, 0
     _serve(client, strategy="fixed_size", retriever="dense", top_k=1, neighbor_prev=1, neighbor_next=1)

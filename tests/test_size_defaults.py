@@ -117,6 +117,7 @@ def document_id(client) -> str:
     return response.json()["document"]["id"]
 
 
+@pytest.mark.model
 def test_processing_uses_the_models_default_and_records_it(client, document_id):
     response = client.post(
         f"/documents/{document_id}/process", params={"wait": "true"}, json={"strategies": ["fixed_size"]}
@@ -133,6 +134,7 @@ def test_processing_uses_the_models_default_and_records_it(client, document_id):
     assert max(c["token_count"] for c in chunks["chunks"]) <= READABLE
 
 
+@pytest.mark.model
 def test_a_size_beyond_the_window_is_flagged_in_the_202_body_before_the_work(client, document_id):
     body = {"strategies": ["fixed_size", "recursive"], "params": {"fixed_size": {"chunk_size": 512}}}
     accepted = client.post(f"/documents/{document_id}/process", json=body)
@@ -149,6 +151,7 @@ def test_a_size_beyond_the_window_is_flagged_in_the_202_body_before_the_work(cli
     assert any(c["beyond_window"] for c in chunks["chunks"])
 
 
+@pytest.mark.model
 def test_a_corpus_job_flags_a_size_beyond_the_window_in_its_202_body_and_result(client, document_id):
     with client.app.state.database.session() as session:
         repository = CorpusRepository(session, "default")
@@ -207,6 +210,7 @@ def test_cli_strategies_shows_the_models_defaults(data_dir):
     assert f"follow the Corpus model all-MiniLM-L6-v2: it reads chunks of up to {READABLE} cl100k tokens" in table
 
 
+@pytest.mark.model
 def test_cli_process_warns_before_the_work_and_keeps_the_given_size(data_dir, tmp_path):
     source = tmp_path / "harbour.md"
     source.write_text(PROSE)
@@ -222,6 +226,7 @@ def test_cli_process_warns_before_the_work_and_keeps_the_given_size(data_dir, tm
     assert runs["chunk_counts"]["fixed_size"] >= expected
 
 
+@pytest.mark.model
 def test_a_chunk_size_set_in_settings_is_kept_as_given(data_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("CHUNKBENCH_CHUNK_SIZE", "400")
     get_settings.cache_clear()

@@ -68,6 +68,7 @@ def test_a_variant_pins_its_parameters_and_keeps_the_bases_rules(settings: Setti
         strategy_class("r9")  # nothing half-registered by the refusals
 
 
+@pytest.mark.model
 def test_cli_adds_processes_and_removes_a_variant(data_dir: Path) -> None:
     (data_dir.parent / "guide.md").write_text(TEXT, encoding="utf-8")
     added = _invoke("strategies", "add", "fixed_size_64_0", "--base", "fixed_size", "--param", "chunk_size=64",

@@ -290,6 +290,7 @@ def test_the_header_travels_in_the_point_payload(tmp_path, settings, offline):
     assert "context_header" not in chunk_payload(chunks[0], tenant_id="t", model_id="m")
 
 
+@pytest.mark.model
 def test_the_answer_prompt_shows_a_table_part_under_its_header(tmp_path, settings):
     path = _docx(tmp_path / "prices.docx", 80)
     with running_fake_openai() as server:

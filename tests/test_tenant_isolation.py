@@ -65,6 +65,7 @@ def world(settings):
         }  # fmt: skip
 
 
+@pytest.mark.model
 def test_tenant_b_gets_404_on_everything_of_tenant_a(world):
     client, b = world["client"], world["b"]
     doc, job, query, experiment = world["doc_a"], world["job_a"], world["query_a"], world["experiment_a"]
@@ -107,6 +108,7 @@ def test_tenant_b_gets_404_on_everything_of_tenant_a(world):
     assert stored_question_names(world["settings"], "tenant-a") == ["a-questions.json"]
 
 
+@pytest.mark.model
 def test_searches_of_tenant_b_never_return_tenant_a_chunks_for_the_same_text(world):
     client, b = world["client"], world["b"]
     question = "How many days of paid annual leave?"

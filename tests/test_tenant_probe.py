@@ -274,6 +274,7 @@ def walk(client, keys: dict[str, dict[str, str]], markers: dict[str, str], ids: 
     return leaks
 
 
+@pytest.mark.model
 def test_tenant_b_sees_and_changes_nothing_of_tenant_a_on_any_route(tenants):
     client, settings = tenants["client"], tenants["settings"]
     before = snapshot(client, settings)
@@ -286,6 +287,7 @@ def test_tenant_b_sees_and_changes_nothing_of_tenant_a_on_any_route(tenants):
     assert {k: v for k, v in after.items() if v != before[k]} == {}
 
 
+@pytest.mark.model
 def test_the_walker_fails_when_one_repository_forgets_the_tenant(tenants, monkeypatch):
     def any_tenant(self, document_id, *, for_update=False):  # the tenant filter taken out
         return self.session.scalar(select(DocumentRow).where(DocumentRow.id == document_id))

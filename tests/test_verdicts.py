@@ -208,6 +208,7 @@ def experiment(client) -> dict:
     return ran.json()
 
 
+@pytest.mark.model
 def test_the_json_both_reports_and_the_cli_say_the_same_verdict(client, experiment, settings, monkeypatch) -> None:
     said = experiment["decision"]["verdict"]
     assert said == verdict(experiment["decision"]) and "summary" not in experiment["decision"]
@@ -241,6 +242,7 @@ def _svg(client, url: str):
 SVG = {"s": "http://www.w3.org/2000/svg"}
 
 
+@pytest.mark.model
 def test_the_charts_are_the_reports_charts_as_svg(client, experiment) -> None:
     eid, keys = experiment["id"], [c["key"] for c in experiment["configurations"]]
     charts = client.get(f"/benchmarks/{eid}/charts").json()
@@ -289,6 +291,7 @@ def test_the_charts_are_the_reports_charts_as_svg(client, experiment) -> None:
         assert rect.xpath("s:title", namespaces=SVG)[0].text.endswith(f"Recall {recall:.2f}")
 
 
+@pytest.mark.model
 def test_an_unknown_chart_is_a_404_that_lists_the_charts(client, experiment) -> None:
     missing = client.get(f"/benchmarks/{experiment['id']}/charts/bars-judge_faithfulness")
     assert missing.status_code == 404

@@ -32,7 +32,10 @@ from pgtest import ON_POSTGRES
 from tcp_proxy import TcpProxy
 from test_benchmarks import QUESTIONS, _figures, processed_handbook
 
-pytestmark = pytest.mark.skipif(not ON_POSTGRES, reason="the task queue is PostgreSQL's (procrastinate)")
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.skipif(not ON_POSTGRES, reason="the task queue is PostgreSQL's (procrastinate)"),
+]
 
 MODEL = "text-embedding-3-small"
 BODY = {

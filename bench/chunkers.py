@@ -29,7 +29,7 @@ from chunkbench.chunking.strategies.semantic import SemanticParams, SemanticStra
 from chunkbench.config import Settings
 from chunkbench.documents.parsers import parse_document
 from chunkbench.embedding.registry import get_spec
-from chunkbench.embedding.service import boundary_embedder
+from chunkbench.embedding.roles import boundary_embedder
 from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
 from chunkbench.models import DocumentTree, NodeType, TreeNode
 from chunkbench.text.tokens import get_tokenizer

@@ -82,7 +82,7 @@ def _cold_embed(model_id: str, texts: list[str], data_dir: Path, models_dir: Pat
     """Seconds to embed ``texts`` through ``embed_texts`` with nothing cached (a fresh data folder, memory cleared)."""
     from chunkbench.embedding.cache import EMBEDDINGS, close_disk_caches
     from chunkbench.embedding.registry import get_spec
-    from chunkbench.embedding.service import embed_texts
+    from chunkbench.embedding.roles import embed_texts
 
     EMBEDDINGS.clear()
     close_disk_caches()
@@ -100,7 +100,7 @@ def _warm_embed(model_id: str, texts: list[str], data_dir: Path, models_dir: Pat
     """Seconds for the same call on the folder a cold run filled, from a new process's view (the file only)."""
     from chunkbench.embedding.cache import EMBEDDINGS, close_disk_caches
     from chunkbench.embedding.registry import get_spec
-    from chunkbench.embedding.service import embed_texts
+    from chunkbench.embedding.roles import embed_texts
 
     EMBEDDINGS.clear()
     close_disk_caches()
@@ -177,7 +177,7 @@ def recall(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     each: nothing cached), span and rank figures in percent."""
     from chunkbench.benchmarking import corpus_eval
     from chunkbench.chunking import variants
-    from chunkbench.documents.service import SourceFile
+    from chunkbench.documents.library import SourceFile
     from chunkbench.embedding.cache import EMBEDDINGS
     from chunkbench.evaluation.chroma import CHROMA_RETRIEVE, load_chroma, select_configs
     from chunkbench.storage.db import Database

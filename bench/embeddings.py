@@ -55,7 +55,7 @@ def main() -> None:
     from chunkbench.config import Settings
     from chunkbench.embedding.cache import EMBEDDINGS
     from chunkbench.embedding.registry import get_spec
-    from chunkbench.embedding.service import embed_texts
+    from chunkbench.embedding.roles import embed_texts
 
     texts = chunk_texts()
     spec = get_spec("all-MiniLM-L6-v2")

@@ -45,7 +45,7 @@ def eval_chroma() -> dict[str, Any]:
     import chroma_reproduce
     from chunkbench.config import Settings
     from chunkbench.embedding.registry import get_spec
-    from chunkbench.embedding.service import embed_texts
+    from chunkbench.embedding.roles import embed_texts
     from chunkbench.evaluation.chroma import CHROMA_CONFIGS, CHROMA_MODEL
 
     settings = Settings()

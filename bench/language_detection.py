@@ -173,7 +173,7 @@ Detector = Callable[[Sample, ParseResult], str]
 
 
 def old_detector(sample: Sample, parsed: ParseResult) -> str:
-    """What documents.service did before: py3langid.classify on the first 4000 characters."""
+    """What documents.library did before: py3langid.classify on the first 4000 characters."""
     import py3langid
 
     head = parsed.plain_text[:4000].strip()

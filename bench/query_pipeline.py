@@ -129,7 +129,7 @@ def raw_side(store: Any, settings: Any, document_id: str, chunk_count: int) -> S
     """The raw path: ``embed_query`` + the engine's own query (Qdrant Edge's shard query, no chunkbench checks) on
     the recursive collection, filtered to the document, searched as the serving faces search (``exact=False``)."""
     from chunkbench.embedding.registry import get_spec
-    from chunkbench.embedding.service import embed_query
+    from chunkbench.embedding.roles import embed_query
     from chunkbench.storage.engine import VectorQuery
     from chunkbench.storage.points import QueryMode, collection_name, document_filter
     from chunkbench.storage.schema import DEFAULT_TENANT
@@ -274,8 +274,8 @@ def bench_pipeline(corpus: Path, questions: list[str], tmp: Path) -> dict[str, A
     from chunkbench.app import create_app
     from chunkbench.config import Settings
     from chunkbench.embedding.registry import get_spec
+    from chunkbench.retrieval.queries import run_query
     from chunkbench.retrieval.schemas import QueryIn
-    from chunkbench.retrieval.service import run_query
     from chunkbench.storage.schema import DEFAULT_TENANT
     from chunkbench.storage.vectors import close_vector_stores, get_vector_store
 

@@ -81,7 +81,7 @@ def synthetic_texts(count: int, size: int = CHUNK_CHARS) -> list[str]:
 
 def embed_all(texts: list[str], settings: Any) -> np.ndarray:
     from chunkbench.embedding.registry import get_spec
-    from chunkbench.embedding.service import embed_texts
+    from chunkbench.embedding.roles import embed_texts
 
     spec = get_spec(MODEL_ID)
     parts = []
@@ -111,7 +111,7 @@ def bench_scale(
 ) -> dict[str, dict[str, Any]]:
     from chunkbench.config import Settings
     from chunkbench.embedding.registry import get_spec
-    from chunkbench.embedding.service import embed_query
+    from chunkbench.embedding.roles import embed_query
     from chunkbench.embedding.sparse import Bm25Encoder
     from chunkbench.models import StrategyName
     from chunkbench.retrieval.search import get_retriever

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from chunkbench.cli import app
 from chunkbench.config import get_settings
-from chunkbench.embedding import service as embedding
+from chunkbench.embedding import roles
 from chunkbench.embedding.registry import get_spec
 from chunkbench.retrieval.search import retrieve
 from chunkbench.storage.schema import DEFAULT_TENANT
@@ -42,7 +42,7 @@ def rankings(questions: list[str]) -> dict[str, dict[str, list[list]]]:
     store = get_vector_store(settings)
     found: dict[str, dict[str, list[list]]] = {}
     for question in questions:
-        vector = embedding.embed_query(spec, question, settings)
+        vector = roles.embed_query(spec, question, settings)
         found[question] = {}
         for retriever in ("dense", "bm25", "hybrid"):
             hits = retrieve(

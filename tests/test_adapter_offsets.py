@@ -19,7 +19,7 @@ from chunkbench.chunking.library import LibraryStrategy
 from chunkbench.config import Settings
 from chunkbench.documents.parsers import parse_document
 from chunkbench.embedding.registry import get_spec
-from chunkbench.embedding.service import boundary_embedder
+from chunkbench.embedding.roles import boundary_embedder
 from chunkbench.evaluation.datasets import chroma_dir
 
 CORPORA = sorted((chroma_dir(None) / "corpora").glob("*.md"))

@@ -41,7 +41,7 @@ from chunkbench.chunking.library import info, library_version
 from chunkbench.config import Settings
 from chunkbench.documents.parsers.code_languages import grammar
 from chunkbench.embedding.registry import get_spec
-from chunkbench.embedding.service import boundary_embedder
+from chunkbench.embedding.roles import boundary_embedder
 from chunkbench.errors import ChunkingError, MissingExtraError, MissingGrammarError
 from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
 from chunkbench.models import DocumentTree, NodeType, TreeNode

@@ -25,7 +25,7 @@ from chunkbench.chunking.library import info
 from chunkbench.config import Settings
 from chunkbench.documents.parsers import parse_document
 from chunkbench.embedding.registry import get_spec
-from chunkbench.embedding.service import boundary_embedder
+from chunkbench.embedding.roles import boundary_embedder
 from chunkbench.errors import ChunkingError, MissingExtraError
 from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
 from chunkbench.models import DocumentTree, NodeType, TreeNode

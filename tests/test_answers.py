@@ -9,7 +9,7 @@ import pytest
 
 from chunkbench.config import Settings
 from chunkbench.embedding.registry import get_spec
-from chunkbench.embedding.service import embed_texts
+from chunkbench.embedding.roles import embed_texts
 from chunkbench.evaluation.answers import (
     AnswerMetrics,
     answer_metrics,

@@ -141,7 +141,7 @@ LAYERS = _layers()
 
 
 def _row(module: str) -> int:
-    """The row of a module: a face is the top row; otherwise its package's (``chunkbench.indexing.service`` →
+    """The row of a module: a face is the top row; otherwise its package's (``chunkbench.indexing.processing`` →
     ``indexing``) or, for a top-level module, its own name's."""
     if _is_face(module):
         return len(LAYERS)
@@ -178,10 +178,10 @@ def test_no_module_imports_from_a_higher_row() -> None:
 
 
 def test_an_upward_import_is_seen() -> None:
-    assert _upward({"chunkbench.indexing.service": {"chunkbench.jobs.service", "chunkbench.storage.db"}}) == [
-        "chunkbench.indexing.service (row 4) imports chunkbench.jobs.service (row 6)"
+    assert _upward({"chunkbench.indexing.processing": {"chunkbench.jobs.execution", "chunkbench.storage.db"}}) == [
+        "chunkbench.indexing.processing (row 4) imports chunkbench.jobs.execution (row 6)"
     ]
-    assert _upward({"chunkbench.llm.client": {"chunkbench.observability.service"}}) != []
+    assert _upward({"chunkbench.llm.client": {"chunkbench.observability.readiness"}}) != []
     assert (
         _upward({"chunkbench.cli": {"chunkbench.text.tokens"}, "chunkbench.chunking.base": {"chunkbench.errors"}}) == []
     )

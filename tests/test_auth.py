@@ -19,7 +19,7 @@ from chunkbench.config import get_settings
 from chunkbench.dependencies import TenantDep
 from chunkbench.errors import InsecureBindError
 from chunkbench.storage.schema import ApiKeyRow, DocumentRow
-from chunkbench.tenants import service
+from chunkbench.tenants import accounts
 from chunkbench.tenants.auth import PUBLIC_PATHS, Authenticator, check_bind
 
 
@@ -41,16 +41,16 @@ def auth_client(settings):
 def _keys(client, tenant: str, *, admin: bool = False) -> dict[str, str]:
     """A new tenant (if needed) and a key of it, as request headers."""
     with client.app.state.database.session() as session:
-        if session.get(service.TenantRow, tenant) is None:
-            service.create_tenant(session, tenant.title(), tenant_id=tenant)
-        _row, key = service.create_key(session, tenant, admin=admin)
+        if session.get(accounts.TenantRow, tenant) is None:
+            accounts.create_tenant(session, tenant.title(), tenant_id=tenant)
+        _row, key = accounts.create_key(session, tenant, admin=admin)
     return {"Authorization": f"Bearer {key}"}
 
 
 def _operator_key(client) -> str:
     """An operator key (of the default tenant), as `chunkbench admin key create --operator` makes it."""
     with client.app.state.database.session() as session:
-        return service.create_key(session, "default", operator=True)[1]
+        return accounts.create_key(session, "default", operator=True)[1]
 
 
 @pytest.mark.parametrize(
@@ -132,7 +132,7 @@ def test_revoked_keys_stop_working_within_the_cache_ttl(settings):
         with client.app.state.database.session() as session:
             key = session.scalar(select(ApiKeyRow))
             # Revoked by another process (the CLI, another replica): this one trusts its cached lookup...
-            service.revoke_key(session, key.prefix)
+            accounts.revoke_key(session, key.prefix)
         clock.now += 4.9
         assert client.get("/documents", headers=headers).status_code == 200
         # ...for at most auth_cache_ttl_s.

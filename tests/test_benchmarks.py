@@ -16,7 +16,7 @@ from sqlalchemy import inspect, text
 from typer.testing import CliRunner
 
 from chunkbench.app import create_app
-from chunkbench.benchmarking import experiments, ownership, planning, runner, service
+from chunkbench.benchmarking import benchmarks, experiments, ownership, planning, runner
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.cli import app as cli_app
 from chunkbench.config import get_settings
@@ -352,11 +352,11 @@ def test_a_server_restart_marks_only_orphaned_experiments_interrupted(settings, 
     alive = experiments.create(database, settings, plan).id  # this process: still running
     orphan = experiments.create(database, settings, plan).id
     with database.session() as session:
-        service.get(session, orphan, tenant_id=DEFAULT_TENANT).runner_pid = _dead_pid()
+        benchmarks.get(session, orphan, tenant_id=DEFAULT_TENANT).runner_pid = _dead_pid()
     assert ownership.fail_interrupted(database) == 1
     with database.session() as session:
-        assert service.get(session, orphan, tenant_id=DEFAULT_TENANT).status == "interrupted"
-        assert service.get(session, alive, tenant_id=DEFAULT_TENANT).status == "running"
+        assert benchmarks.get(session, orphan, tenant_id=DEFAULT_TENANT).status == "interrupted"
+        assert benchmarks.get(session, alive, tenant_id=DEFAULT_TENANT).status == "running"
     assert client.post(f"/benchmarks/{alive}/resume").status_code == 409
 
 

@@ -14,10 +14,9 @@ from fastapi.testclient import TestClient
 from chunkbench.benchmarking import experiments, planning, runner
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.errors import JobCancelledError
-from chunkbench.indexing import corpus_job
-from chunkbench.indexing import service as processing
+from chunkbench.indexing import corpus_job, processing
 from chunkbench.indexing.schemas import ProcessIn
-from chunkbench.jobs import service as jobs
+from chunkbench.jobs import execution
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DEFAULT_TENANT, JobRow
 from chunkbench.storage.vectors import get_vector_store
@@ -28,7 +27,7 @@ from test_corpus_processing import BODY, REMOTE_MODEL, corpus_ids, fake, remote_
 def _hold(client: TestClient) -> threading.Event:
     """Occupy the app's one job worker until the returned event is set: what is submitted next stays queued."""
     gate = threading.Event()
-    jobs.register_kind("hold", lambda call, progress, stop: {"released": gate.wait(timeout=120)})
+    execution.register_kind("hold", lambda call, progress, stop: {"released": gate.wait(timeout=120)})
     client.app.state.jobs.submit(kind="hold", tenant_id=DEFAULT_TENANT, document_id=None, request={}, payload={})
     return gate
 
@@ -201,8 +200,8 @@ def test_ended_and_unknown_jobs_cannot_be_cancelled(client):
 
 def test_a_job_of_another_replica_stops_when_its_heartbeat_reads_the_request(settings):
     database = Database.from_settings(settings)
-    owner = jobs.JobRunner(database, lease_s=0.3)  # its heartbeat beats every 0.1 s
-    other = jobs.JobRunner(database)  # another replica on the same database
+    owner = execution.JobRunner(database, lease_s=0.3)  # its heartbeat beats every 0.1 s
+    other = execution.JobRunner(database)  # another replica on the same database
 
     def work(call, progress, stop):
         deadline = time.monotonic() + 60
@@ -211,7 +210,7 @@ def test_a_job_of_another_replica_stops_when_its_heartbeat_reads_the_request(set
         raise JobCancelledError("stopped at a safe point")
 
     try:
-        jobs.register_kind("test", work)
+        execution.register_kind("test", work)
         row = owner.submit(kind="test", tenant_id=DEFAULT_TENANT, document_id=None, request={}, payload={})
         # The other replica has no stop flag for it: only the shared row says "cancelling".
         assert other.cancel(row.id, tenant_id=DEFAULT_TENANT).status == "cancelling"

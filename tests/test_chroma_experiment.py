@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from chunkbench.benchmarking import service
+from chunkbench.benchmarking import benchmarks
 from chunkbench.benchmarking.chroma import CHROMA_CORPUS, reproduce
 from chunkbench.benchmarking.report.render import render_report
 from chunkbench.chunking import variants
@@ -76,8 +76,8 @@ def test_chroma_rows_are_one_experiment_with_the_span_evaluations_figures(
         first = reproduce(database, settings, store, configs, chroma_folder, tenant_id=DEFAULT_TENANT)
         again = reproduce(database, settings, store, configs, chroma_folder, tenant_id=DEFAULT_TENANT)
         with database.session() as session:
-            row = service.get(session, first.evaluation.experiment_id, tenant_id=DEFAULT_TENANT)
-            experiment = service.experiment_dict(session, row)
+            row = benchmarks.get(session, first.evaluation.experiment_id, tenant_id=DEFAULT_TENANT)
+            experiment = benchmarks.experiment_dict(session, row)
     finally:
         store.close()
         database.dispose()

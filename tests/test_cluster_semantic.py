@@ -25,7 +25,7 @@ from chunkbench.chunking.strategies.cluster_semantic import (
 )
 from chunkbench.config import Settings
 from chunkbench.embedding.registry import get_spec
-from chunkbench.embedding.service import boundary_embedder
+from chunkbench.embedding.roles import boundary_embedder
 from chunkbench.errors import ChunkingError
 from chunkbench.evaluation.chroma import load_chroma, published_rows, select_configs
 from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR

@@ -20,7 +20,7 @@ from chunkbench.models import corpus_name
 from chunkbench.storage.db import Database, migrate
 from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.schema import Base, UtcDateTime
-from chunkbench.tenants import service as tenants
+from chunkbench.tenants import accounts
 
 ALPHA = "Alpha notes.\n\nThe alpha team meets on Mondays.\n"
 BETA = "Beta notes.\n\nThe beta team meets on Fridays.\n"
@@ -227,8 +227,8 @@ def test_another_tenant_can_neither_see_nor_change_a_corpus(settings):
         headers = {}
         with client.app.state.database.session() as session:
             for tenant in ("tenant-a", "tenant-b"):
-                tenants.create_tenant(session, tenant, tenant_id=tenant)
-                headers[tenant] = {"Authorization": f"Bearer {tenants.create_key(session, tenant)[1]}"}
+                accounts.create_tenant(session, tenant, tenant_id=tenant)
+                headers[tenant] = {"Authorization": f"Bearer {accounts.create_key(session, tenant)[1]}"}
         a, b = headers["tenant-a"], headers["tenant-b"]
         doc_a = client.post("/documents", headers=a, files={"file": ("a.md", GUIDE.encode())}).json()["document"]["id"]
         doc_b = client.post("/documents", headers=b, files={"file": ("b.md", ALPHA.encode())}).json()["document"]["id"]

@@ -17,7 +17,7 @@ from lxml import html as lxml_html
 from typer.testing import CliRunner
 
 from chunkbench.app import create_app
-from chunkbench.benchmarking import experiments, planning, runner, service
+from chunkbench.benchmarking import benchmarks, experiments, planning, runner
 from chunkbench.benchmarking.aggregation import decision_for
 from chunkbench.benchmarking.model import BenchmarkConfig, CellResult, Configuration, question_from_json
 from chunkbench.benchmarking.planning import PlannedDocument
@@ -270,7 +270,7 @@ def test_a_stopped_corpus_experiment_resumes_to_the_figures_of_an_uninterrupted_
     with pytest.raises(_Stop):
         runner.execute(database, settings, store, experiment_id, tenant_id=DEFAULT_TENANT, progress=stop_after_five)
     assert client.get(f"/benchmarks/{experiment_id}").json()["progress"]["cells_done"] == 5
-    service.prepare_resume(database, experiment_id, tenant_id=DEFAULT_TENANT)
+    benchmarks.prepare_resume(database, experiment_id, tenant_id=DEFAULT_TENANT)
     runner.execute(database, settings, store, experiment_id, tenant_id=DEFAULT_TENANT)
     resumed = client.get(f"/benchmarks/{experiment_id}").json()
     assert resumed["status"] == "completed" and len(resumed["cells"]) == 4 * 6
@@ -379,7 +379,7 @@ def test_a_one_document_benchmark_keeps_its_shape_and_records_its_corpus_of_one(
     with client.app.state.database.session() as session:
         row = session.get(DocumentRow, berlin)
         expected = experiments.corpus_hash([PlannedDocument(row.id, row.source_key, row.filename, row.content_hash)])
-        stored = service.get(session, experiment["id"], tenant_id=DEFAULT_TENANT)
+        stored = benchmarks.get(session, experiment["id"], tenant_id=DEFAULT_TENANT)
         assert (stored.document_id, stored.corpus_id, stored.document_ids) == (berlin, None, [berlin])
     assert experiment["provenance"]["corpus"] == {
         "name": None, "hash": expected,

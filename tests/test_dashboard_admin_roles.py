@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from chunkbench.storage.db import Database
-from chunkbench.tenants import service
+from chunkbench.tenants import accounts
 from conftest import screenshot
 from test_queries import HANDBOOK
 
@@ -26,9 +26,9 @@ def keys(settings) -> dict[str, str]:
     settings.auth = True
     database = Database.from_settings(settings)
     with database.session() as session:
-        service.create_tenant(session, "Acme", tenant_id="acme")
-        admin = service.create_key(session, "acme", admin=True)[1]
-        operator = service.create_key(session, "default", operator=True)[1]
+        accounts.create_tenant(session, "Acme", tenant_id="acme")
+        admin = accounts.create_key(session, "acme", admin=True)[1]
+        operator = accounts.create_key(session, "default", operator=True)[1]
     database.dispose()
     return {"admin": admin, "operator": operator}
 

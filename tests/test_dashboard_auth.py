@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from chunkbench.storage.db import Database
-from chunkbench.tenants import service
+from chunkbench.tenants import accounts
 from conftest import screenshot
 
 
@@ -16,8 +16,8 @@ def key(settings) -> str:
     settings.auth = True
     database = Database.from_settings(settings)
     with database.session() as session:
-        service.create_tenant(session, "Acme")
-        _row, token = service.create_key(session, "acme")
+        accounts.create_tenant(session, "Acme")
+        _row, token = accounts.create_key(session, "acme")
     database.dispose()
     return token
 

@@ -15,7 +15,7 @@ import pytest
 
 from chunkbench.benchmarking import experiments, planning, runner
 from chunkbench.benchmarking.schemas import METRIC_DIRECTIONS, BenchmarkIn
-from chunkbench.jobs import service as jobs
+from chunkbench.jobs import execution
 from chunkbench.storage.schema import DEFAULT_TENANT
 from chunkbench.storage.vectors import get_vector_store
 from conftest import screenshot
@@ -37,7 +37,7 @@ def _question_file(base: str, name: str = QUESTION_FILE, questions: list[dict] =
 def _hold(app) -> threading.Event:
     """Occupy the app's one job worker until the returned event is set: the next job submitted stays queued."""
     gate = threading.Event()
-    jobs.register_kind("hold", lambda call, progress, stop: {"released": gate.wait(timeout=120)})
+    execution.register_kind("hold", lambda call, progress, stop: {"released": gate.wait(timeout=120)})
     app.state.jobs.submit(kind="hold", tenant_id=DEFAULT_TENANT, document_id=None, request={}, payload={})
     return gate
 

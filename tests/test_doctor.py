@@ -18,7 +18,7 @@ from chunkbench.cli import app as cli_app
 from chunkbench.storage.ownership import lease_until, this_process
 from chunkbench.storage.points import collection_name, document_filter
 from chunkbench.storage.schema import DocumentRow, StrategyRunRow
-from chunkbench.tenants import service
+from chunkbench.tenants import accounts
 from test_auth import cli  # noqa: F401 (a fixture: the CLI on the test's data directory and database)
 from test_queries import HANDBOOK
 
@@ -80,7 +80,7 @@ def test_every_broken_invariant_is_found_and_repaired(indexed, cli):  # noqa: F8
         session.execute(delete(StrategyRunRow).where(*recursive_of_more))
     # 4. Points of a document that does not exist (another tenant's, removed without its vectors).
     with database.session() as session:
-        service.create_tenant(session, "Gone", tenant_id="gone")
+        accounts.create_tenant(session, "Gone", tenant_id="gone")
     source = engine.scroll(RECURSIVE, document_filter("default", handbook, include_parents=False), with_vectors=True)[0]
     orphan = replace(
         source,
@@ -152,9 +152,9 @@ def test_only_the_operator_reads_the_consistency_report(settings):
     settings.auth = True
     with TestClient(create_app(settings)) as client:
         with client.app.state.database.session() as session:
-            service.create_tenant(session, "A", tenant_id="a")
-            admin = service.create_key(session, "a", admin=True)[1]
-            operator = service.create_key(session, "default", operator=True)[1]
+            accounts.create_tenant(session, "A", tenant_id="a")
+            admin = accounts.create_key(session, "a", admin=True)[1]
+            operator = accounts.create_key(session, "default", operator=True)[1]
         refused = client.get("/admin/consistency", headers={"Authorization": f"Bearer {admin}"})
         assert refused.status_code == 403 and "--operator" in refused.json()["message"]
         allowed = client.get("/admin/consistency", headers={"Authorization": f"Bearer {operator}"})

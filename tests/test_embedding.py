@@ -22,7 +22,7 @@ import pytest
 
 from chunkbench.chunking.base import BoundaryEmbedder
 from chunkbench.config import Settings
-from chunkbench.embedding import service
+from chunkbench.embedding import roles
 from chunkbench.embedding.providers import (
     MPNET_INSTALL_COMMAND,
     OpenAICompatibleProvider,
@@ -62,7 +62,7 @@ def sentences() -> list[str]:
 
 @pytest.fixture(scope="session")
 def minilm_vectors(local_settings: Settings, sentences: list[str]) -> np.ndarray:
-    return service.embed_texts(MINILM, sentences, "document", local_settings)
+    return roles.embed_texts(MINILM, sentences, "document", local_settings)
 
 
 @pytest.mark.model
@@ -84,9 +84,9 @@ def test_minilm_puts_similar_sentences_closer_than_unrelated(minilm_vectors: np.
 def test_minilm_is_deterministic_and_query_matches_document(
     local_settings: Settings, sentences: list[str], minilm_vectors: np.ndarray
 ) -> None:
-    again = service.embed_texts(MINILM, list(reversed(sentences)), "document", local_settings)[::-1]
+    again = roles.embed_texts(MINILM, list(reversed(sentences)), "document", local_settings)[::-1]
     np.testing.assert_allclose(again, minilm_vectors, atol=1e-5)
-    query = service.embed_query(MINILM, sentences[2], local_settings)
+    query = roles.embed_query(MINILM, sentences[2], local_settings)
     assert query.shape == (384,)
     # MiniLM has no task prefixes: a query and a document of the same text embed the same.
     np.testing.assert_allclose(query, minilm_vectors[2], atol=1e-5)
@@ -103,28 +103,28 @@ def test_local_model_is_loaded_once_per_process(local_settings: Settings, tmp_pa
 
 
 def test_empty_input_gives_an_empty_matrix(local_settings: Settings) -> None:
-    assert service.embed_texts(MINILM, [], "document", local_settings).shape == (0, 384)
+    assert roles.embed_texts(MINILM, [], "document", local_settings).shape == (0, 384)
 
 
 def test_unknown_purpose_is_refused(local_settings: Settings) -> None:
     with pytest.raises(InvalidRequestError, match="'document' or 'query'"):
-        service.embed_texts(MINILM, ["x"], "passage", local_settings)  # type: ignore[arg-type]
+        roles.embed_texts(MINILM, ["x"], "passage", local_settings)  # type: ignore[arg-type]
 
 
 @pytest.mark.model
 def test_boundary_embedder_wraps_the_boundary_model(
     local_settings: Settings, sentences: list[str], minilm_vectors: np.ndarray
 ) -> None:
-    embedder: BoundaryEmbedder = service.boundary_embedder(MINILM, 0.3, local_settings)
+    embedder: BoundaryEmbedder = roles.boundary_embedder(MINILM, 0.3, local_settings)
     assert (embedder.model_id, embedder.threshold) == ("all-MiniLM-L6-v2", 0.3)
     np.testing.assert_allclose(embedder.embed(sentences[:2]), minilm_vectors[:2], atol=1e-5)
     with pytest.raises(InvalidRequestError):
-        service.boundary_embedder(MINILM, 0.0, local_settings)
+        roles.boundary_embedder(MINILM, 0.0, local_settings)
 
 
 def test_importing_the_service_loads_neither_torch_nor_openai() -> None:
     code = (
-        "import sys, chunkbench.embedding.service;"
+        "import sys, chunkbench.embedding.roles;"
         "heavy = {'sentence_transformers', 'torch', 'openai'} & set(sys.modules);"
         "assert not heavy, heavy"
     )
@@ -170,84 +170,84 @@ def database(settings: Settings) -> Iterator[Database]:
 
 def test_roles_default_to_minilm(database: Database) -> None:
     with database.session() as session:
-        assert service.get_role_model_id(session, "corpus") == DEFAULT_MODEL_ID
-        assert service.resolve_boundary_model(session).id == DEFAULT_MODEL_ID
+        assert roles.get_role_model_id(session, "corpus") == DEFAULT_MODEL_ID
+        assert roles.resolve_boundary_model(session).id == DEFAULT_MODEL_ID
 
 
 def test_roles_persist_and_resolved_specs_are_snapshots(database: Database) -> None:
     with database.session() as session:
-        service.set_role_model(session, "corpus", "text-embedding-3-large")
-        service.set_role_model(session, service.EmbeddingRole.BOUNDARY, "nomic-embed-text-v2-moe")
+        roles.set_role_model(session, "corpus", "text-embedding-3-large")
+        roles.set_role_model(session, roles.EmbeddingRole.BOUNDARY, "nomic-embed-text-v2-moe")
     with database.session() as session:
-        corpus = service.resolve_corpus_model(session)
-        boundary = service.resolve_boundary_model(session)
+        corpus = roles.resolve_corpus_model(session)
+        boundary = roles.resolve_boundary_model(session)
     assert (corpus.id, boundary.id) == ("text-embedding-3-large", "nomic-embed-text-v2-moe")
 
     # An Admin switch after the operation resolved its models does not reach it.
     with database.session() as session:
-        service.set_role_model(session, "corpus", "all-mpnet-base-v2")
+        roles.set_role_model(session, "corpus", "all-mpnet-base-v2")
     assert corpus.id == "text-embedding-3-large"
     with database.session() as session:
-        assert service.resolve_corpus_model(session).id == "all-mpnet-base-v2"
+        assert roles.resolve_corpus_model(session).id == "all-mpnet-base-v2"
         # An explicit id wins over the configured role.
-        assert service.resolve_corpus_model(session, "text-embedding-3-small").id == "text-embedding-3-small"
+        assert roles.resolve_corpus_model(session, "text-embedding-3-small").id == "text-embedding-3-small"
 
 
 def test_unknown_ids_and_roles_are_refused(database: Database) -> None:
     with database.session() as session:
-        with pytest.raises(service.EmbeddingModelNotFoundError, match="Known models") as info:
-            service.set_role_model(session, "corpus", "no-such-model")
+        with pytest.raises(roles.EmbeddingModelNotFoundError, match="Known models") as info:
+            roles.set_role_model(session, "corpus", "no-such-model")
         assert info.value.status_code == 404
         with pytest.raises(InvalidRequestError, match="Unknown embedding role"):
-            service.set_role_model(session, "query", DEFAULT_MODEL_ID)
+            roles.set_role_model(session, "query", DEFAULT_MODEL_ID)
         with pytest.raises(EmbeddingError, match="Unknown embedding model 'nope'"):
-            service.resolve_boundary_model(session, "nope")
-        assert service.get_role_model_id(session, "corpus") == DEFAULT_MODEL_ID
+            roles.resolve_boundary_model(session, "nope")
+        assert roles.get_role_model_id(session, "corpus") == DEFAULT_MODEL_ID
 
 
 def test_legacy_active_model_is_migrated_into_both_roles(database: Database) -> None:
     with database.session() as session:
-        AppSettingsRepository(session).set(service.LEGACY_ROLE_KEY, "text-embedding-3-small")
+        AppSettingsRepository(session).set(roles.LEGACY_ROLE_KEY, "text-embedding-3-small")
     with database.session() as session:
-        assert service.get_role_model_id(session, "boundary") == "text-embedding-3-small"
+        assert roles.get_role_model_id(session, "boundary") == "text-embedding-3-small"
     with database.session() as session:
         repository = AppSettingsRepository(session)
-        assert repository.get(service.LEGACY_ROLE_KEY) is None
+        assert repository.get(roles.LEGACY_ROLE_KEY) is None
         assert repository.get("corpus_embedding_model_id") == "text-embedding-3-small"
         assert repository.get("boundary_embedding_model_id") == "text-embedding-3-small"
 
 
 def test_legacy_key_does_not_overwrite_a_role_already_set(database: Database) -> None:
     with database.session() as session:
-        service.set_role_model(session, "corpus", "all-mpnet-base-v2")
-        AppSettingsRepository(session).set(service.LEGACY_ROLE_KEY, "text-embedding-3-small")
+        roles.set_role_model(session, "corpus", "all-mpnet-base-v2")
+        AppSettingsRepository(session).set(roles.LEGACY_ROLE_KEY, "text-embedding-3-small")
     with database.session() as session:
-        assert service.get_role_model_id(session, "boundary") == "text-embedding-3-small"
-        assert service.get_role_model_id(session, "corpus") == "all-mpnet-base-v2"
+        assert roles.get_role_model_id(session, "boundary") == "text-embedding-3-small"
+        assert roles.get_role_model_id(session, "corpus") == "all-mpnet-base-v2"
 
 
 def test_threshold_override_validation_and_reset(database: Database) -> None:
     with database.session() as session:
-        assert service.get_semantic_threshold(session, DEFAULT_MODEL_ID) == 0.3
-        assert service.get_semantic_threshold(session, "nomic-embed-text-v2-moe") == 0.6
+        assert roles.get_semantic_threshold(session, DEFAULT_MODEL_ID) == 0.3
+        assert roles.get_semantic_threshold(session, "nomic-embed-text-v2-moe") == 0.6
         for bad in (0.0, 1.5, -0.2, float("nan")):
             with pytest.raises(InvalidRequestError, match=r"\(0, 1\]"):
-                service.set_semantic_threshold(session, DEFAULT_MODEL_ID, bad)
-        assert service.set_semantic_threshold(session, DEFAULT_MODEL_ID, 1) == 1.0
-        with pytest.raises(service.EmbeddingModelNotFoundError):
-            service.set_semantic_threshold(session, "no-such-model", 0.5)
+                roles.set_semantic_threshold(session, DEFAULT_MODEL_ID, bad)
+        assert roles.set_semantic_threshold(session, DEFAULT_MODEL_ID, 1) == 1.0
+        with pytest.raises(roles.EmbeddingModelNotFoundError):
+            roles.set_semantic_threshold(session, "no-such-model", 0.5)
     with database.session() as session:
-        assert service.get_semantic_threshold(session, DEFAULT_MODEL_ID) == 1.0
-        assert service.get_semantic_threshold(session, "all-mpnet-base-v2") == 0.3
-        assert service.reset_semantic_threshold(session, DEFAULT_MODEL_ID) == 0.3
-        assert service.get_semantic_threshold(session, DEFAULT_MODEL_ID) == 0.3
+        assert roles.get_semantic_threshold(session, DEFAULT_MODEL_ID) == 1.0
+        assert roles.get_semantic_threshold(session, "all-mpnet-base-v2") == 0.3
+        assert roles.reset_semantic_threshold(session, DEFAULT_MODEL_ID) == 0.3
+        assert roles.get_semantic_threshold(session, DEFAULT_MODEL_ID) == 0.3
 
 
 def test_list_models_shows_roles_thresholds_and_availability(database: Database, settings: Settings) -> None:
     with database.session() as session:
-        service.set_role_model(session, "boundary", "nomic-embed-text-v2-moe")
-        service.set_semantic_threshold(session, "nomic-embed-text-v2-moe", 0.75)
-        listing = service.list_models(session, settings)
+        roles.set_role_model(session, "boundary", "nomic-embed-text-v2-moe")
+        roles.set_semantic_threshold(session, "nomic-embed-text-v2-moe", 0.75)
+        listing = roles.list_models(session, settings)
     assert (listing["corpus_model_id"], listing["boundary_model_id"]) == (
         DEFAULT_MODEL_ID,
         "nomic-embed-text-v2-moe",
@@ -265,7 +265,7 @@ def test_list_models_shows_roles_thresholds_and_availability(database: Database,
 
     keyed = settings.model_copy(update={"openai_api_key": "sk-test"})
     with database.session() as session:
-        assert service.list_models(session, keyed)["models"][2]["available"] is True
+        assert roles.list_models(session, keyed)["models"][2]["available"] is True
 
 
 def test_app_settings_repository_upserts_and_matches_prefixes_literally(database: Database) -> None:
@@ -366,8 +366,8 @@ def test_ollama_provider_sends_task_prefixes_and_normalises(
     fake_server: FakeEmbeddingServer, settings: Settings
 ) -> None:
     ollama = settings.model_copy(update={"ollama_base_url": fake_server.url})
-    documents = service.embed_texts(NOMIC, ["alpha beta", "gamma"], "document", ollama)
-    query = service.embed_query(NOMIC, "where is alpha?", ollama)
+    documents = roles.embed_texts(NOMIC, ["alpha beta", "gamma"], "document", ollama)
+    query = roles.embed_query(NOMIC, "where is alpha?", ollama)
 
     assert [r["input"] for r in fake_server.requests] == [
         ["search_document: alpha beta", "search_document: gamma"],
@@ -384,7 +384,7 @@ def test_ollama_provider_sends_task_prefixes_and_normalises(
 def test_requests_are_split_by_batch_size(fake_server: FakeEmbeddingServer, settings: Settings) -> None:
     ollama = settings.model_copy(update={"ollama_base_url": fake_server.url})
     texts = [f"sentence number {i}" for i in range(150)]
-    vectors = service.embed_texts(NOMIC, texts, "document", ollama)
+    vectors = roles.embed_texts(NOMIC, texts, "document", ollama)
     assert [len(r["input"]) for r in fake_server.requests] == [64, 64, 22]
     np.testing.assert_allclose(vectors, expected(["search_document: " + t for t in texts], 768), atol=1e-6)
 
@@ -392,7 +392,7 @@ def test_requests_are_split_by_batch_size(fake_server: FakeEmbeddingServer, sett
 def test_openai_provider_uses_base_url_and_key(fake_server: FakeEmbeddingServer, settings: Settings) -> None:
     fake_server.dimension = 1536
     cloud = settings.model_copy(update={"openai_base_url": f"{fake_server.url}/v1", "openai_api_key": "sk-test"})
-    vectors = service.embed_texts(OPENAI_SMALL, ["plain text"], "query", cloud)
+    vectors = roles.embed_texts(OPENAI_SMALL, ["plain text"], "query", cloud)
     assert vectors.shape == (1, 1536)
     assert fake_server.requests == [
         {"model": "text-embedding-3-small", "input": ["plain text"], "encoding_format": "float"}
@@ -403,7 +403,7 @@ def test_openai_provider_uses_base_url_and_key(fake_server: FakeEmbeddingServer,
 
 def test_openai_model_without_key_says_which_variable_to_set(settings: Settings) -> None:
     with pytest.raises(EmbeddingError, match="CHUNKBENCH_OPENAI_API_KEY"):
-        service.embed_texts(OPENAI_SMALL, ["x"], "document", settings)
+        roles.embed_texts(OPENAI_SMALL, ["x"], "document", settings)
 
 
 def test_server_error_is_an_actionable_embedding_error(fake_server: FakeEmbeddingServer) -> None:
@@ -438,7 +438,7 @@ def test_wrong_dimension_is_an_error(fake_server: FakeEmbeddingServer, settings:
     fake_server.dimension = 1024
     ollama = settings.model_copy(update={"ollama_base_url": fake_server.url})
     with pytest.raises(EmbeddingError, match=r"1024-dimensional.*dimension 768"):
-        service.embed_texts(NOMIC, ["x"], "document", ollama)
+        roles.embed_texts(NOMIC, ["x"], "document", ollama)
 
 
 # --------------------------------------------------------------------------- all-mpnet-base-v2 from parts

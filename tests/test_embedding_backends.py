@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 
 from chunkbench.app import create_app
 from chunkbench.config import Settings
-from chunkbench.embedding import onnx_int8, service
+from chunkbench.embedding import onnx_int8, roles
 from chunkbench.embedding.onnx_int8 import (
     EXPORTS,
     MODEL_FILE,
@@ -241,7 +241,7 @@ def test_a_missing_extra_is_a_typed_error_naming_the_install(
     database = Database.from_settings(settings)
     try:
         with database.session() as session:
-            listed = {m["id"]: m for m in service.list_models(session, settings)["models"]}
+            listed = {m["id"]: m for m in roles.list_models(session, settings)["models"]}
     finally:
         database.dispose()
     assert listed[INT8_MODEL_ID]["available"] is False

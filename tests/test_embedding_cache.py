@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from chunkbench.cli import app as cli_app
 from chunkbench.config import Settings, get_settings
-from chunkbench.embedding import service
+from chunkbench.embedding import roles
 from chunkbench.embedding.cache import EMBEDDINGS, EmbeddingCache, cache_key, close_disk_caches, disk_cache
 from chunkbench.embedding.providers import get_provider
 from chunkbench.embedding.registry import get_spec
@@ -56,8 +56,8 @@ def model_calls(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> list[str
 
 @pytest.mark.model
 def test_a_text_is_embedded_once_and_the_vectors_are_the_models(settings, model_calls):
-    first = service.embed_texts(MINILM, TEXTS, "document", settings)
-    again = service.embed_texts(MINILM, [TEXTS[1], "A new sentence.", TEXTS[0]], "document", settings)
+    first = roles.embed_texts(MINILM, TEXTS, "document", settings)
+    again = roles.embed_texts(MINILM, [TEXTS[1], "A new sentence.", TEXTS[0]], "document", settings)
     assert model_calls == [*TEXTS, "A new sentence."]
     np.testing.assert_array_equal(again[0], first[1])
     np.testing.assert_array_equal(again[2], first[0])
@@ -67,7 +67,7 @@ def test_a_text_is_embedded_once_and_the_vectors_are_the_models(settings, model_
 
 @pytest.mark.model
 def test_vectors_survive_a_restart_bit_for_bit(settings, model_calls):
-    first = service.embed_texts(MINILM, TEXTS, "document", settings)
+    first = roles.embed_texts(MINILM, TEXTS, "document", settings)
     EMBEDDINGS.clear()
     close_disk_caches()  # a new process: nothing in memory, the file opened afresh
     fresh = EmbeddingCache()
@@ -78,7 +78,7 @@ def test_vectors_survive_a_restart_bit_for_bit(settings, model_calls):
 
 @pytest.mark.model
 def test_another_process_reads_what_this_one_embedded_and_both_may_write_at_once(settings, model_calls, tmp_path):
-    service.embed_texts(MINILM, TEXTS, "document", settings)
+    roles.embed_texts(MINILM, TEXTS, "document", settings)
     script = textwrap.dedent(
         """
         import json, sys
@@ -111,10 +111,10 @@ def test_another_process_reads_what_this_one_embedded_and_both_may_write_at_once
 
 def test_the_key_is_the_exact_input_the_model_reads_task_prefix_included(ollama):
     remote, server = ollama
-    document = service.embed_texts(NOMIC, ["alpha"], "document", remote)
-    query = service.embed_query(NOMIC, "alpha", remote)
-    service.embed_texts(NOMIC, ["alpha"], "document", remote)
-    service.embed_query(NOMIC, "alpha", remote)
+    document = roles.embed_texts(NOMIC, ["alpha"], "document", remote)
+    query = roles.embed_query(NOMIC, "alpha", remote)
+    roles.embed_texts(NOMIC, ["alpha"], "document", remote)
+    roles.embed_query(NOMIC, "alpha", remote)
     # Same text, two prefixes: two entries, two requests; the repeats reach no server.
     assert _inputs(server) == [["search_document: alpha"], ["search_query: alpha"]]
     assert not np.allclose(document[0], query)
@@ -129,13 +129,13 @@ def test_the_key_is_the_exact_input_the_model_reads_task_prefix_included(ollama)
 def test_the_file_stays_within_its_bound_dropping_the_least_recently_used(tmp_path, model_calls, settings):
     small = settings.model_copy(update={"embedding_cache_max_mb": 1})  # 1 MiB ≈ 640 MiniLM vectors
     old = [f"old sentence {i}" for i in range(300)]
-    service.embed_texts(MINILM, old, "document", small)
+    roles.embed_texts(MINILM, old, "document", small)
     disk = disk_cache(small)
     disk._db.execute("UPDATE embeddings SET used_at = used_at - 3600")  # written an hour ago
     kept = old[:5]
     disk.get_many([cache_key(MINILM.id, text) for text in kept], MINILM.dimension)  # used just now
     new = [f"new sentence {i}" for i in range(450)]
-    service.embed_texts(MINILM, new, "document", small)  # 750 vectors: past the bound
+    roles.embed_texts(MINILM, new, "document", small)  # 750 vectors: past the bound
     stats = disk.stats()
     assert stats["bytes"] <= stats["max_bytes"] == 2**20
     survivors = disk.get_many([cache_key(MINILM.id, text) for text in old], MINILM.dimension)
@@ -146,8 +146,8 @@ def test_the_file_stays_within_its_bound_dropping_the_least_recently_used(tmp_pa
 
 @pytest.mark.model
 def test_clear_by_model_from_the_cli_and_the_api(settings, client, ollama, monkeypatch):
-    service.embed_texts(MINILM, TEXTS, "document", settings)
-    service.embed_texts(NOMIC, ["alpha"], "document", ollama[0])
+    roles.embed_texts(MINILM, TEXTS, "document", settings)
+    roles.embed_texts(NOMIC, ["alpha"], "document", ollama[0])
     stats = client.get("/admin/embedding-cache").json()
     assert stats["entries"] == 4 and stats["models"] == {MINILM.id: 3, NOMIC.id: 1}
     cleared = client.delete("/admin/embedding-cache", params={"model_id": NOMIC.id})
@@ -172,7 +172,7 @@ def test_clear_by_model_from_the_cli_and_the_api(settings, client, ollama, monke
 @pytest.mark.model
 def test_off_means_memory_only_and_an_unwritable_file_never_stops_embedding(settings, model_calls, tmp_path, caplog):
     off = settings.model_copy(update={"embedding_cache_enabled": False})
-    service.embed_texts(MINILM, TEXTS, "document", off)
+    roles.embed_texts(MINILM, TEXTS, "document", off)
     assert not off.embedding_cache_path.exists()
     # Another data directory, the same model (its weights folder, so the same counted provider).
     blocked = settings.model_copy(update={"data_dir": tmp_path / "blocked", "models_dir": settings.resolved_models_dir})
@@ -180,7 +180,7 @@ def test_off_means_memory_only_and_an_unwritable_file_never_stops_embedding(sett
     disk = disk_cache(blocked)
     disk._db.execute("PRAGMA query_only = ON")  # every write now fails, as on a read-only disk
     EMBEDDINGS.clear()
-    vectors = service.embed_texts(MINILM, ["Only this one is new."], "document", blocked)
+    vectors = roles.embed_texts(MINILM, ["Only this one is new."], "document", blocked)
     assert vectors.shape == (1, MINILM.dimension) and model_calls[-1] == "Only this one is new."
     assert "not written" in caplog.text
 

@@ -10,8 +10,8 @@ import pytest
 from PIL import Image
 
 from chunkbench.config import Settings
+from chunkbench.documents.library import IngestResult, discover_files, ingest_paths
 from chunkbench.documents.parsers.encoding import decode, looks_like_text
-from chunkbench.documents.service import IngestResult, discover_files, ingest_paths
 from chunkbench.errors import CorruptDocumentError
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DEFAULT_TENANT

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from chunkbench.benchmarking import corpus_eval, service
+from chunkbench.benchmarking import benchmarks, corpus_eval
 from chunkbench.cli import app
 from chunkbench.config import Settings, get_settings
 from chunkbench.errors import ChunkingError, EvaluationError
@@ -77,7 +77,9 @@ def _evaluate(settings: Settings, tmp_path: Path, questions, *, n: int, retrieve
             top_k=n, scope=scope, name="hand-computed", tenant_id=DEFAULT_TENANT,
         )  # fmt: skip
         with database.session() as session:
-            full = service.experiment_dict(session, service.get(session, evaluation.experiment_id, tenant_id="default"))
+            full = benchmarks.experiment_dict(
+                session, benchmarks.get(session, evaluation.experiment_id, tenant_id="default")
+            )
     finally:
         store.close()
         database.dispose()

@@ -23,8 +23,8 @@ from sqlalchemy import select
 import chunkbench
 from chunkbench.app import create_app
 from chunkbench.config import Settings
-from chunkbench.indexing import service as processing
-from chunkbench.jobs import service as jobs
+from chunkbench.indexing import processing
+from chunkbench.jobs import execution
 from chunkbench.storage.db import Database
 from chunkbench.storage.ownership import owner_gone, this_process
 from chunkbench.storage.schema import DocumentRow, JobRow, StrategyRunRow
@@ -234,7 +234,7 @@ def test_a_starting_replica_recovers_only_dead_or_expired_owners(settings: Setti
 
     # At least these two each (a shared PostgreSQL may hold other tests' expired work too).
     assert processing.fail_interrupted(database, settings) >= 2
-    assert jobs.fail_interrupted(database) >= 2
+    assert execution.fail_interrupted(database) >= 2
     with database.session() as session:
         status = {name: session.get(DocumentRow, i).status for name, i in documents.items()}
         assert status == {"live": "embedding", "expired": "failed", "dead": "failed", "mine": "embedding"}
@@ -249,11 +249,11 @@ def test_a_starting_replica_recovers_only_dead_or_expired_owners(settings: Setti
 
 def test_a_job_carries_its_owner_and_a_lease_that_is_renewed(settings: Settings):
     database = Database.from_settings(settings)
-    runner = jobs.JobRunner(database, lease_s=3)  # renewed every second
+    runner = execution.JobRunner(database, lease_s=3)  # renewed every second
     try:
         started = datetime.now(UTC)
         release = threading.Event()
-        jobs.register_kind("test", lambda call, progress, stop: {"done": release.wait(timeout=60)})
+        execution.register_kind("test", lambda call, progress, stop: {"done": release.wait(timeout=60)})
         row = runner.submit(kind="test", tenant_id="default", document_id=None, request={}, payload={})
 
         def lease() -> datetime:
@@ -319,7 +319,7 @@ def _kill_when_held(env: dict[str, str], fake, args: list[str], held: Callable[[
 
 def _ingest(settings: Settings, folder: Path, texts: dict[str, str]) -> dict[str, str]:
     """Write and ingest ``texts`` (filename → markdown); filename → document id."""
-    from chunkbench.documents.service import discover_files, ingest_paths
+    from chunkbench.documents.library import discover_files, ingest_paths
 
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in texts.items():

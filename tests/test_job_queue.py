@@ -17,8 +17,8 @@ from sqlalchemy import update
 from chunkbench.app import create_app
 from chunkbench.config import Settings
 from chunkbench.embedding.registry import DEFAULT_MODEL_ID, get_spec
-from chunkbench.embedding.service import embed_query
-from chunkbench.jobs import service as jobs
+from chunkbench.embedding.roles import embed_query
+from chunkbench.jobs import execution
 from chunkbench.storage.schema import DEFAULT_TENANT, JobRow
 from chunkbench.storage.vectors import get_vector_store
 from pgtest import ON_POSTGRES
@@ -133,7 +133,7 @@ def test_a_corpus_job_cancelled_two_seconds_in_ends_cancelled_and_its_progress_m
 
 def test_a_worker_with_other_strategies_refuses_the_job(settings: Settings):
     gate = threading.Event()
-    jobs.register_kind("hold", lambda call, progress, stop: {"released": gate.wait(timeout=120)})
+    execution.register_kind("hold", lambda call, progress, stop: {"released": gate.wait(timeout=120)})
     with TestClient(create_app(settings)) as client:
         held = client.app.state.jobs.submit(kind="hold", tenant_id=DEFAULT_TENANT, document_id=None, request={},
                                             payload={})  # fmt: skip
@@ -154,7 +154,9 @@ def test_a_task_that_keeps_failing_fails_its_job_naming_the_task(settings: Setti
     tries: list[str] = []
 
     def plan(call, progress, stop):
-        return jobs.FanOut([jobs.Task("flaky", {"n": n}, f"batch {n}", group="cells", size=1) for n in (1, 2)])
+        return execution.FanOut(
+            [execution.Task("flaky", {"n": n}, f"batch {n}", group="cells", size=1) for n in (1, 2)]
+        )
 
     def flaky(call, args, progress, stop):
         tries.append(f"batch {args['n']}")
@@ -165,10 +167,10 @@ def test_a_task_that_keeps_failing_fails_its_job_naming_the_task(settings: Setti
     def close(call, outcomes):
         failed = [o for o in outcomes if o.status == "failed"]
         if failed:
-            raise jobs.JobTaskFailedError(f"{failed[0].label}: {failed[0].error['message']}", task=failed[0].label)
+            raise execution.JobTaskFailedError(f"{failed[0].label}: {failed[0].error['message']}", task=failed[0].label)
         return {"ok": True}
 
-    jobs.register_kind("flaky", jobs.JobKind(plan, {"flaky": flaky}, close))
+    execution.register_kind("flaky", execution.JobKind(plan, {"flaky": flaky}, close))
     with TestClient(create_app(settings)) as client:
         row = client.app.state.jobs.submit(kind="flaky", tenant_id=DEFAULT_TENANT, document_id=None, request={},
                                            payload={})  # fmt: skip
@@ -193,14 +195,14 @@ def test_a_task_run_twice_changes_nothing(settings: Settings):
         before = _job(client, accepted["job_id"])
         database = client.app.state.database
         for task_id in [None, *(t.id for t in _task_rows(database, accepted["job_id"]))]:
-            jobs.execute(database, settings, accepted["job_id"], task_id, worker="again", dispatch=_no_dispatch)
+            execution.execute(database, settings, accepted["job_id"], task_id, worker="again", dispatch=_no_dispatch)
         after = _job(client, accepted["job_id"])
     assert after == before
 
 
 def _task_rows(database, job_id):
     with database.session() as session:
-        return jobs.tasks_of(session, job_id)
+        return execution.tasks_of(session, job_id)
 
 
 def _no_dispatch(job_id, task_id, lock):
@@ -242,7 +244,7 @@ def test_a_cancel_that_comes_after_the_last_safe_point_is_said_not_dropped(setti
         gate.wait(timeout=120)  # the work is past its last stop check: it finishes whatever the row says
         return {"finished": True}
 
-    jobs.register_kind("late", no_safe_point_left)
+    execution.register_kind("late", no_safe_point_left)
     with TestClient(create_app(settings)) as client:
         row = client.app.state.jobs.submit(kind="late", tenant_id=DEFAULT_TENANT, document_id=None, request={},
                                            payload={})  # fmt: skip
@@ -263,10 +265,11 @@ class _Killed(Exception):
 
 def test_a_task_killed_after_its_commit_starts_what_it_had_recorded_when_it_runs_again(settings: Settings):
     def plan(call, progress, stop):
-        return jobs.FanOut([jobs.Task("part", {"n": n}, f"part {n}", group="parts", size=1) for n in (1, 2)])
+        return execution.FanOut([execution.Task("part", {"n": n}, f"part {n}", group="parts", size=1) for n in (1, 2)])
 
-    jobs.register_kind(
-        "parts", jobs.JobKind(plan, {"part": lambda call, args, progress, stop: {"units": 1}}, lambda c, o: {"ok": 2})
+    execution.register_kind(
+        "parts",
+        execution.JobKind(plan, {"part": lambda call, args, progress, stop: {"units": 1}}, lambda c, o: {"ok": 2}),
     )
 
     def killed(job_id, task_id, lock):
@@ -275,24 +278,26 @@ def test_a_task_killed_after_its_commit_starts_what_it_had_recorded_when_it_runs
     with TestClient(create_app(settings)) as client:
         database = client.app.state.database
         with database.session() as session:
-            job_id = jobs.record(session, kind="parts", tenant_id=DEFAULT_TENANT, document_id=None, request={},
+            job_id = execution.record(session, kind="parts", tenant_id=DEFAULT_TENANT, document_id=None, request={},
                                  payload={}).id  # fmt: skip
         with pytest.raises(_Killed):  # the tasks are recorded, none was started
-            jobs.execute(database, settings, job_id, worker="first", dispatch=killed)
+            execution.execute(database, settings, job_id, worker="first", dispatch=killed)
         started: list[tuple[str, str | None, str]] = []
-        jobs.execute(database, settings, job_id, worker="retry", dispatch=lambda *task: started.append(task))
+        execution.execute(database, settings, job_id, worker="retry", dispatch=lambda *task: started.append(task))
         parts = [t.id for t in _task_rows(database, job_id)]
         assert [task_id for _, task_id, _ in started] == parts  # started now, the plan not run again
         assert len({lock for _, _, lock in started}) == 2
         # The last part is killed after its end was committed, before it started the closing task.
-        jobs.execute(database, settings, job_id, parts[0], worker="retry", dispatch=_no_dispatch)
+        execution.execute(database, settings, job_id, parts[0], worker="retry", dispatch=_no_dispatch)
         with pytest.raises(_Killed):
-            jobs.execute(database, settings, job_id, parts[1], worker="first", dispatch=killed)
+            execution.execute(database, settings, job_id, parts[1], worker="first", dispatch=killed)
         closing: list[tuple[str, str | None, str]] = []
-        jobs.execute(database, settings, job_id, parts[1], worker="retry", dispatch=lambda *task: closing.append(task))
+        execution.execute(
+            database, settings, job_id, parts[1], worker="retry", dispatch=lambda *task: closing.append(task)
+        )
         [(_, close_id, lock)] = closing
         assert lock == job_id
-        jobs.execute(database, settings, job_id, close_id, worker="retry", dispatch=_no_dispatch)
+        execution.execute(database, settings, job_id, close_id, worker="retry", dispatch=_no_dispatch)
         job = _job(client, job_id)
     assert (job["status"], job["result"]) == ("succeeded", {"ok": 2})
     assert [a["outcome"] for a in job["attempts"]] == ["succeeded"] * 4
@@ -306,6 +311,7 @@ def test_a_stall_timeout_not_above_the_heartbeat_is_refused():
 
 
 @pytest.mark.postgres
+@pytest.mark.model
 @pytest.mark.skipif(not ON_POSTGRES, reason="the API's own queue worker: PostgreSQL's")
 def test_the_api_starts_a_new_worker_when_its_own_stopped(settings: Settings):
     """A worker of the API process stops when the database is out of reach (as `chunkbench worker` does, exiting 3):

@@ -13,15 +13,15 @@ import pytest
 from sqlalchemy import update
 from typer.testing import CliRunner
 
-from chunkbench.admin import service as admin
-from chunkbench.benchmarking import service as benchmarks
+from chunkbench.admin import operations
+from chunkbench.benchmarking import benchmarks
 from chunkbench.benchmarking.decision import Decision, decide
 from chunkbench.benchmarking.report.render import render_report
 from chunkbench.benchmarking.schemas import BenchmarkIn, QuestionIn, ReferenceIn
 from chunkbench.benchmarking.verdicts import verdict
 from chunkbench.cli import app as cli_app
 from chunkbench.config import Settings, get_settings
-from chunkbench.documents import service as documents
+from chunkbench.documents import library
 from chunkbench.embedding.languages import LanguageEvidence, LanguageRule
 from chunkbench.embedding.registry import MULTILINGUAL_MODEL_ID
 from chunkbench.errors import LanguageNotCoveredError
@@ -262,8 +262,8 @@ def test_a_corpus_with_two_foreign_documents_is_processed_with_no_flag_and_its_d
         with database.session() as session:
             experiment = benchmarks.experiment_dict(session, row)
             # Chunk Preview of a German member shows its run's warning: the share and why MiniLM was kept.
-            otter = documents.resolve(session, "otter.md", tenant_id=DEFAULT_TENANT).id
-            preview = admin.chunk_preview(session, settings, store, otter, StrategyName("fixed_size"),
+            otter = library.resolve(session, "otter.md", tenant_id=DEFAULT_TENANT).id
+            preview = operations.chunk_preview(session, settings, store, otter, StrategyName("fixed_size"),
                                           tenant_id=DEFAULT_TENANT)  # fmt: skip
         (shown,) = preview.warnings
         assert shown.standing == "minority" and shown.message.startswith(
@@ -302,8 +302,8 @@ def _mostly_german_corpus(settings: Settings, tmp_path: Path, confidence: float)
     for name in ("zoo.md", "park.md"):
         (folder / name).write_text(" ".join([GERMAN.format(subject="Otter", hour=9)] * 20), encoding="utf-8")
     database = Database.from_settings(settings)
-    sources = [documents.SourceFile(path, path.name) for path in sorted(folder.iterdir())]
-    results = list(documents.ingest_paths(database, settings, sources, tenant_id=DEFAULT_TENANT, corpus="mixed"))
+    sources = [library.SourceFile(path, path.name) for path in sorted(folder.iterdir())]
+    results = list(library.ingest_paths(database, settings, sources, tenant_id=DEFAULT_TENANT, corpus="mixed"))
     assert all(result.error is None for result in results)
     _set_language(database, ["zoo.md", "park.md"], "de", confidence)
     return database

@@ -16,7 +16,7 @@ import pytest
 from chunkbench.chunking.base import ChunkingInput
 from chunkbench.chunking.strategies.contextual_retrieval import ContextualRetrievalStrategy
 from chunkbench.config import Settings
-from chunkbench.embedding import service
+from chunkbench.embedding import roles
 from chunkbench.embedding.registry import get_spec
 from chunkbench.errors import LlmError, LlmUnavailableError
 from chunkbench.indexing.contextual import LlmContextPrefixer, make_prefixer
@@ -272,7 +272,7 @@ def test_parse_citations_keeps_valid_numbers_in_order() -> None:
 def minilm_embed(tmp_path_factory: pytest.TempPathFactory) -> Callable[[list[str]], np.ndarray]:
     settings = Settings(_env_file=None, data_dir=tmp_path_factory.mktemp("llm") / "data")
     spec = get_spec("all-MiniLM-L6-v2")
-    return lambda texts: service.embed_texts(spec, texts, "document", settings)
+    return lambda texts: roles.embed_texts(spec, texts, "document", settings)
 
 
 PASSAGES = [

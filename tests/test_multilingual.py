@@ -15,8 +15,8 @@ import pytest
 from markupsafe import escape
 from typer.testing import CliRunner
 
-from chunkbench.admin import service as admin
-from chunkbench.benchmarking import service as benchmarks
+from chunkbench.admin import operations
+from chunkbench.benchmarking import benchmarks
 from chunkbench.benchmarking.breakdowns import breakdowns
 from chunkbench.benchmarking.decision import decide
 from chunkbench.benchmarking.model import CellResult, Configuration
@@ -25,14 +25,13 @@ from chunkbench.benchmarking.schemas import BenchmarkIn, QuestionIn, ReferenceIn
 from chunkbench.benchmarking.verdicts import cannot_tell_sentence
 from chunkbench.cli import app
 from chunkbench.config import Settings, get_settings
-from chunkbench.documents import service as documents
-from chunkbench.embedding import service as embedding
+from chunkbench.documents import library
+from chunkbench.embedding import roles
 from chunkbench.embedding.providers import get_provider
 from chunkbench.embedding.registry import MULTILINGUAL_MODEL_ID, get_spec
 from chunkbench.errors import LanguageNotCoveredError
 from chunkbench.evaluation.questions import BenchmarkQuestion
-from chunkbench.indexing import corpus_job
-from chunkbench.indexing import service as processing
+from chunkbench.indexing import corpus_job, processing
 from chunkbench.indexing.schemas import ProcessIn
 from chunkbench.models import StrategyName
 from chunkbench.progress import Progress
@@ -58,18 +57,18 @@ def test_the_farsi_corpus_is_what_it_claims() -> None:
     texts = {path.name: path.read_text(encoding="utf-8") for path in FARSI.glob("*.md")}
     assert len(texts) == 5 and len(QUESTIONS) == 17
     for text in texts.values():
-        assert ZWNJ in text and any("۰" <= c <= "۹" for c in text) and documents.detect_language(text) == "fa"
+        assert ZWNJ in text and any("۰" <= c <= "۹" for c in text) and library.detect_language(text) == "fa"
     for question in QUESTIONS:
         assert texts[question["document"]].count(question["evidence"]) == 1
 
 
 def _ingest(settings: Settings, database: Database, names: list[str]) -> dict[str, str]:
     """The Farsi documents ``names`` ingested into the corpus ``farsi``: source key → id."""
-    sources = [documents.SourceFile(FARSI / name, name) for name in names]
-    results = list(documents.ingest_paths(database, settings, sources, tenant_id=DEFAULT_TENANT, corpus="farsi"))
+    sources = [library.SourceFile(FARSI / name, name) for name in names]
+    results = list(library.ingest_paths(database, settings, sources, tenant_id=DEFAULT_TENANT, corpus="farsi"))
     assert all(result.error is None for result in results)
     with database.session() as session:
-        return {name: documents.resolve(session, name, tenant_id=DEFAULT_TENANT).id for name in names}
+        return {name: library.resolve(session, name, tenant_id=DEFAULT_TENANT).id for name in names}
 
 
 @pytest.fixture
@@ -109,7 +108,7 @@ def test_a_persian_document_gets_the_multilingual_model_when_the_defaults_are_un
 def test_an_admin_choice_is_not_overridden_it_is_refused(settings, farsi) -> None:
     database, _store, ids = farsi
     with database.session() as session:
-        embedding.set_role_model(session, "corpus", MINILM)
+        roles.set_role_model(session, "corpus", MINILM)
     with pytest.raises(LanguageNotCoveredError) as refused:
         _plan(settings, database, ids["hafez.md"], ProcessIn(strategies=["fixed_size"]))
     assert refused.value.status_code == 400 and refused.value.details["covering_models"] == [MULTILINGUAL_MODEL_ID]
@@ -144,7 +143,7 @@ def test_minilm_forced_with_the_flag_is_processed_and_the_run_records_the_warnin
     with database.session() as session:
         (run,) = processing.runs(session, ids["hafez.md"], tenant_id=DEFAULT_TENANT)
         assert run.details["language_warnings"] == [warning.model_dump()]
-        preview = admin.chunk_preview(
+        preview = operations.chunk_preview(
             session, settings, store, ids["hafez.md"], StrategyName("fixed_size"), tenant_id=DEFAULT_TENANT
         )
         assert preview.language == "fa" and [w.message for w in preview.warnings] == [warning.message]
@@ -176,8 +175,8 @@ def test_a_mixed_corpus_moves_to_the_multilingual_model_as_a_whole(settings, tmp
     database = Database.from_settings(settings)
     try:
         _ingest(settings, database, ["metro.md"])
-        source = documents.SourceFile(english, "english.md")
-        list(documents.ingest_paths(database, settings, [source], tenant_id=DEFAULT_TENANT, corpus="farsi"))
+        source = library.SourceFile(english, "english.md")
+        list(library.ingest_paths(database, settings, [source], tenant_id=DEFAULT_TENANT, corpus="farsi"))
         with database.session() as session:
             plan = corpus_job.plan(
                 session, settings, "farsi", ProcessIn(strategies=["fixed_size"]), tenant_id="default"
@@ -222,8 +221,8 @@ def test_e5_finds_the_farsi_evidence_minilm_does_not_and_the_decision_names_no_m
     both reports."""
     database, store, ids = farsi
     (tmp_path / "library.md").write_text(ENGLISH, encoding="utf-8")
-    source = documents.SourceFile(tmp_path / "library.md", "library.md")
-    list(documents.ingest_paths(database, settings, [source], tenant_id=DEFAULT_TENANT, corpus="farsi"))
+    source = library.SourceFile(tmp_path / "library.md", "library.md")
+    list(library.ingest_paths(database, settings, [source], tenant_id=DEFAULT_TENANT, corpus="farsi"))
     params = {StrategyName("recursive"): SMALL}
     for request in (
         ProcessIn(strategies=["recursive"], params=params),  # the default path: e5 for a Persian corpus
@@ -278,7 +277,7 @@ def test_semantic_chunking_cuts_farsi_at_sentence_boundaries(settings, farsi) ->
     assert result.completed and result.corpus_model_id == MULTILINGUAL_MODEL_ID
     with database.session() as session:
         markdown = DocumentRepository(session, DEFAULT_TENANT).get(ids["caspian.md"]).parsed_text
-        preview = admin.chunk_preview(
+        preview = operations.chunk_preview(
             session, settings, store, ids["caspian.md"], StrategyName("semantic"), tenant_id=DEFAULT_TENANT
         )
     starts = {start for start, _ in split_sentences(markdown)}
@@ -381,7 +380,7 @@ def test_breakdowns_group_questions_by_their_documents_language() -> None:
 
 def test_the_registry_says_what_each_bundled_model_covers(settings) -> None:
     with Database.from_settings(settings).session() as session:
-        models = {m["id"]: m for m in embedding.list_models(session, settings)["models"]}
+        models = {m["id"]: m for m in roles.list_models(session, settings)["models"]}
     assert models[MINILM]["languages"] == ["en"] and models[MINILM]["languages_label"] == "English"
     e5 = models[MULTILINGUAL_MODEL_ID]
     assert "fa" in e5["languages"] and e5["languages_label"] == "93 languages" and e5["available"] is True

@@ -18,8 +18,8 @@ from odf.style import Style
 from odf.text import H, P
 
 from chunkbench.config import Settings
+from chunkbench.documents.library import IngestOutcome, SourceFile, ingest_paths
 from chunkbench.documents.parsers import org, parse_document
-from chunkbench.documents.service import IngestOutcome, SourceFile, ingest_paths
 from chunkbench.errors import (
     ArchiveBombError,
     ChunkbenchError,

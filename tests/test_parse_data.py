@@ -13,8 +13,8 @@ import pytest
 from lxml import etree
 
 from chunkbench.config import Settings
+from chunkbench.documents.library import detect_language
 from chunkbench.documents.parsers import parse_document
-from chunkbench.documents.service import detect_language
 from chunkbench.embedding.languages import UNDETERMINED
 from chunkbench.errors import CorruptDocumentError, EmptyDocumentError, UnsupportedFileTypeError
 from chunkbench.models import ParseResult

@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from chunkbench.cli import app
 from chunkbench.config import Settings, get_settings
-from chunkbench.documents import service
+from chunkbench.documents import library
+from chunkbench.documents.library import IngestOutcome, SourceFile, ingest_paths
 from chunkbench.documents.parsers import parse_document
-from chunkbench.documents.service import IngestOutcome, SourceFile, ingest_paths
 from chunkbench.errors import CorruptDocumentError, UnsupportedFileTypeError
 from chunkbench.storage.db import Database
 from chunkbench.storage.repositories import CorpusRepository, DocumentRepository
@@ -356,7 +356,7 @@ def test_a_real_file_key_can_never_be_an_attachment_key(tmp_path, settings):
     path = tmp_path / "x.txt"
     path.write_text("hello there")
     assert _ingest(settings, path, "inbox/pack.eml//x.txt").source_key == "inbox/pack.eml/x.txt"
-    assert service.attachment_source_key("inbox/pack.eml", "x.txt") == "inbox/pack.eml//x.txt"
+    assert library.attachment_source_key("inbox/pack.eml", "x.txt") == "inbox/pack.eml//x.txt"
 
 
 def _process(client: TestClient, document_id: str) -> None:

@@ -9,9 +9,9 @@ from datetime import UTC
 import pytest
 from sqlalchemy import select
 
-from chunkbench.embedding.service import EmbeddingRole, set_role_model
+from chunkbench.embedding.roles import EmbeddingRole, set_role_model
 from chunkbench.errors import DocumentNotFoundError
-from chunkbench.retrieval.service import _resolve_corpus
+from chunkbench.retrieval.queries import _resolve_corpus
 from chunkbench.storage.db import Database
 from chunkbench.storage.repositories import DocumentRepository, QueryRecord, QueryRepository
 from chunkbench.storage.schema import DocumentRow, QueryRow

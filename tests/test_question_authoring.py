@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from chunkbench.evaluation import authoring, service
+from chunkbench.evaluation import authoring, question_sets
 from chunkbench.evaluation.questions import parse_question_set
 from question_store import stored_question_file
 
@@ -202,7 +202,7 @@ def test_questions_naming_documents_by_source_key_validate_against_them(client, 
         ]}
     )  # fmt: skip
     with client.app.state.database.session() as session:
-        service.save_question_file(session, settings, "keys.json", content.encode())
+        question_sets.save_question_file(session, settings, "keys.json", content.encode())
     results = client.get("/admin/questions/keys.json", params={"validate": "true"}).json()["validation"]["results"]
     assert [(r["status"], r["document"]) for r in results] == [
         ("placed", documents["berlin/handbook.md"]["id"]), ("placed", documents["madrid/handbook.md"]["id"]),

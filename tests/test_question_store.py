@@ -18,7 +18,7 @@ from chunkbench.app import create_app
 from chunkbench.cli import app as cli_app
 from chunkbench.config import Settings, get_settings
 from chunkbench.errors import PathOutsideDataDirError
-from chunkbench.evaluation import authoring, service
+from chunkbench.evaluation import authoring, question_sets
 from chunkbench.storage.app_settings import AppSettingsRepository
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DEFAULT_TENANT, QuestionFileRow
@@ -127,7 +127,9 @@ def test_a_set_created_by_another_replica_between_the_read_and_the_write_is_chan
         if not created:  # the other replica's write, once, while this change is under way
             created.append(True)
             with database.session() as other:
-                service.save_question_file(other, settings, "race.json", b'[{"id": "theirs", "question": "First?"}]')
+                question_sets.save_question_file(
+                    other, settings, "race.json", b'[{"id": "theirs", "question": "First?"}]'
+                )
         return [*questions, {"id": "ours", "question": "Second?"}], []
 
     with database.session() as session:
@@ -170,16 +172,18 @@ def test_each_tenant_folder_is_imported_on_its_own_and_once(settings):
     database = Database.from_settings(settings)
     try:
         with database.session() as session:
-            assert service.import_legacy_files(session, settings, "tenant-a") == ["a-questions.json"]
-            assert service.import_legacy_files(session, settings, "tenant-a") is None  # recorded: not again
-            assert service.import_legacy_files(session, settings, "tenant-b") is None  # no folder
-            marks = AppSettingsRepository(session).get_many(service.IMPORT_KEY_PREFIX)
-            assert set(marks) == {service.IMPORT_KEY_PREFIX + "tenant-a"}
-            assert json.loads(marks[service.IMPORT_KEY_PREFIX + "tenant-a"])["imported"] == ["a-questions.json"]
+            assert question_sets.import_legacy_files(session, settings, "tenant-a") == ["a-questions.json"]
+            assert question_sets.import_legacy_files(session, settings, "tenant-a") is None  # recorded: not again
+            assert question_sets.import_legacy_files(session, settings, "tenant-b") is None  # no folder
+            marks = AppSettingsRepository(session).get_many(question_sets.IMPORT_KEY_PREFIX)
+            assert set(marks) == {question_sets.IMPORT_KEY_PREFIX + "tenant-a"}
+            assert json.loads(marks[question_sets.IMPORT_KEY_PREFIX + "tenant-a"])["imported"] == ["a-questions.json"]
             # The default tenant's folder is files/ itself; tenant-a's file is not the default tenant's.
-            names = [info.name for info in service.list_question_files(session, settings)]
+            names = [info.name for info in question_sets.list_question_files(session, settings)]
             assert names == ["broken.json", "handbook.json", "lines.jsonl"]
-            assert [i.name for i in service.list_question_files(session, settings, "tenant-a")] == ["a-questions.json"]
+            assert [i.name for i in question_sets.list_question_files(session, settings, "tenant-a")] == [
+                "a-questions.json"
+            ]
     finally:
         database.dispose()
     assert stored_question_names(settings, "tenant-a") == ["a-questions.json"]
@@ -209,10 +213,10 @@ def test_a_link_out_of_the_old_folder_stops_the_import_with_its_name(settings, t
     try:
         refused = pytest.raises(PathOutsideDataDirError, match=r"'link\.json' in .* points outside it")
         with refused, database.session() as session:
-            service.list_question_files(session, settings)
+            question_sets.list_question_files(session, settings)
         (files / "link.json").unlink()
         with database.session() as session:
-            assert [info.name for info in service.list_question_files(session, settings)] == ["handbook.json"]
+            assert [info.name for info in question_sets.list_question_files(session, settings)] == ["handbook.json"]
     finally:
         database.dispose()
 

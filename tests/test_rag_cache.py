@@ -8,7 +8,7 @@ import pytest
 
 from chunkbench.config import Settings
 from chunkbench.embedding.registry import get_spec
-from chunkbench.embedding.service import embed_query
+from chunkbench.embedding.roles import embed_query
 from chunkbench.rag.cache import CacheScope, SemanticCache, normalise
 
 QUESTION = "How many days of paid annual leave do employees get?"

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from chunkbench.app import create_app
 from chunkbench.errors import RateLimitedError
 from chunkbench.metrics import RATE_LIMITED
-from chunkbench.tenants import service
+from chunkbench.tenants import accounts
 from chunkbench.tenants.auth import Authenticator
 from chunkbench.tenants.ratelimit import RateLimiter
 
@@ -94,10 +94,10 @@ def test_the_api_answers_429_with_retry_after_per_tenant(settings):
     client = _client_with_clock(settings, clock)
     try:
         with client.app.state.database.session() as session:
-            service.create_tenant(session, "Slow", rate_limit_per_minute=30, rate_limit_burst=2)
-            service.create_tenant(session, "Fast")
-            _row, slow = service.create_key(session, "slow")
-            _row, fast = service.create_key(session, "fast")
+            accounts.create_tenant(session, "Slow", rate_limit_per_minute=30, rate_limit_burst=2)
+            accounts.create_tenant(session, "Fast")
+            _row, slow = accounts.create_key(session, "slow")
+            _row, fast = accounts.create_key(session, "fast")
         before = RATE_LIMITED._value.get()
         as_slow = {"Authorization": f"Bearer {slow}"}
         assert client.get("/documents", headers=as_slow).status_code == 200

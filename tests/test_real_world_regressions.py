@@ -13,8 +13,8 @@ import pytest
 from docx.opc.exceptions import PackageNotFoundError
 
 from chunkbench.config import Settings
+from chunkbench.documents.library import IngestOutcome, discover_files, ingest_paths
 from chunkbench.documents.parsers import parse_document
-from chunkbench.documents.service import IngestOutcome, discover_files, ingest_paths
 from chunkbench.errors import ConverterUnavailableError
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DEFAULT_TENANT

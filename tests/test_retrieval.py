@@ -12,7 +12,7 @@ import pytest
 from chunkbench.chunking.base import Chunk
 from chunkbench.config import Settings
 from chunkbench.embedding.registry import get_spec
-from chunkbench.embedding.service import embed_query, embed_texts
+from chunkbench.embedding.roles import embed_query, embed_texts
 from chunkbench.embedding.sparse import Bm25Encoder
 from chunkbench.errors import QueryError
 from chunkbench.limits import MAX_CANDIDATE_K

@@ -11,10 +11,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from chunkbench.app import create_app
-from chunkbench.embedding import service as embedding
+from chunkbench.embedding import roles
 from chunkbench.embedding.registry import get_spec
 from chunkbench.storage.points import QueryMode
-from chunkbench.tenants import service
+from chunkbench.tenants import accounts
 from question_store import stored_question_names
 from test_benchmarks import QUESTIONS
 from test_queries import HANDBOOK
@@ -31,8 +31,8 @@ def world(settings):
         headers = {}
         with client.app.state.database.session() as session:
             for tenant in ("tenant-a", "tenant-b"):
-                service.create_tenant(session, tenant, tenant_id=tenant)
-                headers[tenant] = {"Authorization": f"Bearer {service.create_key(session, tenant, admin=True)[1]}"}
+                accounts.create_tenant(session, tenant, tenant_id=tenant)
+                headers[tenant] = {"Authorization": f"Bearer {accounts.create_key(session, tenant, admin=True)[1]}"}
         a, b = headers["tenant-a"], headers["tenant-b"]
         docs = {}
         for tenant, name in (("tenant-a", "handbook-a.md"), ("tenant-b", "handbook-b.md")):
@@ -124,7 +124,7 @@ def test_searches_of_tenant_b_never_return_tenant_a_chunks_for_the_same_text(wor
     # The vector store itself: B's filter over the whole collection (A's points are there, same text, same vectors).
     store = client.app.state.vector_store
     spec = get_spec("all-MiniLM-L6-v2")
-    vector = embedding.embed_texts(spec, ["paid annual leave"], "query", world["settings"])[0]
+    vector = roles.embed_texts(spec, ["paid annual leave"], "query", world["settings"])[0]
     hits = {
         tenant: store.search("fixed_size", spec.id, mode=QueryMode.DENSE, tenant_id=tenant, document_id=None, top_k=50,
                              dense=np.asarray(vector), sparse=None)

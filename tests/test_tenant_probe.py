@@ -20,7 +20,6 @@ from chunkbench.storage.points import collection_name
 from chunkbench.storage.question_files import QuestionFileRepository
 from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.schema import AppSettingRow, Base, DocumentRow
-from chunkbench.tenants import service
 from test_benchmarks import QUESTIONS
 from test_queries import HANDBOOK
 
@@ -46,9 +45,9 @@ def tenants(settings):
         keys = {}
         with client.app.state.database.session() as session:
             for tenant in (A, B):
-                service.create_tenant(session, tenant, tenant_id=tenant)
-                keys[tenant] = {"Authorization": f"Bearer {service.create_key(session, tenant)[1]}"}
-                admin = service.create_key(session, tenant, admin=True)[1]
+                keys.create_tenant(session, tenant, tenant_id=tenant)
+                keys[tenant] = {"Authorization": f"Bearer {keys.create_key(session, tenant)[1]}"}
+                admin = keys.create_key(session, tenant, admin=True)[1]
                 keys[f"{tenant}-admin"] = {"Authorization": f"Bearer {admin}"}
         a = keys[A]
         text = HANDBOOK + f"\n\nThe probe word is {markers['document']}.\n"

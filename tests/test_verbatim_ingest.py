@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from chunkbench.cli import app
 from chunkbench.config import Settings, get_settings
-from chunkbench.documents import service
-from chunkbench.documents.service import IngestOutcome, SourceFile
+from chunkbench.documents import library
+from chunkbench.documents.library import IngestOutcome, SourceFile
 from chunkbench.errors import UnsupportedFileTypeError
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DEFAULT_TENANT, DocumentRow
@@ -23,7 +23,7 @@ TEXT = RAW.replace("\r\n", "\n")  # as Python's text mode reads it, which is wha
 
 
 def _ingest(database: Database, settings: Settings, path: Path, **options):
-    (result,) = service.ingest_paths(database, settings, [SourceFile(path, path.name)], tenant_id=DEFAULT_TENANT,
+    (result,) = library.ingest_paths(database, settings, [SourceFile(path, path.name)], tenant_id=DEFAULT_TENANT,
                                      **options)  # fmt: skip
     return result
 

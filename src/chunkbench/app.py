@@ -34,7 +34,7 @@ from chunkbench.metrics import RATE_LIMITED
 from chunkbench.observability.context import REQUEST_ID_HEADER, request_id_of
 from chunkbench.observability.middleware import ObservabilityMiddleware
 from chunkbench.observability.routes import router as observability_router
-from chunkbench.rag import service as rag
+from chunkbench.rag import guarded_query
 from chunkbench.rag.routes import chat_router
 from chunkbench.rag.routes import router as rag_router
 from chunkbench.recovery import recover_dead_owners
@@ -92,7 +92,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         dependencies=[Depends(authenticate)],
     )
     app.state.settings = settings
-    app.state.semantic_cache = rag.build_cache(settings)
+    app.state.semantic_cache = guarded_query.build_cache(settings)
     app.include_router(documents_router)
     app.include_router(corpora_router)
     app.include_router(processing_router)

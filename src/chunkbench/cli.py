@@ -181,14 +181,14 @@ def ingest(
 
     A file found in a folder is keyed by its path below that folder, a file named directly by its filename.
     """
-    from chunkbench.documents import service
+    from chunkbench.documents import library
     from chunkbench.documents.schemas import IngestOut
 
     settings, database = open_database()
-    found = list(service.discover_files(paths, settings))
-    ingested: list[service.IngestResult] = []
+    found = list(library.discover_files(paths, settings))
+    ingested: list[library.IngestResult] = []
     try:
-        ingesting = service.ingest_paths(
+        ingesting = library.ingest_paths(
             database, settings, found, tenant_id=DEFAULT_TENANT, corpus=corpus, verbatim=verbatim
         )
     except ChunkbenchError as exc:  # a bad corpus name: nothing was read
@@ -201,7 +201,7 @@ def ingest(
             ingested.append(result)
     database.dispose()
 
-    summary = service.IngestSummary.of(ingested)
+    summary = library.IngestSummary.of(ingested)
     results = [IngestOut.of(result) for result in ingested]
     if as_json:
         listed = [r.model_dump(mode="json") for r in results]
@@ -311,13 +311,13 @@ def process(
 
 
 def _process_document(document: str, request: ProcessIn, as_json: bool) -> None:
-    from chunkbench.documents import service as documents
-    from chunkbench.indexing import service as processing
+    from chunkbench.documents import library
+    from chunkbench.indexing import processing
 
     settings, database = open_database()
     try:
         with database.session() as session:
-            document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
+            document_id = library.resolve(session, document, tenant_id=DEFAULT_TENANT).id
             plan = processing.plan(session, settings, document_id, request, tenant_id=DEFAULT_TENANT)
         _print_sizes(plan.size_warnings, as_json)
         store = vector_store(settings)
@@ -423,14 +423,14 @@ def chunks(
     as_json: JsonOption = False,
 ) -> None:
     """Chunk Preview: a strategy's chunks with exact offsets, and the run's diagnostics."""
-    from chunkbench.admin import service as admin
-    from chunkbench.documents import service as documents
+    from chunkbench.admin import operations
+    from chunkbench.documents import library
 
     settings, database = open_database()
     try:
         with database.session() as session:
-            document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
-            preview = admin.chunk_preview(
+            document_id = library.resolve(session, document, tenant_id=DEFAULT_TENANT).id
+            preview = operations.chunk_preview(
                 session, settings, vector_store(settings), document_id, strategy, tenant_id=DEFAULT_TENANT,
                 corpus_model_id=corpus_model, offset=offset, limit=limit,
             )  # fmt: skip
@@ -494,14 +494,14 @@ def query(
     """Ask a processed document a question: answer, sources, Expansion Tree, latency breakdown."""
     from pydantic import ValidationError
 
-    from chunkbench.documents import service as documents
-    from chunkbench.retrieval import service as queries
+    from chunkbench.documents import library
+    from chunkbench.retrieval import queries
     from chunkbench.retrieval.schemas import QueryIn
 
     settings, database = open_database()
     try:
         with database.session() as session:
-            document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
+            document_id = library.resolve(session, document, tenant_id=DEFAULT_TENANT).id
         request = QueryIn(
             document_id=document_id, strategy=strategy, question=question, top_k=top_k, neighbor_prev=prev,
             neighbor_next=next_, retriever=retriever, rerank=rerank, corpus_model_id=corpus_model,

@@ -1,7 +1,7 @@
-"""The job kinds chunkbench runs in the background, registered with ``jobs.service`` by every process that runs jobs
+"""The job kinds chunkbench runs in the background, registered with ``jobs.execution`` by every process that runs jobs
 (the API at start, ``chunkbench worker``). A kind's payload is JSON, so a worker on another machine re-plans it from
 the database: the same validation the API did, on the state it finds (a document deleted meanwhile is a 404 on the
-job). The work itself is the domain's one function (``indexing.service.run``, ``indexing.corpus_job.run``,
+job). The work itself is the domain's one function (``indexing.processing.run``, ``indexing.corpus_job.run``,
 ``benchmarking.runner.execute``), the same one ``?wait=true`` and the CLI call.
 """
 
@@ -14,10 +14,9 @@ from chunkbench.benchmarking.model import Experiment
 from chunkbench.chunking.base import registry_fingerprint
 from chunkbench.config import Settings
 from chunkbench.errors import InvalidRequestError, JobCancelledError
-from chunkbench.indexing import corpus_job
-from chunkbench.indexing import service as processing
+from chunkbench.indexing import corpus_job, processing
 from chunkbench.indexing.schemas import CorpusProcessOut, ProcessIn
-from chunkbench.jobs.service import (
+from chunkbench.jobs.execution import (
     FanOut,
     JobCall,
     JobKind,
@@ -217,7 +216,7 @@ def benchmark_close(call: JobCall, outcomes: list[TaskOutcome]) -> dict[str, Any
 
 def recover_worker(database: Database, settings: Settings, token: str) -> None:
     """What a worker known to be gone had claimed: its documents mid-processing are failed and their partial points
-    removed (``indexing.service.fail_interrupted``), so the retried task claims and processes them again."""
+    removed (``indexing.processing.fail_interrupted``), so the retried task claims and processes them again."""
     processing.fail_interrupted(database, settings, owner_token=token)
 
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from chunkbench.benchmarking import ownership as benchmark_ownership
 from chunkbench.config import Settings
-from chunkbench.indexing import service as processing
-from chunkbench.jobs import service as jobs
+from chunkbench.indexing import processing
+from chunkbench.jobs import execution
 from chunkbench.storage.db import Database
 
 logger = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ def recover_dead_owners(database: Database, settings: Settings) -> Recovered:
     processing documents are marked failed, the interrupted processing runs' points and rows removed, running
     benchmarks marked interrupted."""
     recovered = Recovered(
-        jobs=jobs.fail_interrupted(database),
+        jobs=execution.fail_interrupted(database),
         documents=processing.fail_interrupted(database, settings),
         experiments=benchmark_ownership.fail_interrupted(database),
     )

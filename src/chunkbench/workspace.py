@@ -81,8 +81,8 @@ class Workspace:
         """Parse files and folders (searched recursively) into documents, each file on its own, as ``chunkbench
         ingest`` does; every file ingested joins ``corpus`` (made if missing). A refused file is in the results
         with its ``error``; nothing raises for it."""
+        from chunkbench.documents.library import discover_files, ingest_paths
         from chunkbench.documents.schemas import IngestOut
-        from chunkbench.documents.service import discover_files, ingest_paths
 
         found = list(discover_files([Path(p) for p in paths], self.settings))
         ingesting = ingest_paths(
@@ -105,11 +105,11 @@ class Workspace:
         """Chunk, embed and index one document (id or file name) or every document of ``corpus`` with
         ``strategies`` (default: all but variants), as ``chunkbench process`` does; returns its result."""
         from chunkbench.chunking.base import default_strategies
-        from chunkbench.documents.service import resolve
+        from chunkbench.documents.library import resolve
         from chunkbench.indexing import corpus_job
+        from chunkbench.indexing.processing import plan as plan_document
+        from chunkbench.indexing.processing import run as run_document
         from chunkbench.indexing.schemas import ProcessIn
-        from chunkbench.indexing.service import plan as plan_document
-        from chunkbench.indexing.service import run as run_document
 
         if (document is None) == (corpus is None):
             raise InvalidRequestError("Give a document or corpus= (exactly one of them) to process.")
@@ -132,11 +132,11 @@ class Workspace:
     def add_questions(self, path: str | Path, *, name: str | None = None, overwrite: bool = False) -> str:
         """Store a question file (seed JSON, JSON lines or Chroma CSV) in the database, validated as an upload is,
         as ``chunkbench questions add`` does; returns the name a benchmark's ``question_set`` takes."""
-        from chunkbench.evaluation import service
+        from chunkbench.evaluation import question_sets
 
         file = Path(path)
         with self.database.session() as session:
-            info, _replaced = service.save_question_file(
+            info, _replaced = question_sets.save_question_file(
                 session, self.settings, name or file.name, file.read_bytes(), overwrite=overwrite, limit_size=False,
                 tenant_id=self.tenant_id,
             )  # fmt: skip
@@ -156,9 +156,9 @@ class Workspace:
         bench run`` does: an ``Experiment`` with its Decision. ``questions`` is a question file or a list of
         questions; ``question_set`` a stored file's name; any other ``BenchmarkIn`` field (``strategies``,
         ``retrievers``, ``top_k``, ``primary_metric``, ``budget``, ``seed``, …) goes by keyword."""
-        from chunkbench.benchmarking import service
+        from chunkbench.benchmarking import benchmarks
         from chunkbench.benchmarking.schemas import BenchmarkIn
-        from chunkbench.documents.service import resolve
+        from chunkbench.documents.library import resolve
         from chunkbench.evaluation.questions import load_question_set
 
         inline = questions
@@ -171,17 +171,17 @@ class Workspace:
         request = BenchmarkIn(
             document_id=document_id, corpus=corpus, question_set=question_set, questions=inline, **fields
         )
-        row = service.run(
+        row = benchmarks.run(
             self.database, self.settings, self.store, request, tenant_id=self.tenant_id, progress=progress
         )
         return self.experiment(row.id)
 
     def experiment(self, experiment_id: str) -> Experiment:
         """A stored Experiment by id (``chunkbench bench show``)."""
-        from chunkbench.benchmarking import service
+        from chunkbench.benchmarking import benchmarks
 
         with self.database.session() as session:
-            data = service.experiment_dict(session, service.get(session, experiment_id, tenant_id=self.tenant_id))
+            data = benchmarks.experiment_dict(session, benchmarks.get(session, experiment_id, tenant_id=self.tenant_id))
         return Experiment(self, data)
 
     def close(self) -> None:
@@ -250,14 +250,14 @@ class Experiment:
     def report(self, path: str | Path, *, view: str = "managerial", budget: int | None = None) -> Path:
         """Write the self-contained HTML report (``view``: managerial or technical) or the JSON export (``json``), as
         ``chunkbench report`` does; returns the path."""
-        from chunkbench.benchmarking import service
+        from chunkbench.benchmarking import benchmarks
 
         if view not in ("managerial", "technical", "json"):
             raise InvalidRequestError(f"view must be managerial, technical or json, not {view!r}.", view=view)
         workspace = self._workspace
         with workspace.database.session() as session:
             store = workspace.store if view == "technical" else None
-            text = service.report(
+            text = benchmarks.report(
                 session, store, self.id, view=view, budget=budget, tenant_id=workspace.tenant_id,  # type: ignore[arg-type]
             )  # fmt: skip
         target = Path(path)

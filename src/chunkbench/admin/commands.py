@@ -27,33 +27,33 @@ cache_app = typer.Typer(help="The embedding cache: every text embedded once per 
 @models_app.command("list")
 def models_list(as_json: JsonOption = False) -> None:
     """Registered embedding models, the role defaults and effective thresholds."""
-    from chunkbench.embedding import service as embedding
+    from chunkbench.embedding import roles
 
     _settings, database = open_database()
     with database.session() as session:
-        listing = embedding.list_models(session)
+        listing = roles.list_models(session)
     if as_json:
         print_json(listing)
         return
     table = Table("model", "provider", "dim", "languages", "roles", "threshold", "available")
     for model in listing["models"]:
-        roles = ", ".join(role for role in ("corpus", "boundary") if model[f"is_{role}_default"])
+        held = ", ".join(role for role in ("corpus", "boundary") if model[f"is_{role}_default"])
         available = {True: "yes", False: "no", None: "not probed"}[model["available"]]
         if model.get("availability_note"):
             available += f" ({model['availability_note']})"
         threshold = f"{model['semantic_threshold']:g}" + (" (override)" if model["threshold_overridden"] else "")
         dimension, languages = str(model["dimension"]), model["languages_label"]
-        table.add_row(model["id"], model["provider"], dimension, languages, roles, threshold, available)
+        table.add_row(model["id"], model["provider"], dimension, languages, held, threshold, available)
     out.print(table)
 
 
 def _set_role(role: str, model_id: str, as_json: bool) -> None:
-    from chunkbench.embedding import service as embedding
+    from chunkbench.embedding import roles
 
     _settings, database = open_database()
     try:
         with database.session() as session:
-            embedding.set_role_model(session, role, model_id)
+            roles.set_role_model(session, role, model_id)
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc
     if as_json:
@@ -77,12 +77,12 @@ def models_boundary(model_id: str, as_json: JsonOption = False) -> None:
 @models_app.command("threshold")
 def models_threshold(model_id: str, value: float, as_json: JsonOption = False) -> None:
     """Override a model's semantic threshold, in (0, 1]."""
-    from chunkbench.embedding import service as embedding
+    from chunkbench.embedding import roles
 
     _settings, database = open_database()
     try:
         with database.session() as session:
-            embedding.set_semantic_threshold(session, model_id, value)
+            roles.set_semantic_threshold(session, model_id, value)
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc
     if as_json:
@@ -112,7 +112,7 @@ def _collection_op(name: str, operation: str, yes: bool, as_json: bool) -> None:
         if as_json:
             raise fail(ChunkbenchError(f"Add --yes to {operation} without a confirmation prompt."), as_json)
         typer.confirm(f"{operation.capitalize()} collection {name}?", abort=True)
-    from chunkbench.admin.service import clear_collection
+    from chunkbench.admin.operations import clear_collection
 
     settings, database = open_database()
     store = vector_store(settings)
@@ -146,9 +146,9 @@ def collections_delete(
 @cache_app.command("stats")
 def cache_stats(as_json: JsonOption = False) -> None:
     """Entries per model, bytes used and the bound of this data directory's embedding cache."""
-    from chunkbench.admin import service
+    from chunkbench.admin import operations
 
-    stats = service.embedding_cache_stats(get_settings())
+    stats = operations.embedding_cache_stats(get_settings())
     if as_json:
         print_json(stats.model_dump())
         return
@@ -168,13 +168,13 @@ def cache_clear(
     as_json: JsonOption = False,
 ) -> None:
     """Forget cached embeddings; they are computed again when next needed."""
-    from chunkbench.admin import service
+    from chunkbench.admin import operations
 
     what = f"the cached embeddings of {model}" if model else "every cached embedding"
     if not yes and not typer.confirm(f"Forget {what}?"):
         raise typer.Exit(code=1)
     try:
-        cleared = service.clear_embedding_cache(get_settings(), model)
+        cleared = operations.clear_embedding_cache(get_settings(), model)
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc
     if as_json:

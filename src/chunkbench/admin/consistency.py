@@ -23,7 +23,7 @@ from sqlalchemy import select
 
 from chunkbench.config import Settings
 from chunkbench.errors import ChunkbenchError
-from chunkbench.indexing import service as processing
+from chunkbench.indexing import processing
 from chunkbench.indexing.schemas import ProcessIn
 from chunkbench.models import DocumentState, StrategyName
 from chunkbench.storage.db import Database

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Response, status
 
-from chunkbench.admin import consistency, service
+from chunkbench.admin import consistency, operations
 from chunkbench.admin.consistency import ConsistencyReport
 from chunkbench.admin.schemas import (
     AdminHealthOut,
@@ -33,7 +33,7 @@ from chunkbench.dependencies import (
     TenantDep,
     VectorStoreDep,
 )
-from chunkbench.embedding import service as embedding
+from chunkbench.embedding import roles
 from chunkbench.embedding.registry import get_spec
 from chunkbench.indexing.schemas import ChunkPreviewOut, ChunkSizesOut
 from chunkbench.models import StrategyName
@@ -51,7 +51,7 @@ def health(database: DatabaseDep, settings: SettingsDep, principal: PrincipalDep
     """Health of the app, the database, Qdrant (collections and points: the deployment's for the operator, its own
     share for a tenant admin) and the LLM (not configured, reachable or unreachable with the error); always 200,
     ``status`` says ``ok`` or ``degraded``."""
-    return service.health(database, settings, tenant_id=principal.points_scope)
+    return operations.health(database, settings, tenant_id=principal.points_scope)
 
 
 @router.get("/me", response_model=WhoAmIOut)
@@ -70,13 +70,13 @@ def whoami(principal: PrincipalDep) -> WhoAmIOut:
 def capabilities(settings: SettingsDep) -> CapabilitiesOut:
     """What can work now (rerankers, the LLM-as-judge, the LLM), each unavailable one with why and the setting
     that enables it: the dashboard offers only these."""
-    return service.capabilities(settings)
+    return operations.capabilities(settings)
 
 
 @router.get("/embedding-models", response_model=EmbeddingModelsOut)
 def list_embedding_models(session: SessionDep) -> dict[str, Any]:
     """The model registry with the Corpus/Boundary role defaults and effective thresholds."""
-    return embedding.list_models(session)
+    return roles.list_models(session)
 
 
 @router.put("/embedding-models/{role}", response_model=EmbeddingModelsOut)
@@ -84,21 +84,21 @@ def set_role(
     role: Literal["corpus", "boundary"], body: ModelRoleIn, session: SessionDep, _operator: OperatorDep
 ) -> dict[str, Any]:
     """Make a model the default for a role; operations already running keep their snapshot."""
-    embedding.set_role_model(session, role, body.model_id)
-    return embedding.list_models(session)
+    roles.set_role_model(session, role, body.model_id)
+    return roles.list_models(session)
 
 
 @router.put("/embedding-models/{model_id}/semantic-threshold", response_model=EmbeddingModelsOut)
 def set_threshold(model_id: str, body: ThresholdIn, session: SessionDep, _operator: OperatorDep) -> dict[str, Any]:
     """Override the model's semantic threshold (used when it is the Boundary model)."""
-    embedding.set_semantic_threshold(session, model_id, body.threshold)
-    return embedding.list_models(session)
+    roles.set_semantic_threshold(session, model_id, body.threshold)
+    return roles.list_models(session)
 
 
 @router.get("/qdrant/collections", response_model=list[CollectionOut])
 def list_collections(store: VectorStoreDep, principal: PrincipalDep) -> list[CollectionOut]:
     """Collections with their point counts: every tenant's for the operator, the caller's own for a tenant admin."""
-    return service.list_collections(store, tenant_id=principal.points_scope)
+    return operations.list_collections(store, tenant_id=principal.points_scope)
 
 
 @router.post("/qdrant/collections", response_model=CollectionOut, status_code=status.HTTP_201_CREATED)
@@ -112,14 +112,14 @@ def create_collection(body: CollectionIn, store: VectorStoreDep, _operator: Oper
 def wipe_collection(name: str, store: VectorStoreDep, database: DatabaseDep, principal: PrincipalDep) -> Response:
     """Delete the points, keep the collection: every tenant's for the operator, the caller's own for a tenant
     admin. The runs they belonged to read not indexed (their queries answer 409) until processed again."""
-    service.clear_collection(database, store, name, delete=False, tenant_id=principal.points_scope)
+    operations.clear_collection(database, store, name, delete=False, tenant_id=principal.points_scope)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.delete("/qdrant/collections/{name}", status_code=status.HTTP_204_NO_CONTENT)
 def delete_collection(name: str, store: VectorStoreDep, database: DatabaseDep, _operator: OperatorDep) -> Response:
     """Drop a collection and every tenant's points in it (operator only); their runs read not indexed."""
-    service.clear_collection(database, store, name, delete=True)
+    operations.clear_collection(database, store, name, delete=True)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
@@ -139,7 +139,7 @@ def chunk_preview(
 ) -> ChunkPreviewOut:
     """Chunk Preview: the indexed chunks with exact offsets (and contextual retrieval's prefixes), and the run's
     diagnostics."""
-    return service.chunk_preview(
+    return operations.chunk_preview(
         session,
         settings,
         store,
@@ -157,14 +157,14 @@ def chunk_preview(
 @router.get("/chunks/{document_id}/sizes", response_model=ChunkSizesOut)
 def chunk_sizes(document_id: str, session: SessionDep, store: VectorStoreDep, tenant_id: TenantDep) -> ChunkSizesOut:
     """A token-size histogram of each indexed strategy × Corpus model of the document, on shared bins."""
-    return service.chunk_sizes(session, store, document_id, tenant_id=tenant_id)
+    return operations.chunk_sizes(session, store, document_id, tenant_id=tenant_id)
 
 
 @router.get("/embedding-cache", response_model=EmbeddingCacheOut)
 def embedding_cache(settings: SettingsDep, _operator: OperatorDep) -> EmbeddingCacheOut:
     """The embedding cache file of this data directory: every text is embedded once per model. Shared by every
     tenant (keyed by model and text), so only the operator reads it."""
-    return service.embedding_cache_stats(settings)
+    return operations.embedding_cache_stats(settings)
 
 
 @router.delete("/embedding-cache", response_model=EmbeddingCacheClearedOut, responses={500: {"model": ErrorOut}})
@@ -175,7 +175,7 @@ def clear_embedding_cache(
 ) -> EmbeddingCacheClearedOut:
     """Forget cached embeddings (all, or one model's); they are computed again when next needed. Operator only:
     the cache is every tenant's."""
-    return service.clear_embedding_cache(settings, model_id)
+    return operations.clear_embedding_cache(settings, model_id)
 
 
 @router.get("/consistency", response_model=ConsistencyReport)

@@ -14,7 +14,7 @@ from chunkbench.benchmarking import scoring
 from chunkbench.benchmarking.model import CellResult, CellTokens, Configuration, MetricValue, RetrievedChunk
 from chunkbench.chunking.base import capabilities
 from chunkbench.config import Settings
-from chunkbench.embedding import service as embedding
+from chunkbench.embedding import roles
 from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.errors import BenchmarkError, ChunkbenchError, DocumentNotFoundError, LlmUnavailableError
 from chunkbench.evaluation.judge import judge
@@ -151,7 +151,7 @@ def _grade(
     expected = question.expected_answer if answer is not None else None
     vectors = None
     if expected and answer is not None:  # expected is None without an answer
-        answer_vector = embedding.embed_texts(corpus, [answer.text], "query", context.settings)[0]
+        answer_vector = roles.embed_texts(corpus, [answer.text], "query", context.settings)[0]
         vectors = np.stack([answer_vector, context.expected_vectors[corpus.id][question.id]])
     metrics.update(scoring.answer_scores(answer.text if answer is not None else "", expected, vectors))
     verdict = None

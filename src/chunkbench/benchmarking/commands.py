@@ -111,8 +111,8 @@ def bench_run(
     as_json: JsonOption = False,
 ) -> None:
     """Benchmark a document's (or a corpus's) strategies on a question set: an Experiment with a Decision."""
-    from chunkbench.benchmarking import check, experiments, planning, runner, service
-    from chunkbench.documents import service as documents
+    from chunkbench.benchmarking import benchmarks, check, experiments, planning, runner
+    from chunkbench.documents import library
 
     settings, database = open_database()
     try:
@@ -120,12 +120,12 @@ def bench_run(
         if resume is None and (document is None) == (corpus is None):
             raise typer.BadParameter("give a DOCUMENT or --corpus NAME to benchmark (one of them), or --resume ID")
         if resume is not None:
-            experiment_id = service.prepare_resume(database, resume, tenant_id=DEFAULT_TENANT).id
+            experiment_id = benchmarks.prepare_resume(database, resume, tenant_id=DEFAULT_TENANT).id
         else:
             document_id = None
             if document is not None:
                 with database.session() as session:
-                    document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
+                    document_id = library.resolve(session, document, tenant_id=DEFAULT_TENANT).id
             models = _csv(corpus_model) or []
             request = _request(
                 document_id, questions, question_set, corpus=corpus, strategies=_csv(strategies),
@@ -140,7 +140,7 @@ def bench_run(
             )  # fmt: skip
             with database.session() as session:
                 if dry_run:
-                    estimate = service.estimate(session, settings, request, tenant_id=DEFAULT_TENANT)
+                    estimate = benchmarks.estimate(session, settings, request, tenant_id=DEFAULT_TENANT)
                     _show_estimate(estimate, as_json)
                     return
                 plan = planning.plan(session, settings, request, tenant_id=DEFAULT_TENANT)
@@ -150,7 +150,9 @@ def bench_run(
         with job_progress("benchmark") as report:
             runner.execute(database, settings, store, experiment_id, tenant_id=DEFAULT_TENANT, progress=report)
         with database.session() as session:
-            experiment = service.experiment_dict(session, service.get(session, experiment_id, tenant_id=DEFAULT_TENANT))
+            experiment = benchmarks.experiment_dict(
+                session, benchmarks.get(session, experiment_id, tenant_id=DEFAULT_TENANT)
+            )
         failures = check.below(experiment, thresholds) if thresholds else []
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc
@@ -252,14 +254,14 @@ def bench_list(
     as_json: JsonOption = False,
 ) -> None:
     """Experiments, newest first."""
-    from chunkbench.benchmarking import service
-    from chunkbench.documents import service as documents
+    from chunkbench.benchmarking import benchmarks
+    from chunkbench.documents import library
 
     _settings, database = open_database()
     try:
         with database.session() as session:
-            document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id if document else None
-            rows = service.get_all(
+            document_id = library.resolve(session, document, tenant_id=DEFAULT_TENANT).id if document else None
+            rows = benchmarks.get_all(
                 session, tenant_id=DEFAULT_TENANT, document_id=document_id, corpus=corpus, strategy=strategy,
                 corpus_model_id=corpus_model,
             )  # fmt: skip
@@ -288,14 +290,16 @@ def _searched(row: Any) -> str:
 @bench_app.command("show")
 def bench_show(experiment_id: str, as_json: JsonOption = False, budget: BudgetOption = None) -> None:
     """One Experiment: per-configuration results and the Decision (``--budget``: made again at that budget)."""
-    from chunkbench.benchmarking import service
+    from chunkbench.benchmarking import benchmarks
 
     _settings, database = open_database()
     try:
         with database.session() as session:
-            experiment = service.experiment_dict(session, service.get(session, experiment_id, tenant_id=DEFAULT_TENANT))
+            experiment = benchmarks.experiment_dict(
+                session, benchmarks.get(session, experiment_id, tenant_id=DEFAULT_TENANT)
+            )
             if budget is not None:
-                experiment["decision"] = service.decide_again(
+                experiment["decision"] = benchmarks.decide_again(
                     session, experiment_id, tenant_id=DEFAULT_TENANT, budget=budget
                 )
     except ChunkbenchError as exc:
@@ -309,12 +313,12 @@ def bench_show(experiment_id: str, as_json: JsonOption = False, budget: BudgetOp
 @bench_app.command("compare")
 def bench_compare(a: str, b: str, as_json: JsonOption = False) -> None:
     """Two Experiments side by side (B − A per configuration), with what makes them incomparable."""
-    from chunkbench.benchmarking import service
+    from chunkbench.benchmarking import benchmarks
 
     _settings, database = open_database()
     try:
         with database.session() as session:
-            result = service.compare(session, a, b, tenant_id=DEFAULT_TENANT)
+            result = benchmarks.compare(session, a, b, tenant_id=DEFAULT_TENANT)
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc
     if as_json:
@@ -338,7 +342,7 @@ def report_command(
     budget: BudgetOption = None,
 ) -> None:
     """Write an Experiment's self-contained HTML report (or its JSON export) to a file."""
-    from chunkbench.benchmarking import service
+    from chunkbench.benchmarking import benchmarks
 
     if view not in ("managerial", "technical", "json"):
         raise typer.BadParameter("view must be managerial, technical or json")
@@ -346,7 +350,7 @@ def report_command(
     try:
         with database.session() as session:
             store = vector_store(settings) if view == "technical" else None
-            text = service.report(
+            text = benchmarks.report(
                 session, store, experiment_id, view=view, budget=budget, tenant_id=DEFAULT_TENANT,  # type: ignore[arg-type]
             )  # fmt: skip
     except ChunkbenchError as exc:
@@ -406,12 +410,12 @@ def sweep_chunks(
 
 def _run_sweep(document: str, as_json: bool, make_request: Any, run: Any, **knobs: Any) -> None:
     """Resolve the document, run one sweep function with a progress bar, print its levels."""
-    from chunkbench.documents import service as documents
+    from chunkbench.documents import library
 
     settings, database = open_database()
     try:
         with database.session() as session:
-            document_id = documents.resolve(session, document, tenant_id=DEFAULT_TENANT).id
+            document_id = library.resolve(session, document, tenant_id=DEFAULT_TENANT).id
         store = vector_store(settings)
         with job_progress("sweep") as report:
             levels = run(
@@ -451,20 +455,20 @@ def check_command(
 ) -> None:
     """CI gate: exit 0 when no metric of the chosen configuration dropped beyond its tolerance against the
     baseline, 1 when one did, 2 when the two cannot be compared (each difference named)."""
-    from chunkbench.benchmarking import check, service
+    from chunkbench.benchmarking import benchmarks, check
 
     _settings, database = open_database()
     try:
         tolerances = check.parse_thresholds(max_drop or [], option="--max-drop")
         with database.session() as session:
-            current = service.experiment_dict(
-                session, service.get(session, experiment_id, tenant_id=DEFAULT_TENANT), cells_view="scores"
+            current = benchmarks.experiment_dict(
+                session, benchmarks.get(session, experiment_id, tenant_id=DEFAULT_TENANT), cells_view="scores"
             )
             if Path(baseline).is_file():
                 reference = _baseline_file(Path(baseline))
             else:
-                row = service.get(session, baseline, tenant_id=DEFAULT_TENANT)
-                reference = service.experiment_dict(session, row, cells_view="scores")
+                row = benchmarks.get(session, baseline, tenant_id=DEFAULT_TENANT)
+                reference = benchmarks.experiment_dict(session, row, cells_view="scores")
         result = check.check(current, reference, config_key=config, max_drop=tolerances, fail_on_judge=fail_on_judge)
     except ChunkbenchError as exc:
         # The gate could not compare at all: the same exit as two incomparable Experiments, never a "drop".

@@ -23,13 +23,13 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from chunkbench.benchmarking import service
+from chunkbench.benchmarking import benchmarks
 from chunkbench.benchmarking.schemas import BenchmarkIn, QuestionIn, ReferenceIn
 from chunkbench.benchmarking.scoring import RANK_METRICS, SPAN_METRICS
 from chunkbench.chunking import variants
 from chunkbench.chunking.base import Variant, strategy_class
 from chunkbench.config import Settings
-from chunkbench.documents import service as documents
+from chunkbench.documents import library
 from chunkbench.errors import EvaluationError
 from chunkbench.evaluation.questions import BenchmarkQuestion
 from chunkbench.indexing import corpus_job
@@ -62,7 +62,7 @@ def evaluate(
     store: VectorStore,
     *,
     corpus: str,
-    sources: Sequence[documents.SourceFile],
+    sources: Sequence[library.SourceFile],
     questions: Sequence[BenchmarkQuestion],
     strategies: Sequence[str],
     corpus_model: str,
@@ -92,7 +92,7 @@ def evaluate(
     started = time.perf_counter()
     _stage(progress, "ingest", 0.0, f"ingesting {len(sources)} documents")
     # Verbatim: the evidence offsets count characters of the raw files, so the documents are exactly those texts.
-    ingested = documents.ingest_paths(database, settings, sources, tenant_id=tenant_id, corpus=corpus, verbatim=True)
+    ingested = library.ingest_paths(database, settings, sources, tenant_id=tenant_id, corpus=corpus, verbatim=True)
     if failed := [result.error for result in ingested if result.error is not None]:
         raise failed[0]
     timings["ingest"] = time.perf_counter() - started
@@ -110,10 +110,12 @@ def evaluate(
     timings["process"] = time.perf_counter() - started
 
     started = time.perf_counter()
-    row = service.run(database, settings, store, benchmark, tenant_id=tenant_id, progress=_sub(progress, "benchmark"))
+    row = benchmarks.run(
+        database, settings, store, benchmark, tenant_id=tenant_id, progress=_sub(progress, "benchmark")
+    )
     timings["benchmark"] = time.perf_counter() - started
     with database.session() as session:
-        experiment = service.experiment_dict(session, row, cells_view="scores")
+        experiment = benchmarks.experiment_dict(session, row, cells_view="scores")
         experiment["chunk_stats"] = {
             strategy: chunk_stats(session, plan.document_ids, strategy, corpus_model, tenant_id)
             for strategy in strategies

@@ -15,7 +15,7 @@ from chunkbench.benchmarking.questions import resolve_benchmark_questions
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.chunking.base import capabilities, strategy_class
 from chunkbench.config import Settings
-from chunkbench.embedding import service as embedding
+from chunkbench.embedding import roles
 from chunkbench.embedding.languages import LanguageEvidence, LanguageRule, LanguageWarning
 from chunkbench.embedding.registry import REGISTRY, EmbeddingModelSpec, language_warnings
 from chunkbench.errors import BenchmarkError
@@ -101,7 +101,7 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
     model_ids: Sequence[str | None] = request.corpus_models or [
         request.corpus_model_id or _last_corpus_model(documents)
     ]
-    models = tuple(embedding.resolve_corpus_model(session, model_id) for model_id in model_ids)
+    models = tuple(roles.resolve_corpus_model(session, model_id) for model_id in model_ids)
     strategy_runs = _strategy_runs(session, target, strategies, models, tenant_id=tenant_id)
 
     llm = settings.llm_configured

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.config import Settings
 from chunkbench.errors import BenchmarkError, QuestionDocumentError
-from chunkbench.evaluation import service as question_files
+from chunkbench.evaluation import question_sets
 from chunkbench.evaluation.locate import DocumentCatalog, resolve_evidence
 from chunkbench.evaluation.questions import BenchmarkQuestion, QuestionSet, parse_question_set
 from chunkbench.storage.schema import DocumentRow
@@ -48,11 +48,11 @@ def resolve_benchmark_questions(
     document, else the question's, else its snippet is located across the corpus.
     """
     if request.question_set is not None:
-        question_set = question_files.read_question_file(session, settings, request.question_set, tenant_id)
+        question_set = question_sets.read_question_file(session, settings, request.question_set, tenant_id)
     else:
         body = {"questions": [q.model_dump(exclude_none=True) for q in request.questions or []]}
         question_set = parse_question_set(json.dumps(body), "request.json")
-    catalog = question_files.catalog_of(documents)
+    catalog = question_sets.catalog_of(documents)
     if corpus_name is None:
         [document] = documents
         # A question is about the document unless it (or its evidence) names only other ones.

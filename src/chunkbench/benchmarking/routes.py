@@ -1,4 +1,4 @@
-"""Benchmarks and Experiments API (docs/api.md): thin translation between HTTP and ``benchmarking.service``."""
+"""Benchmarks and Experiments API (docs/api.md): thin translation between HTTP and ``benchmarking.benchmarks``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import HTMLResponse
 
-from chunkbench.benchmarking import experiments, planning, runner, service
+from chunkbench.benchmarking import benchmarks, experiments, planning, runner
 from chunkbench.benchmarking.report.render import chart_index, render_chart
 from chunkbench.benchmarking.schemas import (
     BenchmarkIn,
@@ -79,13 +79,13 @@ def start_benchmark(
     """Run a benchmark (202 + a job to poll), or estimate it with ``dry_run`` (200)."""
     if body.dry_run:
         response.status_code = status.HTTP_200_OK
-        return service.estimate(session, settings, body, tenant_id=tenant_id)
+        return benchmarks.estimate(session, settings, body, tenant_id=tenant_id)
     plan = planning.plan(session, settings, body, tenant_id=tenant_id)
     experiment = experiments.create(database, settings, plan)
     if wait:
         response.status_code = status.HTTP_200_OK
         row = runner.execute(database, settings, store, experiment.id, tenant_id=tenant_id)
-        return service.experiment_dict(session, service.get(session, row.id, tenant_id=tenant_id))
+        return benchmarks.experiment_dict(session, benchmarks.get(session, row.id, tenant_id=tenant_id))
     return _submit(request, experiment.id, tenant_id, plan.document_id)
 
 
@@ -97,7 +97,7 @@ def resume_benchmark(
     tenant_id: TenantDep,
 ) -> BenchmarkAccepted:
     """Run the cells an interrupted or failed Experiment has not finished; the finished ones are kept."""
-    row = service.prepare_resume(database, experiment_id, tenant_id=tenant_id)
+    row = benchmarks.prepare_resume(database, experiment_id, tenant_id=tenant_id)
     return _submit(request, row.id, tenant_id, row.document_id)
 
 
@@ -105,7 +105,7 @@ def resume_benchmark(
 def cancel_benchmark(experiment_id: str, request: Request, session: SessionDep, tenant_id: TenantDep) -> JobOut:
     """Cancel the job running the Experiment: no new cell starts, the ones in flight are kept, and the Experiment
     ends ``interrupted`` (resume it to finish); 409 when no job of this server runs it (a CLI run: Ctrl-C)."""
-    job = service.running_job(session, experiment_id, tenant_id=tenant_id)
+    job = benchmarks.running_job(session, experiment_id, tenant_id=tenant_id)
     return JobOut.model_validate(request.app.state.jobs.cancel(job.id, tenant_id=tenant_id))
 
 
@@ -116,13 +116,13 @@ def get_benchmark(
     experiment_id: str,
     session: SessionDep,
     tenant_id: TenantDep,
-    cells: service.CellsView = Query(
+    cells: benchmarks.CellsView = Query(
         "full", description="'scores': cells without retrieved text, answers and Expansion Trees (much smaller)"
     ),
 ) -> dict[str, Any]:
     """The Experiment: plan, provenance, every cell, aggregates and the Decision (partial while running)."""
-    row = service.get(session, experiment_id, tenant_id=tenant_id)
-    return service.experiment_dict(session, row, cells_view=cells)
+    row = benchmarks.get(session, experiment_id, tenant_id=tenant_id)
+    return benchmarks.experiment_dict(session, row, cells_view=cells)
 
 
 @router.get("/benchmarks/{experiment_id}/decision", response_model=DecisionOut, responses=_ERRORS)
@@ -135,7 +135,9 @@ def decide_at_budget(
     ),
 ) -> DecisionOut:
     """The Decision made again at another context budget from the stored cells (nothing is stored)."""
-    return DecisionOut.model_validate(service.decide_again(session, experiment_id, tenant_id=tenant_id, budget=budget))
+    return DecisionOut.model_validate(
+        benchmarks.decide_again(session, experiment_id, tenant_id=tenant_id, budget=budget)
+    )
 
 
 # HTML (exempt from a response_model); ``view=json`` answers the export file, the JSON of GET /benchmarks/{id}.
@@ -148,17 +150,17 @@ def benchmark_report(
     view: Literal["managerial", "technical", "json"] = "managerial",
 ) -> Response:
     """A self-contained HTML report (no CDN), or the JSON export with ``view=json``."""
-    text = service.report(session, store, experiment_id, view=view, tenant_id=tenant_id)
+    text = benchmarks.report(session, store, experiment_id, view=view, tenant_id=tenant_id)
     return Response(text, media_type="application/json") if view == "json" else HTMLResponse(text)
 
 
 @router.get("/benchmarks/{experiment_id}/charts", response_model=list[ChartOut], responses=_ERRORS)
 def list_charts(experiment_id: str, session: SessionDep, tenant_id: TenantDep) -> list[ChartOut]:
     """The charts of an Experiment the dashboard shows (the reports' charts): name, kind, metric and URL."""
-    row = service.get(session, experiment_id, tenant_id=tenant_id)
+    row = benchmarks.get(session, experiment_id, tenant_id=tenant_id)
     return [
         ChartOut(**entry, url=f"/benchmarks/{experiment_id}/charts/{entry['name']}")
-        for entry in chart_index(service.experiment_dict(session, row))
+        for entry in chart_index(benchmarks.experiment_dict(session, row))
     ]
 
 
@@ -169,14 +171,14 @@ def list_charts(experiment_id: str, session: SessionDep, tenant_id: TenantDep) -
 )
 def benchmark_chart(experiment_id: str, name: str, session: SessionDep, tenant_id: TenantDep) -> Response:
     """One chart of the Experiment as SVG, drawn by the reports' chart code (404 naming the charts there are)."""
-    row = service.get(session, experiment_id, tenant_id=tenant_id)
+    row = benchmarks.get(session, experiment_id, tenant_id=tenant_id)
     # The whole Experiment: a curve rescores the retrieved chunks, and a 404 lists every chart there is.
-    return SvgResponse(render_chart(service.experiment_dict(session, row), name))
+    return SvgResponse(render_chart(benchmarks.experiment_dict(session, row), name))
 
 
 @router.delete("/benchmarks/{experiment_id}", status_code=204, responses=_ERRORS)
 def delete_benchmark(experiment_id: str, session: SessionDep, tenant_id: TenantDep) -> Response:
-    service.delete(session, experiment_id, tenant_id=tenant_id)
+    benchmarks.delete(session, experiment_id, tenant_id=tenant_id)
     return Response(status_code=204)
 
 
@@ -195,7 +197,7 @@ def list_experiments(
     limit: int = Query(100, ge=1, le=1000),
 ) -> list[ExperimentSummary]:
     """Experiments newest first, filtered as the Decision Board needs."""
-    return service.get_all(
+    return benchmarks.get_all(
         session, tenant_id=tenant_id, document_id=document_id, corpus=corpus, corpus_model_id=corpus_model_id,
         boundary_model_id=boundary_model_id, strategy=strategy, neighbor_prev=neighbor_prev,
         neighbor_next=neighbor_next, status=status_, limit=limit,
@@ -205,7 +207,7 @@ def list_experiments(
 @router.get("/experiments/compare", response_model=CompareOut, responses=_ERRORS)
 def compare_experiments(a: str, b: str, session: SessionDep, tenant_id: TenantDep) -> CompareOut:
     """Two Experiments side by side, with warnings when they differ in document, models or neighbours."""
-    return service.compare(session, a, b, tenant_id=tenant_id)
+    return benchmarks.compare(session, a, b, tenant_id=tenant_id)
 
 
 @router.post("/admin/cost-estimate", response_model=CostEstimateOut, responses=_ERRORS, tags=["admin"])
@@ -213,4 +215,4 @@ def cost_estimate(
     body: BenchmarkIn, session: SessionDep, settings: SettingsDep, tenant_id: TenantDep
 ) -> CostEstimateOut:
     """The same estimate as ``POST /benchmarks {dry_run: true}`` (docs/api.md)."""
-    return service.estimate(session, settings, body, tenant_id=tenant_id)
+    return benchmarks.estimate(session, settings, body, tenant_id=tenant_id)

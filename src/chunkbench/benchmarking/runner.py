@@ -16,7 +16,7 @@ from chunkbench.benchmarking.cells import CellContext, run_cell
 from chunkbench.benchmarking.model import CellResult, Configuration, Experiment
 from chunkbench.benchmarking.schemas import METRIC_DIRECTIONS
 from chunkbench.config import Settings
-from chunkbench.embedding import service as embedding
+from chunkbench.embedding import roles
 from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.errors import ChunkbenchError, JobCancelledError
 from chunkbench.evaluation.questions import BenchmarkQuestion
@@ -142,7 +142,7 @@ def _context(
         document_ids = experiment.document_ids
         # cast: every Experiment row records its Corpus model when it is created (experiments.create).
         corpora = {
-            model_id: embedding.resolve_corpus_model(session, model_id)
+            model_id: roles.resolve_corpus_model(session, model_id)
             for model_id in config.models or (cast(str, row.embedding_model_id),)
         }
         lengths = _text_lengths(session, document_ids, tenant_id=tenant_id)
@@ -317,7 +317,7 @@ def _expected_vectors(
     with_answers = [q for q in questions if q.expected_answer]
     if not with_answers:
         return {}
-    vectors = embedding.embed_texts(corpus, [str(q.expected_answer) for q in with_answers], "query", settings)
+    vectors = roles.embed_texts(corpus, [str(q.expected_answer) for q in with_answers], "query", settings)
     return {q.id: vector for q, vector in zip(with_answers, vectors, strict=True)}
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from chunkbench.benchmarking import service
+from chunkbench.benchmarking import benchmarks
 from chunkbench.benchmarking.model import Experiment
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.chunking.base import capabilities, strategy_class
 from chunkbench.config import Settings
-from chunkbench.embedding import service as embedding
+from chunkbench.embedding import roles
 from chunkbench.errors import BenchmarkError
-from chunkbench.indexing import service as processing
+from chunkbench.indexing import processing
 from chunkbench.indexing.schemas import ProcessIn
 from chunkbench.limits import MAX_NEIGHBORS
 from chunkbench.models import StrategyName
@@ -81,7 +81,7 @@ def neighbors(
             request.corpus_model_id or (last.pop() if len(last) == 1 else None)
         ]
         for model_id in model_ids:
-            model = embedding.resolve_corpus_model(session, model_id)
+            model = roles.resolve_corpus_model(session, model_id)
             for strategy in strategies:
                 require_indexed(session, tenant_id, strategy.value, model.id, [d.id for d in documents])
     results = []
@@ -92,7 +92,7 @@ def neighbors(
                 "name": request.name or f"neighbor sweep ±{level}", "top_k": request.top_k[:1],
             }
         )  # fmt: skip
-        row = service.run(
+        row = benchmarks.run(
             database, settings, store, level_request, tenant_id=tenant_id,
             progress=_scaled(progress, index, len(levels)),
         )  # fmt: skip
@@ -146,9 +146,7 @@ def chunk_grid(
         raise BenchmarkError("No grid point has an overlap smaller than its chunk size.")
     with database.session() as session:
         document = DocumentRepository(session, tenant_id).get(document_id)
-        corpus = embedding.resolve_corpus_model(
-            session, request.corpus_model_id or document.last_corpus_embedding_model_id
-        )
+        corpus = roles.resolve_corpus_model(session, request.corpus_model_id or document.last_corpus_embedding_model_id)
         # A run a wipe marked not indexed has no completed run to restore after the grid: 409 with the fix, not a
         # sweep that leaves the document chunked at its last grid point.
         require_indexed(session, tenant_id, strategy.value, corpus.id, [document.id])
@@ -163,7 +161,7 @@ def chunk_grid(
                 update={"strategies": [strategy], "name": request.name or f"{strategy.value} {size}/{overlap}",
                         "corpus_model_id": corpus.id}
             )  # fmt: skip
-            row = service.run(
+            row = benchmarks.run(
                 database, settings, store, point_request, tenant_id=tenant_id,
                 progress=_scaled(progress, index, len(points)),
             )  # fmt: skip

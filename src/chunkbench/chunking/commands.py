@@ -76,12 +76,12 @@ def _library_cell(item: dict) -> str:
 def _corpus_role_model() -> str:
     """The Admin Corpus role's model id (what processing embeds with by default)."""
     from chunkbench.console import open_database
-    from chunkbench.embedding import service as embedding
+    from chunkbench.embedding import roles
 
     _settings, database = open_database()
     try:
         with database.session() as session:
-            return embedding.get_role_model_id(session, embedding.EmbeddingRole.CORPUS)
+            return roles.get_role_model_id(session, roles.EmbeddingRole.CORPUS)
     finally:
         database.dispose()
 

@@ -1,6 +1,6 @@
 """``chunkbench corpora list|show|create|delete|add|remove``: thin wrappers over the corpora service.
 
-``DOC`` is a document id, source key or a filename only one document has (``documents.service.resolve``).
+``DOC`` is a document id, source key or a filename only one document has (``documents.library.resolve``).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ def _when(moment) -> str:
 
 
 def _resolve_all(session, references: list[str]) -> list[str]:
-    from chunkbench.documents import service as documents
+    from chunkbench.documents import library
 
-    return [documents.resolve(session, reference, tenant_id=DEFAULT_TENANT).id for reference in references]
+    return [library.resolve(session, reference, tenant_id=DEFAULT_TENANT).id for reference in references]
 
 
 def _print_detail(detail) -> None:
@@ -47,12 +47,12 @@ def _print_detail(detail) -> None:
 @corpora_app.command("list")
 def list_corpora(as_json: JsonOption = False) -> None:
     """Every corpus, by name, with its document count."""
-    from chunkbench.corpora import service
+    from chunkbench.corpora import catalog
     from chunkbench.corpora.schemas import CorpusSummary
 
     _settings, database = open_database()
     with database.session() as session:
-        items = [CorpusSummary.of(row, count) for row, count in service.get_all(session, tenant_id=DEFAULT_TENANT)]
+        items = [CorpusSummary.of(row, count) for row, count in catalog.get_all(session, tenant_id=DEFAULT_TENANT)]
     database.dispose()
     if as_json:
         print_json([i.model_dump(mode="json") for i in items])
@@ -67,11 +67,11 @@ def list_corpora(as_json: JsonOption = False) -> None:
 @corpora_app.command("show")
 def show_corpus(name: NameArgument, as_json: JsonOption = False) -> None:
     """A corpus with its documents."""
-    from chunkbench.corpora import service
+    from chunkbench.corpora import catalog
     from chunkbench.corpora.schemas import CorpusDetail
 
     detail = _in_session(
-        as_json, lambda session: CorpusDetail.of_contents(service.get(session, name, tenant_id=DEFAULT_TENANT))
+        as_json, lambda session: CorpusDetail.of_contents(catalog.get(session, name, tenant_id=DEFAULT_TENANT))
     )
     if as_json:
         print_json(detail.model_dump(mode="json"))
@@ -87,13 +87,13 @@ def create_corpus(
     as_json: JsonOption = False,
 ) -> None:
     """Create a corpus, optionally with documents (an unknown one refuses it whole)."""
-    from chunkbench.corpora import service
+    from chunkbench.corpora import catalog
     from chunkbench.corpora.schemas import CorpusDetail
 
     detail = _in_session(
         as_json,
         lambda session: CorpusDetail.of_contents(
-            service.create(
+            catalog.create(
                 session,
                 name,
                 tenant_id=DEFAULT_TENANT,
@@ -111,9 +111,9 @@ def create_corpus(
 @corpora_app.command("delete")
 def delete_corpus(name: NameArgument, as_json: JsonOption = False) -> None:
     """Delete a corpus; its documents stay."""
-    from chunkbench.corpora import service
+    from chunkbench.corpora import catalog
 
-    row = _in_session(as_json, lambda session: service.delete(session, name, tenant_id=DEFAULT_TENANT))
+    row = _in_session(as_json, lambda session: catalog.delete(session, name, tenant_id=DEFAULT_TENANT))
     if as_json:
         print_json({"deleted": row.id, "name": row.name})
     else:
@@ -123,17 +123,17 @@ def delete_corpus(name: NameArgument, as_json: JsonOption = False) -> None:
 @corpora_app.command("add")
 def add_documents(name: NameArgument, documents: DocsArgument, as_json: JsonOption = False) -> None:
     """Add documents to a corpus (members already there are skipped)."""
-    from chunkbench.corpora import service
+    from chunkbench.corpora import catalog
 
-    _change_membership(service.add_documents, name, documents, as_json, counted="added", preposition="to")
+    _change_membership(catalog.add_documents, name, documents, as_json, counted="added", preposition="to")
 
 
 @corpora_app.command("remove")
 def remove_documents(name: NameArgument, documents: DocsArgument, as_json: JsonOption = False) -> None:
     """Remove documents from a corpus (a non-member refuses the whole command); the documents stay."""
-    from chunkbench.corpora import service
+    from chunkbench.corpora import catalog
 
-    _change_membership(service.remove_documents, name, documents, as_json, counted="removed", preposition="from")
+    _change_membership(catalog.remove_documents, name, documents, as_json, counted="removed", preposition="from")
 
 
 @corpora_app.command("set-language")
@@ -143,12 +143,12 @@ def set_language(
     as_json: JsonOption = False,
 ) -> None:
     """Set the language of every member of a corpus (source user); warns about models that cannot read it."""
-    from chunkbench.corpora import service
+    from chunkbench.corpora import catalog
     from chunkbench.documents.commands import print_language_change
     from chunkbench.documents.schemas import LanguageChangeOut
 
     def apply(session: Any) -> LanguageChangeOut:
-        corpus, change = service.set_language(session, name, code, tenant_id=DEFAULT_TENANT)
+        corpus, change = catalog.set_language(session, name, code, tenant_id=DEFAULT_TENANT)
         return LanguageChangeOut.of(change, corpus.name)
 
     print_language_change(_in_session(as_json, apply), as_json)

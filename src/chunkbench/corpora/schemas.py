@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from chunkbench.corpora.service import CorpusContents
+from chunkbench.corpora.catalog import CorpusContents
 from chunkbench.models import CORPUS_NAME_RULE
 from chunkbench.storage.schema import CorpusRow
 

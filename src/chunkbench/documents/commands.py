@@ -30,13 +30,13 @@ def list_documents(
     as_json: JsonOption = False,
 ) -> None:
     """List documents, newest first."""
-    from chunkbench.documents import service
+    from chunkbench.documents import library
     from chunkbench.documents.schemas import DocumentSummary
 
     _settings, database = open_database()
     try:
         with database.session() as session:
-            rows, total = service.get_all(
+            rows, total = library.get_all(
                 session, tenant_id=DEFAULT_TENANT, status=status, corpus=corpus, limit=limit, offset=offset
             )
             items = [DocumentSummary.of(row) for row in rows]
@@ -62,14 +62,14 @@ def show_document(
     as_json: JsonOption = False,
 ) -> None:
     """Show a document's metadata, corpora, headings and markdown preview."""
-    from chunkbench.documents import service
+    from chunkbench.documents import library
     from chunkbench.documents.schemas import DocumentDetail
 
     _settings, database = open_database()
     try:
         with database.session() as session:
-            row = service.resolve(session, document_id, tenant_id=DEFAULT_TENANT)
-            corpora = service.corpora_of(session, row.id, tenant_id=DEFAULT_TENANT)
+            row = library.resolve(session, document_id, tenant_id=DEFAULT_TENANT)
+            corpora = library.corpora_of(session, row.id, tenant_id=DEFAULT_TENANT)
             detail = DocumentDetail.of_row(row, 0 if markdown else 1500, corpora)
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc
@@ -102,7 +102,7 @@ def delete_document(
     as_json: JsonOption = False,
 ) -> None:
     """Delete a document, its queries and experiments, and a mail's attachments (it leaves its corpora)."""
-    from chunkbench.documents import service
+    from chunkbench.documents import library
 
     if not yes:
         if as_json:
@@ -111,8 +111,8 @@ def delete_document(
     settings, database = open_database()
     try:
         with database.session() as session:
-            document_id = service.resolve(session, document_id, tenant_id=DEFAULT_TENANT).id
-        row = service.delete(database, settings, document_id, tenant_id=DEFAULT_TENANT)
+            document_id = library.resolve(session, document_id, tenant_id=DEFAULT_TENANT).id
+        row = library.delete(database, settings, document_id, tenant_id=DEFAULT_TENANT)
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc
     if as_json:
@@ -149,14 +149,14 @@ def set_language(
     as_json: JsonOption = False,
 ) -> None:
     """Set a document's language (source user); warns when a model that processed it does not cover it."""
-    from chunkbench.documents import service
+    from chunkbench.documents import library
     from chunkbench.documents.schemas import LanguageChangeOut
 
     _settings, database = open_database()
     try:
         with database.session() as session:
-            row = service.resolve(session, document_id, tenant_id=DEFAULT_TENANT)
-            change = LanguageChangeOut.of(service.set_language(session, [row.id], code, tenant_id=DEFAULT_TENANT))
+            row = library.resolve(session, document_id, tenant_id=DEFAULT_TENANT)
+            change = LanguageChangeOut.of(library.set_language(session, [row.id], code, tenant_id=DEFAULT_TENANT))
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc
     finally:

@@ -1,4 +1,4 @@
-"""Documents API: thin translation between HTTP and ``documents.service``."""
+"""Documents API: thin translation between HTTP and ``documents.library``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from fastapi import APIRouter, File, Query, Response, UploadFile, status
 from fastapi.responses import PlainTextResponse
 
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep
-from chunkbench.documents import service
+from chunkbench.documents import library
+from chunkbench.documents.library import IngestOutcome
 from chunkbench.documents.schemas import (
     DocumentDetail,
     DocumentPage,
@@ -18,7 +19,6 @@ from chunkbench.documents.schemas import (
     IngestOut,
     LanguageChangeOut,
 )
-from chunkbench.documents.service import IngestOutcome
 from chunkbench.models import DocumentState
 from chunkbench.schemas import ErrorOut, Responses, unprocessable
 
@@ -50,7 +50,7 @@ def upload_document(
     the same bytes again change nothing (200). A mail's (.eml, .msg) attachments are ingested as documents of their
     own, listed under ``attachments`` (source key ``{mail}//{filename}``, ``parent_id`` the mail).
     """
-    result = service.ingest_upload(database, settings, file.file, file.filename or "", tenant_id=tenant_id)
+    result = library.ingest_upload(database, settings, file.file, file.filename or "", tenant_id=tenant_id)
     if result.outcome is IngestOutcome.UNCHANGED:
         response.status_code = status.HTTP_200_OK
     return IngestOut.of(result)
@@ -59,7 +59,7 @@ def upload_document(
 @router.get("/formats", response_model=list[FormatOut])
 def list_formats() -> list[FormatOut]:
     """Every file type the server ingests (the parser registry, plugins included), by suffix."""
-    return [FormatOut.of(suffix, parser) for suffix, parser in service.formats()]
+    return [FormatOut.of(suffix, parser) for suffix, parser in library.formats()]
 
 
 @router.get("", response_model=DocumentPage, responses={404: {"model": ErrorOut, "description": "Unknown corpus"}})
@@ -72,7 +72,7 @@ def list_documents(
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0),
 ) -> DocumentPage:
-    rows, total = service.get_all(
+    rows, total = library.get_all(
         session,
         tenant_id=tenant_id,
         status=status_filter,
@@ -98,7 +98,7 @@ def index_directory(
     """Ingest every supported file under a folder of the data directory, each keyed by its path below that folder;
     each file fails on its own, and every file not read is listed as skipped with its reason (hidden, unsupported
     type, empty, too large, not a regular file, unreadable). With ``corpus``, every file ingested joins it."""
-    results = service.index_directory(database, settings, body.path, tenant_id=tenant_id, corpus=body.corpus)
+    results = library.index_directory(database, settings, body.path, tenant_id=tenant_id, corpus=body.corpus)
     return IndexDirectoryOut.of(body.path, results)
 
 
@@ -110,8 +110,8 @@ def get_document(
     preview_chars: int = Query(5000, ge=0, description="Markdown preview length; 0 = whole markdown"),
 ) -> DocumentDetail:
     """Metadata, the corpora it belongs to, section tree, headings and a markdown preview."""
-    row = service.get(session, document_id, tenant_id=tenant_id)
-    return DocumentDetail.of_row(row, preview_chars, service.corpora_of(session, row.id, tenant_id=tenant_id))
+    row = library.get(session, document_id, tenant_id=tenant_id)
+    return DocumentDetail.of_row(row, preview_chars, library.corpora_of(session, row.id, tenant_id=tenant_id))
 
 
 @router.patch(
@@ -124,18 +124,18 @@ def patch_document(
 ) -> LanguageChangeOut:
     """Set the document's language (source ``user``, confidence 1); models that already processed it and do not
     cover the new language are named in ``warnings`` (nothing is re-processed)."""
-    return LanguageChangeOut.of(service.set_language(session, [document_id], body.language, tenant_id=tenant_id))
+    return LanguageChangeOut.of(library.set_language(session, [document_id], body.language, tenant_id=tenant_id))
 
 
 @router.get("/{document_id}/markdown", response_class=PlainTextResponse, responses={404: {"model": ErrorOut}})
 def get_markdown(document_id: str, session: SessionDep, tenant_id: TenantDep) -> PlainTextResponse:
     """The whole markdown the chunkers work on."""
-    row = service.get(session, document_id, tenant_id=tenant_id)
+    row = library.get(session, document_id, tenant_id=tenant_id)
     return PlainTextResponse(row.parsed_text, media_type="text/markdown; charset=utf-8")
 
 
 @router.delete("/{document_id}", status_code=status.HTTP_204_NO_CONTENT, responses={404: {"model": ErrorOut}})
 def delete_document(document_id: str, database: DatabaseDep, settings: SettingsDep, tenant_id: TenantDep) -> Response:
     """Delete a document and everything that hangs on it (queries, experiments, runs, vectors, a mail's attachments)."""
-    service.delete(database, settings, document_id, tenant_id=tenant_id)
+    library.delete(database, settings, document_id, tenant_id=tenant_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from chunkbench.documents.discovery import SkipReason
+from chunkbench.documents.library import IngestOutcome, IngestResult, IngestSummary, LanguageChange
 from chunkbench.documents.parsers import DocumentParser
-from chunkbench.documents.service import IngestOutcome, IngestResult, IngestSummary, LanguageChange
 from chunkbench.models import CORPUS_NAME_RULE, DocumentTree
 from chunkbench.schemas import ErrorOut
 from chunkbench.storage.schema import DocumentRow

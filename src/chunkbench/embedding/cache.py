@@ -1,6 +1,6 @@
 """The one embedding cache: vectors by (model, exact input text — task prefix included), computed once.
 
-Every embedding chunkbench computes goes through :data:`EMBEDDINGS` (``embedding.service.embed_texts`` and
+Every embedding chunkbench computes goes through :data:`EMBEDDINGS` (``embedding.roles.embed_texts`` and
 ``embed_query`` call it): chunks at indexing, Boundary-model sentences of the semantic strategies, questions,
 the extractive answerer's context sentences, expected answers. Two layers:
 

@@ -24,7 +24,7 @@ from chunkbench.errors import (
     QuestionNotFoundError,
     QuestionSetError,
 )
-from chunkbench.evaluation import service
+from chunkbench.evaluation import question_sets
 from chunkbench.evaluation.locate import EvidenceReport, ReferenceResult
 from chunkbench.evaluation.questions import QuestionSet, parse_question_set
 from chunkbench.storage.question_files import QuestionFileRepository
@@ -41,7 +41,7 @@ Change = Callable[[list[RawQuestion]], tuple[list[RawQuestion], list[tuple[str, 
 class AuthoredSet:
     """The set as written, with every reference placed in the documents the set names."""
 
-    info: service.QuestionFileInfo
+    info: question_sets.QuestionFileInfo
     question_set: QuestionSet
     report: EvidenceReport
 
@@ -144,7 +144,7 @@ def _rewrite(
     (PostgreSQL: other replicas), committed before the lock is let go: two changes to one file at once must not
     lose either. A set created by another replica between the read and the write is read again and changed.
     """
-    service.check_name(name)
+    question_sets.check_name(name)
     try:
         return _rewrite_once(session, settings, name, change, create=create, tenant_id=tenant_id)
     except QuestionFileExistsError:
@@ -154,11 +154,11 @@ def _rewrite(
 def _rewrite_once(
     session: Session, settings: Settings, name: str, change: Change, *, create: bool, tenant_id: str
 ) -> AuthoredSet:
-    with service.file_lock(name, tenant_id):
+    with question_sets.file_lock(name, tenant_id):
         # Found (the tenant's old folder imported first), then its row locked until the commit below.
-        existed = service.question_file_exists(session, settings, name, tenant_id)
+        existed = question_sets.question_file_exists(session, settings, name, tenant_id)
         if existed and QuestionFileRepository(session, tenant_id).get(name, for_update=True) is not None:
-            current = service.read_question_file(session, settings, name, tenant_id)
+            current = question_sets.read_question_file(session, settings, name, tenant_id)
             if current.format != "seed_json" or Path(name).suffix.lower() != AUTHORED_SUFFIX:
                 raise InvalidRequestError(
                     f"'{name}' is a {current.format} file; questions are authored into seed JSON sets (.json). "
@@ -173,7 +173,7 @@ def _rewrite_once(
             current = QuestionSet([], "seed_json", name)
         else:
             raise QuestionFileNotFoundError(
-                f"No question file '{name}' in {service.STORED_IN}. GET /admin/questions lists "
+                f"No question file '{name}' in {question_sets.STORED_IN}. GET /admin/questions lists "
                 "them; adding a question (POST /admin/questions/{name}/questions) creates one.",
                 name=name,
             )
@@ -182,12 +182,12 @@ def _rewrite_once(
         body["questions"] = questions
         # Validated exactly as an uploaded file: every problem named, nothing written.
         edited = parse_question_set(json.dumps(body, ensure_ascii=False), name)
-        report = service.validate_against_database(
+        report = question_sets.validate_against_database(
             session, edited, tenant_id=tenant_id, threshold=settings.question_match_threshold
         )
         _refuse_unplaced(name, report, set(added))
         # A new set is written only if it is still new (else QuestionFileExistsError: read again and change that).
-        info, _replaced = service.save_question_file(
+        info, _replaced = question_sets.save_question_file(
             session, settings, name, edited.to_seed_json().encode("utf-8"), overwrite=existed, tenant_id=tenant_id
         )
         session.commit()

@@ -25,28 +25,28 @@ EXIT_UNREADABLE = 2
 
 def _where(settings) -> str:
     """Where question files live, for a person: the database, by its location (no password)."""
-    from chunkbench.evaluation import service
+    from chunkbench.evaluation import question_sets
     from chunkbench.storage.db import describe_location
 
-    return f"{service.STORED_IN} ({describe_location(settings.sqlalchemy_url)})"
+    return f"{question_sets.STORED_IN} ({describe_location(settings.sqlalchemy_url)})"
 
 
 def _load_question_set(file: str):
     """``file`` as given (a path), else the question file of that name in the database; with how to name it."""
-    from chunkbench.evaluation import service
+    from chunkbench.evaluation import question_sets
     from chunkbench.evaluation.questions import load_question_set
 
     path = Path(file)
     if path.exists() or path.parent != Path("."):
         return load_question_set(path), str(path)
     try:
-        service.check_name(file)
+        question_sets.check_name(file)
     except ChunkbenchError:
         return load_question_set(path), str(path)  # not a question-file name: "cannot be read" names the path
     settings, database = open_database()
     try:
         with database.session() as session:
-            question_set = service.read_question_file(session, settings, file, DEFAULT_TENANT)
+            question_set = question_sets.read_question_file(session, settings, file, DEFAULT_TENANT)
     finally:
         database.dispose()
     return question_set, f"{file} in {_where(settings)}"
@@ -60,12 +60,12 @@ def _short(text: str | None, width: int = 70) -> str:
 @questions_app.command("list")
 def list_files(as_json: JsonOption = False) -> None:
     """The question files in the database, with question counts."""
-    from chunkbench.evaluation import service
+    from chunkbench.evaluation import question_sets
 
     settings, database = open_database()
     try:
         with database.session() as session:
-            files = service.list_question_files(session, settings, DEFAULT_TENANT)
+            files = question_sets.list_question_files(session, settings, DEFAULT_TENANT)
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc
     finally:
@@ -94,13 +94,13 @@ def add(
 ) -> None:
     """Store a question file in the database, validated as an upload is, for benchmarks (--question-set) and the
     dashboard. What a file put under data_dir/files once did: that folder is no longer read."""
-    from chunkbench.evaluation import service
+    from chunkbench.evaluation import question_sets
 
     settings, database = open_database()
     try:
         with database.session() as session:
             # The operator's own file on this machine: no upload size limit, as for generated sets.
-            info, replaced = service.save_question_file(
+            info, replaced = question_sets.save_question_file(
                 session, settings, name or file.name, file.read_bytes(), overwrite=overwrite, limit_size=False,
                 tenant_id=DEFAULT_TENANT,
             )  # fmt: skip
@@ -137,19 +137,21 @@ def validate(
 
     Exit code 0: all placed; 1: some cannot be placed (or their offsets are wrong); 2: unreadable file or document.
     """
-    from chunkbench.evaluation import service
+    from chunkbench.evaluation import question_sets
 
     settings = get_settings()
     threshold = threshold if threshold is not None else settings.question_match_threshold
     try:
         question_set, label = _load_question_set(file)
         if documents_path is not None:
-            report = service.validate(question_set, service.catalog_from_files(documents_path), threshold=threshold)
+            report = question_sets.validate(
+                question_set, question_sets.catalog_from_files(documents_path), threshold=threshold
+            )
         else:
             _settings, database = open_database()
             try:
                 with database.session() as session:
-                    report = service.validate_against_database(
+                    report = question_sets.validate_against_database(
                         session, question_set, tenant_id=DEFAULT_TENANT, document_names=document or [],
                         threshold=threshold,
                     )  # fmt: skip
@@ -227,7 +229,7 @@ def generate(
     as_json: JsonOption = False,
 ) -> None:
     """Generate questions with exact excerpts from a document with the configured LLM (Chroma's method)."""
-    from chunkbench.evaluation import service
+    from chunkbench.evaluation import question_sets
     from chunkbench.evaluation.synthetic import GenerationOptions
 
     settings, database = open_database()
@@ -242,7 +244,7 @@ def generate(
             ),
         )  # fmt: skip
         with err.status(f"generating {count} questions with the LLM…"):
-            result, info = service.generate_question_file(
+            result, info = question_sets.generate_question_file(
                 database, settings, document, options, tenant_id=DEFAULT_TENANT, out=out_name, overwrite=overwrite
             )
     except ChunkbenchError as exc:

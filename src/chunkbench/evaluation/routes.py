@@ -1,4 +1,4 @@
-"""Admin API for question files (docs/api.md ``/admin/questions*``): thin translation to ``evaluation.service``."""
+"""Admin API for question files (docs/api.md ``/admin/questions*``): thin, over ``evaluation.question_sets``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from fastapi import APIRouter, File, Query, Response, UploadFile, status
 from fastapi.responses import PlainTextResponse
 
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep
-from chunkbench.evaluation import authoring, service
+from chunkbench.evaluation import authoring, question_sets
 from chunkbench.evaluation.schemas import (
     GenerateIn,
     GenerateOut,
@@ -34,7 +34,7 @@ _INVALID_SET = unprocessable("A question file that is not a valid question set, 
 @router.get("", response_model=list[QuestionFileOut])
 def list_question_files(session: SessionDep, settings: SettingsDep, tenant_id: TenantDep) -> list[QuestionFileOut]:
     """The tenant's question files with sizes and question counts (or why they cannot be read)."""
-    return [QuestionFileOut.of(info) for info in service.list_question_files(session, settings, tenant_id)]
+    return [QuestionFileOut.of(info) for info in question_sets.list_question_files(session, settings, tenant_id)]
 
 
 @router.post(
@@ -59,7 +59,7 @@ def upload_question_file(
     """Upload a question file: validated before it is written (422 lists every problem); 201 new, 200 replaced."""
     # One byte over the limit is enough to refuse: never read an oversized upload whole.
     content = file.file.read(settings.max_question_file_bytes + 1)
-    info, replaced = service.save_question_file(
+    info, replaced = question_sets.save_question_file(
         session, settings, name or file.filename or "", content, overwrite=overwrite, tenant_id=tenant_id
     )
     if replaced:
@@ -90,7 +90,7 @@ def generate_questions(
             settings.synthetic_duplicate_similarity if body.duplicate_similarity is None else body.duplicate_similarity
         ),
     )
-    result, info = service.generate_question_file(
+    result, info = question_sets.generate_question_file(
         database, settings, body.document_id, options, tenant_id=tenant_id, out=body.out, overwrite=body.overwrite
     )
     return GenerateOut.of(result, info, body.count)
@@ -111,17 +111,17 @@ def get_question_file(
     threshold: float | None = Query(None, gt=0, le=1, description="Fuzzy-match similarity (default: Settings)"),
 ) -> QuestionSetOut:
     """The parsed questions; with ``document_id`` (or ``validate``), every reference's placement in the documents."""
-    question_set = service.read_question_file(session, settings, name, tenant_id)
+    question_set = question_sets.read_question_file(session, settings, name, tenant_id)
     report = None
     if document_id or validate:
-        report = service.validate_against_database(
+        report = question_sets.validate_against_database(
             session,
             question_set,
             tenant_id=tenant_id,
             document_names=document_id or (),
             threshold=threshold if threshold is not None else settings.question_match_threshold,
         )
-    return QuestionSetOut.of(service.file_info(session, settings, name, tenant_id), question_set, report)
+    return QuestionSetOut.of(question_sets.file_info(session, settings, name, tenant_id), question_set, report)
 
 
 # The file as stored, for a download (not JSON to read: exempt from a response model like the markdown route).
@@ -131,7 +131,7 @@ _MEDIA_TYPES = {".json": "application/json", ".csv": "text/csv"}
 @router.get("/{name}/download", response_class=PlainTextResponse)
 def download_question_file(name: str, session: SessionDep, settings: SettingsDep, tenant_id: TenantDep) -> Response:
     """The question file's bytes, as an attachment named like the file."""
-    content = service.question_file_content(session, settings, name, tenant_id)
+    content = question_sets.question_file_content(session, settings, name, tenant_id)
     # A name may hold any letter (never a quote): an ASCII fallback, and the exact name in RFC 5987 form.
     fallback = re.sub(r"[^ -~]", "_", name)
     return Response(
@@ -190,5 +190,5 @@ def remove_reference(
 
 @router.delete("/{name}", status_code=status.HTTP_204_NO_CONTENT)
 def delete_question_file(name: str, session: SessionDep, settings: SettingsDep, tenant_id: TenantDep) -> Response:
-    service.delete_question_file(session, settings, name, tenant_id)
+    question_sets.delete_question_file(session, settings, name, tenant_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

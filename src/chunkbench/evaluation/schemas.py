@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from chunkbench.evaluation.locate import EvidenceReport
+from chunkbench.evaluation.question_sets import QuestionFileInfo
 from chunkbench.evaluation.questions import BenchmarkQuestion, QuestionSet
-from chunkbench.evaluation.service import QuestionFileInfo
 from chunkbench.evaluation.synthetic import GenerationResult
 
 

@@ -4,10 +4,10 @@
 processing does, so a bad request is a 4xx before any job. ``run`` skips each (document, strategy) whose latest
 completed run is current — same validated parameters, Corpus model, Boundary model and threshold, content hash,
 and its points still there — and processes the rest in batches. Documents are claimed one at a time (each keeps
-its own lifecycle, lease and ``processing_run``, as in ``service.run``) and cut by every strategy they need,
+its own lifecycle, lease and ``processing_run``, as in ``processing.run``) and cut by every strategy they need,
 until one strategy's chunks reach ``Settings.corpus_batch_chunks``; then each strategy embeds the batch's chunks
 in one call and writes each document's points, and every document of the batch records its runs and finishes.
-A kill at any point leaves each document done or recoverable (``service.fail_interrupted``), and re-running
+A kill at any point leaves each document done or recoverable (``processing.fail_interrupted``), and re-running
 skips what is done. A document that fails (its claim refused, chunking, embedding, …) is recorded failed with
 its message; the others go on.
 """
@@ -27,7 +27,7 @@ from chunkbench.chunking.base import BoundaryEmbedder, ChunkingInput, StrategyPa
 from chunkbench.config import Settings
 from chunkbench.errors import ChunkbenchError, DocumentNotFoundError, InvalidRequestError, JobCancelledError
 from chunkbench.guard.injection import InjectionDetector
-from chunkbench.indexing import languages, service
+from chunkbench.indexing import languages, processing
 from chunkbench.indexing.contextual import make_prefixer
 from chunkbench.indexing.pipeline import (
     STAGES,
@@ -69,7 +69,7 @@ class CorpusPlan:
     corpus_id: str
     corpus_name: str
     document_ids: tuple[str, ...]
-    request: service.ValidatedRequest
+    request: processing.ValidatedRequest
     # Member id → source key and detected language, at plan time: what the request's models were chosen for.
     names: dict[str, str] = field(default_factory=dict)
     languages: dict[str, str | None] = field(default_factory=dict)
@@ -87,11 +87,11 @@ class CorpusPlan:
             **({"notes": list(request.notes)} if request.notes else {}),
         }
 
-    def document_plan(self, document_id: str, strategies: Iterable[StrategyName]) -> service.ProcessPlan:
+    def document_plan(self, document_id: str, strategies: Iterable[StrategyName]) -> processing.ProcessPlan:
         """The single-document plan of one member with the strategies it needs."""
         wanted = set(strategies)
         request = self.request
-        return service.ProcessPlan(
+        return processing.ProcessPlan(
             self.tenant_id,
             document_id,
             tuple((name, params) for name, params in request.strategies if name in wanted),
@@ -117,7 +117,7 @@ def plan(session: Session, settings: Settings, corpus_name: str, request: Proces
     members = languages.evidence(session, tenant_id, document_ids)
     # One Corpus model for the whole corpus, chosen for every member's language and share of the text
     # (``indexing.languages``).
-    valid = service.validate_request(session, settings, request, list(members.values()))
+    valid = processing.validate_request(session, settings, request, list(members.values()))
     return CorpusPlan(
         tenant_id, corpus.id, corpus.name, tuple(document_ids), valid,
         {i: m.name for i, m in members.items()}, {i: m.language for i, m in members.items()},
@@ -128,7 +128,7 @@ def plan(session: Session, settings: Settings, corpus_name: str, request: Proces
 class _Claimed:
     """A document of the current batch: claimed by this process, its chunks per strategy, its outcomes."""
 
-    plan: service.ProcessPlan
+    plan: processing.ProcessPlan
     document: ChunkingInput
     cut: dict[StrategyName, tuple[IndexedDocument, float]] = field(default_factory=dict)  # chunks, seconds cutting
     outcomes: list[StrategyOutcome] = field(default_factory=list)
@@ -206,7 +206,7 @@ class _Tally:
                     documents=outcomes,
                 )
             )
-        return _corpus_out(corpus_plan, strategies, self.total, service.elapsed_ms(started))
+        return _corpus_out(corpus_plan, strategies, self.total, processing.elapsed_ms(started))
 
 
 def _corpus_out(
@@ -256,11 +256,11 @@ def run(
     tally = _Tally(corpus_plan, progress, counts_in_message)
     queue = deque(_pending(database, corpus_plan, tally))
     request = corpus_plan.request
-    boundary = service.boundary_embedder(settings, request.boundary, request.boundary_threshold)
+    boundary = processing.boundary_embedder(settings, request.boundary, request.boundary_threshold)
     targets = {name: _indexing_plan(settings, corpus_plan, name, p, boundary) for name, p in request.strategies}
     leases = _Leases()
     heartbeat = Heartbeat(
-        lambda: service.renew_leases(database, settings, corpus_plan.tenant_id, leases.ids),
+        lambda: processing.renew_leases(database, settings, corpus_plan.tenant_id, leases.ids),
         settings.processing_lease_s / 3,
     )
     tally.report("starting")
@@ -280,7 +280,7 @@ def run(
             # A bug must not leave the batch's documents "chunking" forever: they fail, with the reason.
             for document_id in leases.ids:
                 reason = f"Processing stopped unexpectedly: {exc}"
-                service.fail_document(database, corpus_plan.document_plan(document_id, ()), reason)
+                processing.fail_document(database, corpus_plan.document_plan(document_id, ()), reason)
             raise
     if queue or cancelled:
         raise JobCancelledError(
@@ -361,7 +361,11 @@ def _pending(database: Database, corpus_plan: CorpusPlan, tally: _Tally) -> list
 
 
 def _is_current(
-    run: StrategyRunRow, row: DocumentRow, name: StrategyName, params: StrategyParams, request: service.ValidatedRequest
+    run: StrategyRunRow,
+    row: DocumentRow,
+    name: StrategyName,
+    params: StrategyParams,
+    request: processing.ValidatedRequest,
 ) -> bool:
     """Whether a completed run (of the request's Corpus model) is what processing now would produce."""
     if run.params != params.model_dump(mode="json") or run.details.get("content_hash") != row.content_hash:
@@ -401,7 +405,7 @@ def _fill_batch(
         document_plan = corpus_plan.document_plan(document_id, names)
         try:
             with database.session() as session:
-                document = service.claim(session, settings, document_plan)
+                document = processing.claim(session, settings, document_plan)
         except ChunkbenchError as exc:  # deleted (404), or another live process is processing it (409)
             tally.add_failure(names, document_id, exc)
             tally.report(f"{tally.filenames.get(document_id, document_id)} refused", documents_done=1)
@@ -419,7 +423,7 @@ def _fill_batch(
                 indexed = chunk_document(target, document)
             except ChunkbenchError as exc:
                 collection = collection_name(name, corpus_plan.request.corpus.id)
-                claimed.outcomes.append(service.failed_outcome(name, params, collection, exc, 0))
+                claimed.outcomes.append(processing.failed_outcome(name, params, collection, exc, 0))
                 continue
             seconds = time.perf_counter() - cutting
             claimed.cut[name] = (indexed, seconds)
@@ -444,7 +448,7 @@ def _index_batch(
         members = [claimed for claimed in batch if name in claimed.cut]
         target = targets[name]
         assert isinstance(target, IndexingPlan)  # a failed target cut nothing
-        service.enter_embedding(database, target.tenant_id, [claimed.plan.document_id for claimed in members])
+        processing.enter_embedding(database, target.tenant_id, [claimed.plan.document_id for claimed in members])
         chunks = sum(len(c.cut[name][0].searchable) for c in members)
 
         def advanced(stage: str, done: int, total: int, position: int = position, name: StrategyName = name) -> None:
@@ -482,7 +486,7 @@ def _store_together(
             return
         (claimed,) = members
         collection = collection_name(name, target.corpus.id)
-        claimed.outcomes.append(service.failed_outcome(name, params, collection, exc, 0))
+        claimed.outcomes.append(processing.failed_outcome(name, params, collection, exc, 0))
         return
     for stage in ("embed", "index"):
         tally.timings[name][stage] += run.timings[stage]
@@ -491,7 +495,7 @@ def _store_together(
     for claimed, indexed in zip(members, run.documents, strict=True):
         # A document's time: its own cutting plus its share (by chunks) of the batch's embedding and writes.
         seconds = claimed.cut[name][1] + shared_s * len(indexed.searchable) / chunks
-        claimed.outcomes.append(service.completed_outcome(name, params, run, indexed, int(seconds * 1000)))
+        claimed.outcomes.append(processing.completed_outcome(name, params, run, indexed, int(seconds * 1000)))
 
 
 def _finish_batch(
@@ -504,14 +508,14 @@ def _finish_batch(
         document_id = claimed.plan.document_id
         order = [name for name, _ in claimed.plan.strategies]
         if not claimed.outcomes:
-            service.release_unwritten(database, claimed.plan)
+            processing.release_unwritten(database, claimed.plan)
             leases.remove(document_id)
             continue
         claimed.outcomes.sort(key=lambda outcome: order.index(outcome.strategy))
         for outcome in claimed.outcomes:
-            service.record(database, claimed.plan, outcome)
+            processing.record(database, claimed.plan, outcome)
         try:
-            service.finish(database, store, claimed.plan, claimed.outcomes)
+            processing.finish(database, store, claimed.plan, claimed.outcomes)
         except DocumentNotFoundError:
             tally.add_failure(order, document_id, _gone(document_id))
         else:

@@ -27,10 +27,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from chunkbench.config import Settings
-from chunkbench.embedding import service as embedding
+from chunkbench.embedding import roles
 from chunkbench.embedding.languages import LanguageEvidence, LanguageRule, LanguageWarning, Standing
 from chunkbench.embedding.registry import MULTILINGUAL_MODEL_ID, EmbeddingModelSpec, get_spec, language_warnings
-from chunkbench.embedding.service import EmbeddingRole
+from chunkbench.embedding.roles import EmbeddingRole
 from chunkbench.errors import LanguageNotCoveredError
 from chunkbench.storage.schema import DocumentRow
 
@@ -76,15 +76,15 @@ def choose(
 ) -> ModelChoice:
     """The model of ``role`` for ``documents``; ``allow``: accept a model that does not cover them
     (``allow_language_mismatch``). See the module docstring."""
-    spec = embedding.resolve_corpus_model(session, model_id) if role is EmbeddingRole.CORPUS else (
-        embedding.resolve_boundary_model(session, model_id)
+    spec = roles.resolve_corpus_model(session, model_id) if role is EmbeddingRole.CORPUS else (
+        roles.resolve_boundary_model(session, model_id)
     )  # fmt: skip
     warnings = _warnings(role, spec, documents, rule)
     if not warnings:
         return ModelChoice(spec)
     if rule.standing([n for w in warnings for n in w.documents], documents) is not None:
         return ModelChoice(spec, warnings=warnings)  # below the rule: kept, and the runs say so
-    if model_id is None and not embedding.role_is_configured(session, role):
+    if model_id is None and not roles.role_is_configured(session, role):
         multilingual = get_spec(MULTILINGUAL_MODEL_ID)
         left = _warnings(role, multilingual, documents, rule)
         if not left or rule.standing([n for w in left for n in w.documents], documents) is not None:

@@ -1,4 +1,4 @@
-"""Processing and strategies API: thin translation between HTTP and ``indexing.service``."""
+"""Processing and strategies API: thin translation between HTTP and ``indexing.processing``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from chunkbench.chunking import library
 from chunkbench.chunking.base import all_strategies
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
-from chunkbench.indexing import corpus_job, service, sizes
+from chunkbench.indexing import corpus_job, processing, sizes
 from chunkbench.indexing.schemas import (
     CorpusProcessOut,
     ProcessAccepted,
@@ -46,11 +46,11 @@ def process_document(
     wait: bool = Query(False, description="Run now and return the result instead of a job"),
 ) -> ProcessOut | ProcessAccepted:
     """Chunk, embed and index a document with the chosen strategies (202 + a job to poll, or 200 with wait)."""
-    process_plan = service.plan(session, settings, document_id, body, tenant_id=tenant_id)
+    process_plan = processing.plan(session, settings, document_id, body, tenant_id=tenant_id)
     return _run_or_submit(
         request, response, wait,
-        lambda: service.run(database, settings, store, process_plan, lambda _fraction, _message: None, never_stop),
-        kind=service.JOB_KIND, payload={"document_id": document_id, "body": body.model_dump(mode="json")},
+        lambda: processing.run(database, settings, store, process_plan, lambda _fraction, _message: None, never_stop),
+        kind=processing.JOB_KIND, payload={"document_id": document_id, "body": body.model_dump(mode="json")},
         tenant_id=tenant_id, described=process_plan.describe(), document_id=document_id,
         size_warnings=process_plan.size_warnings,
     )  # fmt: skip
@@ -145,4 +145,4 @@ def list_strategies(
 @router.get("/documents/{document_id}/runs", response_model=list[StrategyRunOut], responses={404: {"model": ErrorOut}})
 def list_runs(document_id: str, session: SessionDep, tenant_id: TenantDep) -> list[StrategyRunOut]:
     """Every strategy run on the document, newest first: parameters, models, diagnostics, errors."""
-    return [StrategyRunOut.model_validate(row) for row in service.runs(session, document_id, tenant_id=tenant_id)]
+    return [StrategyRunOut.model_validate(row) for row in processing.runs(session, document_id, tenant_id=tenant_id)]

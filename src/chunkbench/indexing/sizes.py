@@ -10,9 +10,9 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from chunkbench.chunking.base import StrategyParams, readable_sizes, size_defaults, strategy_class, validate_params
-from chunkbench.embedding import service as embedding
+from chunkbench.embedding import roles
 from chunkbench.embedding.registry import EmbeddingModelSpec, get_spec
-from chunkbench.embedding.service import EmbeddingRole
+from chunkbench.embedding.roles import EmbeddingRole
 from chunkbench.errors import ChunkingError
 from chunkbench.models import StrategyName
 
@@ -91,4 +91,4 @@ def model_sizes(name: StrategyName | str, spec: EmbeddingModelSpec) -> dict[str,
 def corpus_spec(session: Session, corpus_model_id: str | None) -> EmbeddingModelSpec:
     """The Corpus model sizes are shown for: the one named (an unknown id is a 400 listing the known ones), else
     the Admin Corpus role's."""
-    return get_spec(corpus_model_id or embedding.get_role_model_id(session, EmbeddingRole.CORPUS))
+    return get_spec(corpus_model_id or roles.get_role_model_id(session, EmbeddingRole.CORPUS))

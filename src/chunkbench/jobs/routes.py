@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query, Request, status
 
 from chunkbench.dependencies import SessionDep, TenantDep
-from chunkbench.jobs import service
+from chunkbench.jobs import execution
 from chunkbench.jobs.schemas import JobAttemptOut, JobOut, JobTaskOut
 from chunkbench.schemas import ErrorOut
 
@@ -16,9 +16,9 @@ router = APIRouter(prefix="/jobs", tags=["jobs"])
 def get_job(job_id: str, session: SessionDep, tenant_id: TenantDep) -> JobOut:
     """Status, progress (0–1), message, the result or error once finished, its tasks and its history: every attempt
     of every task (task, worker, start, end, outcome)."""
-    job = JobOut.model_validate(service.get(session, job_id, tenant_id=tenant_id))
-    job.tasks = [JobTaskOut.model_validate(task) for task in service.tasks_of(session, job_id)]
-    job.attempts = [JobAttemptOut.model_validate(attempt) for attempt in service.attempts(session, job_id)]
+    job = JobOut.model_validate(execution.get(session, job_id, tenant_id=tenant_id))
+    job.tasks = [JobTaskOut.model_validate(task) for task in execution.tasks_of(session, job_id)]
+    job.attempts = [JobAttemptOut.model_validate(attempt) for attempt in execution.attempts(session, job_id)]
     return job
 
 
@@ -42,5 +42,5 @@ def list_jobs(
     limit: int = Query(50, ge=1, le=500),
 ) -> list[JobOut]:
     """Recent jobs, newest first."""
-    rows = service.get_all(session, tenant_id=tenant_id, document_id=document_id, limit=limit)
+    rows = execution.get_all(session, tenant_id=tenant_id, document_id=document_id, limit=limit)
     return [JobOut.model_validate(row) for row in rows]

@@ -9,7 +9,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
 from chunkbench import __version__
 from chunkbench.dependencies import DatabaseDep, SettingsDep
-from chunkbench.observability import service
+from chunkbench.observability import readiness
 from chunkbench.observability.schemas import LivenessOut, ReadinessOut
 
 router = APIRouter(tags=["health"])
@@ -19,7 +19,7 @@ router = APIRouter(tags=["health"])
 async def metrics(database: DatabaseDep, settings: SettingsDep) -> Response:
     """Every chunkbench metric of this process (``chunkbench.metrics``) plus the process's own, and
     the job queue's figures (read from the database now)."""
-    await run_in_threadpool(service.update_queue_gauges, database, settings)
+    await run_in_threadpool(readiness.update_queue_gauges, database, settings)
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
 
@@ -33,7 +33,7 @@ async def live() -> LivenessOut:
 async def ready(request: Request, database: DatabaseDep, settings: SettingsDep) -> JSONResponse:
     """Readiness: the database answers ``SELECT 1`` and the vector store answers; 503 names the failing parts."""
     # Pings block (a database connect can wait for a timeout): off the event loop.
-    result = await run_in_threadpool(service.readiness, database, settings)
+    result = await run_in_threadpool(readiness.readiness, database, settings)
     if result.failing:
         request.state.error_code = "not_ready"
     return JSONResponse(result.model_dump(mode="json"), status_code=503 if result.failing else 200)

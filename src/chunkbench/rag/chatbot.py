@@ -10,10 +10,10 @@ from typing import BinaryIO
 from sqlalchemy import select
 
 from chunkbench.config import Settings
-from chunkbench.documents import service as documents
-from chunkbench.documents.service import IngestOutcome, IngestResult, IngestSummary
+from chunkbench.documents import library
+from chunkbench.documents.library import IngestOutcome, IngestResult, IngestSummary
 from chunkbench.errors import ChunkbenchError
-from chunkbench.indexing import service as processing
+from chunkbench.indexing import processing
 from chunkbench.indexing.schemas import ProcessIn
 from chunkbench.llm.client import get_llm_client
 from chunkbench.rag.schemas import ChatFileOut, ChatHealthOut, ChatIndexOut, ChatQueryOut, ChatSourceOut
@@ -70,7 +70,7 @@ def index_upload(
 ) -> ChatIndexOut:
     """``POST /api/index``: same filename replaces, same bytes change nothing (idempotent)."""
     config = _serving(database, tenant_id)
-    result = documents.ingest_upload(database, settings, stream, filename, tenant_id=tenant_id)
+    result = library.ingest_upload(database, settings, stream, filename, tenant_id=tenant_id)
     count = _index(database, settings, store, result, config, tenant_id)
     return ChatIndexOut(
         status="success", chunks_created=count, message=f"Indexed {count} chunks from {result.filename}"
@@ -90,7 +90,7 @@ def index_directory(
     ``corpus`` when given); every other file listed as skipped, and a file that fails to index as refused."""
     config = _serving(database, tenant_id)
     total, outcomes, files = 0, [], []
-    for result in documents.index_directory(database, settings, relative, tenant_id=tenant_id, corpus=corpus):
+    for result in library.index_directory(database, settings, relative, tenant_id=tenant_id, corpus=corpus):
         chunks = None
         if result.document is not None:
             try:

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, File, Request, UploadFile
 
 from chunkbench.dependencies import DatabaseDep, SettingsDep, TenantDep, VectorStoreDep
 from chunkbench.documents.schemas import IndexDirectoryIn
-from chunkbench.rag import chatbot, service
+from chunkbench.rag import chatbot, guarded_query
 from chunkbench.rag.cache import SemanticCache
 from chunkbench.rag.schemas import (
     CacheClearOut,
@@ -33,7 +33,7 @@ async def get_semantic_cache(request: Request) -> SemanticCache:
     """The process's semantic cache (``app.state.semantic_cache``, built by ``create_app``)."""
     cache: SemanticCache | None = getattr(request.app.state, "semantic_cache", None)
     if cache is None:
-        cache = request.app.state.semantic_cache = service.build_cache(request.app.state.settings)
+        cache = request.app.state.semantic_cache = guarded_query.build_cache(request.app.state.settings)
     return cache
 
 
@@ -57,7 +57,9 @@ def query(
     fixed refusal (``blocked``)."""
     # The request id middleware (observability) sets it; without it the service makes one.
     request_id = getattr(request.state, "request_id", None)
-    return service.answer_query(database, settings, store, cache, body, tenant_id=tenant_id, request_id=request_id)
+    return guarded_query.answer_query(
+        database, settings, store, cache, body, tenant_id=tenant_id, request_id=request_id
+    )
 
 
 @router.get("/cache/stats", response_model=CacheStatsOut)

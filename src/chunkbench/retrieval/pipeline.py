@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 
 from chunkbench.config import Settings
-from chunkbench.embedding import service as embedding
+from chunkbench.embedding import roles
 from chunkbench.embedding.cache import EMBEDDINGS
 from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.errors import QueryError
@@ -223,7 +223,7 @@ def run(settings: Settings, store: VectorStore, plan: QueryPlan) -> QueryResult:
     vector = plan.query_vector
     if vector is None and get_retriever(plan.retriever).needs_query_vector:
         with clock.stage("embed"):
-            vector = embedding.embed_query(plan.corpus, plan.question, settings)
+            vector = roles.embed_query(plan.corpus, plan.question, settings)
     with clock.stage("search"):
         ranking = retrieve(
             store, settings, strategy=plan.strategy, corpus_spec=plan.corpus, retriever=plan.retriever,

@@ -7,7 +7,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from chunkbench.config import Settings
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
-from chunkbench.retrieval import service
+from chunkbench.retrieval import queries
 from chunkbench.retrieval.schemas import (
     QueryIn,
     QueryOut,
@@ -43,12 +43,12 @@ async def create_query(
 
 
 def _query_json(database: Database, settings: Settings, store: VectorStore, body: QueryIn, tenant_id: str) -> bytes:
-    return service.run_query(database, settings, store, body, tenant_id=tenant_id).model_dump_json().encode()
+    return queries.run_query(database, settings, store, body, tenant_id=tenant_id).model_dump_json().encode()
 
 
 @router.get("/queries/{query_id}", response_model=QueryOut, responses=_ERRORS)
 def get_query(query_id: str, session: SessionDep, tenant_id: TenantDep) -> QueryOut:
-    return service.query_out(service.get(session, query_id, tenant_id=tenant_id))
+    return queries.query_out(queries.get(session, query_id, tenant_id=tenant_id))
 
 
 @router.get("/queries", response_model=list[QueryOut])
@@ -59,8 +59,8 @@ def list_queries(
     limit: int = Query(50, ge=1, le=500),
 ) -> list[QueryOut]:
     """Query history, newest first."""
-    rows = service.get_all(session, tenant_id=tenant_id, document_id=document_id, limit=limit)
-    return [service.query_out(row) for row in rows]
+    rows = queries.get_all(session, tenant_id=tenant_id, document_id=document_id, limit=limit)
+    return [queries.query_out(row) for row in rows]
 
 
 @serving_router.get("/serving", response_model=ServingConfig)

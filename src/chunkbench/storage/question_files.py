@@ -2,7 +2,7 @@
 
 Every write is one statement or one row update in the caller's transaction, so a reader sees a file's old bytes or
 its new ones, never half of either, on every replica; names and contents are validated by the caller
-(``evaluation.service``). The caller commits.
+(``evaluation.question_sets``). The caller commits.
 """
 
 from __future__ import annotations

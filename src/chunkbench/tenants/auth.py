@@ -27,8 +27,8 @@ from chunkbench.config import Settings
 from chunkbench.errors import AuthenticationError, InsecureBindError, PermissionDeniedError
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DEFAULT_TENANT
+from chunkbench.tenants.accounts import SCOPE_ADMIN, SCOPE_OPERATOR, SCOPES, KeyRecord, find_key, hash_key
 from chunkbench.tenants.ratelimit import RateLimiter
-from chunkbench.tenants.service import SCOPE_ADMIN, SCOPE_OPERATOR, SCOPES, KeyRecord, find_key, hash_key
 
 # Route templates anyone may call: the dashboard shell and liveness/readiness probes. Nothing here may read
 # tenant data.

@@ -34,14 +34,14 @@ def create_tenant(
     as_json: JsonOption = False,
 ) -> None:
     """Create a tenant."""
-    from chunkbench.tenants import service
+    from chunkbench.tenants import accounts
     from chunkbench.tenants.schemas import TenantOut
 
     _settings, database = open_database()
     try:
         with database.session() as session:
             tenant = TenantOut.model_validate(
-                service.create_tenant(
+                accounts.create_tenant(
                     session,
                     name,
                     tenant_id=tenant_id,
@@ -62,14 +62,14 @@ def create_tenant(
 @tenant_app.command("list")
 def list_tenants(as_json: JsonOption = False) -> None:
     """Every tenant with its rate limit and number of active keys."""
-    from chunkbench.tenants import service
+    from chunkbench.tenants import accounts
     from chunkbench.tenants.schemas import TenantOut
 
     _settings, database = open_database()
     with database.session() as session:
-        tenants = [TenantOut.model_validate(row) for row in service.list_tenants(session)]
+        tenants = [TenantOut.model_validate(row) for row in accounts.list_tenants(session)]
         active: dict[str, int] = {}
-        for key in service.list_keys(session):
+        for key in accounts.list_keys(session):
             active[key.tenant_id] = active.get(key.tenant_id, 0) + (key.revoked_at is None)
     database.dispose()
     if as_json:
@@ -100,7 +100,7 @@ def create_key(
 ) -> None:
     """Create an API key and print it once: it is not stored and cannot be shown again."""
     from chunkbench.storage.schema import DEFAULT_TENANT
-    from chunkbench.tenants import service
+    from chunkbench.tenants import accounts
     from chunkbench.tenants.schemas import ApiKeyCreated, ApiKeyOut
 
     if tenant is None and not operator:
@@ -109,7 +109,7 @@ def create_key(
     _settings, database = open_database()
     try:
         with database.session() as session:
-            row, token = service.create_key(
+            row, token = accounts.create_key(
                 session, tenant or DEFAULT_TENANT, name=name, admin=admin, operator=operator
             )
             created = ApiKeyCreated(**ApiKeyOut.model_validate(row).model_dump(), key=token)
@@ -133,13 +133,13 @@ def revoke_key(
     as_json: JsonOption = False,
 ) -> None:
     """Revoke a key; every server stops accepting it within CHUNKBENCH_AUTH_CACHE_TTL_S seconds."""
-    from chunkbench.tenants import service
+    from chunkbench.tenants import accounts
     from chunkbench.tenants.schemas import ApiKeyOut
 
     settings, database = open_database()
     try:
         with database.session() as session:
-            key = ApiKeyOut.model_validate(service.revoke_key(session, key_id))
+            key = ApiKeyOut.model_validate(accounts.revoke_key(session, key_id))
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from None
     finally:
@@ -159,12 +159,12 @@ def list_keys(
     as_json: JsonOption = False,
 ) -> None:
     """API keys (never their secrets): tenant, scopes, created, revoked, last used."""
-    from chunkbench.tenants import service
+    from chunkbench.tenants import accounts
     from chunkbench.tenants.schemas import ApiKeyOut
 
     _settings, database = open_database()
     with database.session() as session:
-        keys = [ApiKeyOut.model_validate(row) for row in service.list_keys(session, tenant_id=tenant)]
+        keys = [ApiKeyOut.model_validate(row) for row in accounts.list_keys(session, tenant_id=tenant)]
     database.dispose()
     if as_json:
         print_json([key.model_dump(mode="json") for key in keys])

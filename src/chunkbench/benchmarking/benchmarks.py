@@ -29,7 +29,7 @@ from chunkbench.benchmarking.schemas import (
 from chunkbench.benchmarking.verdicts import with_verdict
 from chunkbench.config import Settings
 from chunkbench.errors import ExperimentStateError, JobNotActiveError, NotFoundError
-from chunkbench.jobs.service import ACTIVE
+from chunkbench.jobs.execution import ACTIVE
 from chunkbench.progress import Progress
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import BenchmarkCellRow, DocumentRow, ExperimentRow, JobRow

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from chunkbench.config import Settings
-from chunkbench.embedding import service as embedding
+from chunkbench.embedding import roles
 from chunkbench.embedding.registry import EmbeddingModelSpec, get_spec
 from chunkbench.errors import NotFoundError, QueryError
 from chunkbench.models import StrategyName
@@ -34,7 +34,7 @@ def _resolve_corpus(database: Database, requested: str | None, last_used: str | 
     if chosen:
         return get_spec(chosen)
     with database.session() as session:
-        return embedding.resolve_corpus_model(session)
+        return roles.resolve_corpus_model(session)
 
 
 def run_query(

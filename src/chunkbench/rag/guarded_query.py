@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from chunkbench.config import Settings
-from chunkbench.embedding import service as embedding
+from chunkbench.embedding import roles
 from chunkbench.embedding.registry import get_spec
 from chunkbench.guard.injection import InjectionDetector
 from chunkbench.guard.pii import detector_from_settings, policy_from_settings, redact
@@ -100,7 +100,7 @@ def answer_query(
             generation = corpus_generation.current(session, tenant_id)
         corpus = get_spec(config.corpus_model_id)
         # One embedding of the sanitised query at most, shared by the cache lookup, the retrieval and the entry.
-        query_vector = _QueryVector(lambda: embedding.embed_query(corpus, query, settings))
+        query_vector = _QueryVector(lambda: roles.embed_query(corpus, query, settings))
         top_k = request.top_k or config.top_k
         scope = CacheScope(tenant_id, request.session_id, top_k, fingerprint(config))
         if settings.cache_enabled:

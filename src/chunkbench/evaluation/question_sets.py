@@ -28,8 +28,8 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from chunkbench.config import Settings
-from chunkbench.documents import service as documents
-from chunkbench.embedding import service as embedding
+from chunkbench.documents import library
+from chunkbench.embedding import roles
 from chunkbench.embedding.registry import Purpose
 from chunkbench.errors import (
     ChunkbenchError,
@@ -326,7 +326,7 @@ def catalog_of(documents: Sequence[DocumentRow]) -> DocumentCatalog:
 def catalog_from_database(session: Session, names: Sequence[str], *, tenant_id: str) -> DocumentCatalog:
     """The named documents (ids or file names; an unknown one is a 404), or every parsed one when none is named."""
     if names:
-        return catalog_of([documents.resolve(session, name, tenant_id=tenant_id) for name in dict.fromkeys(names)])
+        return catalog_of([library.resolve(session, name, tenant_id=tenant_id) for name in dict.fromkeys(names)])
     rows, _total = DocumentRepository(session, tenant_id).list(limit=100_000)
     return catalog_of([row for row in rows if row.status not in _UNPARSED])
 
@@ -420,9 +420,9 @@ def generate_question_file(
     client = require_llm(settings)
     # A short session: generation takes minutes and must not hold the database.
     with database.session() as session:
-        row = documents.resolve(session, document, tenant_id=tenant_id)
+        row = library.resolve(session, document, tenant_id=tenant_id)
         document_id, filename, text = row.id, row.filename, row.parsed_text
-        spec = embedding.resolve_corpus_model(session, row.last_corpus_embedding_model_id)
+        spec = roles.resolve_corpus_model(session, row.last_corpus_embedding_model_id)
         name = out or default_generated_name(filename)
         if question_file_exists(session, settings, name, tenant_id) and not overwrite:
             raise QuestionFileExistsError(
@@ -431,7 +431,7 @@ def generate_question_file(
             )
 
     def embed(texts: Sequence[str], purpose: Purpose) -> np.ndarray:
-        return embedding.embed_texts(spec, texts, purpose, settings)
+        return roles.embed_texts(spec, texts, purpose, settings)
 
     result = generate_questions(text, client, embed, options, document_id=document_id)
     if not result.question_set.questions:

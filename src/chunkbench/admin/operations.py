@@ -17,12 +17,12 @@ from chunkbench.admin.schemas import (
 from chunkbench.chunking.base import context_prefix, strategy_class
 from chunkbench.chunking.diagnostics import TINY_CHUNK_TOKENS, token_histograms
 from chunkbench.config import Settings
-from chunkbench.embedding import service as embedding
+from chunkbench.embedding import roles
 from chunkbench.embedding.cache import EMBEDDINGS, disk_cache
 from chunkbench.embedding.registry import REGISTRY, get_spec, language_warnings
 from chunkbench.embedding.window import window_report
 from chunkbench.errors import InvalidRequestError, NotFoundError, PermissionDeniedError
-from chunkbench.indexing import service as chunking
+from chunkbench.indexing import processing
 from chunkbench.indexing.schemas import (
     ChunkOut,
     ChunkPreviewOut,
@@ -110,7 +110,7 @@ def chunk_preview(
     )
     if start is not None and end is not None:
         payloads = [p for p in payloads if p["start_index"] < end and p["end_index"] > start]
-    run = chunking.latest_run(session, document_id, strategy, model_id, tenant_id=tenant_id)
+    run = processing.latest_run(session, document_id, strategy, model_id, tenant_id=tenant_id)
     page = payloads[offset : offset + limit]
     chunks = [_chunk_out(payload) for payload in page]
     window = _window(settings, model_id, page, chunks)
@@ -137,9 +137,7 @@ def chunk_preview(
 
 def _preview_model(session: Session, document: DocumentRow, corpus_model_id: str | None) -> str:
     """The Corpus model whose chunks are shown: the one asked for, else the document's last, else the default."""
-    return (
-        corpus_model_id or document.last_corpus_embedding_model_id or embedding.resolve_corpus_model(session, None).id
-    )
+    return corpus_model_id or document.last_corpus_embedding_model_id or roles.resolve_corpus_model(session, None).id
 
 
 def _chunk_out(payload: dict) -> ChunkOut:
@@ -156,7 +154,7 @@ def chunk_sizes(session: Session, store: VectorStore, document_id: str, *, tenan
     model, as indexed now), on bins shared by all of them."""
     DocumentRepository(session, tenant_id).get(document_id)
     current: dict[tuple[str, str], StrategyRunRow] = {}
-    for run in chunking.runs(session, document_id, tenant_id=tenant_id):  # newest first
+    for run in processing.runs(session, document_id, tenant_id=tenant_id):  # newest first
         # A strategy no longer registered (a removed plugin or variant) has no collection to read.
         if run.status == "completed" and run.strategy_name in StrategyName:
             current.setdefault((run.strategy_name, run.corpus_model_id), run)

@@ -27,10 +27,10 @@ from chunkbench.chunking.base import (
     validate_params,
 )
 from chunkbench.config import Settings
-from chunkbench.embedding import service as embedding
+from chunkbench.embedding import roles
 from chunkbench.embedding.languages import LanguageEvidence, LanguageWarning, evidence_of
 from chunkbench.embedding.registry import EmbeddingModelSpec
-from chunkbench.embedding.service import EmbeddingRole
+from chunkbench.embedding.roles import EmbeddingRole
 from chunkbench.errors import ChunkbenchError, ChunkingError, DocumentNotFoundError, JobCancelledError
 from chunkbench.guard.injection import InjectionDetector
 from chunkbench.indexing import languages as model_choice
@@ -148,7 +148,7 @@ def validate_request(
             )
         )
         boundary = choices[1].spec
-        threshold = embedding.get_semantic_threshold(session, boundary.id)
+        threshold = roles.get_semantic_threshold(session, boundary.id)
     strategies, size_warnings = _fit_sizes(strategies, request, settings, choices[0].spec)
     return ValidatedRequest(
         strategies, choices[0].spec, boundary, threshold,
@@ -235,7 +235,7 @@ def boundary_embedder(
         return None
     assert threshold is not None  # the plans resolve a threshold with every Boundary model
     try:
-        return embedding.boundary_embedder(spec, threshold, settings)
+        return roles.boundary_embedder(spec, threshold, settings)
     except ChunkbenchError as exc:
         return exc
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from chunkbench.documents import service as documents
+from chunkbench.documents import library
 from chunkbench.errors import NotInCorpusError
 from chunkbench.models import corpus_name
 from chunkbench.storage.repositories import CorpusRepository
@@ -95,10 +95,8 @@ def remove_documents(
     return corpus, removed, len(members) - removed
 
 
-def set_language(
-    session: Session, name: str, code: str, *, tenant_id: str
-) -> tuple[CorpusRow, documents.LanguageChange]:
-    """Set the language of every member of a corpus (``documents.service.set_language``)."""
+def set_language(session: Session, name: str, code: str, *, tenant_id: str) -> tuple[CorpusRow, library.LanguageChange]:
+    """Set the language of every member of a corpus (``documents.library.set_language``)."""
     corpora = CorpusRepository(session, tenant_id)
     corpus = corpora.get(name)
-    return corpus, documents.set_language(session, corpora.document_ids(corpus), code, tenant_id=tenant_id)
+    return corpus, library.set_language(session, corpora.document_ids(corpus), code, tenant_id=tenant_id)

@@ -6,8 +6,8 @@ import { html, useEffect, useRef, useState, ErrorBox, Spinner, ProgressBar, fmt,
   targetName } from "../ui.js";
 import { api, cancelJob, strategyCatalog, upload, waitForJob, withKey } from "../api.js";
 import { Breakdowns } from "../breakdowns.js";
-import { on } from "../bus.js";
-import { QUESTION_SETS_CHANGED } from "./questions.js";
+import { on, take } from "../bus.js";
+import { BENCHMARK_SET, QUESTION_SETS_CHANGED } from "./questions.js";
 import { ExperimentCharts } from "../charts.js";
 import { Unavailable, offered, rerankers, useCapabilities } from "../capabilities.js";
 import { Term } from "../glossary.js";
@@ -277,6 +277,25 @@ function BenchmarkForm({ capabilities, preselect, onStarted, onFinished }) {
   useEffect(() => { if (corpora.data && !listed) setCorpusName(corpusList[0]?.name || ""); }, [corpora.data]);
   useEffect(() => { setStrategies(new Set(processed)); }, [target, documentId, documents.data, corpus.data]);
   useEffect(() => { if (!fileName && questionFiles[0]) setFileName(questionFiles[0].name); }, [files.data]);
+  // "Benchmark it…" in Questions: its set on the scope it was written on (a corpus set on one document would leave
+  // every other document's evidence unplaced). Taken on mount too: the click may be what first opens this tab.
+  useEffect(() => {
+    const apply = (handed) => {
+      if (!handed) return;
+      if (handed.corpus) {
+        setTarget("corpus");
+        setCorpusName(handed.corpus);
+        setCorpusTick((t) => t + 1); // a corpus made since this tab last read the list
+      } else {
+        setTarget("document");
+        if (handed.documentId) setDocumentId(handed.documentId);
+      }
+      setFileName(handed.name);
+      setFileTick((t) => t + 1);
+    };
+    apply(take(BENCHMARK_SET));
+    return on(BENCHMARK_SET, () => apply(take(BENCHMARK_SET)));
+  }, []);
   // Only what can work is offered: the judge and rerankers the server can run (GET /admin/capabilities).
   const judgeOk = offered(capabilities, capabilities.data?.judge);
   const rerankOptions = rerankers(capabilities);
@@ -307,7 +326,10 @@ function BenchmarkForm({ capabilities, preselect, onStarted, onFinished }) {
   const validate = async () => {
     setValidation({ data: null, error: null, busy: true });
     try {
-      const data = await api(`/admin/questions/${encodeURIComponent(fileName)}`, { query: { document_id: documentId } });
+      const data = await api(`/admin/questions/${encodeURIComponent(fileName)}`, {
+        // A corpus's set names several documents: its evidence is placed in every member, not in one document.
+        query: { document_id: onCorpus ? members.map((d) => d.id) : documentId },
+      });
       setValidation({ data, error: null, busy: false });
     } catch (error) {
       setValidation({ data: null, error, busy: false });
@@ -372,8 +394,8 @@ function BenchmarkForm({ capabilities, preselect, onStarted, onFinished }) {
           ${questionFiles.map((f) => html`<option key=${f.name} value=${f.name}>
             ${f.name}${f.error ? " (unreadable)" : ` (${f.question_count} questions)`}</option>`)}
         </select></label>
-      ${onCorpus ? null : html`<button class="secondary" disabled=${!documentId || !fileName || busy}
-        onClick=${validate}>Validate</button>`}
+      <button class="secondary" disabled=${!(onCorpus ? members.length : documentId) || !fileName || busy}
+        onClick=${validate}>Validate</button>
     </div>
     ${onCorpus ? html`<div class="muted">Each question names its document (<span class="mono">document_id</span>: an id,
       source key, filename or stem); the dry run and the run place every snippet in it and refuse what cannot be

@@ -278,11 +278,17 @@ function CorpusPanel({ corpus, onCorpus, picked, onPicked }) {
   const path = (n) => `/corpora/${encodeURIComponent(n)}`;
   const create = (event) => {
     event.preventDefault();
+    let made = null;
     act(async () => {
-      const made = await api("/corpora", { method: "POST",
+      made = await api("/corpora", { method: "POST",
         json: { name: name.trim(), description: description.trim() || null, document_ids: ids } });
       return `Created ${made.name} with ${fmtInt(made.document_count)} document${made.document_count === 1 ? "" : "s"}.`;
-    }, () => { setCreating(false); setName(""); setDescription(""); onPicked(new Set()); });
+    }, () => {
+      setCreating(false); setName(""); setDescription(""); onPicked(new Set());
+      // The corpus just made is the one to work on next (process it, write its questions): it is shown, with its
+      // actions, rather than left for the person to find in the picker.
+      onCorpus(made.name);
+    });
   };
   const add = () => act(async () => {
     const body = await api(`${path(target)}/documents`, { method: "POST", json: { document_ids: ids } });

@@ -178,3 +178,96 @@ def test_selecting_with_the_mouse_does_not_move_the_text(page, live_server):
     assert after == before
     # The text under the pointer is still what was pressed on: the phrase did not slide away mid-drag.
     assert page.evaluate(PHRASE_BOX, phrase) == where
+
+
+def test_a_deep_linked_experiment_comes_first_at_800_px(page, live_server):
+    document_id = _upload(live_server, "berlin.md", BERLIN)
+    processed = httpx.post(
+        f"{live_server}/documents/{document_id}/process",
+        params={"wait": "true"},
+        json={
+            "strategies": ["fixed_size", "recursive"],
+            "params": {"fixed_size": {"chunk_size": 12, "chunk_overlap": 0}},
+        },
+        timeout=300,
+    )
+    assert processed.status_code == 200, processed.text
+    questions = [
+        {
+            "id": "printer",
+            "question": "Where is the printer?",
+            "references": [{"content": "The printer is on floor 2."}],
+        },
+        {"id": "leave", "question": "How much leave?", "references": [{"content": "25 days of paid annual leave"}]},
+    ]
+    run = httpx.post(
+        f"{live_server}/benchmarks",
+        params={"wait": "true"},
+        json={"document_id": document_id, "questions": questions, "strategies": ["fixed_size", "recursive"],
+              "retrievers": ["dense"], "top_k": [1]},
+        timeout=300,
+    )  # fmt: skip
+    assert run.status_code == 200, run.text
+    experiment_id = run.json()["id"]
+
+    page.set_viewport_size({"width": 800, "height": 800})
+    page.goto(f"/app#benchmarks/experiment/{experiment_id}")
+    experiment = page.locator("#panel-benchmarks").get_by_role("region", name="Experiment", exact=True)
+    expect(experiment.get_by_role("heading", name="Experiment: berlin.md completed")).to_be_visible()
+    # Without scrolling: the Experiment's top is on the first screen (the form and the list come after it).
+    assert page.evaluate("window.scrollY") == 0
+    top = experiment.bounding_box()["y"]
+    assert 0 <= top < 800 / 2, top
+    form_top = page.locator("#panel-benchmarks").get_by_role("button", name="Run benchmark").bounding_box()["y"]
+    assert form_top > top
+
+
+def _steps(page) -> dict[str, str]:
+    strip = page.get_by_role("navigation", name="Steps")
+    items = strip.locator("li[data-step]")
+    expect(items).to_have_count(6)
+    return {item.get_attribute("data-step"): item.get_attribute("data-done") for item in items.all()}
+
+
+def test_the_step_strip_marks_each_stage_from_the_data_and_offers_the_next(page, live_server):
+    strip = page.get_by_role("navigation", name="Steps")
+    following = strip.get_by_test_id("next-step")
+    page.goto("/app#admin")
+    expect(strip.locator("li[data-step]")).to_have_text(
+        ["1 Upload", "2 Corpus", "3 Process", "4 Questions", "5 Benchmark", "6 Decision"]
+    )
+    expect(strip.locator("li[data-done=true]")).to_have_count(0)
+    expect(following).to_contain_text("Next: Upload documents")
+    following.get_by_role("button", name="Upload documents").click()
+    expect(page.get_by_role("tab", name="Documents")).to_have_attribute("aria-selected", "true")
+
+    ids = {name: _upload(live_server, name, text) for name, text in (("berlin.md", BERLIN), ("madrid.md", MADRID))}
+    page.reload()
+    expect(strip.locator("li[data-step=upload]")).to_have_attribute("data-done", "true")
+    expect(following).to_contain_text("Next: Make a corpus")
+    _make_corpus_in_documents(page)  # the strip learns of it from the tab, without a reload
+    expect(strip.locator("li[data-step=corpus]")).to_have_attribute("data-done", "true")
+    expect(following).to_contain_text("Next: Process the corpus")
+    page.get_by_role("tab", name="Admin").click()
+    following.get_by_role("button", name="Process the corpus").click()
+    expect(page).to_have_url(f"{live_server}/app#documents/corpus/offices")
+
+    processed = httpx.post(
+        f"{live_server}/corpora/offices/process",
+        params={"wait": "true"},
+        json={
+            "strategies": ["fixed_size", "recursive"],
+            "params": {"fixed_size": {"chunk_size": 12, "chunk_overlap": 0}},
+        },
+        timeout=300,
+    )
+    assert processed.status_code == 200, processed.text
+    page.get_by_role("tab", name="Questions").click()  # a change of tab reads the strip again
+    expect(strip.locator("li[data-step=process]")).to_have_attribute("data-done", "true")
+    expect(following).to_contain_text("Next: Write or upload questions")
+    _write_set(live_server, ids)
+    page.get_by_role("tab", name="Benchmarks").click()
+    expect(strip.locator("li[data-step=questions]")).to_have_attribute("data-done", "true")
+    expect(following).to_contain_text("Next: Run a benchmark")
+    assert _steps(page) == {"upload": "true", "corpus": "true", "process": "true", "questions": "true",
+                            "benchmark": "false", "decision": "false"}  # fmt: skip

@@ -6,7 +6,8 @@ import { html, useEffect, useRef, useState, ErrorBox, Spinner, ProgressBar, fmt,
   targetName } from "../ui.js";
 import { api, cancelJob, strategyCatalog, upload, waitForJob, withKey } from "../api.js";
 import { Breakdowns } from "../breakdowns.js";
-import { on, take } from "../bus.js";
+import { emit, on, take } from "../bus.js";
+import { EXPERIMENTS_CHANGED } from "../steps.js";
 import { BENCHMARK_SET, QUESTION_SETS_CHANGED } from "./questions.js";
 import { ExperimentCharts } from "../charts.js";
 import { Unavailable, offered, rerankers, useCapabilities } from "../capabilities.js";
@@ -28,6 +29,13 @@ const CSS = `
 .bench-grid { display: grid; gap: 1rem; grid-template-columns: minmax(340px, 5fr) minmax(0, 7fr); align-items: start; }
 .bench-inspect { display: grid; gap: 1rem; grid-template-columns: minmax(220px, 1fr) minmax(0, 3fr); align-items: start; }
 @media (max-width: 1000px) { .bench-grid { grid-template-columns: minmax(0, 1fr); } }
+/* One column: an open Experiment (a deep link, a run just started) comes first, above the form and the list, rather
+   than a screen or more below the fold. */
+@media (max-width: 1000px) {
+  .bench-grid.has-open > .bench-side { order: -1; display: flex; flex-direction: column; gap: 1rem; }
+  .bench-grid.has-open > .bench-side > * { margin-top: 0; }
+  .bench-grid.has-open > .bench-side > .open-experiment { order: -1; }
+}
 @media (max-width: 760px) { .bench-inspect { grid-template-columns: minmax(0, 1fr); } }
 `;
 const LIVE_POLL_MS = 1500; // how often running Experiments' counts are read again
@@ -729,7 +737,9 @@ export function BenchmarksTab() {
   // Deep links: #benchmarks/experiment/ID (the open Experiment), …/inspect/ID (Retrieval Inspect on it).
   const [selectedId] = useRouteParam("benchmarks", "experiment");
   const [inspecting, setInspecting] = useRouteParam("benchmarks", "inspect");
-  const setSelectedId = (id) => setParams("benchmarks", { experiment: id, inspect: null, question: null });
+  // Inspect's own parameters (question, configuration, side by side, filter) belong to the Experiment inspected.
+  const INSPECT_CLOSED = { inspect: null, question: null, config: null, compare: null, filter: null };
+  const setSelectedId = (id) => setParams("benchmarks", { experiment: id, ...INSPECT_CLOSED });
   const [listVersion, setListVersion] = useState(0);
   const [experimentVersion, setExperimentVersion] = useState(0);
   const [preselect, setPreselect] = useState(null);
@@ -743,23 +753,27 @@ export function BenchmarksTab() {
   useEffect(() => on("inspect-experiment", ({ id }) => go("benchmarks", { experiment: id, inspect: id })), []);
   useEffect(() => on("open-experiment", ({ id }) => go("benchmarks", { experiment: id })), []);
   useEffect(() => on("select-document", ({ id }) => setPreselect(id)), []);
-  const refresh = () => { setListVersion((v) => v + 1); setExperimentVersion((v) => v + 1); };
+  const refresh = () => {
+    setListVersion((v) => v + 1);
+    setExperimentVersion((v) => v + 1);
+    emit(EXPERIMENTS_CHANGED, {}); // the step strip: a finished run may be the first Decision
+  };
   return html`<div>
     <style>${CSS}</style>
     ${inspecting ? html`<div>
       <${ErrorBox} error=${inspected.error} />
       ${inspectedData ? html`<${RetrievalInspect} experiment=${inspectedData}
-        onClose=${() => setParams("benchmarks", { inspect: null, question: null })} fmtMetric=${fmtMetric}
+        onClose=${() => setParams("benchmarks", INSPECT_CLOSED)} fmtMetric=${fmtMetric}
         title=${experimentTarget(inspectedData)} />`
         : html`<${Spinner} label="Loading the Experiment…" />`}
     </div>` : null}
-    <div class="bench-grid" style=${inspecting ? "display: none" : ""}>
+    <div class=${`bench-grid${selectedId ? " has-open" : ""}`} style=${inspecting ? "display: none" : ""}>
       <${BenchmarkForm} capabilities=${capabilities} preselect=${preselect}
         onStarted=${(id) => { setSelectedId(id); setListVersion((v) => v + 1); }} onFinished=${refresh} />
-      <div class="stack">
+      <div class="stack bench-side">
         <${ExperimentList} selectedId=${selectedId} onSelect=${setSelectedId} version=${listVersion} />
-        ${selectedId ? html`<${ExperimentView} id=${selectedId} version=${experimentVersion}
-          onInspect=${inspect} onChanged=${() => setListVersion((v) => v + 1)} />` : null}
+        ${selectedId ? html`<div class="open-experiment"><${ExperimentView} id=${selectedId} version=${experimentVersion}
+          onInspect=${inspect} onChanged=${() => setListVersion((v) => v + 1)} /></div>` : null}
       </div>
     </div>
   </div>`;

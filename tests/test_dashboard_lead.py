@@ -73,6 +73,24 @@ def test_a_new_corpus_is_the_one_shown_next(page, live_server):
     expect(page).to_have_url(f"{live_server}/app#documents/corpus/offices")
 
 
+def test_a_folder_ingested_into_a_new_corpus_shows_that_corpus(page, settings):
+    folder = settings.data_dir / "offices"
+    folder.mkdir(parents=True)
+    (folder / "berlin.md").write_text(BERLIN, encoding="utf-8")
+    (folder / "madrid.md").write_text(MADRID, encoding="utf-8")
+    page.goto("/app#documents")
+    documents = page.locator("#panel-documents")
+    documents.get_by_text("Ingest a folder of the server's data directory").click()
+    documents.get_by_label("Folder path").fill("offices")
+    documents.get_by_label("Folder corpus").fill("offices")
+    documents.get_by_role("button", name="Ingest folder").click()
+    expect(documents.get_by_role("status", name="Folder ingest summary")).to_be_visible(timeout=60_000)
+    corpora = documents.get_by_role("region", name="Corpora")
+    expect(corpora.get_by_label("Show corpus")).to_have_value("offices")
+    expect(documents.get_by_role("heading", name="Documents in offices (2)")).to_be_visible()
+    expect(corpora.get_by_role("button", name="Process corpus…")).to_be_visible()
+
+
 def test_benchmark_it_carries_the_corpus_scope_and_the_set(page, live_server):
     ids = {name: _upload(live_server, name, text) for name, text in (("berlin.md", BERLIN), ("madrid.md", MADRID))}
     _make_corpus_in_documents(page)

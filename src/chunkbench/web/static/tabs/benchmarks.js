@@ -410,7 +410,11 @@ function BenchmarkForm({ capabilities, preselect, onStarted, onFinished }) {
       placed.${corpus.data ? ` ${fmtInt(members.length)} documents${notIndexed ? `, ${fmtInt(notIndexed)} not indexed`
       : ""}.` : ""}</div>` : null}
     <${QuestionUpload} selected=${fileName} onUse=${setFileName}
-      onUploaded=${(name) => { if (!fileName) setFileName(name); setFileTick((t) => t + 1); }} />
+      onUploaded=${(name) => {
+        if (!fileName) setFileName(name);
+        // Other readers of the question files (the step strip, this form's list through its listener) read again.
+        emit(QUESTION_SETS_CHANGED, { name });
+      }} />
     ${validation.busy ? html`<${Spinner} label="Placing the evidence in the document…" />` : null}
     <${ErrorBox} error=${validation.error} />
     ${validation.data ? html`<${ValidationReport} report=${validation.data} />` : null}

@@ -409,6 +409,9 @@ function selectInText(container, from, to) {
   // element into view would not find the passage).
   const offset = range.getBoundingClientRect().top - container.getBoundingClientRect().top;
   container.scrollTop += offset - container.clientHeight / 2;
+  // And the page, when the text box itself reaches below the window (the strip and bars above it take room).
+  const { top, bottom } = range.getBoundingClientRect();
+  if (top < 0 || bottom > window.innerHeight) window.scrollBy(0, top - window.innerHeight / 2);
 }
 
 // The text cut where marks start and end; each piece is plain, or a <mark> naming whose evidence it is.

@@ -139,7 +139,11 @@ def test_a_corpus_made_processed_and_benchmarked_from_the_dashboard(page, live_s
         files=[{"name": "offices.json", "mimeType": "application/json", "buffer": json.dumps(QUESTIONS).encode()}]
     )
     expect(bench.get_by_role("status").filter(has_text="Uploaded offices.json")).to_be_visible()
-    expect(bench.get_by_role("button", name="Validate")).to_have_count(0)  # the run places the evidence
+    # Validation places each question's evidence in the member it names (not in one document of the corpus).
+    bench.get_by_role("button", name="Validate").click()
+    validation = bench.get_by_role("region", name="Validation")
+    expect(validation.get_by_role("status")).to_contain_text("valid 3 questions, 3 references · placed: 3 exact")
+    expect(validation.get_by_role("alert")).to_have_count(0)
     expect(bench.get_by_label("fixed_size")).to_be_checked()
     bench.get_by_label("MiniLM L6 v2 (local, bundled)").check()  # the Corpus-model axis, one model
     bench.get_by_label("top_k values").fill("1, 5")  # two configurations: a Decision between them

@@ -264,3 +264,37 @@ def test_contextual_retrieval_shows_its_prefix_and_an_old_cell_still_renders(
         len(old["retrieved"])
     )
     assert failed_requests == []
+
+
+def test_the_inspect_link_keeps_its_configuration_filter_and_side_by_side(page, experiment, failed_requests):
+    inspect = _open_inspect(page, experiment)
+    inspect.get_by_role("combobox", name="Configuration").select_option(BM25)
+    inspect.get_by_role("combobox", name="Show").select_option("hit")
+    inspect.get_by_role("group", name="Side by side with").get_by_label(DENSE).check()
+    rail = inspect.get_by_role("listbox", name="Questions (up and down keys)")
+    rail.get_by_role("option").filter(has_text="walls").click()
+    expect(inspect.get_by_role("heading", name="walls · question 4 of 4")).to_be_visible()
+    link = page.url
+    assert "/config/" in link and "/compare/" in link and "/filter/hit" in link
+
+    def same_view(view) -> None:
+        expect(view.get_by_role("combobox", name="Configuration")).to_have_value(BM25)
+        expect(view.get_by_role("combobox", name="Show")).to_have_value("hit")
+        expect(view.get_by_role("group", name="Side by side with").get_by_label(DENSE)).to_be_checked()
+        expect(view.get_by_role("heading", name="walls · question 4 of 4")).to_be_visible()
+        for key in (BM25, DENSE):
+            expect(view.get_by_role("region", name=key, exact=True)).to_be_visible()
+        expect(view.get_by_role("status").filter(has_text="questions:")).to_contain_text("hit@k 0")
+
+    # A reload opens the same view; so does the link pasted into another browser window.
+    page.reload()
+    same_view(page.locator("#panel-benchmarks").get_by_role("region", name="Retrieval Inspect"))
+    other = page.context.new_page()
+    other.goto(link)
+    same_view(other.locator("#panel-benchmarks").get_by_role("region", name="Retrieval Inspect"))
+    other.close()
+    # Closing Inspect forgets its state: the next Inspect opens on the defaults.
+    inspect = page.locator("#panel-benchmarks").get_by_role("region", name="Retrieval Inspect")
+    inspect.get_by_role("button", name="← Back to the Experiment").click()
+    assert "/config/" not in page.url and "/filter/" not in page.url
+    assert failed_requests == []

@@ -4,6 +4,7 @@ import { html, render, useState, useEffect } from "./vendor/htm-preact-standalon
 import { api, getApiKey, setApiKey } from "./api.js";
 import { on } from "./bus.js";
 import { go, useOpenTab } from "./router.js";
+import { StepStrip } from "./steps.js";
 import { TABS } from "./tabs/index.js";
 
 function Health() {
@@ -72,6 +73,7 @@ function App() {
       <${ApiKey} />
     </header>
     <main>
+      <${StepStrip} />
       ${TABS.filter((tab) => mounted.has(tab.id)).map((tab) => html`
         <section class="tab" role="tabpanel" id=${`panel-${tab.id}`} aria-labelledby=${`tab-${tab.id}`}
           hidden=${active !== tab.id}>

@@ -10,3 +10,19 @@ export function on(name, handler) {
   bus.addEventListener(name, listener);
   return () => bus.removeEventListener(name, listener);
 }
+
+// A hand-off to a tab that may not be mounted yet (tabs mount on first opening): the last detail is kept until the
+// receiving tab takes it, so "Benchmark it…" reaches a Benchmarks tab opened for the first time by that click.
+const handed = new Map();
+
+export function handOff(name, detail) {
+  handed.set(name, detail);
+  emit(name, detail);
+}
+
+/** The detail handed off under ``name`` and not yet taken (then forgotten), or null. */
+export function take(name) {
+  const detail = handed.get(name) ?? null;
+  handed.delete(name);
+  return detail;
+}

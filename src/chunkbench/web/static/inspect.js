@@ -167,9 +167,17 @@ export function RetrievalInspect({ experiment, onClose, fmtMetric, title }) {
   const metric = decision.metric || experiment.config.primary_metric;
   const configurations = new Map(experiment.configurations.map((c) => [c.key, c]));
   const keys = [...configurations.keys()];
-  const [configKey, setConfigKey] = useState(decision.best || decision.leader || keys[0]);
-  const [compared, setCompared] = useState(new Set());
-  const [filter, setFilter] = useState("all");
+  // The view's state lives in the URL (…/config/KEY/compare/K1,K2/filter/hit): a reload, or the link shared, opens
+  // the same configuration, side by side with the same others, the rail cut the same way. A value the Experiment
+  // does not have (a stale link) falls back to the default.
+  const [configParam, setConfigParam] = useRouteParam("benchmarks", "config");
+  const [compareParam, setCompareParam] = useRouteParam("benchmarks", "compare");
+  const [filterParam, setFilterParam] = useRouteParam("benchmarks", "filter");
+  const configKey = configurations.has(configParam) ? configParam : decision.best || decision.leader || keys[0];
+  const setConfigKey = (key) => setConfigParam(key, { replace: true });
+  const compared = new Set((compareParam || "").split(",").filter((key) => configurations.has(key)));
+  const filter = Object.hasOwn(FILTERS, filterParam || "") ? filterParam : "all";
+  const setFilter = (value) => setFilterParam(value === "all" ? null : value, { replace: true });
   const shown = [configKey, ...keys.filter((k) => k !== configKey && compared.has(k))];
   const questions = experiment.questions;
   // Deep link: #benchmarks/…/question/ID opens that question; stepping through questions replaces the entry.
@@ -182,7 +190,7 @@ export function RetrievalInspect({ experiment, onClose, fmtMetric, title }) {
   // A filter that leaves the open question out opens the first it lists.
   useEffect(() => {
     if (items.length && !items.some((item) => item.index === index)) setIndex(items[0].index);
-  }, [filter, configKey, compared]);
+  }, [filter, configKey, compareParam]);
   const question = questions[index];
   // A one-document Experiment's chunks and evidence carry no document id: they are all the Experiment's document's.
   const docOf = (item) => item.document_id || experiment.document.id;
@@ -194,11 +202,12 @@ export function RetrievalInspect({ experiment, onClose, fmtMetric, title }) {
     if (!c) return "—";
     return c.status === "ok" ? fmtMetric(metric, c.metrics?.[metric]) : c.status;
   };
-  const toggle = (key) => setCompared((keys) => {
-    const next = new Set(keys);
+  const toggle = (key) => {
+    const next = new Set(compared);
     next.has(key) ? next.delete(key) : next.add(key);
-    return next;
-  });
+    // In the Experiment's order, so one view has one URL whatever order the boxes were ticked in.
+    setCompareParam(keys.filter((k) => next.has(k)).join(",") || null, { replace: true });
+  };
   const context = {
     experiment, question, markdown, docOf, fmtMetric, winner: decision.best,
     sourceKeys: new Map((experiment.corpus?.documents || []).map((d) => [d.id, d.source_key || d.filename])),

@@ -6,8 +6,9 @@ import { html, useEffect, useRef, useState, ErrorBox, Spinner, ProgressBar, fmt,
   targetName } from "../ui.js";
 import { api, cancelJob, strategyCatalog, upload, waitForJob, withKey } from "../api.js";
 import { Breakdowns } from "../breakdowns.js";
-import { on } from "../bus.js";
-import { QUESTION_SETS_CHANGED } from "./questions.js";
+import { emit, on, take } from "../bus.js";
+import { EXPERIMENTS_CHANGED } from "../steps.js";
+import { BENCHMARK_SET, QUESTION_SETS_CHANGED } from "./questions.js";
 import { ExperimentCharts } from "../charts.js";
 import { Unavailable, offered, rerankers, useCapabilities } from "../capabilities.js";
 import { Term } from "../glossary.js";
@@ -28,6 +29,13 @@ const CSS = `
 .bench-grid { display: grid; gap: 1rem; grid-template-columns: minmax(340px, 5fr) minmax(0, 7fr); align-items: start; }
 .bench-inspect { display: grid; gap: 1rem; grid-template-columns: minmax(220px, 1fr) minmax(0, 3fr); align-items: start; }
 @media (max-width: 1000px) { .bench-grid { grid-template-columns: minmax(0, 1fr); } }
+/* One column: an open Experiment (a deep link, a run just started) comes first, above the form and the list, rather
+   than a screen or more below the fold. */
+@media (max-width: 1000px) {
+  .bench-grid.has-open > .bench-side { order: -1; display: flex; flex-direction: column; gap: 1rem; }
+  .bench-grid.has-open > .bench-side > * { margin-top: 0; }
+  .bench-grid.has-open > .bench-side > .open-experiment { order: -1; }
+}
 @media (max-width: 760px) { .bench-inspect { grid-template-columns: minmax(0, 1fr); } }
 `;
 const LIVE_POLL_MS = 1500; // how often running Experiments' counts are read again
@@ -277,6 +285,25 @@ function BenchmarkForm({ capabilities, preselect, onStarted, onFinished }) {
   useEffect(() => { if (corpora.data && !listed) setCorpusName(corpusList[0]?.name || ""); }, [corpora.data]);
   useEffect(() => { setStrategies(new Set(processed)); }, [target, documentId, documents.data, corpus.data]);
   useEffect(() => { if (!fileName && questionFiles[0]) setFileName(questionFiles[0].name); }, [files.data]);
+  // "Benchmark it…" in Questions: its set on the scope it was written on (a corpus set on one document would leave
+  // every other document's evidence unplaced). Taken on mount too: the click may be what first opens this tab.
+  useEffect(() => {
+    const apply = (handed) => {
+      if (!handed) return;
+      if (handed.corpus) {
+        setTarget("corpus");
+        setCorpusName(handed.corpus);
+        setCorpusTick((t) => t + 1); // a corpus made since this tab last read the list
+      } else {
+        setTarget("document");
+        if (handed.documentId) setDocumentId(handed.documentId);
+      }
+      setFileName(handed.name);
+      setFileTick((t) => t + 1);
+    };
+    apply(take(BENCHMARK_SET));
+    return on(BENCHMARK_SET, () => apply(take(BENCHMARK_SET)));
+  }, []);
   // Only what can work is offered: the judge and rerankers the server can run (GET /admin/capabilities).
   const judgeOk = offered(capabilities, capabilities.data?.judge);
   const rerankOptions = rerankers(capabilities);
@@ -307,7 +334,10 @@ function BenchmarkForm({ capabilities, preselect, onStarted, onFinished }) {
   const validate = async () => {
     setValidation({ data: null, error: null, busy: true });
     try {
-      const data = await api(`/admin/questions/${encodeURIComponent(fileName)}`, { query: { document_id: documentId } });
+      const data = await api(`/admin/questions/${encodeURIComponent(fileName)}`, {
+        // A corpus's set names several documents: its evidence is placed in every member, not in one document.
+        query: { document_id: onCorpus ? members.map((d) => d.id) : documentId },
+      });
       setValidation({ data, error: null, busy: false });
     } catch (error) {
       setValidation({ data: null, error, busy: false });
@@ -372,15 +402,19 @@ function BenchmarkForm({ capabilities, preselect, onStarted, onFinished }) {
           ${questionFiles.map((f) => html`<option key=${f.name} value=${f.name}>
             ${f.name}${f.error ? " (unreadable)" : ` (${f.question_count} questions)`}</option>`)}
         </select></label>
-      ${onCorpus ? null : html`<button class="secondary" disabled=${!documentId || !fileName || busy}
-        onClick=${validate}>Validate</button>`}
+      <button class="secondary" disabled=${!(onCorpus ? members.length : documentId) || !fileName || busy}
+        onClick=${validate}>Validate</button>
     </div>
     ${onCorpus ? html`<div class="muted">Each question names its document (<span class="mono">document_id</span>: an id,
       source key, filename or stem); the dry run and the run place every snippet in it and refuse what cannot be
       placed.${corpus.data ? ` ${fmtInt(members.length)} documents${notIndexed ? `, ${fmtInt(notIndexed)} not indexed`
       : ""}.` : ""}</div>` : null}
     <${QuestionUpload} selected=${fileName} onUse=${setFileName}
-      onUploaded=${(name) => { if (!fileName) setFileName(name); setFileTick((t) => t + 1); }} />
+      onUploaded=${(name) => {
+        if (!fileName) setFileName(name);
+        // Other readers of the question files (the step strip, this form's list through its listener) read again.
+        emit(QUESTION_SETS_CHANGED, { name });
+      }} />
     ${validation.busy ? html`<${Spinner} label="Placing the evidence in the document…" />` : null}
     <${ErrorBox} error=${validation.error} />
     ${validation.data ? html`<${ValidationReport} report=${validation.data} />` : null}
@@ -707,7 +741,9 @@ export function BenchmarksTab() {
   // Deep links: #benchmarks/experiment/ID (the open Experiment), …/inspect/ID (Retrieval Inspect on it).
   const [selectedId] = useRouteParam("benchmarks", "experiment");
   const [inspecting, setInspecting] = useRouteParam("benchmarks", "inspect");
-  const setSelectedId = (id) => setParams("benchmarks", { experiment: id, inspect: null, question: null });
+  // Inspect's own parameters (question, configuration, side by side, filter) belong to the Experiment inspected.
+  const INSPECT_CLOSED = { inspect: null, question: null, config: null, compare: null, filter: null };
+  const setSelectedId = (id) => setParams("benchmarks", { experiment: id, ...INSPECT_CLOSED });
   const [listVersion, setListVersion] = useState(0);
   const [experimentVersion, setExperimentVersion] = useState(0);
   const [preselect, setPreselect] = useState(null);
@@ -721,23 +757,27 @@ export function BenchmarksTab() {
   useEffect(() => on("inspect-experiment", ({ id }) => go("benchmarks", { experiment: id, inspect: id })), []);
   useEffect(() => on("open-experiment", ({ id }) => go("benchmarks", { experiment: id })), []);
   useEffect(() => on("select-document", ({ id }) => setPreselect(id)), []);
-  const refresh = () => { setListVersion((v) => v + 1); setExperimentVersion((v) => v + 1); };
+  const refresh = () => {
+    setListVersion((v) => v + 1);
+    setExperimentVersion((v) => v + 1);
+    emit(EXPERIMENTS_CHANGED, {}); // the step strip: a finished run may be the first Decision
+  };
   return html`<div>
     <style>${CSS}</style>
     ${inspecting ? html`<div>
       <${ErrorBox} error=${inspected.error} />
       ${inspectedData ? html`<${RetrievalInspect} experiment=${inspectedData}
-        onClose=${() => setParams("benchmarks", { inspect: null, question: null })} fmtMetric=${fmtMetric}
+        onClose=${() => setParams("benchmarks", INSPECT_CLOSED)} fmtMetric=${fmtMetric}
         title=${experimentTarget(inspectedData)} />`
         : html`<${Spinner} label="Loading the Experiment…" />`}
     </div>` : null}
-    <div class="bench-grid" style=${inspecting ? "display: none" : ""}>
+    <div class=${`bench-grid${selectedId ? " has-open" : ""}`} style=${inspecting ? "display: none" : ""}>
       <${BenchmarkForm} capabilities=${capabilities} preselect=${preselect}
         onStarted=${(id) => { setSelectedId(id); setListVersion((v) => v + 1); }} onFinished=${refresh} />
-      <div class="stack">
+      <div class="stack bench-side">
         <${ExperimentList} selectedId=${selectedId} onSelect=${setSelectedId} version=${listVersion} />
-        ${selectedId ? html`<${ExperimentView} id=${selectedId} version=${experimentVersion}
-          onInspect=${inspect} onChanged=${() => setListVersion((v) => v + 1)} />` : null}
+        ${selectedId ? html`<div class="open-experiment"><${ExperimentView} id=${selectedId} version=${experimentVersion}
+          onInspect=${inspect} onChanged=${() => setListVersion((v) => v + 1)} /></div>` : null}
       </div>
     </div>
   </div>`;

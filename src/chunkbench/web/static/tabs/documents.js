@@ -55,7 +55,7 @@ function DocumentsView({ format, openTab }) {
   const corpus = shownCorpus || ""; // "": every document
   const [picked, setPicked] = useState(() => new Set()); // documents ticked for a corpus action
   return html`<div class="stack">
-    ${spec ? html`<${Uploader} spec=${spec} onSelect=${setSelected} />` : html`<${Spinner} label="Loading formats…" />`}
+    ${spec ? html`<${Uploader} spec=${spec} onSelect=${setSelected} onCorpus=${setCorpus} />` : html`<${Spinner} label="Loading formats…" />`}
     <${CorpusPanel} corpus=${corpus} onCorpus=${setCorpus} picked=${picked} onPicked=${setPicked} />
     ${spec && html`<${DocumentList} spec=${spec} selected=${selected} onSelect=${setSelected} corpus=${corpus}
       picked=${picked} onPicked=${setPicked} />`}
@@ -74,7 +74,7 @@ const OUTCOME_TEXT = {
 // Green only when this list gained or renewed a document; "unchanged" added nothing.
 const OUTCOME_TONE = { created: "good", replaced: "good", unchanged: "" };
 
-function Uploader({ spec, onSelect }) {
+function Uploader({ spec, onSelect, onCorpus }) {
   const [items, setItems] = useState([]);
   const [over, setOver] = useState(false);
   const input = useRef(null);
@@ -121,7 +121,7 @@ function Uploader({ spec, onSelect }) {
     ${finished && html`<div class="row" style="margin-top:0.5rem"><button class="secondary"
       onClick=${() => setItems((list) => list.filter((i) => i.state === "queued" || i.state === "uploading"))}>
       Clear finished uploads</button></div>`}`}
-    <${FolderIngest} onSelect=${onSelect} />
+    <${FolderIngest} onSelect=${onSelect} onCorpus=${onCorpus} />
   </div>`;
 }
 
@@ -148,7 +148,7 @@ function uploadSummary(items) {
 
 // Ingest a folder of the server's data directory (POST /documents/index-directory): every file under it comes
 // back, ingested, refused with the error, or skipped with the reason, under the server's summary line.
-function FolderIngest({ onSelect }) {
+function FolderIngest({ onSelect, onCorpus }) {
   const [path, setPath] = useState("");
   const [corpus, setCorpus] = useState("");
   const [busy, setBusy] = useState(false);
@@ -162,6 +162,8 @@ function FolderIngest({ onSelect }) {
       const body = await api("/documents/index-directory", { method: "POST",
         json: { path: path.trim(), corpus: corpus.trim() || null } });
       setResult(body);
+      // The folder's corpus, as one made from ticked rows, is the one shown next (its Process action at hand).
+      if (corpus.trim()) onCorpus?.(corpus.trim());
       emit(CHANGED, {});
     } catch (e) {
       setError(e);
@@ -278,11 +280,17 @@ function CorpusPanel({ corpus, onCorpus, picked, onPicked }) {
   const path = (n) => `/corpora/${encodeURIComponent(n)}`;
   const create = (event) => {
     event.preventDefault();
+    let made = null;
     act(async () => {
-      const made = await api("/corpora", { method: "POST",
+      made = await api("/corpora", { method: "POST",
         json: { name: name.trim(), description: description.trim() || null, document_ids: ids } });
       return `Created ${made.name} with ${fmtInt(made.document_count)} document${made.document_count === 1 ? "" : "s"}.`;
-    }, () => { setCreating(false); setName(""); setDescription(""); onPicked(new Set()); });
+    }, () => {
+      setCreating(false); setName(""); setDescription(""); onPicked(new Set());
+      // The corpus just made is the one to work on next (process it, write its questions): it is shown, with its
+      // actions, rather than left for the person to find in the picker.
+      onCorpus(made.name);
+    });
   };
   const add = () => act(async () => {
     const body = await api(`${path(target)}/documents`, { method: "POST", json: { document_ids: ids } });

@@ -6,10 +6,12 @@
 import { html, useEffect, useRef, useState, ErrorBox, Spinner, fmtInt, useApi } from "../ui.js";
 import { useLayoutEffect, useMemo } from "../vendor/htm-preact-standalone.module.js";
 import { api, withKey } from "../api.js";
-import { emit, on } from "../bus.js";
+import { emit, handOff, on } from "../bus.js";
 
 // Emitted after every change to a question file: lists of question files (Benchmarks) read theirs again.
 export const QUESTION_SETS_CHANGED = "question-sets-changed";
+// "Benchmark it…": the set and the scope it was written on (a corpus, or one document), for the Benchmarks form.
+export const BENCHMARK_SET = "benchmark-question-set";
 const NEW_SET = ""; // the set picker's "new set" entry
 // Documents whose markdown exists (states before parsing, and failures, have none).
 const UNREAD = new Set(["discovered", "parsing", "failed"]);
@@ -152,7 +154,11 @@ export function QuestionsTab({ active, openTab }) {
         the Documents tab (tick documents, then New corpus…).</div>` : null}
       ${noDocuments ? html`<div class="notice">${scope === "corpus" ? "This corpus has no document with text yet."
         : "No document yet: upload one in the Documents tab, then come back to select its evidence."}</div>` : null}
-      <${SetStatus} set=${set} name=${setName} openTab=${openTab} />
+      <${SetStatus} set=${set} name=${setName} onBenchmark=${() => {
+        handOff(BENCHMARK_SET, scope === "corpus" ? { name: setName, corpus: corpusName }
+          : { name: setName, documentId: doc?.id || null });
+        openTab?.("benchmarks");
+      }} />
     </section>
     ${doc ? html`<${Workbench} doc=${doc} set=${set} target=${target} onSaved=${saved} scope=${scope} />` : null}
     ${set ? html`<${QuestionList} set=${set} onSaved=${saved} onDeleted=${deleted} />` : null}
@@ -161,7 +167,7 @@ export function QuestionsTab({ active, openTab }) {
 }
 
 // The set's standing: how many questions, whether every piece of evidence still lands where it was taken from.
-function SetStatus({ set, name, openTab }) {
+function SetStatus({ set, name, onBenchmark }) {
   if (!name) return html`<div class="muted" data-testid="set-status">A new set is written when its first question is
     added.</div>`;
   if (!set) return null;
@@ -175,7 +181,7 @@ function SetStatus({ set, name, openTab }) {
     <span>${plural(set.file.question_count, "question")}, ${plural(set.file.reference_count, "piece")} of evidence${
       problems || !counts.references ? "" : where}</span>
     <a href=${`${setPath(name)}/download`} download=${name} onClick=${withKey}>Download ${name}</a>
-    <button class="link" onClick=${() => openTab?.("benchmarks")}>Benchmark it…</button>
+    <button class="link" onClick=${onBenchmark}>Benchmark it…</button>
   </div>`;
 }
 
@@ -303,12 +309,14 @@ function Workbench({ doc, set, target, onSaved, scope }) {
 
 // What can be done with the current selection.
 function SelectionBar({ selection, drafting, questions, existing, onExisting, onNew, onAdd, onClear, busy }) {
-  if (!selection) return html`<div class="muted small selection-bar" data-testid="selection">No selection: drag across
-    the text, or find a phrase.</div>`;
+  // Both states are one box of one fixed height (styles.css): the text below must not move while a drag selects in
+  // it (a bar that grew on the first selected character pushed it down mid-drag, under the pointer).
+  if (!selection) return html`<div class="muted small selection-bar" data-testid="selection">
+    <div class="selection-line">No selection: drag across the text, or find a phrase.</div></div>`;
   return html`<div class="selection-bar" data-testid="selection" role="group" aria-label="Selection">
-    <div><span class="mono small">characters ${fmtInt(selection.start)}–${fmtInt(selection.end)}</span>
+    <div class="selection-line" title=${selection.content}><span class="mono small">characters ${fmtInt(selection.start)}–${fmtInt(selection.end)}</span>
       “${clip(selection.content)}”</div>
-    <div class="row">
+    <div class="row selection-actions">
       <button class="primary" onClick=${onNew} disabled=${busy}>${drafting ? "Add to the new question"
         : "Evidence for a new question"}</button>
       ${questions.length ? html`<select aria-label="Existing question" value=${existing}
@@ -401,6 +409,9 @@ function selectInText(container, from, to) {
   // element into view would not find the passage).
   const offset = range.getBoundingClientRect().top - container.getBoundingClientRect().top;
   container.scrollTop += offset - container.clientHeight / 2;
+  // And the page, when the text box itself reaches below the window (the strip and bars above it take room).
+  const { top, bottom } = range.getBoundingClientRect();
+  if (top < 0 || bottom > window.innerHeight) window.scrollBy(0, top - window.innerHeight / 2);
 }
 
 // The text cut where marks start and end; each piece is plain, or a <mark> naming whose evidence it is.
@@ -448,12 +459,45 @@ function QuestionList({ set, onSaved, onDeleted }) {
       onSaved(await api(`${setPath(name)}/questions/${encodeURIComponent(id)}`, { method: "DELETE" }));
     }
     setConfirming(null);
+    setRemoved(null); // its question may be gone: nothing to put back
   });
-  const removeReference = (id, i) => act(async () => onSaved(
-    await api(`${setPath(name)}/questions/${encodeURIComponent(id)}/references/${i}`, { method: "DELETE" })));
+  // A removal acts at once (one click, one keystroke), so it can be taken back: the passage is kept until the next
+  // change, and Undo (or Ctrl+Z outside a text field) adds it to its question again, at the same offsets.
+  const [removed, setRemoved] = useState(null); // {id, reference}: the last piece of evidence removed
+  useEffect(() => setRemoved(null), [name]);
+  const removeReference = (id, i) => act(async () => {
+    const q = set.questions.find((x) => x.id === id);
+    const r = q.references[i];
+    const reference = { document: r.document || q.document_id || null, content: r.content,
+      start_index: r.start_index ?? null, end_index: r.end_index ?? null };
+    onSaved(await api(`${setPath(name)}/questions/${encodeURIComponent(id)}/references/${i}`, { method: "DELETE" }));
+    setRemoved({ id, reference });
+  });
+  const undo = () => act(async () => {
+    if (!removed) return;
+    const json = Object.fromEntries(Object.entries(removed.reference).filter(([, v]) => v !== null));
+    onSaved(await api(`${setPath(name)}/questions/${encodeURIComponent(removed.id)}/references`, { method: "POST", json }));
+    setRemoved(null);
+  });
+  useEffect(() => {
+    if (!removed) return undefined;
+    const onKey = (event) => {
+      const typing = event.target.closest?.("input, textarea, select, [contenteditable]");
+      if ((event.ctrlKey || event.metaKey) && !event.shiftKey && event.key.toLowerCase() === "z" && !typing) {
+        event.preventDefault();
+        undo();
+      }
+    };
+    document.addEventListener("keydown", onKey);
+    return () => document.removeEventListener("keydown", onKey);
+  }, [removed, name]);
   return html`<section class="panel stack" aria-label="Questions of the set">
     <h2>${name} <span class="muted">(${plural(set.questions.length, "question")})</span></h2>
     <${ErrorBox} error=${error} />
+    ${removed ? html`<div class="notice row" role="status" data-testid="undo-removal" style="align-items:center">
+      <span>Removed “${clip(removed.reference.content, 60)}” from ${removed.id}.</span>
+      <button class="secondary" disabled=${busy} onClick=${undo}>Undo</button>
+      <button class="link" onClick=${() => setRemoved(null)} aria-label="Dismiss">dismiss</button></div>` : null}
     <div class="scroll"><table class="data" aria-label="Questions">
       <thead><tr><th>id</th><th>question</th><th>expected answer</th><th>evidence</th><th></th></tr></thead>
       <tbody>${set.questions.map((q) => html`<tr key=${q.id} data-testid="question-row">

@@ -46,6 +46,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.browser)
+            # The live server runs the app in this process: a page that processes, queries or benchmarks loads
+            # MiniLM here, so every browser test is in the model tier too (both tiers are outside `make test-fast`).
+            item.add_marker(pytest.mark.model)
 
 
 @pytest.fixture(scope="session", autouse=True)

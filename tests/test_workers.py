@@ -34,6 +34,7 @@ from test_benchmarks import QUESTIONS, _figures, processed_handbook
 
 pytestmark = [
     pytest.mark.postgres,
+    pytest.mark.model,  # the benchmark test processes its handbook with MiniLM in this process (the API's)
     pytest.mark.skipif(not ON_POSTGRES, reason="the task queue is PostgreSQL's (procrastinate)"),
 ]
 

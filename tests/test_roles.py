@@ -15,6 +15,7 @@ from chunkbench.cli import app as cli_app
 from chunkbench.errors import VectorStoreError
 from chunkbench.storage.points import collection_name
 from chunkbench.storage.schema import DocumentRow, StrategyRunRow
+from chunkbench.tenants import accounts
 from test_auth import cli  # noqa: F401 (a fixture: the CLI on the test's data directory and database)
 from test_benchmarks import QUESTIONS
 from test_queries import HANDBOOK
@@ -39,10 +40,10 @@ def deployment(settings):
         keys: dict[str, dict[str, str]] = {}
         with client.app.state.database.session() as session:
             for tenant in ("tenant-a", "tenant-b"):
-                keys.create_tenant(session, tenant, tenant_id=tenant)
-                keys[tenant] = _bearer(keys.create_key(session, tenant)[1])
-                keys[f"{tenant}-admin"] = _bearer(keys.create_key(session, tenant, admin=True)[1])
-            keys["operator"] = _bearer(keys.create_key(session, "default", operator=True)[1])
+                accounts.create_tenant(session, tenant, tenant_id=tenant)
+                keys[tenant] = _bearer(accounts.create_key(session, tenant)[1])
+                keys[f"{tenant}-admin"] = _bearer(accounts.create_key(session, tenant, admin=True)[1])
+            keys["operator"] = _bearer(accounts.create_key(session, "default", operator=True)[1])
         docs = {}
         for tenant in ("tenant-a", "tenant-b"):
             files = {"file": (f"{tenant}.md", HANDBOOK.encode())}

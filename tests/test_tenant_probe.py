@@ -20,6 +20,7 @@ from chunkbench.storage.points import collection_name
 from chunkbench.storage.question_files import QuestionFileRepository
 from chunkbench.storage.repositories import DocumentRepository
 from chunkbench.storage.schema import AppSettingRow, Base, DocumentRow
+from chunkbench.tenants import accounts
 from test_benchmarks import QUESTIONS
 from test_queries import HANDBOOK
 
@@ -45,9 +46,9 @@ def tenants(settings):
         keys = {}
         with client.app.state.database.session() as session:
             for tenant in (A, B):
-                keys.create_tenant(session, tenant, tenant_id=tenant)
-                keys[tenant] = {"Authorization": f"Bearer {keys.create_key(session, tenant)[1]}"}
-                admin = keys.create_key(session, tenant, admin=True)[1]
+                accounts.create_tenant(session, tenant, tenant_id=tenant)
+                keys[tenant] = {"Authorization": f"Bearer {accounts.create_key(session, tenant)[1]}"}
+                admin = accounts.create_key(session, tenant, admin=True)[1]
                 keys[f"{tenant}-admin"] = {"Authorization": f"Bearer {admin}"}
         a = keys[A]
         text = HANDBOOK + f"\n\nThe probe word is {markers['document']}.\n"

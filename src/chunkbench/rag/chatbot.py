@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
@@ -16,10 +15,10 @@ from chunkbench.errors import ChunkbenchError
 from chunkbench.indexing import processing
 from chunkbench.indexing.schemas import ProcessIn
 from chunkbench.llm.client import get_llm_client
-from chunkbench.rag.schemas import ChatFileOut, ChatHealthOut, ChatIndexOut, ChatQueryOut, ChatSourceOut
-from chunkbench.retrieval import pipeline
+from chunkbench.rag import guarded_query
+from chunkbench.rag.schemas import ChatFileOut, ChatHealthOut, ChatIndexOut, ChatQueryOut, ChatSourceOut, RAGRequest
 from chunkbench.retrieval.schemas import ServingConfig
-from chunkbench.retrieval.serving import get_indexed_serving_config, get_serving_config, serving_plan
+from chunkbench.retrieval.serving import get_serving_config
 from chunkbench.schemas import ErrorOut
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DocumentRow
@@ -28,12 +27,9 @@ from chunkbench.storage.vectors import VectorStore
 _SOURCE_PREVIEW_CHARS = 200
 
 
-def _serving(database: Database, tenant_id: str, *, indexed: bool = False) -> ServingConfig:
-    """The tenant's serving configuration; ``indexed``: once every document it searches is indexed (409 otherwise:
-    an answer must not come from a corpus whose points were removed; indexing and health need no such check)."""
+def _serving(database: Database, tenant_id: str) -> ServingConfig:
+    """The tenant's serving configuration (indexing and health need not every document it searches indexed)."""
     with database.session() as session:
-        if indexed:
-            return get_indexed_serving_config(session, tenant_id)
         return get_serving_config(session, tenant_id)
 
 
@@ -126,23 +122,23 @@ def index_directory(
 def answer(
     database: Database, settings: Settings, store: VectorStore, question: str, top_k: int | None, *, tenant_id: str
 ) -> ChatQueryOut:
-    """``POST /api/query``: search every document of the tenant with the serving configuration, then answer."""
-    started = time.perf_counter()
-    config = _serving(database, tenant_id, indexed=True)
-    result = pipeline.run(settings, store, serving_plan(settings, config, question, tenant_id=tenant_id, top_k=top_k))
-    assert result.answer is not None
+    """``POST /api/query``: ``/v1/query``'s answer (guarded, PII redacted, the serving configuration over the whole
+    corpus), each question afresh (no semantic cache), in the chatbot's shape: the first 200 characters per source."""
+    result = guarded_query.answer_query(
+        database, settings, store, None, RAGRequest(query=question, top_k=top_k), tenant_id=tenant_id
+    )
     return ChatQueryOut(
-        answer=result.answer.text,
+        answer=result.answer,
         sources=[
             ChatSourceOut(
-                text=source.chunk.text[:_SOURCE_PREVIEW_CHARS],
-                score=source.chunk.score,
-                source=source.chunk.document_name,
-                injection_flagged=source.verdict is not None and source.verdict.flagged,
+                text=source.text[:_SOURCE_PREVIEW_CHARS],
+                score=source.score,
+                source=source.filename,
+                injection_flagged=source.injection_flagged,
             )
             for source in result.sources
         ],
-        latency_ms=round((time.perf_counter() - started) * 1000, 1),
+        latency_ms=result.latency_ms,
     )
 
 

@@ -1,4 +1,5 @@
-"""``POST /v1/query`` (docs/service.md): guard → redact → cache → retrieve + answer → redact → cache.
+"""Asking the corpus (``POST /v1/query``; ``POST /api/query`` renders the same answer in the chatbot's shape,
+without the cache; docs/service.md): guard → redact → cache → retrieve + answer → redact → cache.
 
 1. The prompt-injection guard reads the raw query; a flagged one gets a fixed refusal: no retrieval, no cache.
 2. PII is redacted from the query before anything else sees it: the cache (keys and vectors), the embedder,
@@ -16,13 +17,12 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from chunkbench.config import Settings
 from chunkbench.embedding import roles
-from chunkbench.embedding.registry import get_spec
 from chunkbench.guard.injection import InjectionDetector
 from chunkbench.guard.pii import detector_from_settings, policy_from_settings, redact
 from chunkbench.metrics import INJECTIONS_BLOCKED, PII_DETECTIONS
@@ -73,13 +73,15 @@ def answer_query(
     database: Database,
     settings: Settings,
     store: VectorStore,
-    cache: SemanticCache,
+    cache: SemanticCache | None,
     request: RAGRequest,
     *,
     tenant_id: str,
     request_id: str | None = None,
 ) -> RAGResponse:
-    """Answer ``request`` for ``tenant_id`` over its whole corpus (see the module docstring for the order)."""
+    """Answer ``request`` for ``tenant_id`` over its whole corpus (see the module docstring for the order): the one
+    way a face asks the corpus (``/v1/query``; ``/api/query`` with no ``cache``: each chat question is answered
+    afresh)."""
     started = time.perf_counter()
     request_id = request_id or uuid.uuid4().hex
     pii: dict[str, dict[str, int]] = {"query": {}, "answer": {}, "document": {}}
@@ -98,13 +100,14 @@ def answer_query(
             config = get_indexed_serving_config(session, tenant_id)
             # Read before answering: an answer tagged with it is stale as soon as the documents change after.
             generation = corpus_generation.current(session, tenant_id)
-        corpus = get_spec(config.corpus_model_id)
+        plan = serving_plan(settings, config, query, tenant_id=tenant_id, top_k=request.top_k,
+                            max_tokens=request.max_tokens)  # fmt: skip
         # One embedding of the sanitised query at most, shared by the cache lookup, the retrieval and the entry.
-        query_vector = _QueryVector(lambda: roles.embed_query(corpus, query, settings))
-        top_k = request.top_k or config.top_k
-        scope = CacheScope(tenant_id, request.session_id, top_k, fingerprint(config))
-        if settings.cache_enabled:
-            hit = cache.get(scope, query, generation=generation, vector=query_vector)
+        query_vector = _QueryVector(lambda: roles.embed_query(plan.corpus, query, settings))
+        lookup = cache if settings.cache_enabled else None
+        scope = CacheScope(tenant_id, request.session_id, plan.top_k, fingerprint(config))
+        if lookup is not None:
+            hit = lookup.get(scope, query, generation=generation, vector=query_vector)
             if hit is not None:
                 outcome = f"hit_{hit.kind}"
                 value: _CachedAnswer = hit.value
@@ -113,11 +116,7 @@ def answer_query(
                     cached=hit.kind,
                 )  # fmt: skip
 
-        plan = serving_plan(
-            settings, config, query, tenant_id=tenant_id, top_k=top_k, max_tokens=request.max_tokens,
-            query_vector=query_vector.value,
-        )  # fmt: skip
-        found = pipeline.run(settings, store, plan)
+        found = pipeline.run(settings, store, replace(plan, query_vector=query_vector.value))
         assert found.answer is not None
         answer = redact(found.answer.text, policy, detectors)
         pii["answer"] = answer.counts
@@ -140,10 +139,10 @@ def answer_query(
                 )
             )  # fmt: skip
         value = _CachedAnswer(answer.text, found.answer.mode, tuple(sources))
-        if settings.cache_enabled:
+        if lookup is not None:
             if query_vector.value is None:
                 query_vector.value = found.query_vector  # retrieval embedded it (None: BM25 alone)
-            cache.set(scope, query, query_vector(), value, generation=generation)
+            lookup.set(scope, query, query_vector(), value, generation=generation)
         outcome = "answered"
         return _response(query, value.answer, value.answer_mode, value.sources, started, request_id, pii)
     finally:

@@ -47,7 +47,7 @@ def rankings(questions: list[str]) -> dict[str, dict[str, list[list]]]:
         for retriever in ("dense", "bm25", "hybrid"):
             hits = retrieve(
                 store, settings, strategy="fixed_size", corpus_spec=spec, retriever=retriever, question=question,
-                query_vector=vector, tenant_id=DEFAULT_TENANT, document_id=None, top_k=12, score_floor=None,
+                query_vector=vector, tenant_id=DEFAULT_TENANT, document_id=None, limit=12, score_floor=None,
             )  # fmt: skip
             found[question][retriever] = [[hit.document_name, hit.chunk_index, hit.score] for hit in hits]
     return found

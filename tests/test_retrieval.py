@@ -120,7 +120,7 @@ def run(
         query_vector=vector,
         tenant_id=tenant_id,
         document_id=document_id,
-        top_k=top_k,
+        limit=top_k,
         score_floor=score_floor,
     )
 
@@ -166,8 +166,13 @@ def test_scores_descend_and_top_k_is_respected(
             assert 1 <= len(hits) <= top_k
             scores = [h.score for h in hits]
             assert scores == sorted(scores, reverse=True)
-    with pytest.raises(QueryError, match="top_k"):
-        run(corpus_store, settings, "dense", CODE_QUERY, vector, top_k=0)
+    # The bounds are the plan's (checked once, there); nothing below it checks them again.
+    plan = pipeline.make_plan(
+        settings, question=CODE_QUERY, scope=pipeline.Scope.document("t1", "d1"), strategy=FIXED, corpus=SPEC,
+        retriever="dense", top_k=0, answer="none", query_vector=vector,
+    )  # fmt: skip
+    with pytest.raises(QueryError, match="top_k must be between 1 and"):
+        pipeline.run(settings, corpus_store, plan)
 
 
 @pytest.mark.model
@@ -211,7 +216,7 @@ def test_parents_are_never_search_hits(store: VectorStore, settings: Settings) -
         random_dense(2), strategy=PARENT_CHILD)  # fmt: skip
     hits = retrieve(
         store, settings, strategy=PARENT_CHILD, corpus_spec=SPEC, retriever="bm25", question="alpha charlie",
-        query_vector=None, tenant_id="t1", document_id="p1", top_k=10, score_floor=None,
+        query_vector=None, tenant_id="t1", document_id="p1", limit=10, score_floor=None,
     )  # fmt: skip
     assert {h.text for h in hits} == set(texts)
 

@@ -21,6 +21,6 @@ class PhraseRetriever(Retriever):
     uses_sparse = True
 
     def search(self, store: VectorStore, request: SearchRequest) -> list[RetrievedChunk]:
-        candidates = get_retriever("bm25").search(store, replace(request, top_k=max(request.top_k, MAX_TOP_K)))
+        candidates = get_retriever("bm25").search(store, replace(request, limit=max(request.limit, MAX_TOP_K)))
         phrase = " ".join(request.question.lower().split())
-        return [hit for hit in candidates if phrase in " ".join(hit.text.lower().split())][: request.top_k]
+        return [hit for hit in candidates if phrase in " ".join(hit.text.lower().split())][: request.limit]

@@ -119,7 +119,7 @@ def make_plan(
     ranking_depth: int = 0,
 ) -> QueryPlan:
     """A plan whose unset knobs come from ``settings`` (top_k, Neighbor Expansion, candidates, score floor, guard)."""
-    top = top_k or settings.top_k
+    top = settings.top_k if top_k is None else top_k
     candidates = max(top, candidate_k or settings.rerank_candidate_k) if rerank != "none" else top
     return QueryPlan(
         question=question,
@@ -228,7 +228,7 @@ def run(settings: Settings, store: VectorStore, plan: QueryPlan) -> QueryResult:
         ranking = retrieve(
             store, settings, strategy=plan.strategy, corpus_spec=plan.corpus, retriever=plan.retriever,
             question=plan.question, query_vector=vector, tenant_id=plan.tenant_id,
-            document_id=plan.scope.store_filter, top_k=plan.candidate_k, score_floor=plan.score_floor, exact=plan.exact,
+            document_id=plan.scope.store_filter, limit=plan.candidate_k, score_floor=plan.score_floor, exact=plan.exact,
             depth=plan.ranking_depth,
         )  # fmt: skip
     client = get_llm_client(settings) if plan.answer == "auto" or plan.rerank == "llm" else None

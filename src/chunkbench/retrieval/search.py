@@ -15,7 +15,7 @@ from chunkbench.config import Settings
 from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.embedding.sparse import Bm25Encoder
 from chunkbench.errors import CollectionMissingError, QueryError
-from chunkbench.limits import MAX_CANDIDATE_K, MAX_TOP_K
+from chunkbench.limits import MAX_TOP_K
 from chunkbench.models import RetrieverName, StrategyName
 from chunkbench.storage.points import QueryMode
 from chunkbench.storage.vectors import VectorStore
@@ -113,7 +113,9 @@ class SearchRequest:
     document_id: str | tuple[str, ...] | None  # one document, several, or the tenant's whole corpus
     question: str
     query_vector: np.ndarray | None
-    top_k: int
+    # How many hits: the plan's candidate pool (its top_k, or the reranker's candidates), or a benchmark's deeper
+    # ranking. The plan checked the bounds (pipeline._check); nothing below it checks them again.
+    limit: int
     # Candidates each vector contributes before fusion (hybrid): the reranker's candidate pool at least.
     prefetch_limit: int | None = None
     # Exhaustive search (benchmarks, evaluation: figures repeat); False lets the store walk its HNSW graph (serving).
@@ -131,14 +133,14 @@ class Retriever:
     uses_sparse: ClassVar[bool] = False
 
     def search(self, store: VectorStore, request: SearchRequest) -> list[RetrievedChunk]:
-        """The top ``request.top_k`` hits (role "hit"), best first."""
+        """The top ``request.limit`` hits (role "hit"), best first."""
         rows = store.search(
             request.strategy,
             request.model_id,
             mode=self.query_mode,
             tenant_id=request.tenant_id,
             document_id=request.document_id,
-            top_k=request.top_k,
+            top_k=request.limit,
             dense=_require_vector(request, self.name.value) if self.needs_query_vector else None,
             sparse=Bm25Encoder().encode_query(request.question) if self.uses_sparse else None,
             prefetch_limit=request.prefetch_limit,
@@ -230,25 +232,23 @@ def retrieve(
     query_vector: np.ndarray | None,
     tenant_id: str,
     document_id: str | tuple[str, ...] | None,
-    top_k: int,
+    limit: int,
     score_floor: float | None,
     exact: bool = True,
     depth: int = 0,
 ) -> list[RetrievedChunk]:
-    """The top-k hits (role "hit", best first) of ``retriever``, minus those under the optional score floor; with
-    ``depth`` > ``top_k``, that many (the ranking below the top k, to say where a chunk ranked).
+    """The first ``limit`` hits (role "hit", best first) of ``retriever``, minus those under the optional score
+    floor; with ``depth`` > ``limit``, that many (the ranking below the top k, to say where a chunk ranked).
 
     The floor (docs/retrieval.md: absolute, off when ``None``, may leave nothing) compares per retriever:
     dense → cosine similarity; bm25 → raw BM25 score; hybrid → the hit's dense cosine, because RRF
-    scores are rank-based and not comparable to any absolute threshold. ``top_k`` is 1..MAX_CANDIDATE_K
-    (candidates for a reranker, or a retrieval-only evaluation); ``document_id`` one id, several, or None
-    (the tenant's whole corpus). ``exact`` (the default) searches exhaustively, so a benchmark's figures repeat;
+    scores are rank-based and not comparable to any absolute threshold. ``limit`` is the plan's ``candidate_k``
+    (its top_k, or the candidates for a reranker; the plan checked its bounds); ``document_id`` one id, several,
+    or None (the tenant's whole corpus). ``exact`` (the default) searches exhaustively, so a benchmark's figures repeat;
     the serving faces pass ``exact=False`` to use the collection's HNSW graph where one is built. Hybrid fuses
-    ``max(2 * top_k, rerank_candidate_k)`` candidates per vector, so a ``depth`` up to that leaves the top k as it
+    ``max(2 * limit, rerank_candidate_k)`` candidates per vector, so a ``depth`` up to that leaves the top k as it
     was without it. Equal scores are ordered by the chunk's place (``storage.fusion.tie_key``) in every ranking.
     """
-    if not 1 <= top_k <= MAX_CANDIDATE_K:
-        raise QueryError(f"top_k must be between 1 and {MAX_CANDIDATE_K}; got {top_k}.")
     if not question.strip():
         raise QueryError("The question is empty.")
     try:
@@ -268,8 +268,8 @@ def retrieve(
         document_id=document_id,
         question=question,
         query_vector=query_vector,
-        top_k=max(top_k, depth),
-        prefetch_limit=max(2 * top_k, settings.rerank_candidate_k),
+        limit=max(limit, depth),
+        prefetch_limit=max(2 * limit, settings.rerank_candidate_k),
         exact=exact,
     )
     try:

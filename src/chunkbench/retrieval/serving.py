@@ -76,7 +76,7 @@ def serving_plan(
         strategy=config.strategy,
         corpus=get_spec(config.corpus_model_id),
         retriever=config.retriever,
-        top_k=top_k or config.top_k,
+        top_k=config.top_k if top_k is None else top_k,
         candidate_k=config.candidate_k,
         rerank=config.rerank,
         neighbor_prev=config.neighbor_prev,

@@ -2,9 +2,10 @@
 
 Runs the six configurations of ``chunkbench.evaluation.chroma`` (our ``fixed_size`` for Chroma's
 TokenTextSplitter, our ``recursive`` with Chroma's separators for its RecursiveCharacterTextSplitter, each a
-strategy variant; n=5, dense MiniLM retrieval across all corpora) through ``benchmarking.chroma.reproduce``: the
-corpora ingested into a corpus, one corpus job, one Experiment. Prints ours vs published and writes
-``bench/results/chroma_reproduce.json``. ``bench/eval.py`` writes the same file from its own run.
+strategy variant; n=5, dense MiniLM retrieval across all corpora) through
+``benchmarking.chroma_reproduction.reproduce``: the corpora ingested into a corpus, one corpus job, one
+Experiment. Prints ours vs published and writes ``bench/results/chroma_reproduce.json``. ``bench/eval.py`` writes
+the same file from its own run.
 
 Usage: ``python bench/chroma_reproduce.py [CHROMA_DATA_DIR]`` (a fresh data directory each run: cold).
 """
@@ -25,7 +26,7 @@ METRICS = ("recall", "precision", "precision_omega", "iou")
 
 def run_rows(configs: list[Any], data_dir: Any = None, settings: Any = None) -> Any:
     """``reproduce`` on ``settings`` (default: a fresh temporary data directory); the ChromaReproduction."""
-    from chunkbench.benchmarking.chroma import reproduce
+    from chunkbench.benchmarking.chroma_reproduction import reproduce
     from chunkbench.config import Settings
     from chunkbench.storage.db import Database
     from chunkbench.storage.schema import DEFAULT_TENANT

@@ -15,7 +15,7 @@ import pytest
 
 from chunkbench.chunking.base import ChunkingInput, strategy_class
 from chunkbench.chunking.entry_points import GROUP
-from chunkbench.chunking.library import LibraryStrategy
+from chunkbench.chunking.library_strategies import LibraryStrategy
 from chunkbench.config import Settings
 from chunkbench.documents.parsers import parse_document
 from chunkbench.embedding.registry import get_spec

@@ -37,7 +37,7 @@ from chunkbench.chunking.base import (
     strategy_class,
     validate_params,
 )
-from chunkbench.chunking.library import info, library_version
+from chunkbench.chunking.library_strategies import info, library_version
 from chunkbench.config import Settings
 from chunkbench.documents.parsers.code_languages import grammar
 from chunkbench.embedding.registry import get_spec

@@ -17,7 +17,7 @@ import pytest
 from chunkbench.chunking import entry_points
 from chunkbench.chunking.adapters.docling import DoclingHybrid, DoclingHybridParams, docling_document
 from chunkbench.chunking.base import Chunk, ChunkingInput, register_strategy, validate_params
-from chunkbench.chunking.library import info
+from chunkbench.chunking.library_strategies import info
 from chunkbench.config import Settings
 from chunkbench.documents.parsers import parse_document
 from chunkbench.errors import ChunkingError, MissingExtraError

@@ -18,7 +18,7 @@ import semchunk
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 from langchain_text_splitters.base import Tokenizer, split_text_on_tokens
 
-from chunkbench.benchmarking.chroma import reproduce
+from chunkbench.benchmarking.chroma_reproduction import reproduce
 from chunkbench.chunking.adapters.langchain import LangChainMarkdownHeader, LangChainRecursive, LangChainToken
 from chunkbench.chunking.adapters.semchunk import Semchunk
 from chunkbench.chunking.adapters.text_splitter import MarkdownSplitter, TextSplitter
@@ -29,7 +29,7 @@ from chunkbench.chunking.base import (
     register_strategy,
     validate_params,
 )
-from chunkbench.chunking.library import LibraryStrategy, count_tokens, info
+from chunkbench.chunking.library_strategies import LibraryStrategy, count_tokens, info
 from chunkbench.chunking.strategies.fixed_size import FixedSizeStrategy
 from chunkbench.errors import ChunkingError, MissingExtraError
 from chunkbench.evaluation.chroma import CHROMA_CONFIGS, CHROMA_SEPARATORS, load_chroma, published_rows, select_configs

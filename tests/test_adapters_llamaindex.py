@@ -21,7 +21,7 @@ from chunkbench.chunking.adapters.llamaindex import (
     LlamaIndexSentenceParams,
 )
 from chunkbench.chunking.base import Chunk, ChunkingInput, register_strategy, validate_params
-from chunkbench.chunking.library import info
+from chunkbench.chunking.library_strategies import info
 from chunkbench.config import Settings
 from chunkbench.documents.parsers import parse_document
 from chunkbench.embedding.registry import get_spec

@@ -16,7 +16,7 @@ from sqlalchemy import inspect, text
 from typer.testing import CliRunner
 
 from chunkbench.app import create_app
-from chunkbench.benchmarking import benchmarks, experiments, ownership, planning, runner
+from chunkbench.benchmarking import benchmarks, claims, experiments, planning, runner
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.cli import app as cli_app
 from chunkbench.config import get_settings
@@ -353,7 +353,7 @@ def test_a_server_restart_marks_only_orphaned_experiments_interrupted(settings, 
     orphan = experiments.create(database, settings, plan).id
     with database.session() as session:
         benchmarks.get(session, orphan, tenant_id=DEFAULT_TENANT).runner_pid = _dead_pid()
-    assert ownership.fail_interrupted(database) == 1
+    assert claims.fail_interrupted(database) == 1
     with database.session() as session:
         assert benchmarks.get(session, orphan, tenant_id=DEFAULT_TENANT).status == "interrupted"
         assert benchmarks.get(session, alive, tenant_id=DEFAULT_TENANT).status == "running"

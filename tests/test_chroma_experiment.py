@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from chunkbench.benchmarking import benchmarks
-from chunkbench.benchmarking.chroma import CHROMA_CORPUS, reproduce
+from chunkbench.benchmarking.chroma_reproduction import CHROMA_CORPUS, reproduce
 from chunkbench.benchmarking.report.render import render_report
 from chunkbench.chunking import variants
 from chunkbench.chunking.base import default_strategies, strategy_class

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chunkbench.chunking.base import ChunkingInput, StrategyParams, register_strategy, validate_params
-from chunkbench.chunking.library import LibraryStrategy, Piece, listing, locate
+from chunkbench.chunking.library_strategies import LibraryStrategy, Piece, listing, locate
 from chunkbench.errors import ChunkingError, MissingExtraError
 from chunkbench.models import DocumentTree, NodeType, TreeNode
 from chunkbench.plugins import isolated_registries

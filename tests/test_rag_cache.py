@@ -9,7 +9,7 @@ import pytest
 from chunkbench.config import Settings
 from chunkbench.embedding.registry import get_spec
 from chunkbench.embedding.roles import embed_query
-from chunkbench.rag.cache import CacheScope, SemanticCache, normalise
+from chunkbench.rag.semantic_cache import CacheScope, SemanticCache, normalise
 
 QUESTION = "How many days of paid annual leave do employees get?"
 # Cosines of these to QUESTION under MiniLM (measured, see the asserts): 0.994 and 0.977.

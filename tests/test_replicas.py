@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 from chunkbench.app import create_app
-from chunkbench.benchmarking import ownership
+from chunkbench.benchmarking import claims
 from chunkbench.config import Settings
 from chunkbench.errors import DatabaseUnavailableError, InvalidStateTransitionError
 from chunkbench.models import DocumentState
@@ -197,6 +197,6 @@ def test_a_restarted_container_reusing_the_pid_still_finds_its_killed_benchmark(
                 runner_host=socket.gethostname(), runner_pid=os.getpid(),
             )
         )  # fmt: skip
-    assert ownership.fail_interrupted(database) == 1
+    assert claims.fail_interrupted(database) == 1
     with database.session() as session:
         assert session.get(ExperimentRow, "e-before-restart").status == "interrupted"

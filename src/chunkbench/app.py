@@ -31,8 +31,8 @@ from chunkbench.indexing.routes import router as processing_router
 from chunkbench.jobs.queue import make_runner
 from chunkbench.jobs.routes import router as jobs_router
 from chunkbench.metrics import RATE_LIMITED
-from chunkbench.observability.context import REQUEST_ID_HEADER, request_id_of
 from chunkbench.observability.middleware import ObservabilityMiddleware
+from chunkbench.observability.request_id import REQUEST_ID_HEADER, request_id_of
 from chunkbench.observability.routes import router as observability_router
 from chunkbench.rag import guarded_query
 from chunkbench.rag.routes import chat_router

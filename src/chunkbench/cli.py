@@ -398,7 +398,7 @@ def _print_sizes(warnings: Sequence[Any], as_json: bool) -> None:
 
 
 def _print_language(notes: list[str], warnings: list[Any]) -> None:
-    """Why a model replaced the default, and what the models could not read (``indexing.languages``)."""
+    """Why a model replaced the default, and what the models could not read (``indexing.role_models``)."""
     for note in notes:
         out.print(f"[cyan]{escape(note)}[/cyan]")
     for warning in warnings:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from chunkbench.benchmarking import ownership as benchmark_ownership
+from chunkbench.benchmarking import claims
 from chunkbench.config import Settings
 from chunkbench.indexing import processing
 from chunkbench.jobs import execution
@@ -42,7 +42,7 @@ def recover_dead_owners(database: Database, settings: Settings) -> Recovered:
     recovered = Recovered(
         jobs=execution.fail_interrupted(database),
         documents=processing.fail_interrupted(database, settings),
-        experiments=benchmark_ownership.fail_interrupted(database),
+        experiments=claims.fail_interrupted(database),
     )
     if line := recovered.summary():
         logger.warning("work of a stopped process recovered: %s", line)

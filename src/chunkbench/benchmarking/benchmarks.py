@@ -13,7 +13,7 @@ import numpy as np
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
-from chunkbench.benchmarking import aggregation, experiments, ownership, planning, pruning, runner
+from chunkbench.benchmarking import aggregation, claims, experiments, planning, pruning, runner
 from chunkbench.benchmarking import cost as pricing
 from chunkbench.benchmarking.breakdowns import breakdowns
 from chunkbench.benchmarking.decision import EQUIVALENCE_MARGIN
@@ -64,7 +64,7 @@ def prepare_resume(database: Database, experiment_id: str, *, tenant_id: str) ->
     raises 409 otherwise."""
     with database.session() as session:
         row = get(session, experiment_id, tenant_id=tenant_id)
-        if ownership.orphaned(row):
+        if claims.orphaned(row):
             row.status = "interrupted"
         if row.status not in RESUMABLE:
             raise ExperimentStateError(

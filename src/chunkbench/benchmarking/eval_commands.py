@@ -104,7 +104,7 @@ def chroma_command(
 ) -> None:
     """Chroma's MiniLM rows with Chroma's settings (n=5, corpus scope, dense) as a corpus benchmark: an Experiment
     with a Decision and reports; its figures next to the published."""
-    from chunkbench.benchmarking.chroma import CHROMA_CORPUS, reproduce
+    from chunkbench.benchmarking.chroma_reproduction import CHROMA_CORPUS, reproduce
     from chunkbench.evaluation.chroma import CHROMA_MODEL, CHROMA_RETRIEVE, select_configs
     from chunkbench.evaluation.commands import SPAN_LABELS, metric_cell
 

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from chunkbench.benchmarking import ownership
+from chunkbench.benchmarking import claims
 from chunkbench.benchmarking.model import CellResult, question_to_json
 from chunkbench.benchmarking.planning import BenchmarkPlan, PlannedDocument
 from chunkbench.config import Settings
@@ -133,7 +133,7 @@ def create(database: Database, settings: Settings, plan_: BenchmarkPlan) -> Expe
             boundary_embedding_model_id=plan_.boundary_model_id,
             started_at=utcnow(),
         )
-        ownership.claim(row)
+        claims.claim(row)
         session.add(row)
         session.flush()
         session.expunge(row)

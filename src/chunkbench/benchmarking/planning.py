@@ -9,9 +9,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from chunkbench.benchmarking.benchmark_questions import resolve_benchmark_questions
 from chunkbench.benchmarking.breakdowns import question_documents
 from chunkbench.benchmarking.model import BenchmarkConfig, Configuration, PruneOptions
-from chunkbench.benchmarking.questions import resolve_benchmark_questions
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.chunking.base import capabilities, strategy_class
 from chunkbench.config import Settings
@@ -20,7 +20,7 @@ from chunkbench.embedding.languages import LanguageEvidence, LanguageRule, Langu
 from chunkbench.embedding.registry import REGISTRY, EmbeddingModelSpec, language_warnings
 from chunkbench.errors import BenchmarkError
 from chunkbench.evaluation.questions import BenchmarkQuestion
-from chunkbench.indexing import languages as model_choice
+from chunkbench.indexing import role_models
 from chunkbench.models import StrategyName
 from chunkbench.storage.index_state import require_indexed
 from chunkbench.storage.repositories import CorpusRepository, DocumentRepository
@@ -210,8 +210,8 @@ def _language_warnings(
     configurations; below it, the Decision stands and says what share its scores are not meaningful on)."""
     names = {d.id: d.source_key for d in documents}
     languages = {d.source_key: d.language for d in documents}
-    evidence = model_choice.evidence(session, tenant_id, [d.id for d in documents])
-    rule = model_choice.rule_of(settings)
+    evidence = role_models.evidence(session, tenant_id, [d.id for d in documents])
+    rule = role_models.rule_of(settings)
 
     def _shares(found: Sequence[LanguageWarning]) -> list[dict[str, Any]]:
         return _with_shares(found, documents, evidence, questions, rule)

@@ -11,7 +11,7 @@ import numpy as np
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from chunkbench.benchmarking import aggregation, experiments, ownership, pruning, scoring
+from chunkbench.benchmarking import aggregation, claims, experiments, pruning, scoring
 from chunkbench.benchmarking.cells import CellContext, run_cell
 from chunkbench.benchmarking.model import CellResult, Configuration, Experiment
 from chunkbench.benchmarking.schemas import METRIC_DIRECTIONS
@@ -51,7 +51,7 @@ def execute(
     try:
         return _execute(database, settings, store, experiment_id, tenant_id=tenant_id, progress=progress, stop=stop)
     finally:
-        ownership.release(experiment_id)
+        claims.release(experiment_id)
 
 
 def _execute(
@@ -116,9 +116,9 @@ def _start(database: Database, experiment_id: str, *, tenant_id: str, queued: bo
         done = _written(session, experiment_id)
         row.status, row.error, row.finished_at = "running", None, None
         if queued:
-            ownership.claim_for_queue(row)
+            claims.claim_for_queue(row)
         else:
-            ownership.claim(row)
+            claims.claim(row)
     return experiment, done
 
 

@@ -27,7 +27,7 @@ def strategies(
     if ctx.invoked_subcommand is not None:
         return
     from chunkbench.chunking.base import all_strategies, readable_sizes, size_defaults
-    from chunkbench.chunking.library import listing
+    from chunkbench.chunking.library_strategies import listing
     from chunkbench.embedding.registry import get_spec
 
     try:

@@ -27,7 +27,7 @@ from chunkbench.chunking.base import BoundaryEmbedder, ChunkingInput, StrategyPa
 from chunkbench.config import Settings
 from chunkbench.errors import ChunkbenchError, DocumentNotFoundError, InvalidRequestError, JobCancelledError
 from chunkbench.guard.injection import InjectionDetector
-from chunkbench.indexing import languages, processing
+from chunkbench.indexing import processing, role_models
 from chunkbench.indexing.contextual import make_prefixer
 from chunkbench.indexing.pipeline import (
     STAGES,
@@ -114,9 +114,9 @@ def plan(session: Session, settings: Settings, corpus_name: str, request: Proces
             f"or `chunkbench corpora add {corpus.name} …`, then process it.",
             corpus=corpus.name,
         )
-    members = languages.evidence(session, tenant_id, document_ids)
+    members = role_models.evidence(session, tenant_id, document_ids)
     # One Corpus model for the whole corpus, chosen for every member's language and share of the text
-    # (``indexing.languages``).
+    # (``indexing.role_models``).
     valid = processing.validate_request(session, settings, request, list(members.values()))
     return CorpusPlan(
         tenant_id, corpus.id, corpus.name, tuple(document_ids), valid,

@@ -33,8 +33,7 @@ from chunkbench.embedding.registry import EmbeddingModelSpec
 from chunkbench.embedding.roles import EmbeddingRole
 from chunkbench.errors import ChunkbenchError, ChunkingError, DocumentNotFoundError, JobCancelledError
 from chunkbench.guard.injection import InjectionDetector
-from chunkbench.indexing import languages as model_choice
-from chunkbench.indexing import sizes
+from chunkbench.indexing import role_models, sizes
 from chunkbench.indexing.contextual import make_prefixer
 from chunkbench.indexing.pipeline import IndexedDocument, IndexedRun, IndexingPlan, index_documents
 from chunkbench.indexing.schemas import LanguageWarningOut, ProcessIn, ProcessOut, SizeWarningOut, StrategyOutcome
@@ -90,7 +89,7 @@ class ProcessPlan:
 @dataclass(frozen=True)
 class ValidatedRequest:
     """A processing request's strategies with validated parameters and its model snapshots (chosen for the
-    documents' languages: ``indexing.languages``)."""
+    documents' languages: ``indexing.role_models``)."""
 
     strategies: tuple[tuple[StrategyName, StrategyParams], ...]
     corpus: EmbeddingModelSpec
@@ -136,14 +135,14 @@ def validate_request(
         for name in names
     )
     documents = evidence_of(languages) if isinstance(languages, Mapping) else list(languages)
-    allow, rule = request.allow_language_mismatch, model_choice.rule_of(settings)
+    allow, rule = request.allow_language_mismatch, role_models.rule_of(settings)
     choices = [
-        model_choice.choose(session, EmbeddingRole.CORPUS, request.corpus_model_id, documents, allow=allow, rule=rule)
+        role_models.choose(session, EmbeddingRole.CORPUS, request.corpus_model_id, documents, allow=allow, rule=rule)
     ]
     boundary = threshold = None
     if any(strategy_class(name).needs_boundary for name in names):
         choices.append(
-            model_choice.choose(
+            role_models.choose(
                 session, EmbeddingRole.BOUNDARY, request.boundary_model_id, documents, allow=allow, rule=rule
             )
         )

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request, Response, status
 from pydantic import BaseModel
 
-from chunkbench.chunking import library
+from chunkbench.chunking import library_strategies
 from chunkbench.chunking.base import all_strategies
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
 from chunkbench.indexing import corpus_job, processing, sizes
@@ -134,7 +134,7 @@ def list_strategies(
             variant_of=cls.variant.base if cls.variant else None,
             pinned_params=dict(cls.variant.params) if cls.variant else {},
             in_default_set=cls.in_default_set,
-            **library.listing(cls),
+            **library_strategies.listing(cls),
             corpus_model_id=spec.id,
             **sizes.model_sizes(cls.name, spec),
         )

@@ -9,7 +9,7 @@ import warnings
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from chunkbench.observability.context import current_request_id
+from chunkbench.observability.request_id import current_request_id
 
 LogFormat = Literal["auto", "text", "json"]
 

@@ -16,7 +16,7 @@ from prometheus_client import Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chunkbench.metrics import HTTP_ERRORS, HTTP_LATENCY, HTTP_REQUESTS
-from chunkbench.observability.context import (
+from chunkbench.observability.request_id import (
     REQUEST_ID_HEADER,
     accept_or_generate,
     bind_request_id,

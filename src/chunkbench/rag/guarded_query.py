@@ -26,8 +26,8 @@ from chunkbench.embedding import roles
 from chunkbench.guard.injection import InjectionDetector
 from chunkbench.guard.pii import detector_from_settings, policy_from_settings, redact
 from chunkbench.metrics import INJECTIONS_BLOCKED, PII_DETECTIONS
-from chunkbench.rag.cache import CacheScope, SemanticCache
 from chunkbench.rag.schemas import RAGRequest, RAGResponse, RAGSource
+from chunkbench.rag.semantic_cache import CacheScope, SemanticCache
 from chunkbench.retrieval import pipeline
 from chunkbench.retrieval.serving import fingerprint, get_indexed_serving_config, serving_plan
 from chunkbench.storage import corpus_generation

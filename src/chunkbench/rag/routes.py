@@ -9,7 +9,6 @@ from fastapi import APIRouter, Depends, File, Request, UploadFile
 from chunkbench.dependencies import DatabaseDep, SettingsDep, TenantDep, VectorStoreDep
 from chunkbench.documents.schemas import IndexDirectoryIn
 from chunkbench.rag import chatbot, guarded_query
-from chunkbench.rag.cache import SemanticCache
 from chunkbench.rag.schemas import (
     CacheClearOut,
     CacheStatsOut,
@@ -20,6 +19,7 @@ from chunkbench.rag.schemas import (
     RAGRequest,
     RAGResponse,
 )
+from chunkbench.rag.semantic_cache import SemanticCache
 from chunkbench.schemas import ErrorOut, Responses, unprocessable
 
 router = APIRouter(prefix="/v1", tags=["rag"])

@@ -10,7 +10,7 @@ from typing import Any
 
 from chunkbench.benchmarking.report.experiment import experiment_configurations, has_metric
 from chunkbench.benchmarking.report.formatting import as_number, fmt, fmt_ms, fmt_short, fmt_tokens
-from chunkbench.benchmarking.report.metrics import METRIC_BY_KEY, METRICS, MetricSpec
+from chunkbench.benchmarking.report.metric_labels import METRIC_BY_KEY, METRICS, MetricSpec
 
 # Latency stages of a cell, in pipeline order.
 LATENCY_STAGES = ("embed", "search", "expand", "rerank", "generate", "judge")

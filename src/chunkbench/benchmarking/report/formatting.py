@@ -9,7 +9,7 @@ from typing import Any
 
 from jinja2 import Undefined
 
-from chunkbench.benchmarking.report.metrics import METRIC_BY_KEY
+from chunkbench.benchmarking.report.metric_labels import METRIC_BY_KEY
 
 DASH = "—"
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from jinja2 import ChainableUndefined, Environment, PackageLoader
 
 from chunkbench.benchmarking.report.boundaries import boundary_views
-from chunkbench.benchmarking.report.budget import budget_view, curve_metrics, frontier_view
+from chunkbench.benchmarking.report.budget_section import budget_view, curve_metrics, frontier_view
 from chunkbench.benchmarking.report.charts import (
     COLOUR_STOPS,
     FAILED_FILL,
@@ -32,7 +32,7 @@ from chunkbench.benchmarking.report.experiment import (
     metric_mean,
 )
 from chunkbench.benchmarking.report.formatting import fmt, fmt_ms, fmt_tokens, fmt_usd, fmt_when, metric_name, pct
-from chunkbench.benchmarking.report.metrics import METRIC_BY_KEY, METRICS
+from chunkbench.benchmarking.report.metric_labels import METRIC_BY_KEY, METRICS
 from chunkbench.benchmarking.report.prose import decision_sentence, recommendations, status_banner
 from chunkbench.benchmarking.report.tables import (
     breakdown_tables,

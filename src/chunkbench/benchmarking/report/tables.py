@@ -15,7 +15,7 @@ from chunkbench.benchmarking.report.formatting import (
     metric_digits,
     metric_name,
 )
-from chunkbench.benchmarking.report.metrics import METRIC_BY_KEY, METRICS
+from chunkbench.benchmarking.report.metric_labels import METRIC_BY_KEY, METRICS
 from chunkbench.benchmarking.report.prose import standing
 
 # Questions whose Expansion Trees the technical report shows.

@@ -16,7 +16,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from chunkbench.chunking.base import ChunkingInput, StrategyParams
-from chunkbench.chunking.library import LibraryStrategy, Piece, embed_with
+from chunkbench.chunking.library_strategies import LibraryStrategy, Piece, embed_with
 from chunkbench.errors import ChunkingError
 from chunkbench.models import StrategyName
 from chunkbench.text.tokens import get_tokenizer

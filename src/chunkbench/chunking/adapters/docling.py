@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from chunkbench.chunking.base import Chunk, ChunkingInput, StrategyParams, with_context
-from chunkbench.chunking.library import LibraryStrategy, Piece, count_tokens, locate
+from chunkbench.chunking.library_strategies import LibraryStrategy, Piece, count_tokens, locate
 from chunkbench.errors import ChunkingError
 from chunkbench.models import NodeType, StrategyName, TreeNode
 

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from chunkbench.chunking.base import ChunkingInput, StrategyParams
-from chunkbench.chunking.library import LibraryStrategy, Piece, count_tokens
+from chunkbench.chunking.library_strategies import LibraryStrategy, Piece, count_tokens
 from chunkbench.models import StrategyName
 from chunkbench.text.tokens import get_tokenizer
 

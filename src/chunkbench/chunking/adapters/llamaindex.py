@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Self
 from pydantic import Field, model_validator
 
 from chunkbench.chunking.base import BoundaryEmbedder, Chunk, ChunkingInput, StrategyParams
-from chunkbench.chunking.library import LibraryStrategy, Piece, TokenizerAdapter, embed_with
+from chunkbench.chunking.library_strategies import LibraryStrategy, Piece, TokenizerAdapter, embed_with
 from chunkbench.errors import ChunkingError
 from chunkbench.models import StrategyName
 

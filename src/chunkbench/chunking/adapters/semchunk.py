@@ -8,7 +8,7 @@ from typing import ClassVar, Self, cast
 from pydantic import Field, model_validator
 
 from chunkbench.chunking.base import ChunkingInput, StrategyParams
-from chunkbench.chunking.library import LibraryStrategy, Piece, count_tokens
+from chunkbench.chunking.library_strategies import LibraryStrategy, Piece, count_tokens
 from chunkbench.models import StrategyName
 
 

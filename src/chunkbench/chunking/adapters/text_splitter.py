@@ -1,6 +1,6 @@
 """semantic-text-splitter's TextSplitter and MarkdownSplitter as chunkbench strategies, sized in cl100k_base tokens.
 
-The splitters count with :func:`~chunkbench.chunking.library.count_tokens` (``from_callback``): our offline
+The splitters count with :func:`~chunkbench.chunking.library_strategies.count_tokens` (``from_callback``): our offline
 cl100k_base, the count every strategy uses. (``from_tiktoken_model`` also works offline, its vocabulary is compiled
 in, and cuts the same chunks, but is slower here.) ``chunk_indices`` gives each chunk's offset in characters.
 """
@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Self
 from pydantic import Field, model_validator
 
 from chunkbench.chunking.base import ChunkingInput, StrategyParams
-from chunkbench.chunking.library import LibraryStrategy, Piece, count_tokens
+from chunkbench.chunking.library_strategies import LibraryStrategy, Piece, count_tokens
 from chunkbench.models import StrategyName
 
 

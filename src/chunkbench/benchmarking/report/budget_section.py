@@ -14,7 +14,7 @@ from chunkbench.benchmarking.model import CellResult
 from chunkbench.benchmarking.report.charts import budget_curve, frontier_chart
 from chunkbench.benchmarking.report.experiment import experiment_config, experiment_configurations, metric_mean
 from chunkbench.benchmarking.report.formatting import as_number, fmt, fmt_tokens, metric_name
-from chunkbench.benchmarking.report.metrics import METRIC_BY_KEY, MetricSpec
+from chunkbench.benchmarking.report.metric_labels import METRIC_BY_KEY, MetricSpec
 
 
 @dataclass(frozen=True)

@@ -248,7 +248,9 @@ def assert_definitions_whole(text: str, chunks: list[Chunk], definitions: list[t
 
 
 @pytest.mark.parametrize(
-    "source", ["src/chunkbench/chunking/library.py", "src/chunkbench/chunking/base.py"], ids=lambda s: Path(s).name
+    "source",
+    ["src/chunkbench/chunking/library_strategies.py", "src/chunkbench/chunking/base.py"],
+    ids=lambda s: Path(s).name,
 )
 def test_code_chunks_python_exactly_between_definitions(source: str) -> None:
     text = (ROOT / source).read_text(encoding="utf-8")

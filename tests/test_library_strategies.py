@@ -1,5 +1,6 @@
-"""Library strategies (chunking/library.py): a library's pieces mapped back to exact markdown spans, whatever the
-library did to their text, and a library that is not installed answered with the command that installs it."""
+"""Library strategies (chunking/library_strategies.py): a library's pieces mapped back to exact markdown spans,
+whatever the library did to their text, and a library that is not installed answered with the command that
+installs it."""
 
 from __future__ import annotations
 

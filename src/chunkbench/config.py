@@ -132,7 +132,7 @@ class Settings(BaseSettings):
     # Processing documents and jobs carry a lease their process renews every third of it; at start-up another
     # process takes over (marks failed) only work whose owner is dead or whose lease ran out.
     processing_lease_s: float = Field(60, ge=1)
-    # The language rule (indexing/languages.py): a document's language switches the Corpus or Boundary model, or
+    # The language rule (indexing/role_models.py): a document's language switches the Corpus or Boundary model, or
     # refuses an explicit one, only when it is confident (py3langid's normalised probability; declared and user-set
     # languages are) and the documents a model does not cover hold at least this share of the corpus's text (or of
     # an Experiment's questions, for the Decision). Measured: prose of one sentence scores >= 0.95, the guesses on

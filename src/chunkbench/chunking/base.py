@@ -153,7 +153,7 @@ class ChunkingStrategy(ABC):
     size_params: ClassVar[dict[str, int]] = {}
     # Set on a variant's class only: a variant is never in a default strategy list, it is named explicitly.
     variant: ClassVar[Variant | None] = None
-    # Whether "all strategies" includes it: a variant or a library's strategy (chunking/library.py) is named
+    # Whether "all strategies" includes it: a variant or a library's strategy (chunking/library_strategies.py) is named
     # explicitly.
     in_default_set: ClassVar[bool] = True
 

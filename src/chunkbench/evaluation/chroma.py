@@ -8,7 +8,7 @@ tokens, embedded with MiniLM as the Boundary model, as Chroma embedded them); ea
 adapters ``langchain_token``, ``langchain_recursive``: ``langchain_token-250-0`` …, named explicitly, never in "all").
 Every row retrieves 5 chunks per question
 across all corpora with MiniLM (dense), as Chroma did. The run itself is a corpus benchmark
-(``benchmarking/chroma.py``): this module holds the rows, the published figures and the data.
+(``benchmarking/chroma_reproduction.py``): this module holds the rows, the published figures and the data.
 """
 
 from __future__ import annotations

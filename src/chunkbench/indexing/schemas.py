@@ -115,8 +115,8 @@ class StrategyInfo(BaseModel):
     pinned_params: dict[str, Any] = {}
     # Whether "all strategies" (processing's default) runs it: chunkbench's own do, variants and library ones do not.
     in_default_set: bool = True
-    # A library's strategy (chunking/library.py): the distribution, its installed version (None: not installed, the
-    # strategy answers 400 naming ``install``), whether it can run here.
+    # A library's strategy (chunking/library_strategies.py): the distribution, its installed version (None: not
+    # installed, the strategy answers 400 naming ``install``), whether it can run here.
     library: str | None = None
     library_version: str | None = None
     available: bool = True

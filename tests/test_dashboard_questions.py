@@ -289,6 +289,7 @@ def test_from_an_empty_install_to_a_decision_with_questions_written_in_the_dashb
     # 3. Write six questions over the corpus in the Questions tab: select (or find) the evidence, type the question.
     page.get_by_role("tab", name="Questions").click()
     panel = page.locator("#panel-questions")
+    expect(panel.get_by_label("Name of the new set")).to_be_visible()  # the set list has arrived: a new set
     panel.get_by_label("a corpus").check()
     expect(panel.get_by_role("combobox", name="Corpus")).to_have_value("offices")
     name = "offices_questions.json"

@@ -119,6 +119,8 @@ export function QuestionsTab({ active, openTab }) {
 
   const noDocuments = scope === "document" ? documents.data && !readable.length
     : corpus.data && !readable.length;
+  // The row starts with where the text comes from: the set picker and the new set's name arrive with the set list,
+  // and whatever stood after them moved while the tab loaded (a click aimed at "a corpus" landed beside it).
   return html`<div class="stack">
     <section class="panel stack" aria-label="Set and document">
       <h2>Write questions</h2>
@@ -127,14 +129,6 @@ export function QuestionsTab({ active, openTab }) {
         Benchmarks tab, and downloads as JSON.</p>
       <${ErrorBox} error=${files.error || documents.error || corpora.error || corpus.error || loaded.error} />
       <div class="row">
-        <label>Question set
-          <select aria-label="Question set" value=${setName ?? NEW_SET} onChange=${(e) => { setSetName(e.target.value); setTypedName(null); }}>
-            ${sets.map((f) => html`<option key=${f.name} value=${f.name}>${f.name} (${plural(f.question_count, "question")})</option>`)}
-            <option value=${NEW_SET}>new set…</option>
-          </select></label>
-        ${setName === NEW_SET ? html`<label>Name of the new set
-          <input type="text" aria-label="Name of the new set" value=${newName} maxlength="200"
-            onInput=${(e) => setTypedName(e.target.value)} placeholder="handbook_questions.json" /></label>` : null}
         <fieldset><legend>Read from</legend><div class="checks">
           <label><input type="radio" name="questions-scope" checked=${scope === "document"}
             onChange=${() => setScope("document")} />one document</label>
@@ -149,6 +143,14 @@ export function QuestionsTab({ active, openTab }) {
           <select aria-label="Document" value=${doc?.id || ""} onChange=${(e) => setDocumentId(e.target.value)}>
             ${readable.map((d) => html`<option key=${d.id} value=${d.id}>${d.source_key}</option>`)}
           </select></label>
+        <label>Question set
+          <select aria-label="Question set" value=${setName ?? NEW_SET} onChange=${(e) => { setSetName(e.target.value); setTypedName(null); }}>
+            ${sets.map((f) => html`<option key=${f.name} value=${f.name}>${f.name} (${plural(f.question_count, "question")})</option>`)}
+            <option value=${NEW_SET}>new set…</option>
+          </select></label>
+        ${setName === NEW_SET ? html`<label>Name of the new set
+          <input type="text" aria-label="Name of the new set" value=${newName} maxlength="200"
+            onInput=${(e) => setTypedName(e.target.value)} placeholder="handbook_questions.json" /></label>` : null}
       </div>
       ${scope === "corpus" && corpora.data && !corpora.data.length ? html`<div class="notice">No corpus yet: make one in
         the Documents tab (tick documents, then New corpus…).</div>` : null}

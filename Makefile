@@ -15,7 +15,7 @@ TORCH_INDEX_URL ?=
 APT_PACKAGES := libreoffice-writer-nogui fonts-dejavu-core fonts-noto-core chromium tesseract-ocr tesseract-ocr-eng tesseract-ocr-fas gcc
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-fast test-sqlite test-postgres install install-dev system-deps lint typecheck format docs bench clean
+.PHONY: run test test-fast test-sqlite test-postgres install install-dev system-deps lint typecheck format docs perf clean
 
 run: install ## set up a fresh machine and start the service on http://127.0.0.1:8000
 	$(VENV)/bin/chunkbench serve
@@ -86,21 +86,21 @@ format: install-dev
 docs: install-dev ## the documentation site into site/ (mkdocs.yml); any warning or broken link fails it
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
-$(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed-dev
-	$(PIP) install -e ".[dev,presidio,bench]"
+$(VENV)/.installed-perf: pyproject.toml $(VENV)/.installed-dev
+	$(PIP) install -e ".[dev,presidio,perf]"
 	touch $@
 
-bench: $(VENV)/.installed-bench system-deps ## benchmarks against peer libraries (tables + bench/results/*.json)
-	$(PY) bench/parse.py
-	$(PY) bench/chunkers.py
-	$(PY) bench/embeddings.py
-	$(PY) bench/corpus_processing.py
-	$(PY) bench/query_pipeline.py
-	$(PY) bench/query_scale.py
-	$(PY) bench/vector_store.py
-	$(PY) bench/guard.py
-	$(PY) bench/load.py
-	$(PY) bench/eval.py benchmark_concurrency  # `bench/eval.py eval_chroma` (the reproduction) and `eval_chroma_vs_raw` (cold/warm vs raw encode) take minutes
+perf: $(VENV)/.installed-perf system-deps ## benchmarks against peer libraries (tables + perf/results/*.json)
+	$(PY) perf/parse.py
+	$(PY) perf/chunkers.py
+	$(PY) perf/embeddings.py
+	$(PY) perf/corpus_processing.py
+	$(PY) perf/query_pipeline.py
+	$(PY) perf/query_scale.py
+	$(PY) perf/vector_store.py
+	$(PY) perf/guard.py
+	$(PY) perf/load.py
+	$(PY) perf/eval.py benchmark_concurrency  # `perf/eval.py eval_chroma` (the reproduction) and `eval_chroma_vs_raw` (cold/warm vs raw encode) take minutes
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache site

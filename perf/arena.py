@@ -6,9 +6,9 @@ the same size (250 cl100k tokens, no overlap, where the strategy has such parame
 Corpus and the Boundary model, dense retrieval of 5 chunks over the whole corpus (Chroma's protocol). Each row is a
 strategy variant named ``arena_<strategy>`` pinning those parameters. Prints recall, precision, IoU (characters,
 mean over the questions, %), the context a question costs (tok@k) and the Decision's verdict; writes
-``bench/results/arena.json``.
+``perf/results/arena.json``.
 
-Usage: ``python bench/arena.py [--data-dir DIR] [--only name,name]``. A data folder that already holds the corpus
+Usage: ``python perf/arena.py [--data-dir DIR] [--only name,name]``. A data folder that already holds the corpus
 and some rows (``--data-dir``) skips what is current; its embedding cache makes a re-run warm, so the timings of a
 warm run say so.
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results" / "arena.json"
+RESULTS = ROOT / "perf" / "results" / "arena.json"
 SIZE = 250
 # (strategy, the parameters that put it at SIZE tokens without overlap): chunkbench's own first, then the libraries'.
 ROWS: list[tuple[str, dict[str, Any]]] = [

@@ -4,10 +4,10 @@ Runs the six configurations of ``chunkbench.evaluation.chroma`` (our ``fixed_siz
 TokenTextSplitter, our ``recursive`` with Chroma's separators for its RecursiveCharacterTextSplitter, each a
 strategy variant; n=5, dense MiniLM retrieval across all corpora) through
 ``benchmarking.chroma_reproduction.reproduce``: the corpora ingested into a corpus, one corpus job, one
-Experiment. Prints ours vs published and writes ``bench/results/chroma_reproduce.json``. ``bench/eval.py`` writes
+Experiment. Prints ours vs published and writes ``perf/results/chroma_reproduce.json``. ``perf/eval.py`` writes
 the same file from its own run.
 
-Usage: ``python bench/chroma_reproduce.py [CHROMA_DATA_DIR]`` (a fresh data directory each run: cold).
+Usage: ``python perf/chroma_reproduce.py [CHROMA_DATA_DIR]`` (a fresh data directory each run: cold).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results" / "chroma_reproduce.json"
+RESULTS = ROOT / "perf" / "results" / "chroma_reproduce.json"
 METRICS = ("recall", "precision", "precision_omega", "iou")
 
 

@@ -36,7 +36,7 @@ from chunkbench.text.tokens import get_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPORA = DEFAULT_CHROMA_DIR / "corpora"
-RESULTS = ROOT / "bench" / "results" / "chunkers.json"
+RESULTS = ROOT / "perf" / "results" / "chunkers.json"
 CHUNK_SIZE = 512
 TOKEN_OVERLAP = 50
 SEMANTIC_THRESHOLD = 0.3

@@ -1,7 +1,7 @@
 """Code-aware chunking measured on real source code, through chunkbench's own benchmark pipeline.
 
 The corpus is real, permissively licensed source in five languages, copied byte for byte under
-``bench/data/code_corpus/`` with where each file came from (``SOURCES.tsv``): CPython's standard library (Python,
+``perf/data/code_corpus/`` with where each file came from (``SOURCES.tsv``): CPython's standard library (Python,
 PSF), epub.js (JavaScript, BSD-2-Clause), rtf.js (TypeScript, MIT), JPype's Java module (Java, Apache-2.0), git's
 persistent-https helper (Go, Apache-2.0) and Rust's error-index generator (Rust, MIT/Apache-2.0).
 
@@ -15,15 +15,15 @@ than four words, or repeated in the corpus (an ambiguous ``Constructor.``), are 
 One corpus Experiment, each stage one ``chunkbench`` command in a fresh data directory:
 
 1. ``strategies add code_aware_symbol --base code_aware --param prefix_symbol=true``
-2. ``ingest bench/data/code_corpus --corpus code``
+2. ``ingest perf/data/code_corpus --corpus code``
 3. ``process --corpus code --strategies code_aware,code_aware_symbol,recursive,fixed_size``
 4. ``bench run --corpus code -q questions.jsonl --retrievers dense,hybrid --no-answers``
 
 The chunk sizes are the defaults for the Corpus model (all-MiniLM-L6-v2), so the strategies compare at the sizes
-a user gets without choosing. Results: ``bench/results/code_chunking.json`` (the Decision with its verdict, the
+a user gets without choosing. Results: ``perf/results/code_chunking.json`` (the Decision with its verdict, the
 frontier and the equal-budget ranking) and a printed table.
 
-Usage: ``python bench/code_chunking.py [--out DIR] [--limit-questions N]``.
+Usage: ``python perf/code_chunking.py [--out DIR] [--limit-questions N]``.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS_DIR = ROOT / "bench" / "data" / "code_corpus"
-RESULTS = ROOT / "bench" / "results" / "code_chunking.json"
+CORPUS_DIR = ROOT / "perf" / "data" / "code_corpus"
+RESULTS = ROOT / "perf" / "results" / "code_chunking.json"
 CORPUS = "code"
 STRATEGIES = ["code_aware", "code_aware_symbol", "recursive", "fixed_size"]
 FUNCTIONS = frozenset(

@@ -5,7 +5,7 @@ shell sources the machine holds (each read as if renamed ``.txt``). Prose: the C
 pieces), Debian ``copyright`` files, licences, and README/markdown files (prose with code examples in them), the
 markdown files again with their code fences taken out (prose whose examples nothing marks as code: a hard case).
 Prints precision and recall of "is code", the language accuracy per language, and the misses; writes JSON to
-``bench/results/code_sniff.json``. Run: ``PYTHONPATH=src python bench/code_sniff.py``.
+``perf/results/code_sniff.json``. Run: ``PYTHONPATH=src python perf/code_sniff.py``.
 """
 
 from __future__ import annotations

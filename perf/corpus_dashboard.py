@@ -1,13 +1,13 @@
-"""The corpus benchmark of ``bench/corpus_decide.py``, started and watched from the dashboard in a real browser.
+"""The corpus benchmark of ``perf/corpus_decide.py``, started and watched from the dashboard in a real browser.
 
-Run ``bench/corpus_decide.py --out DIR`` first: it leaves DIR/data with the 103-document corpus ingested and
+Run ``perf/corpus_decide.py --out DIR`` first: it leaves DIR/data with the 103-document corpus ingested and
 processed, and DIR/questions.jsonl. This script starts ``chunkbench serve`` on that data directory, opens the
 dashboard in Debian's Chromium (Playwright), and as a user would: Benchmarks tab → "a corpus" → the corpus →
 uploads the question file → ticks the strategies and retrievers → Run benchmark, then waits for the Experiment,
 opens the Decision Board, and saves screenshots under DIR. The wall time from the click to the finished
-Experiment and the Decision's summary go into ``bench/results/corpus_decide.json`` under ``dashboard``.
+Experiment and the Decision's summary go into ``perf/results/corpus_decide.json`` under ``dashboard``.
 
-Usage: ``python bench/corpus_dashboard.py DIR [--strategies fixed_size,recursive] [--retrievers dense,bm25,hybrid]``.
+Usage: ``python perf/corpus_dashboard.py DIR [--strategies fixed_size,recursive] [--retrievers dense,bm25,hybrid]``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results" / "corpus_decide.json"
+RESULTS = ROOT / "perf" / "results" / "corpus_decide.json"
 CORPUS = "covid-chroma"
 CHROMIUM = "/usr/bin/chromium"
 STRATEGIES = ("fixed_size", "recursive", "semantic", "contextual_retrieval", "semantic_parent_child")

@@ -12,10 +12,10 @@ Each stage is one ``chunkbench`` command in a fresh data directory, timed from o
 3. ``bench run --corpus NAME -q questions.jsonl --retrievers dense,bm25,hybrid``
 4. ``report EXPERIMENT`` (both reports)
 
-Results go to ``bench/results/corpus_decide.json``: each stage's wall time, the corpus and question counts, the
+Results go to ``perf/results/corpus_decide.json``: each stage's wall time, the corpus and question counts, the
 Decision and the budget-matched comparison as the Experiment recorded them.
 
-Usage: ``python bench/corpus_decide.py [--out DIR] [--limit-questions N] [--strategies LIST]``.
+Usage: ``python perf/corpus_decide.py [--out DIR] [--limit-questions N] [--strategies LIST]``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
-RESULTS = ROOT / "bench" / "results" / "corpus_decide.json"
+RESULTS = ROOT / "perf" / "results" / "corpus_decide.json"
 CORPUS = "covid-chroma"
 
 

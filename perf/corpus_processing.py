@@ -9,7 +9,7 @@ sides the sides alternate, best of N.
 Reported: chunks/s of the job's embed stage and end to end (ingestion not included: the job starts from parsed
 documents), each as a ratio of the raw encode. Target: end to end ≥ 0.9× raw.
 
-    PYTHONPATH=src python bench/corpus_processing.py [--documents 30] [--strategy recursive] [--repeats 4]
+    PYTHONPATH=src python perf/corpus_processing.py [--documents 30] [--strategy recursive] [--repeats 4]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPERS = ROOT.parent / "shared" / "data" / "covid_qa" / "documents.jsonl"
-RESULTS = ROOT / "bench" / "results" / "corpus_processing.json"
+RESULTS = ROOT / "perf" / "results" / "corpus_processing.json"
 MODEL_ID = "all-MiniLM-L6-v2"
 TARGET_RATIO = 0.9
 

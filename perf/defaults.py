@@ -14,7 +14,7 @@ chunks the model reads whole for >= 95 % of English-prose chunks, rounded down t
 at the old default (512/50) and at MiniLM's new default (its readable size / 50) on three of Chroma's corpora
 (chatlogs, state_of_the_union, wikitexts) with their questions.
 
-Usage: ``python bench/defaults.py [read|recall|all]``; prints tables and writes ``bench/results/defaults.json``.
+Usage: ``python perf/defaults.py [read|recall|all]``; prints tables and writes ``perf/results/defaults.json``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results" / "defaults.json"
+RESULTS = ROOT / "perf" / "results" / "defaults.json"
 FARSI = ROOT / "tests" / "data" / "farsi"
 CODE = ROOT / "src" / "chunkbench"
 # The copy chunkbench ships (evaluation/data/chroma_chunking_eval), found from here without importing chunkbench.

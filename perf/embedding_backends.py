@@ -1,6 +1,6 @@
 """Embedding backends: MiniLM on torch (``all-MiniLM-L6-v2``) against MiniLM int8 on ONNX Runtime (``minilm-int8``).
 
-Three parts, each written into ``bench/results/embedding_backends.json`` (a part run alone keeps the others'):
+Three parts, each written into ``perf/results/embedding_backends.json`` (a part run alone keeps the others'):
 
 - ``speed``: chunks per second through chunkbench's own path (``embed_texts``, the embedding cache included) on the
   same texts for both backends, **cold**: every repeat starts on a fresh data folder with the in-memory cache
@@ -15,7 +15,7 @@ Three parts, each written into ``bench/results/embedding_backends.json`` (a part
 - The verdict: the int8 backend may become the default Corpus model only if its recall is within 0.5 points of
   torch's (issue 25 item 6); this script reports, it changes no default.
 
-Usage: ``python bench/embedding_backends.py [speed|recall|all] [--chunks N] [--sentences N] [--repeats N]
+Usage: ``python perf/embedding_backends.py [speed|recall|all] [--chunks N] [--sentences N] [--repeats N]
 [--corpora a,b,…]``.
 """
 
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results" / "embedding_backends.json"
+RESULTS = ROOT / "perf" / "results" / "embedding_backends.json"
 TORCH_ID = "all-MiniLM-L6-v2"
 INT8_ID = "minilm-int8"
 BACKENDS = (TORCH_ID, INT8_ID)

@@ -20,7 +20,7 @@ from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = DEFAULT_CHROMA_DIR / "corpora"
-RESULTS = ROOT / "bench" / "results" / "embeddings.json"
+RESULTS = ROOT / "perf" / "results" / "embeddings.json"
 REPEATS = 3
 TEXT_COUNT = 2000
 CHUNK_CHARS = 500  # about 110 MiniLM tokens: a typical retrieval chunk

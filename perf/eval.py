@@ -8,7 +8,7 @@ Section ``eval_chroma``: ``chunkbench eval chroma`` for each of Chroma's six Min
 into chunk / embed / index / retrieve / score. The configurations run in order in one process and share the
 embedding cache, as ``eval chroma`` does, so a configuration's embed time counts only chunk texts no earlier
 configuration embedded; the model is loaded before timing starts. The run also refreshes
-``bench/results/chroma_reproduce.json`` (the reproduction table) from the same results.
+``perf/results/chroma_reproduce.json`` (the reproduction table) from the same results.
 
 Section ``eval_chroma_vs_raw``: how close ``eval chroma`` (all six configurations) comes to the embedding limit.
 The same run measures raw ``SentenceTransformer.encode`` of the distinct chunk texts of the six configurations
@@ -16,10 +16,10 @@ The same run measures raw ``SentenceTransformer.encode`` of the distinct chunk t
 directory) and warm (the same data directory, memory cleared and the cache file reopened, as a second process
 would find it). Ratios: cold / raw encode, warm / cold; the warm figures must equal the cold ones.
 
-Results go to ``bench/results/eval.json`` as ``{section name: section}``; running a section replaces only
+Results go to ``perf/results/eval.json`` as ``{section name: section}``; running a section replaces only
 that section, so other sections (other scripts or later additions here) are kept.
 
-Usage: ``python bench/eval.py [SECTION ...]`` (default: every section).
+Usage: ``python perf/eval.py [SECTION ...]`` (default: every section).
 """
 
 from __future__ import annotations
@@ -34,14 +34,14 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results" / "eval.json"
+RESULTS = ROOT / "perf" / "results" / "eval.json"
 LLM_LATENCY_S = 0.2  # the scripted LLM's answer time (issue: "a scripted LLM with 200 ms latency")
 CONCURRENCY_LEVELS = (1, 8, 16)
 
 
 def eval_chroma() -> dict[str, Any]:
     """Stage wall times of ``eval chroma`` (ingest, corpus job, benchmark) on a fresh data directory; the table."""
-    sys.path.insert(0, str(ROOT / "bench"))
+    sys.path.insert(0, str(ROOT / "perf"))
     import chroma_reproduce
     from chunkbench.config import Settings
     from chunkbench.embedding.registry import get_spec
@@ -98,7 +98,7 @@ def eval_chroma_vs_raw() -> dict[str, Any]:
     from chunkbench.embedding.registry import get_spec
     from chunkbench.evaluation.chroma import CHROMA_CONFIGS, CHROMA_MODEL, load_chroma
 
-    sys.path.insert(0, str(ROOT / "bench"))
+    sys.path.insert(0, str(ROOT / "perf"))
     import chroma_reproduce
 
     spec = get_spec(CHROMA_MODEL)
@@ -229,7 +229,7 @@ SECTIONS: dict[str, Callable[[], dict[str, Any]]] = {
 
 
 def main() -> None:
-    """Run the chosen sections and merge them into ``bench/results/eval.json``."""
+    """Run the chosen sections and merge them into ``perf/results/eval.json``."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     chosen = sys.argv[1:] or list(SECTIONS)

@@ -1,6 +1,6 @@
 """Guard figures: prompt-injection detection and false-positive rates, PII detector precision and recall.
 
-Injection: the labelled attacks (``bench/data/guard/injection_attacks.tsv``, written for this bench: ignore-previous,
+Injection: the labelled attacks (``perf/data/guard/injection_attacks.tsv``, written for this bench: ignore-previous,
 role play, fake system turns, prompt leaks, exfiltration, payload splitting, obfuscation, other languages,
 indirect instructions) and benign texts (every question of Chroma's ``questions_df.csv`` plus
 ``injection_benign.tsv``, texts with the words attacks use) are split by a hash of the text into a *tune* part
@@ -16,7 +16,7 @@ thresholds: detection rate (TPR) for attacks, false-positive rate for benign tex
 PII: ``pii_labelled.txt`` marks every entity as ``[[type:value]]``; a detection counts when type and span match
 exactly. The regex detector always; Presidio when ``chunkbench[presidio]`` is installed.
 
-    PYTHONPATH=src python bench/guard.py [--chroma DIR] [--output bench/results/guard.json]
+    PYTHONPATH=src python perf/guard.py [--chroma DIR] [--output perf/results/guard.json]
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from chunkbench.guard.injection import DEFAULT_THRESHOLD, InjectionDetector
 from chunkbench.guard.pii import EntityType, PiiDetector, RegexDetector
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "bench" / "data" / "guard"
-RESULTS = ROOT / "bench" / "results" / "guard.json"
+DATA = ROOT / "perf" / "data" / "guard"
+RESULTS = ROOT / "perf" / "results" / "guard.json"
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 SEED = 7
 

@@ -5,7 +5,7 @@ The chunks are 2,000-character slices (about a 512-token chunk) of the first ``-
 the hyphen readings, so each chunk is read ~4 times. Reported: ms per chunk, best of ``--repeats`` passes after a
 warm-up pass (which also works out the patterns' shortcuts, guard/quick_search.py), and the readings per chunk.
 
-    PYTHONPATH=src python bench/injection_screen.py [--papers 30] [--repeats 5]
+    PYTHONPATH=src python perf/injection_screen.py [--papers 30] [--repeats 5]
 """
 
 from __future__ import annotations

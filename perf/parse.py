@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the fixture generators live with the 
 from chunkbench.config import Settings  # noqa: E402
 from docgen import pdfs  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results" / "parse.json"
+RESULTS = ROOT / "perf" / "results" / "parse.json"
 REPEATS = 5
 PDF_CHAPTERS = 55  # ≈ 110 pages
 DOCX_PARAGRAPHS = 5000
@@ -73,7 +73,7 @@ def raw_docx(path: Path) -> int:
 
 
 def main() -> None:
-    """Generate the inputs, time everything, print a table and write ``bench/results/parse.json``."""
+    """Generate the inputs, time everything, print a table and write ``perf/results/parse.json``."""
     results: dict[str, object] = {}
     with tempfile.TemporaryDirectory(prefix="chunkbench-bench-") as tmp:
         work = Path(tmp)

@@ -6,10 +6,10 @@ its 56 questions and evidence spans. It is processed with eight strategy variant
 ``variants × {dense, bm25} × k {1, 3, 5}`` = 48 configurations, retrieval only, ranked on IoU (Chroma's headline
 metric), once unpruned and once per pruning setting, each a ``chunkbench bench run`` in the same data directory.
 
-Results go to ``bench/results/pruning.json``: per run the cells scored, the Experiment's own run time (started to
+Results go to ``perf/results/pruning.json``: per run the cells scored, the Experiment's own run time (started to
 finished) and the command's wall time, the Decision's status and best, and for pruned runs what each rung stopped.
 
-Usage: ``python bench/pruning.py [--out DIR]``.
+Usage: ``python perf/pruning.py [--out DIR]``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = DEFAULT_CHROMA_DIR
-RESULTS = ROOT / "bench" / "results" / "pruning.json"
+RESULTS = ROOT / "perf" / "results" / "pruning.json"
 SIZES = (100, 200, 400, 800)
 VARIANTS = [f"fixed_size_{s}" for s in SIZES] + [f"recursive_{s}" for s in SIZES]
 GRID = ["--retrievers", "dense,bm25", "--top-k", "1,3,5", "--no-answers", "--metric", "iou"]

@@ -17,9 +17,9 @@ clock stops (the raw path returns Python objects, so neither side pays for decod
 stage is also reported on its own, and the ratio is given with and without it. Both processes inherit the
 environment, so OpenMP settings (``OMP_WAIT_POLICY``, ``OMP_NUM_THREADS``) apply to both sides alike.
 
-    PYTHONPATH=src python bench/query_pipeline.py [--corpus FILE] [--questions N]
+    PYTHONPATH=src python perf/query_pipeline.py [--corpus FILE] [--questions N]
 
-Retrievers on larger collections: ``bench/query_scale.py``.
+Retrievers on larger collections: ``perf/query_scale.py``.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from query_common import (
 from serving import child_env, served_process
 
 DEFAULT_CORPUS = CORPORA / "state_of_the_union.md"
-RESULTS = ROOT / "bench" / "results" / "query_pipeline.json"
+RESULTS = ROOT / "perf" / "results" / "query_pipeline.json"
 STRATEGY = "recursive"
 TARGET_RATIO = 1.3
 

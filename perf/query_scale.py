@@ -5,9 +5,9 @@ store (Qdrant Edge), ``DOC_CHUNKS`` per document, and times ``VectorStore.search
 retrievers with a filter to one document, after a few warm-up searches. It ends with what a Qdrant server would
 change (``SERVER_NOTE``).
 
-    PYTHONPATH=src python bench/query_scale.py [--quick] [--questions N]
+    PYTHONPATH=src python perf/query_scale.py [--quick] [--questions N]
 
-The query pipeline against the raw path: ``bench/query_pipeline.py``.
+The query pipeline against the raw path: ``perf/query_pipeline.py``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from query_common import (
     write_results,
 )
 
-RESULTS = ROOT / "bench" / "results" / "query_scale.json"
+RESULTS = ROOT / "perf" / "results" / "query_scale.json"
 
 SCALES = (1_000, 10_000)
 CHUNK_CHARS = 200  # synthetic chunks: whole sentences up to ~200 chars (short, so 10k embed in a few minutes)
@@ -48,7 +48,7 @@ RETRIEVERS = ("dense", "bm25", "hybrid")
 SERVER_NOTE = (
     "The embedded store is Qdrant Edge (the Qdrant engine in process): exact search here, as VectorStore.search "
     "defaults to; an HNSW graph serves non-exact searches once a collection has CHUNKBENCH_QDRANT_HNSW_MIN_POINTS "
-    "chunks (bench/vector_store.py compares Edge, its graph and the old local mode up to 200,000 points). A Qdrant "
+    "chunks (perf/vector_store.py compares Edge, its graph and the old local mode up to 200,000 points). A Qdrant "
     "server (CHUNKBENCH_QDRANT_URL) runs the same engine behind the network (not measured: no server here)."
 )
 

@@ -13,7 +13,7 @@ Languages: with ``--labels FILE`` (TSV: a source-key prefix, then the language c
 it, e.g. ``cpython-cjk/big5	zh``; the longest prefix wins; ``*`` for the rest), every ingested document's detected
 language is checked against its accepted codes, and the accuracy and every miss are reported.
 
-    PYTHONPATH=src python bench/real_folder.py [FOLDER] [--ocr] [--labels bench/data/real_folder_labels.tsv]
+    PYTHONPATH=src python perf/real_folder.py [FOLDER] [--ocr] [--labels perf/data/real_folder_labels.tsv]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 from chunkbench.documents.parsers import parser_for, supported_suffixes
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
+RESULTS = ROOT / "perf" / "results"
 DEFAULT_FOLDER = Path("/work/realfiles")
 LEGACY_ENCODING = "Decoded as "  # how an ingest warning names a file that was not UTF-8 (parsers/encoding.py)
 
@@ -202,7 +202,7 @@ def main() -> None:
     if not folder.is_dir():
         sys.exit(
             f"{args.folder} is not a folder. Give the folder of real files to ingest (see the module docstring), "
-            f"e.g. `python bench/real_folder.py /path/to/files`."
+            f"e.g. `python perf/real_folder.py /path/to/files`."
         )
     expected = supported_files(folder)
     if not expected:

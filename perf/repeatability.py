@@ -7,9 +7,9 @@ machine) and Decisions are compared as canonical JSON, byte for byte, and so is 
 retrieved chunks. Hybrid fusion with ``RRF_K = 2`` gives many exactly equal scores; the table counts the hits
 whose (stored) score equals the next hit's, the ties whose order the store now fixes.
 
-Results go to ``bench/results/repeatability.json``.
+Results go to ``perf/results/repeatability.json``.
 
-Usage: ``python bench/repeatability.py [--papers 10] [--questions 100] [--strategies fixed_size,recursive]
+Usage: ``python perf/repeatability.py [--papers 10] [--questions 100] [--strategies fixed_size,recursive]
 [--no-answers] [--out DIR]``.
 """
 
@@ -30,7 +30,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 COVID = ROOT.parent / "shared" / "data" / "covid_qa"
-RESULTS = ROOT / "bench" / "results" / "repeatability.json"
+RESULTS = ROOT / "perf" / "results" / "repeatability.json"
 CORPUS = "covid-repeat"
 TIMING = {"latency_ms_p50", "latency_ms_p95", "latency_ms_stages"}
 

@@ -5,9 +5,9 @@ whose evidence overlaps one of its tables, plus two generated files read by chun
 list (a 300-row table) and an XLSX stock sheet (400 rows, written by the parser as blocks of 50 under a repeated
 header), each with questions whose evidence is one row. Each stage is one ``chunkbench`` command in a fresh data
 directory (``ingest``, ``process --strategies table_aware,recursive,fixed_size``, ``bench run``), default parameters
-(the sizes MiniLM reads whole), dense and BM25 retrieval. Results: ``bench/results/table_chunking.json``.
+(the sizes MiniLM reads whole), dense and BM25 retrieval. Results: ``perf/results/table_chunking.json``.
 
-Usage: ``python bench/table_chunking.py [--out DIR] [--retrievers dense,bm25]``.
+Usage: ``python perf/table_chunking.py [--out DIR] [--retrievers dense,bm25]``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results" / "table_chunking.json"
+RESULTS = ROOT / "perf" / "results" / "table_chunking.json"
 CORPUS = "tables"
 STRATEGIES = "table_aware,recursive,fixed_size"
 PRICE_ROWS, STOCK_ROWS, ASKED_ROWS = 300, 400, 40

@@ -10,7 +10,7 @@ and over 2 s per search). Vectors are synthetic but clustered (256 centres in 38
 a cluster: real embeddings cluster, and i.i.d. random vectors are adversarial for HNSW); chunk texts are whole
 sentences of the Chroma corpora, so BM25 sees real term statistics. On a shared, noisy machine: read the ratios.
 
-    PYTHONPATH=src python bench/vector_store.py [--quick] [--queries N]
+    PYTHONPATH=src python perf/vector_store.py [--quick] [--queries N]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy as np
 from query_common import ROOT, p50_p95, timed_ms, write_results
 from query_scale import build_chunks, synthetic_texts
 
-RESULTS = ROOT / "bench" / "results" / "vector_store.json"
+RESULTS = ROOT / "perf" / "results" / "vector_store.json"
 SCALES = (10_000, 50_000, 200_000)
 DIM = 384
 DOC_CHUNKS = 250

@@ -19,7 +19,7 @@ what a client waits. The paths take turns going first in each repeat (a burst of
 them alike); seconds are medians over the repeats, ratios the median of each repeat's ratio (paired).
 Target: one worker ≥ 0.9× raw encode.
 
-    PYTHONPATH=src python bench/workers.py [--documents 4] [--task-documents 1] [--repeats 2]
+    PYTHONPATH=src python perf/workers.py [--documents 4] [--task-documents 1] [--repeats 2]
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the Qdrant REST test server (and its netutil)
-RESULTS = ROOT / "bench" / "results" / "workers.json"
+RESULTS = ROOT / "perf" / "results" / "workers.json"
 MODEL_ID = "all-MiniLM-L6-v2"
 STRATEGY = "fixed_size"
 BODY = {"strategies": [STRATEGY], "corpus_model_id": MODEL_ID}

@@ -1,4 +1,4 @@
-"""Chunks built by hand for vector-store and retrieval tests (and bench/query_scale.py's synthetic collections)."""
+"""Chunks built by hand for vector-store and retrieval tests (and perf/query_scale.py's synthetic collections)."""
 
 from __future__ import annotations
 

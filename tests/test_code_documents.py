@@ -188,7 +188,7 @@ def test_prose_stays_text_even_with_a_few_lines_of_code_and_markdown_stays_markd
 
 
 def test_real_stdlib_modules_renamed_txt_are_python_and_real_prose_is_not_code():
-    """Measured on the running interpreter's own standard library and licence (bench/code_sniff.py measures more)."""
+    """Measured on the running interpreter's own standard library and licence (perf/code_sniff.py measures more)."""
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     modules = [path for path in sorted(stdlib.glob("*.py")) if 2_000 <= path.stat().st_size <= 60_000][:40]
     assert len(modules) >= 20

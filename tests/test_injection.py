@@ -11,7 +11,7 @@ import pytest
 from chunkbench.evaluation.datasets import load_chroma_questions
 from chunkbench.guard.injection import PATTERNS, InjectionDetector, readings
 
-DATA = Path(__file__).resolve().parents[1] / "bench" / "data" / "guard"
+DATA = Path(__file__).resolve().parents[1] / "perf" / "data" / "guard"
 WEIGHT = {pattern.name: pattern.weight for pattern in PATTERNS}
 
 
@@ -99,12 +99,12 @@ def _labelled(name: str) -> list[tuple[str, str]]:
     return rows
 
 
-def _heldout(text: str) -> bool:  # the same split as bench/guard.py
+def _heldout(text: str) -> bool:  # the same split as perf/guard.py
     return hashlib.sha256(text.encode("utf-8")).digest()[0] % 3 == 0
 
 
 def test_labelled_set_rates_do_not_regress():
-    """bench/guard.py's figures at the default threshold, as floors: a pattern change that loses attacks or
+    """perf/guard.py's figures at the default threshold, as floors: a pattern change that loses attacks or
     starts flagging benign texts fails here."""
     detector = InjectionDetector()
     attacks = _labelled("injection_attacks.tsv")

@@ -18,7 +18,7 @@ from chunkbench.guard import injection
 from chunkbench.guard.injection import PATTERNS, Reading
 from chunkbench.guard.quick_search import QuickSearch, alternatives, needs_of, starting_search, words_of
 
-GUARD_DATA = Path(__file__).resolve().parents[1] / "bench" / "data" / "guard"
+GUARD_DATA = Path(__file__).resolve().parents[1] / "perf" / "data" / "guard"
 
 
 # Small regexes of the constructs the analysis reads, over words that texts drawn from the same words hold often.
@@ -65,7 +65,7 @@ def test_a_quick_search_finds_what_the_regex_finds(source, text, cased):
 
 
 def test_every_labelled_attack_a_pattern_matches_meets_the_needs():
-    """The attacks of bench/data/guard, read as the detector reads them: wherever a regex matches, the needs of one
+    """The attacks of perf/data/guard, read as the detector reads them: wherever a regex matches, the needs of one
     of its alternatives are met and its faster form matches too."""
     checked = 0
     for line in (GUARD_DATA / "injection_attacks.tsv").read_text(encoding="utf-8").splitlines():

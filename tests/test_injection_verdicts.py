@@ -1,6 +1,6 @@
 """The injection screen's verdicts, pinned: every text of a fixed set gets exactly the risk, reasons and flag
 recorded in ``fixtures/injection_verdicts.json``, so a change that makes the detector faster cannot change what it
-detects. The set: bench/guard.py's labelled texts, the texts of the injection tests, and, where ``../shared/data``
+detects. The set: perf/guard.py's labelled texts, the texts of the injection tests, and, where ``../shared/data``
 is present, Chroma's questions, slices of COVID-QA papers and Chroma's corpora, and every labelled attack planted
 in a COVID-QA slice (long scientific text is what the screen reads at indexing time).
 
@@ -23,7 +23,7 @@ from chunkbench.guard.injection import DEFAULT_THRESHOLD, InjectionDetector, Inj
 from test_injection import ATTACKS, BENIGN, OBFUSCATED
 from test_injection_chunks import INJECTION, POLICY_DOC
 
-GUARD_DATA = Path(__file__).resolve().parents[1] / "bench" / "data" / "guard"
+GUARD_DATA = Path(__file__).resolve().parents[1] / "perf" / "data" / "guard"
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "injection_verdicts.json"
 # COVID-QA is not shipped (it is the project's shared data, beside the repository): its sets run where it is there.
 COVID = Path(__file__).resolve().parents[2] / "shared" / "data" / "covid_qa" / "documents.jsonl"
@@ -33,7 +33,7 @@ CORPUS_SLICES = 40  # the first slices of each of Chroma's corpora
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 
 
-# bench/guard.py's labelled files: ``category<TAB>text``, the fresh ones ``label<TAB>category<TAB>text``.
+# perf/guard.py's labelled files: ``category<TAB>text``, the fresh ones ``label<TAB>category<TAB>text``.
 LABELLED = {"injection_attacks.tsv": 1, "injection_benign.tsv": 1, "injection_fresh.tsv": 2, "injection_fresh2.tsv": 2}
 
 

@@ -1,4 +1,4 @@
-"""Regressions found by ingesting a folder of real-world files (bench/real_folder.py), each rebuilt here from a
+"""Regressions found by ingesting a folder of real-world files (perf/real_folder.py), each rebuilt here from a
 generated fixture: a page laid out with tables around its headings, 7-bit ISO-2022 Japanese and Korean text, and
 a Word document saved as Strict Open XML."""
 

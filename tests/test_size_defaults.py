@@ -46,10 +46,10 @@ def test_minilm_size_defaults_follow_what_it_reads_whole():
 
 
 def test_the_registry_holds_the_measured_readable_sizes():
-    # bench/defaults.py measured them; a registry edit without a new measurement (or the reverse) fails here.
+    # perf/defaults.py measured them; a registry edit without a new measurement (or the reverse) fails here.
     from pathlib import Path
 
-    measured = json.loads((Path(__file__).parents[1] / "bench" / "results" / "defaults.json").read_text())["read"]
+    measured = json.loads((Path(__file__).parents[1] / "perf" / "results" / "defaults.json").read_text())["read"]
     chosen = measured["chosen"]
     assert chosen["all-MiniLM-L6-v2"]["default_chunk_tokens"] == READABLE
     assert (

@@ -59,7 +59,7 @@ def strategies(
         out.print(
             f"Size defaults follow the Corpus model {spec.id}: it reads chunks of up to {spec.readable_chunk_tokens} "
             f"cl100k tokens of English prose whole (window {spec.max_input_tokens} of its own tokens; measured, "
-            "bench/defaults.py). Other models: --corpus-model ID.",
+            "perf/defaults.py). Other models: --corpus-model ID.",
             highlight=False,
         )
 

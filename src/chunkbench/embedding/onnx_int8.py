@@ -203,7 +203,7 @@ def _quantize(fp32: Path, out: Path) -> None:
     level = root.level
     root.setLevel(logging.ERROR)
     try:
-        # Per-channel weight scales: MiniLM's cosines with torch stay ≈ 0.99 (bench/embedding_backends.py).
+        # Per-channel weight scales: MiniLM's cosines with torch stay ≈ 0.99 (perf/embedding_backends.py).
         quantize_dynamic(str(fp32), str(out), weight_type=QuantType.QInt8, per_channel=True)
     finally:
         root.setLevel(level)

@@ -49,7 +49,7 @@ class EmbeddingModelSpec:
     # longer text is embedded from its first window only. None: unknown.
     max_input_tokens: int | None = None
     # The largest chunk, in cl100k tokens (the chunkers' unit), that the model reads whole for >= 95 % of chunks of
-    # English prose, measured (bench/defaults.py): the strategies' size defaults follow it and a larger size is
+    # English prose, measured (perf/defaults.py): the strategies' size defaults follow it and a larger size is
     # flagged before processing. None: the model reads any chunk the strategies make (or its window is unknown).
     readable_chunk_tokens: int | None = None
     # The languages (detected-language codes) the model was trained on; None: not declared, never checked.
@@ -91,9 +91,9 @@ _MODELS: tuple[EmbeddingModelSpec, ...] = (
         batch_size=LOCAL_BATCH_SIZE,
         max_input_tokens=256,
         # English prose is ~0.98 word pieces per cl100k token: 232-token chunks are read whole 97.7 % of the time,
-        # 256-token ones 62 %, 512-token ones never (bench/defaults.py; code reads 1.22, so 224 fits 20 % of it).
+        # 256-token ones 62 %, 512-token ones never (perf/defaults.py; code reads 1.22, so 224 fits 20 % of it).
         # English prose is ~0.98 word pieces per cl100k token: 232-token chunks are read whole 97.7 % of the time,
-        # 256-token ones 62 %, 512-token ones never (bench/defaults.py; code reads 1.22, so 224 fits 20 % of it).
+        # 256-token ones 62 %, 512-token ones never (perf/defaults.py; code reads 1.22, so 224 fits 20 % of it).
         readable_chunk_tokens=224,
         languages=ENGLISH,
     ),
@@ -154,7 +154,7 @@ _MODELS: tuple[EmbeddingModelSpec, ...] = (
         model_name="intfloat/multilingual-e5-small",
         dimension=384,
         display_name="Multilingual E5 small (local, bundled, 4-bit)",
-        # Measured on the same sentences as MiniLM (bench/multilingual.py, "threshold"): e5's cosines sit high
+        # Measured on the same sentences as MiniLM (perf/multilingual.py, "threshold"): e5's cosines sit high
         # (adjacent-sentence medians 0.82–0.88, random pairs 0.78–0.83). 0.83 cuts the share of the English
         # boundaries that MiniLM cuts at 0.3 (37% pooled over the five corpora); in the Farsi test corpus it cuts 22%
         # where MiniLM, at 0.3, cuts none (its adjacent and random Farsi pairs are equally alike: it reads nothing).
@@ -175,7 +175,7 @@ _MODELS: tuple[EmbeddingModelSpec, ...] = (
         model_name="MiniLM-L6-v2 int8 ONNX (exported locally from the bundled weights)",
         dimension=384,
         display_name="MiniLM L6 v2 int8 (ONNX Runtime, optional install)",
-        # The same model in int8: its cosines are MiniLM's within ~0.01 (bench/embedding_backends.py).
+        # The same model in int8: its cosines are MiniLM's within ~0.01 (perf/embedding_backends.py).
         default_semantic_threshold=0.3,
         batch_size=LOCAL_BATCH_SIZE,
         # MiniLM's tokenizer and window.

@@ -5,7 +5,7 @@
 # planted in a document), and the context builder marks or drops it. Each pattern carries a weight; the risk is
 # ``1 - Π(1 - weight)`` over the patterns that match, so two weak signals add up and one strong signal is enough.
 # Heuristics, not a classifier: the detection and false-positive rates on a labelled set are measured by
-# ``bench/guard.py`` (README, "Guards"). The pattern table is data (injection_patterns/, one file per family of
+# ``perf/guard.py`` (README, "Guards"). The pattern table is data (injection_patterns/, one file per family of
 # attacks) so that tuning it is an edit of what is looked for, apart from the code that reads texts and scores them.
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ report renders and the JSON export writes) is built by ``experiment_dict`` from 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, Literal
 
@@ -43,6 +44,21 @@ SCORE_FIELDS = ("question_id", "config_key", "status", "error", "metrics", "late
 CellsView = Literal["full", "scores"]
 
 
+@dataclass(frozen=True)
+class Started:
+    """A benchmark recorded and ready to run (``runner.execute`` here, or a job), and the plan it was recorded from."""
+
+    experiment: ExperimentRow
+    plan: planning.BenchmarkPlan
+
+
+def start(database: Database, settings: Settings, request: BenchmarkIn, *, tenant_id: str) -> Started:
+    """Plan a benchmark and record its Experiment (running, no cell yet): the one way every face starts one."""
+    with database.session() as session:
+        plan = planning.plan(session, settings, request, tenant_id=tenant_id)
+    return Started(experiments.create(database, settings, plan), plan)
+
+
 def run(
     database: Database,
     settings: Settings,
@@ -52,11 +68,9 @@ def run(
     tenant_id: str,
     progress: Progress | None = None,
 ) -> ExperimentRow:
-    """Plan, record and run a benchmark to the end (the CLI's path; the API runs ``execute`` as a job)."""
-    with database.session() as session:
-        plan = planning.plan(session, settings, request, tenant_id=tenant_id)
-    row = experiments.create(database, settings, plan)
-    return runner.execute(database, settings, store, row.id, tenant_id=tenant_id, progress=progress)
+    """Start a benchmark and run it to the end in this process (the API can run the same Experiment as a job)."""
+    started = start(database, settings, request, tenant_id=tenant_id)
+    return runner.execute(database, settings, store, started.experiment.id, tenant_id=tenant_id, progress=progress)
 
 
 def prepare_resume(database: Database, experiment_id: str, *, tenant_id: str) -> ExperimentRow:

@@ -111,7 +111,7 @@ def bench_run(
     as_json: JsonOption = False,
 ) -> None:
     """Benchmark a document's (or a corpus's) strategies on a question set: an Experiment with a Decision."""
-    from chunkbench.benchmarking import benchmarks, check, experiments, planning, runner
+    from chunkbench.benchmarking import benchmarks, check, runner
     from chunkbench.documents import library
 
     settings, database = open_database()
@@ -138,14 +138,14 @@ def bench_run(
                 prune={"first_share": prune_first_share, "eta": prune_eta, "confidence": prune_confidence,
                        "min_configurations": prune_min_configurations} if prune else None,
             )  # fmt: skip
-            with database.session() as session:
-                if dry_run:
+            if dry_run:
+                with database.session() as session:
                     estimate = benchmarks.estimate(session, settings, request, tenant_id=DEFAULT_TENANT)
-                    _show_estimate(estimate, as_json)
-                    return
-                plan = planning.plan(session, settings, request, tenant_id=DEFAULT_TENANT)
-            experiment_id = experiments.create(database, settings, plan).id
-            err.print(f"experiment {experiment_id}: {plan.cells} cells", highlight=False)
+                _show_estimate(estimate, as_json)
+                return
+            started = benchmarks.start(database, settings, request, tenant_id=DEFAULT_TENANT)
+            experiment_id = started.experiment.id
+            err.print(f"experiment {experiment_id}: {started.plan.cells} cells", highlight=False)
         store = vector_store(settings)
         with job_progress("benchmark") as report:
             runner.execute(database, settings, store, experiment_id, tenant_id=DEFAULT_TENANT, progress=report)

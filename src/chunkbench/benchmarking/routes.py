@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import HTMLResponse
 
-from chunkbench.benchmarking import benchmarks, experiments, planning, runner
+from chunkbench.benchmarking import benchmarks, runner
 from chunkbench.benchmarking.report.render import chart_index, render_chart
 from chunkbench.benchmarking.schemas import (
     BenchmarkIn,
@@ -19,9 +20,11 @@ from chunkbench.benchmarking.schemas import (
     ExperimentSummary,
 )
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep
+from chunkbench.jobs.routes import run_or_submit
 from chunkbench.jobs.schemas import JobOut
 from chunkbench.limits import MAX_NEIGHBORS
 from chunkbench.schemas import ErrorOut, JobAccepted
+from chunkbench.storage.schema import JobRow
 
 router = APIRouter(tags=["benchmarks"])
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -40,15 +43,20 @@ class BenchmarkAccepted(JobAccepted):
     experiment_url: str
 
 
-def _submit(request: Request, experiment_id: str, tenant_id: str, document_id: str | None) -> BenchmarkAccepted:
-    job = request.app.state.jobs.submit(
-        kind=runner.JOB_KIND,
-        tenant_id=tenant_id,
-        document_id=document_id,  # None for a corpus benchmark
-        request={"experiment_id": experiment_id},
-        payload={"experiment_id": experiment_id},
-    )
-    return BenchmarkAccepted(
+def _job(experiment_id: str, tenant_id: str, document_id: str | None) -> dict[str, Any]:
+    """What a job that runs an Experiment is submitted with (its worker reads the Experiment from the id)."""
+    return {
+        "kind": runner.JOB_KIND,
+        "tenant_id": tenant_id,
+        "document_id": document_id,  # None for a corpus benchmark
+        "request": {"experiment_id": experiment_id},
+        "payload": {"experiment_id": experiment_id},
+    }
+
+
+def _accepted(experiment_id: str) -> Callable[[JobRow], BenchmarkAccepted]:
+    """The 202 body of a benchmark submitted as a job: where to poll the job and read its Experiment."""
+    return lambda job: BenchmarkAccepted(
         job_id=job.id,
         status=job.status,
         status_url=f"/jobs/{job.id}",
@@ -80,13 +88,16 @@ def start_benchmark(
     if body.dry_run:
         response.status_code = status.HTTP_200_OK
         return benchmarks.estimate(session, settings, body, tenant_id=tenant_id)
-    plan = planning.plan(session, settings, body, tenant_id=tenant_id)
-    experiment = experiments.create(database, settings, plan)
-    if wait:
-        response.status_code = status.HTTP_200_OK
+    experiment = benchmarks.start(database, settings, body, tenant_id=tenant_id).experiment
+
+    def run_now() -> dict[str, Any]:
         row = runner.execute(database, settings, store, experiment.id, tenant_id=tenant_id)
         return benchmarks.experiment_dict(session, benchmarks.get(session, row.id, tenant_id=tenant_id))
-    return _submit(request, experiment.id, tenant_id, plan.document_id)
+
+    return run_or_submit(
+        request, response, wait=wait, work=run_now, accepted=_accepted(experiment.id),
+        **_job(experiment.id, tenant_id, experiment.document_id),
+    )  # fmt: skip
 
 
 @router.post("/benchmarks/{experiment_id}/resume", response_model=BenchmarkAccepted, status_code=202, responses=_ERRORS)
@@ -98,7 +109,7 @@ def resume_benchmark(
 ) -> BenchmarkAccepted:
     """Run the cells an interrupted or failed Experiment has not finished; the finished ones are kept."""
     row = benchmarks.prepare_resume(database, experiment_id, tenant_id=tenant_id)
-    return _submit(request, row.id, tenant_id, row.document_id)
+    return _accepted(row.id)(request.app.state.jobs.submit(**_job(row.id, tenant_id, row.document_id)))
 
 
 @router.post("/benchmarks/{experiment_id}/cancel", response_model=JobOut, status_code=202, responses=_ERRORS)

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from fastapi import APIRouter, Query, Request, Response, status
-from pydantic import BaseModel
 
 from chunkbench.chunking import library_strategies
 from chunkbench.chunking.base import all_strategies
@@ -21,8 +19,10 @@ from chunkbench.indexing.schemas import (
     StrategyInfo,
     StrategyRunOut,
 )
+from chunkbench.jobs.routes import run_or_submit
 from chunkbench.progress import never_stop
 from chunkbench.schemas import ErrorOut
+from chunkbench.storage.schema import JobRow
 
 router = APIRouter(tags=["processing"])
 
@@ -47,39 +47,19 @@ def process_document(
 ) -> ProcessOut | ProcessAccepted:
     """Chunk, embed and index a document with the chosen strategies (202 + a job to poll, or 200 with wait)."""
     process_plan = processing.plan(session, settings, document_id, body, tenant_id=tenant_id)
-    return _run_or_submit(
-        request, response, wait,
-        lambda: processing.run(database, settings, store, process_plan, lambda _fraction, _message: None, never_stop),
+    return run_or_submit(
+        request, response, wait=wait,
+        work=lambda: processing.run(database, settings, store, process_plan, lambda _fraction, _message: None,
+                                    never_stop),
+        accepted=_accepted(process_plan.size_warnings),
         kind=processing.JOB_KIND, payload={"document_id": document_id, "body": body.model_dump(mode="json")},
-        tenant_id=tenant_id, described=process_plan.describe(), document_id=document_id,
-        size_warnings=process_plan.size_warnings,
+        tenant_id=tenant_id, request=process_plan.describe(), document_id=document_id,
     )  # fmt: skip
 
 
-def _run_or_submit(
-    request: Request,
-    response: Response,
-    wait: bool,
-    work: Callable[[], BaseModel],
-    *,
-    kind: str,
-    payload: dict[str, Any],
-    tenant_id: str,
-    described: dict[str, Any],
-    document_id: str | None = None,
-    corpus_id: str | None = None,
-    size_warnings: tuple[sizes.SizeWarning, ...] = (),
-) -> Any:
-    """``work`` run now (``wait``: 200 with its result) or the same work submitted as a job of ``kind`` (202 with
-    where to poll it), which the job's worker re-plans from ``payload``."""
-    if wait:
-        response.status_code = status.HTTP_200_OK
-        return work()
-    job = request.app.state.jobs.submit(
-        kind=kind, tenant_id=tenant_id, document_id=document_id, corpus_id=corpus_id, request=described,
-        payload=payload,
-    )  # fmt: skip
-    return ProcessAccepted(
+def _accepted(size_warnings: tuple[sizes.SizeWarning, ...]) -> Callable[[JobRow], ProcessAccepted]:
+    """The 202 body of processing submitted as a job: where to poll it, and the plan's size warnings."""
+    return lambda job: ProcessAccepted(
         job_id=job.id, status=job.status, status_url=f"/jobs/{job.id}",
         size_warnings=[SizeWarningOut(**w.to_dict()) for w in size_warnings],
     )  # fmt: skip
@@ -105,13 +85,14 @@ def process_corpus(
 ) -> CorpusProcessOut | ProcessAccepted:
     """Process every document of a corpus as one job: current ones skipped, failing ones recorded, resumable."""
     corpus_plan = corpus_job.plan(session, settings, name, body, tenant_id=tenant_id)
-    return _run_or_submit(
-        request, response, wait,
-        lambda: corpus_job.run(database, settings, store, corpus_plan, lambda _fraction, _message: None, never_stop),
+    return run_or_submit(
+        request, response, wait=wait,
+        work=lambda: corpus_job.run(database, settings, store, corpus_plan, lambda _fraction, _message: None,
+                                    never_stop),
+        accepted=_accepted(corpus_plan.request.size_warnings),
         kind=corpus_job.JOB_KIND,
         payload={"corpus": corpus_plan.corpus_name, "body": body.model_dump(mode="json")}, tenant_id=tenant_id,
-        described=corpus_plan.describe(), corpus_id=corpus_plan.corpus_id,
-        size_warnings=corpus_plan.request.size_warnings,
+        request=corpus_plan.describe(), document_id=None, corpus_id=corpus_plan.corpus_id,
     )  # fmt: skip
 
 

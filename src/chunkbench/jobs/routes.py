@@ -2,14 +2,38 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query, Request, status
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Query, Request, Response, status
+from pydantic import BaseModel
 
 from chunkbench.dependencies import SessionDep, TenantDep
 from chunkbench.jobs import execution
 from chunkbench.jobs.schemas import JobAttemptOut, JobOut, JobTaskOut
 from chunkbench.schemas import ErrorOut
+from chunkbench.storage.schema import JobRow
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
+
+
+def run_or_submit(
+    request: Request,
+    response: Response,
+    /,
+    *,
+    wait: bool,
+    work: Callable[[], Any],
+    accepted: Callable[[JobRow], BaseModel],
+    **job: Any,
+) -> Any:
+    """The one way a route runs work now or as a job: ``work()`` here (``wait``: 200 with its result), else a job
+    submitted with ``job`` (kind, tenant, payload …) and 202 with ``accepted(job)``, the body that says where to poll
+    it. The job's worker plans again from the payload, so both run the same work."""
+    if wait:
+        response.status_code = status.HTTP_200_OK
+        return work()
+    return accepted(request.app.state.jobs.submit(**job))
 
 
 @router.get("/{job_id}", response_model=JobOut, responses={404: {"model": ErrorOut}})

@@ -155,6 +155,31 @@ def test_a_removed_piece_of_evidence_comes_back_with_undo(page, live_server):
     assert _stored_references(live_server) == written
     expect(panel.get_by_test_id("set-status").locator(".badge")).to_have_text("valid")
 
+    # The evidence of a question not yet saved comes back too: one piece removed, then the whole draft discarded.
+    panel.get_by_role("combobox", name="Document").select_option(label="berlin.md")
+    find = panel.get_by_role("searchbox", name="Find in the text")
+    draft = panel.get_by_role("list", name="Evidence of the new question").get_by_role("listitem")
+    for phrase, button in (("The printer is on floor 2.", "Evidence for a new question"),
+                           ("Every employee in Berlin receives", "Add to the new question")):  # fmt: skip
+        find.fill(phrase)
+        find.press("Enter")
+        panel.get_by_role("button", name=button).click()
+    expect(draft).to_have_count(2)
+    panel.get_by_role("button", name="Remove evidence 1 of the new question").click()
+    expect(draft).to_have_count(1)
+    undo_draft = panel.get_by_test_id("undo-draft")
+    expect(undo_draft).to_contain_text("Removed “The printer is on floor 2.” from the new question.")
+    undo_draft.get_by_role("button", name="Undo").click()
+    expect(draft).to_have_count(2)
+    expect(draft.first).to_contain_text("The printer is on floor 2.")  # back in its place
+    panel.get_by_role("button", name="Discard").click()
+    expect(draft).to_have_count(0)
+    expect(undo_draft).to_contain_text("Removed 2 pieces of evidence from the new question.")
+    undo_draft.get_by_role("button", name="Undo").click()
+    expect(draft).to_have_count(2)
+    expect(undo_draft).to_have_count(0)
+    assert _stored_references(live_server) == written  # a draft is the browser's until it is added
+
 
 # The viewport rectangle of ``phrase`` in the evidence text, and of the text's box.
 PHRASE_BOX = """(phrase) => {

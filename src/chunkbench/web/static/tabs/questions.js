@@ -200,6 +200,9 @@ function Workbench({ doc, set, target, onSaved, scope }) {
   const index = useMemo(() => (text === null ? null : textIndex(text)), [text]);
   const [selection, setSelection] = useState(null); // {start, end, content}: code points, trimmed of spaces
   const [draft, setDraft] = useState([]); // the new question's evidence
+  // The draft before its last removal or Discard ({list, what}): nothing is saved yet, so Undo only puts it back.
+  const [dropped, setDropped] = useState(null);
+  const drop = (list, what) => { setDropped({ list: draft, what }); setDraft(list); };
   const [question, setQuestion] = useState("");
   const [answer, setAnswer] = useState("");
   const [existing, setExisting] = useState("");
@@ -237,6 +240,7 @@ function Workbench({ doc, set, target, onSaved, scope }) {
   const forget = () => { setSelection(null); window.getSelection()?.removeAllRanges(); };
   const startDraft = () => {
     setDraft((list) => [...list, reference()]);
+    setDropped(null);
     forget();
     questionBox.current?.focus();
   };
@@ -263,6 +267,7 @@ function Workbench({ doc, set, target, onSaved, scope }) {
       onSaved(body);
       setNote(`Added ${added.id} to ${body.file.name} with ${plural(added.references.length, "piece")} of evidence.`);
       setDraft([]);
+      setDropped(null);
       setQuestion("");
       setAnswer("");
     });
@@ -286,8 +291,13 @@ function Workbench({ doc, set, target, onSaved, scope }) {
         <ol class="evidence-list" aria-label="Evidence of the new question">${draft.map((r, i) => html`<li key=${i}>
           <span class="mono small">${r.document} · ${fmtInt(r.start_index)}–${fmtInt(r.end_index)}</span>
           <div>“${clip(r.content, 240)}”</div>
-          <button class="link" aria-label=${`Remove evidence ${i + 1}`}
-            onClick=${() => setDraft((list) => list.filter((_, j) => j !== i))}>remove</button></li>`)}</ol>`}
+          <button class="link" aria-label=${`Remove evidence ${i + 1} of the new question`}
+            onClick=${() => drop(draft.filter((_, j) => j !== i), `“${clip(r.content, 60)}”`)}>remove</button></li>`)}</ol>`}
+      ${dropped ? html`<div class="notice row" role="status" data-testid="undo-draft" style="align-items:center">
+        <span>Removed ${dropped.what} from the new question.</span>
+        <button type="button" class="secondary" onClick=${() => { setDraft(dropped.list); setDropped(null); }}>Undo</button>
+        <button type="button" class="link" onClick=${() => setDropped(null)} aria-label="Dismiss">dismiss</button></div>`
+        : null}
       <form class="stack" onSubmit=${addQuestion} aria-label="Question">
         <label class="field">Question
           <textarea ref=${questionBox} value=${question} required aria-label="Question text"
@@ -298,7 +308,7 @@ function Workbench({ doc, set, target, onSaved, scope }) {
         <div class="row">
           <button type="submit" class="primary" disabled=${busy || !draft.length || !question.trim() || !target}>
             ${busy ? "Saving…" : "Add question"}</button>
-          ${draft.length ? html`<button type="button" class="secondary" onClick=${() => setDraft([])}>Discard</button>`
+          ${draft.length ? html`<button type="button" class="secondary" onClick=${() => drop([], plural(draft.length, "piece") + " of evidence")}>Discard</button>`
             : null}
           <span class="muted small">Ctrl+Enter adds it${target ? ` to ${target}` : ""}.</span>
         </div>

@@ -223,10 +223,10 @@ def test_selecting_with_the_mouse_does_not_move_the_text(page, live_server):
     assert page.evaluate(PHRASE_BOX, phrase) == where
 
 
-def test_a_deep_linked_experiment_comes_first_at_800_px(page, live_server):
-    document_id = _upload(live_server, "berlin.md", BERLIN)
+def _process(target: str) -> None:
+    """Process a document or a corpus (its URL) with fixed_size in 12-token windows and recursive, now."""
     processed = httpx.post(
-        f"{live_server}/documents/{document_id}/process",
+        f"{target}/process",
         params={"wait": "true"},
         json={
             "strategies": ["fixed_size", "recursive"],
@@ -235,6 +235,11 @@ def test_a_deep_linked_experiment_comes_first_at_800_px(page, live_server):
         timeout=300,
     )
     assert processed.status_code == 200, processed.text
+
+
+def test_a_deep_linked_experiment_comes_first_at_800_px(page, live_server):
+    document_id = _upload(live_server, "berlin.md", BERLIN)
+    _process(f"{live_server}/documents/{document_id}")
     questions = [
         {
             "id": "printer",
@@ -295,16 +300,7 @@ def test_the_step_strip_marks_each_stage_from_the_data_and_offers_the_next(page,
     following.get_by_role("button", name="Process the corpus").click()
     expect(page).to_have_url(f"{live_server}/app#documents/corpus/offices")
 
-    processed = httpx.post(
-        f"{live_server}/corpora/offices/process",
-        params={"wait": "true"},
-        json={
-            "strategies": ["fixed_size", "recursive"],
-            "params": {"fixed_size": {"chunk_size": 12, "chunk_overlap": 0}},
-        },
-        timeout=300,
-    )
-    assert processed.status_code == 200, processed.text
+    _process(f"{live_server}/corpora/offices")
     page.get_by_role("tab", name="Questions").click()  # a change of tab reads the strip again
     expect(strip.locator("li[data-step=process]")).to_have_attribute("data-done", "true")
     expect(following).to_contain_text("Next: Write or upload questions")

@@ -8,7 +8,9 @@ import json
 
 import numpy as np
 
-from chunkbench.benchmarking.decision import BudgetScores, Decision, decide, frontier
+from chunkbench.benchmarking.decision import decide, frontier
+from chunkbench.benchmarking.decision_ranking import Decision
+from chunkbench.benchmarking.equal_budget import BudgetScores
 from chunkbench.benchmarking.report.prose import standing
 from chunkbench.benchmarking.verdicts import budget_sentence, verdict
 

@@ -1,8 +1,9 @@
 """The sentences that say a Decision: each is written by one function here, and a test pins it.
 
-``decision.py`` computes the Decision and calls these for its reasons (the details); ``verdict`` writes the one
-text a reader sees first, from the Decision as stored, so the dashboard, both reports and the CLI show the same
-words (``service.experiment_dict`` puts it in the Experiment as ``decision.verdict``).
+``decision.py`` (with ``decision_ranking.py`` and ``equal_budget.py``) computes the Decision and calls these for its
+reasons (the details); ``verdict`` writes the one text a reader sees first, from the Decision as stored, so the
+dashboard, both reports and the CLI show the same words (``service.experiment_dict`` puts it in the Experiment as
+``decision.verdict``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from chunkbench.benchmarking.report.formatting import metric_name, pct
 from chunkbench.embedding.languages import language_label, percent
 
 FIX_HARDER = "harder questions, a smaller k or a larger corpus would separate them"
-# Mirrors decision.MAX_QUESTIONS_FACTOR (this module is imported by decision.py, so it cannot import it back).
+# Mirrors decision_ranking.MAX_QUESTIONS_FACTOR (this module is imported by decision_ranking.py, so it cannot import
+# it back).
 MAX_QUESTIONS_FACTOR = 100
 # How many configurations a sentence names before it counts the rest.
 NAMED_AT_CEILING = 4
@@ -217,7 +219,7 @@ def _costs_against(decision: Mapping[str, Any], name: str, others: Sequence[str]
 
 def cheapest_contender_sentence(decision: Mapping[str, Any], *, among: Sequence[str] | None = None) -> str | None:
     """What to pick when nobody wins and a choice cannot wait: the contender that needs the least context. When
-    the contenders are tied, also why that does not break the tie (the rule as ``decision.py`` computes it).
+    the contenders are tied, also why that does not break the tie (the rule as ``decision_ranking.py`` computes it).
     ``among``: only these (the configurations at the ceiling), called "the cheapest of them"."""
     # The Decision names none of the configurations built on a model that cannot read a material share of it.
     unnamable = set(_unnamable(decision))

@@ -55,7 +55,8 @@ questions above ``MAX_QUESTIONS_FACTOR`` (100) times those scored is no advice: 
 
 ``verdict`` is what a reader sees first (``verdicts.verdict``); ``reasons`` are the details, per configuration.
 Experiments decided before ``cannot_tell`` existed store ``no_clear_winner`` for "no winner". Every sentence is
-written by ``verdicts.py``; this module only computes. It is the entry point: the Decision's data and the ranking
+written by ``verdicts.py`` and the modules beside it (``decision_reasons.py``, ``budget_verdicts.py``,
+``language_verdicts.py``); this module only computes. It is the entry point: the Decision's data and the ranking
 of one bootstrap result are in ``decision_ranking.py``, the equal-budget arm in ``equal_budget.py``.
 """
 
@@ -66,7 +67,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from chunkbench.benchmarking import verdicts
+from chunkbench.benchmarking import decision_reasons, language_verdicts, verdicts
 from chunkbench.benchmarking.decision_ranking import (
     EQUIVALENCE_MARGIN,
     MIN_QUESTIONS,
@@ -136,7 +137,7 @@ def _insufficient(
     else:
         reasons = [verdicts.too_few_questions_sentence(n_questions, MIN_QUESTIONS, dropped, metric_name(metric))]
     if dropped:
-        reasons.append(verdicts.dropped_sentence(dropped))
+        reasons.append(decision_reasons.dropped_sentence(dropped))
     return _with_verdict(
         Decision(
             metric=metric, status="insufficient_data", best=None, leader=None, prob_best={}, means=means,
@@ -207,7 +208,7 @@ def _language_rule(
     """Configurations built on a model that cannot read some documents. When those documents are material, none is
     named: the one that would be best makes the Decision cannot_tell (cause ``language``). Below the rule the
     Decision stands, and is made again without their questions to say whether its choice depends on them. Either
-    way ``language`` records it and ``verdicts.language_reasons`` says it."""
+    way ``language`` records it and ``language_verdicts.language_reasons`` says it."""
     flagged = [name for name in decision.means or decision.contenders if name in uncovered]
     if not flagged:
         return decision
@@ -242,7 +243,7 @@ def _language_rule(
             "n_questions": again.n_questions, "status": again.status, "best": again.best, "leader": again.leader,
         }  # fmt: skip
     language = {**language, "models": [list(pair) for pair in language["models"]]}
-    reasons = [*decision.reasons, *verdicts.language_reasons(decision.best, language)]
+    reasons = [*decision.reasons, *language_verdicts.language_reasons(decision.best, language)]
     return replace(decision, language=language, reasons=reasons)
 
 

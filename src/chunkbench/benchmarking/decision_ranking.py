@@ -5,7 +5,7 @@ ruled out, which are contenders, whether the leader wins, a tie is broken by con
 or the benchmark cannot tell (and why), with the estimate of more questions and every reason. It is separate from
 ``decision.py``, the entry point that prepares the scores, applies the equal-budget arm (``equal_budget.py``) and
 the language rule and writes the verdict: this module ranks one bootstrap result and knows nothing of budgets or
-languages. Every sentence is written by ``verdicts.py``.
+languages. Every sentence is written by ``decision_reasons.py``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,26 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any, Literal
 
-from chunkbench.benchmarking import verdicts
+from chunkbench.benchmarking.decision_reasons import (
+    beyond_questions_reason,
+    ceiling_clause,
+    contender_reason,
+    dropped_sentence,
+    enough_questions_reason,
+    equivalent_reason,
+    holm_reason,
+    interval_text,
+    kept_contender_reason,
+    leads_reason,
+    more_questions_reason,
+    ruled_out_reason,
+    same_mean_reason,
+    tie_broken_reason,
+    tie_not_broken_clause,
+    unpriced_clause,
+    winner_reason,
+    within_margin_reason,
+)
 from chunkbench.benchmarking.report.formatting import metric_name
 from chunkbench.evaluation.stats import BootstrapResult, complete_matrix, holm_step_down, paired_bootstrap
 
@@ -263,17 +282,13 @@ def rank(
         status, best, tie_break = "tie_broken_by_cost", by_cost[0], TIE_BREAK_COST
         equivalence = {"margin": equivalence_margin, "configurations": by_cost, "confidence": confidence}
         reasons.append(
-            verdicts.equivalent_reason(
-                label, by_cost, equivalence_margin, level, [cost_of(costs, name) for name in by_cost]
-            )
+            equivalent_reason(label, by_cost, equivalence_margin, level, [cost_of(costs, name) for name in by_cost])
         )
     elif not others or (prob >= min_prob_best and clear_lead):
         status, best = "winner", leader
         against = (runner_up, result.means[runner_up]) if runner_up else None
         reasons.append(
-            verdicts.winner_reason(
-                leader, label, result.means[leader], against, prob, result.n_resamples, result.n_questions
-            )
+            winner_reason(leader, label, result.means[leader], against, prob, result.n_resamples, result.n_questions)
         )
     else:
         # At the ceiling the tie is among the configurations that reach it, never a cheaper one below it.
@@ -289,22 +304,22 @@ def rank(
         # Configurations level at the ceiling are tied whatever the noise below them.
         if (tied or len(at_top) >= 2) and cheapest_clear:
             status, best, tie_break = "tie_broken_by_cost", priced[0][1], TIE_BREAK_COST
-            reasons.append(verdicts.tie_broken_reason(label, pool, leader, prob, best, priced, TIE_BREAK_COST))
+            reasons.append(tie_broken_reason(label, pool, leader, prob, best, priced, TIE_BREAK_COST))
         else:
             status = "cannot_tell"
             why = None
             if len(at_top) >= 2:
-                why = verdicts.ceiling_clause(at_top)
+                why = ceiling_clause(at_top)
                 if not unpriced and len(priced) >= 2:
-                    why += "; " + verdicts.tie_not_broken_clause(priced, cost_margin)
+                    why += "; " + tie_not_broken_clause(priced, cost_margin)
             elif tied and unpriced:
-                why = verdicts.unpriced_clause(unpriced)
+                why = unpriced_clause(unpriced)
             elif tied:
-                why = verdicts.tie_not_broken_clause(priced, cost_margin)
+                why = tie_not_broken_clause(priced, cost_margin)
             # A lead too rarely best is the probability's doubt; one best often enough fails on the margin alone.
             close = [n for n in others if abs(gain(n)[0]) <= practical_margin] if prob >= min_prob_best else []
             reasons.append(
-                verdicts.leads_reason(
+                leads_reason(
                     leader, label, result.means[leader], prob, others, why, close=close, margin=practical_margin
                 )
             )
@@ -326,19 +341,17 @@ def rank(
 
     for name in others:
         _observed, low, high = result.diff_to_leader[name]
-        interval = verdicts.interval_text(level, name, leader, low, high)
+        interval = interval_text(level, name, leader, low, high)
         gap = abs(gain(name)[0])
         if status == "winner":
-            reasons.append(
-                verdicts.kept_contender_reason(name, leader, gap, worse, interval, prob, min_prob_best, level)
-            )
+            reasons.append(kept_contender_reason(name, leader, gap, worse, interval, prob, min_prob_best, level))
         else:
             comparisons = len(result.configs) - 1 if holm is not None else None
-            reasons.append(verdicts.contender_reason(name, leader, gap, worse, interval, holm=comparisons))
+            reasons.append(contender_reason(name, leader, gap, worse, interval, holm=comparisons))
     correction: dict[str, Any] | None = None
     if holm is not None:
         correction = {"method": "holm", "comparisons": len(result.configs) - 1, "family_confidence": confidence}
-        reasons.append(verdicts.holm_reason(len(result.configs), len(ruled_out), level))
+        reasons.append(holm_reason(len(result.configs), len(ruled_out), level))
     for name in ruled_out:
         observed, low, high = gain(name)
         at, with_holm = level, None
@@ -346,11 +359,9 @@ def rank(
             (_d, raw_low, raw_high), corrected = holm[name]
             low, high = sorted((sign * raw_low, sign * raw_high))
             at, with_holm = f"{corrected:.2%}", len(result.configs) - 1
-        reasons.append(
-            verdicts.ruled_out_reason(name, label, worse, leader, abs(observed), at, -high, -low, holm=with_holm)
-        )
+        reasons.append(ruled_out_reason(name, label, worse, leader, abs(observed), at, -high, -low, holm=with_holm))
     if result.dropped_questions:
-        reasons.append(verdicts.dropped_sentence(result.dropped_questions))
+        reasons.append(dropped_sentence(result.dropped_questions))
     reasons.extend(result.notes)
 
     return Decision(
@@ -397,19 +408,19 @@ def _questions_needed_reason(
     estimate over ``MAX_QUESTIONS_FACTOR`` times the questions scored, which is not given as advice."""
     difference = abs(gain(runner_up)[0])
     if difference == 0:
-        reasons.append(verdicts.same_mean_reason(leader, runner_up))
+        reasons.append(same_mean_reason(leader, runner_up))
         return None, None
     if difference <= practical_margin:
-        reasons.append(verdicts.within_margin_reason(leader, runner_up, difference, practical_margin))
+        reasons.append(within_margin_reason(leader, runner_up, difference, practical_margin))
         return None, None
     needed = questions_needed(
         result.diff_sd[runner_up], difference - practical_margin, result.n_questions, confidence=confidence
     )
     if needed and needed > MAX_QUESTIONS_FACTOR * result.n_questions:
-        reasons.append(verdicts.beyond_questions_reason(result.n_questions, leader, runner_up, difference))
+        reasons.append(beyond_questions_reason(result.n_questions, leader, runner_up, difference))
         return None, needed
     if needed:
-        reasons.append(verdicts.more_questions_reason(needed, result.n_questions, leader, runner_up, difference))
+        reasons.append(more_questions_reason(needed, result.n_questions, leader, runner_up, difference))
     else:
-        reasons.append(verdicts.enough_questions_reason(result.n_questions, leader, runner_up))
+        reasons.append(enough_questions_reason(result.n_questions, leader, runner_up))
     return needed, None

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from chunkbench.benchmarking import verdicts
+from chunkbench.benchmarking import budget_verdicts
 from chunkbench.benchmarking.decision_ranking import MIN_QUESTIONS, Decision, finite
 from chunkbench.benchmarking.report.formatting import metric_name
 from chunkbench.evaluation.stats import complete_matrix, paired_bootstrap
@@ -72,7 +72,7 @@ def at_equal_budget(
     ]  # fmt: skip
     rivals = [n for n in leaner if sign * (result.means[winner] - result.means[n]) <= decision.practical_margin]
     rival = max(rivals, key=lambda name: sign * result.means[name]) if rivals else None
-    matched["rule"] = verdicts.equal_budget_sentence(
+    matched["rule"] = budget_verdicts.equal_budget_sentence(
         metric_name(decision.metric), winner, rival, budget=budget.budget, means=result.means,
         context=budget.context,
     )  # fmt: skip

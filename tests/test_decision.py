@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from chunkbench.benchmarking import budget
-from chunkbench.benchmarking.decision import MIN_QUESTIONS, BudgetScores, Decision, decide, questions_needed
+from chunkbench.benchmarking.decision import decide
+from chunkbench.benchmarking.decision_ranking import MIN_QUESTIONS, Decision, questions_needed
+from chunkbench.benchmarking.equal_budget import BudgetScores
 from chunkbench.benchmarking.model import CellResult, RetrievedChunk
 
 

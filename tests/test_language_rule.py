@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from chunkbench.admin import operations
 from chunkbench.benchmarking import benchmarks
-from chunkbench.benchmarking.decision import Decision, decide
+from chunkbench.benchmarking.decision import decide
+from chunkbench.benchmarking.decision_ranking import Decision
 from chunkbench.benchmarking.report.render import render_report
 from chunkbench.benchmarking.schemas import BenchmarkIn, QuestionIn, ReferenceIn
 from chunkbench.benchmarking.verdicts import verdict

@@ -8,9 +8,12 @@ import json
 
 import numpy as np
 
-from chunkbench.benchmarking.decision import BudgetScores, Decision, decide, frontier
+from chunkbench.benchmarking.budget_verdicts import budget_sentence
+from chunkbench.benchmarking.decision import decide, frontier
+from chunkbench.benchmarking.decision_ranking import Decision
+from chunkbench.benchmarking.equal_budget import BudgetScores
 from chunkbench.benchmarking.report.prose import standing
-from chunkbench.benchmarking.verdicts import budget_sentence, verdict
+from chunkbench.benchmarking.verdicts import verdict
 
 
 def test_the_frontier_keeps_the_configurations_best_for_some_budget_cheapest_first() -> None:

@@ -11,7 +11,8 @@ from lxml import etree
 from lxml import html as lxml_html
 from typer.testing import CliRunner
 
-from chunkbench.benchmarking.decision import Decision, decide
+from chunkbench.benchmarking.decision import decide
+from chunkbench.benchmarking.decision_ranking import Decision
 from chunkbench.benchmarking.verdicts import verdict, with_verdict
 from chunkbench.cli import app as cli_app
 from chunkbench.config import get_settings

@@ -9,7 +9,9 @@ import numpy as np
 
 from chunkbench.benchmarking import budget as budgets
 from chunkbench.benchmarking import cost as pricing
-from chunkbench.benchmarking.decision import EQUIVALENCE_MARGIN, BudgetScores, decide
+from chunkbench.benchmarking.decision import decide
+from chunkbench.benchmarking.decision_ranking import EQUIVALENCE_MARGIN
+from chunkbench.benchmarking.equal_budget import BudgetScores
 from chunkbench.benchmarking.experiments import cells, get
 from chunkbench.benchmarking.model import CellResult, Configuration, Experiment, question_to_json
 from chunkbench.benchmarking.schemas import METRIC_DIRECTIONS

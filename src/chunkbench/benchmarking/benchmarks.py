@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from chunkbench.benchmarking import aggregation, claims, experiments, planning, pruning, runner
 from chunkbench.benchmarking import cost as pricing
 from chunkbench.benchmarking.breakdowns import breakdowns
-from chunkbench.benchmarking.decision import EQUIVALENCE_MARGIN
+from chunkbench.benchmarking.decision_ranking import EQUIVALENCE_MARGIN
 from chunkbench.benchmarking.experiments import ExperimentNotFoundError, cells, get  # noqa: F401  (the error is re-exported)
 from chunkbench.benchmarking.model import BenchmarkConfig, Experiment, question_to_json
 from chunkbench.benchmarking.schemas import (

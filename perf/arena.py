@@ -52,7 +52,7 @@ def run(data_dir: Path, rows: list[tuple[str, dict[str, Any]]]) -> dict[str, Any
     from chunkbench.chunking.base import Variant, strategy_class
     from chunkbench.chunking.library_strategies import listing
     from chunkbench.config import Settings
-    from chunkbench.documents.library import SourceFile
+    from chunkbench.documents.discovery import SourceFile
     from chunkbench.evaluation.chroma import CHROMA_MODEL, CHROMA_RETRIEVE, load_chroma
     from chunkbench.storage.db import Database
     from chunkbench.storage.schema import DEFAULT_TENANT

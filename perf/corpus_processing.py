@@ -49,7 +49,8 @@ def run_job(work: Path, papers: list[Path], strategy: str) -> tuple[dict[str, An
     """Ingest ``papers`` into a fresh data directory, process them as a corpus job; the result and the texts
     the job embedded, in the order it embedded them."""
     from chunkbench.config import Settings
-    from chunkbench.documents.library import discover_files, ingest_paths
+    from chunkbench.documents.discovery import discover_files
+    from chunkbench.documents.ingest import ingest_paths
     from chunkbench.embedding.cache import EMBEDDINGS
     from chunkbench.indexing import corpus_job
     from chunkbench.indexing.schemas import ProcessIn

@@ -177,7 +177,7 @@ def recall(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     each: nothing cached), span and rank figures in percent."""
     from chunkbench.benchmarking import corpus_eval
     from chunkbench.chunking import variants
-    from chunkbench.documents.library import SourceFile
+    from chunkbench.documents.discovery import SourceFile
     from chunkbench.embedding.cache import EMBEDDINGS
     from chunkbench.evaluation.chroma import CHROMA_RETRIEVE, load_chroma, select_configs
     from chunkbench.storage.db import Database

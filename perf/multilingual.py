@@ -135,7 +135,7 @@ def recall(chroma_dir: str | None, data_dir: Path) -> dict[str, Any]:
     from chunkbench.benchmarking import corpus_eval
     from chunkbench.chunking import variants
     from chunkbench.config import Settings
-    from chunkbench.documents.library import SourceFile
+    from chunkbench.documents.discovery import SourceFile
     from chunkbench.evaluation.chroma import CHROMA_RETRIEVE, load_chroma, select_configs
     from chunkbench.storage.db import Database
     from chunkbench.storage.schema import DEFAULT_TENANT

@@ -10,7 +10,9 @@ import pytest
 from PIL import Image
 
 from chunkbench.config import Settings
-from chunkbench.documents.library import IngestResult, discover_files, ingest_paths
+from chunkbench.documents.discovery import discover_files
+from chunkbench.documents.ingest import ingest_paths
+from chunkbench.documents.ingest_results import IngestResult
 from chunkbench.documents.parsers.encoding import decode, looks_like_text
 from chunkbench.errors import CorruptDocumentError
 from chunkbench.storage.db import Database

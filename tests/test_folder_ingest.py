@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from chunkbench.cli import app
 from chunkbench.config import Settings, get_settings
 from chunkbench.documents.discovery import SkipCode, SkippedFile, SourceFile, discover_files
-from chunkbench.documents.library import IngestOutcome, IngestResult, IngestSummary
+from chunkbench.documents.ingest_results import IngestOutcome, IngestResult, IngestSummary
 from chunkbench.documents.parsers import supported_suffixes
 
 LIMIT_MB = 0.1  # CHUNKBENCH_MAX_UPLOAD_MB in these tests: big.txt is twice that

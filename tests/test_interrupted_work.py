@@ -319,7 +319,8 @@ def _kill_when_held(env: dict[str, str], fake, args: list[str], held: Callable[[
 
 def _ingest(settings: Settings, folder: Path, texts: dict[str, str]) -> dict[str, str]:
     """Write and ingest ``texts`` (filename → markdown); filename → document id."""
-    from chunkbench.documents.library import discover_files, ingest_paths
+    from chunkbench.documents.discovery import discover_files
+    from chunkbench.documents.ingest import ingest_paths
 
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in texts.items():

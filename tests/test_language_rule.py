@@ -22,7 +22,8 @@ from chunkbench.benchmarking.schemas import BenchmarkIn, QuestionIn, ReferenceIn
 from chunkbench.benchmarking.verdicts import verdict
 from chunkbench.cli import app as cli_app
 from chunkbench.config import Settings, get_settings
-from chunkbench.documents import library
+from chunkbench.documents import ingest, library
+from chunkbench.documents.discovery import SourceFile
 from chunkbench.embedding.languages import LanguageEvidence, LanguageRule
 from chunkbench.embedding.registry import MULTILINGUAL_MODEL_ID
 from chunkbench.errors import LanguageNotCoveredError
@@ -303,8 +304,8 @@ def _mostly_german_corpus(settings: Settings, tmp_path: Path, confidence: float)
     for name in ("zoo.md", "park.md"):
         (folder / name).write_text(" ".join([GERMAN.format(subject="Otter", hour=9)] * 20), encoding="utf-8")
     database = Database.from_settings(settings)
-    sources = [library.SourceFile(path, path.name) for path in sorted(folder.iterdir())]
-    results = list(library.ingest_paths(database, settings, sources, tenant_id=DEFAULT_TENANT, corpus="mixed"))
+    sources = [SourceFile(path, path.name) for path in sorted(folder.iterdir())]
+    results = list(ingest.ingest_paths(database, settings, sources, tenant_id=DEFAULT_TENANT, corpus="mixed"))
     assert all(result.error is None for result in results)
     _set_language(database, ["zoo.md", "park.md"], "de", confidence)
     return database

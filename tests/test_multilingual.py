@@ -25,7 +25,8 @@ from chunkbench.benchmarking.schemas import BenchmarkIn, QuestionIn, ReferenceIn
 from chunkbench.benchmarking.verdicts import cannot_tell_sentence
 from chunkbench.cli import app
 from chunkbench.config import Settings, get_settings
-from chunkbench.documents import library
+from chunkbench.documents import ingest, library
+from chunkbench.documents.discovery import SourceFile
 from chunkbench.embedding import roles
 from chunkbench.embedding.providers import get_provider
 from chunkbench.embedding.registry import MULTILINGUAL_MODEL_ID, get_spec
@@ -64,8 +65,8 @@ def test_the_farsi_corpus_is_what_it_claims() -> None:
 
 def _ingest(settings: Settings, database: Database, names: list[str]) -> dict[str, str]:
     """The Farsi documents ``names`` ingested into the corpus ``farsi``: source key → id."""
-    sources = [library.SourceFile(FARSI / name, name) for name in names]
-    results = list(library.ingest_paths(database, settings, sources, tenant_id=DEFAULT_TENANT, corpus="farsi"))
+    sources = [SourceFile(FARSI / name, name) for name in names]
+    results = list(ingest.ingest_paths(database, settings, sources, tenant_id=DEFAULT_TENANT, corpus="farsi"))
     assert all(result.error is None for result in results)
     with database.session() as session:
         return {name: library.resolve(session, name, tenant_id=DEFAULT_TENANT).id for name in names}
@@ -175,8 +176,8 @@ def test_a_mixed_corpus_moves_to_the_multilingual_model_as_a_whole(settings, tmp
     database = Database.from_settings(settings)
     try:
         _ingest(settings, database, ["metro.md"])
-        source = library.SourceFile(english, "english.md")
-        list(library.ingest_paths(database, settings, [source], tenant_id=DEFAULT_TENANT, corpus="farsi"))
+        source = SourceFile(english, "english.md")
+        list(ingest.ingest_paths(database, settings, [source], tenant_id=DEFAULT_TENANT, corpus="farsi"))
         with database.session() as session:
             plan = corpus_job.plan(
                 session, settings, "farsi", ProcessIn(strategies=["fixed_size"]), tenant_id="default"
@@ -221,8 +222,8 @@ def test_e5_finds_the_farsi_evidence_minilm_does_not_and_the_decision_names_no_m
     both reports."""
     database, store, ids = farsi
     (tmp_path / "library.md").write_text(ENGLISH, encoding="utf-8")
-    source = library.SourceFile(tmp_path / "library.md", "library.md")
-    list(library.ingest_paths(database, settings, [source], tenant_id=DEFAULT_TENANT, corpus="farsi"))
+    source = SourceFile(tmp_path / "library.md", "library.md")
+    list(ingest.ingest_paths(database, settings, [source], tenant_id=DEFAULT_TENANT, corpus="farsi"))
     params = {StrategyName("recursive"): SMALL}
     for request in (
         ProcessIn(strategies=["recursive"], params=params),  # the default path: e5 for a Persian corpus

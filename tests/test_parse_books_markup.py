@@ -18,7 +18,9 @@ from odf.style import Style
 from odf.text import H, P
 
 from chunkbench.config import Settings
-from chunkbench.documents.library import IngestOutcome, SourceFile, ingest_paths
+from chunkbench.documents.discovery import SourceFile
+from chunkbench.documents.ingest import ingest_paths
+from chunkbench.documents.ingest_results import IngestOutcome
 from chunkbench.documents.parsers import org, parse_document
 from chunkbench.errors import (
     ArchiveBombError,

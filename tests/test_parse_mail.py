@@ -17,7 +17,9 @@ from typer.testing import CliRunner
 from chunkbench.cli import app
 from chunkbench.config import Settings, get_settings
 from chunkbench.documents import library
-from chunkbench.documents.library import IngestOutcome, SourceFile, ingest_paths
+from chunkbench.documents.discovery import SourceFile
+from chunkbench.documents.ingest import ingest_paths
+from chunkbench.documents.ingest_results import IngestOutcome
 from chunkbench.documents.parsers import parse_document
 from chunkbench.errors import CorruptDocumentError, UnsupportedFileTypeError
 from chunkbench.storage.db import Database

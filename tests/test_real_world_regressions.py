@@ -13,7 +13,9 @@ import pytest
 from docx.opc.exceptions import PackageNotFoundError
 
 from chunkbench.config import Settings
-from chunkbench.documents.library import IngestOutcome, discover_files, ingest_paths
+from chunkbench.documents.discovery import discover_files
+from chunkbench.documents.ingest import ingest_paths
+from chunkbench.documents.ingest_results import IngestOutcome
 from chunkbench.documents.parsers import parse_document
 from chunkbench.errors import ConverterUnavailableError
 from chunkbench.storage.db import Database

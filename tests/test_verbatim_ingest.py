@@ -11,8 +11,9 @@ from typer.testing import CliRunner
 
 from chunkbench.cli import app
 from chunkbench.config import Settings, get_settings
-from chunkbench.documents import library
-from chunkbench.documents.library import IngestOutcome, SourceFile
+from chunkbench.documents import ingest
+from chunkbench.documents.discovery import SourceFile
+from chunkbench.documents.ingest_results import IngestOutcome
 from chunkbench.errors import UnsupportedFileTypeError
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DEFAULT_TENANT, DocumentRow
@@ -23,7 +24,7 @@ TEXT = RAW.replace("\r\n", "\n")  # as Python's text mode reads it, which is wha
 
 
 def _ingest(database: Database, settings: Settings, path: Path, **options):
-    (result,) = library.ingest_paths(database, settings, [SourceFile(path, path.name)], tenant_id=DEFAULT_TENANT,
+    (result,) = ingest.ingest_paths(database, settings, [SourceFile(path, path.name)], tenant_id=DEFAULT_TENANT,
                                      **options)  # fmt: skip
     return result
 

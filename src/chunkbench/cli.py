@@ -181,16 +181,16 @@ def ingest(
 
     A file found in a folder is keyed by its path below that folder, a file named directly by its filename.
     """
-    from chunkbench.documents import library
+    from chunkbench.documents.discovery import discover_files
+    from chunkbench.documents.ingest import ingest_paths
+    from chunkbench.documents.ingest_results import IngestResult, IngestSummary
     from chunkbench.documents.schemas import IngestOut
 
     settings, database = open_database()
-    found = list(library.discover_files(paths, settings))
-    ingested: list[library.IngestResult] = []
+    found = list(discover_files(paths, settings))
+    ingested: list[IngestResult] = []
     try:
-        ingesting = library.ingest_paths(
-            database, settings, found, tenant_id=DEFAULT_TENANT, corpus=corpus, verbatim=verbatim
-        )
+        ingesting = ingest_paths(database, settings, found, tenant_id=DEFAULT_TENANT, corpus=corpus, verbatim=verbatim)
     except ChunkbenchError as exc:  # a bad corpus name: nothing was read
         database.dispose()
         raise fail(exc, as_json) from exc
@@ -201,7 +201,7 @@ def ingest(
             ingested.append(result)
     database.dispose()
 
-    summary = library.IngestSummary.of(ingested)
+    summary = IngestSummary.of(ingested)
     results = [IngestOut.of(result) for result in ingested]
     if as_json:
         listed = [r.model_dump(mode="json") for r in results]

@@ -81,7 +81,8 @@ class Workspace:
         """Parse files and folders (searched recursively) into documents, each file on its own, as ``chunkbench
         ingest`` does; every file ingested joins ``corpus`` (made if missing). A refused file is in the results
         with its ``error``; nothing raises for it."""
-        from chunkbench.documents.library import discover_files, ingest_paths
+        from chunkbench.documents.discovery import discover_files
+        from chunkbench.documents.ingest import ingest_paths
         from chunkbench.documents.schemas import IngestOut
 
         found = list(discover_files([Path(p) for p in paths], self.settings))

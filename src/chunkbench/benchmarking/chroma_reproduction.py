@@ -18,7 +18,7 @@ from typing import Any
 from chunkbench.benchmarking import corpus_eval
 from chunkbench.chunking import variants
 from chunkbench.config import Settings
-from chunkbench.documents.library import SourceFile
+from chunkbench.documents.discovery import SourceFile
 from chunkbench.errors import EvaluationError
 from chunkbench.evaluation.chroma import CHROMA_MODEL, CHROMA_RETRIEVE, ChromaConfig, load_chroma, published_rows
 from chunkbench.progress import Progress

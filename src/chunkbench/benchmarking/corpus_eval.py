@@ -29,7 +29,8 @@ from chunkbench.benchmarking.scoring import RANK_METRICS, SPAN_METRICS
 from chunkbench.chunking import variants
 from chunkbench.chunking.base import Variant, strategy_class
 from chunkbench.config import Settings
-from chunkbench.documents import library
+from chunkbench.documents import ingest
+from chunkbench.documents.discovery import SourceFile
 from chunkbench.errors import EvaluationError
 from chunkbench.evaluation.questions import BenchmarkQuestion
 from chunkbench.indexing import corpus_job
@@ -62,7 +63,7 @@ def evaluate(
     store: VectorStore,
     *,
     corpus: str,
-    sources: Sequence[library.SourceFile],
+    sources: Sequence[SourceFile],
     questions: Sequence[BenchmarkQuestion],
     strategies: Sequence[str],
     corpus_model: str,
@@ -92,7 +93,7 @@ def evaluate(
     started = time.perf_counter()
     _stage(progress, "ingest", 0.0, f"ingesting {len(sources)} documents")
     # Verbatim: the evidence offsets count characters of the raw files, so the documents are exactly those texts.
-    ingested = library.ingest_paths(database, settings, sources, tenant_id=tenant_id, corpus=corpus, verbatim=True)
+    ingested = ingest.ingest_paths(database, settings, sources, tenant_id=tenant_id, corpus=corpus, verbatim=True)
     if failed := [result.error for result in ingested if result.error is not None]:
         raise failed[0]
     timings["ingest"] = time.perf_counter() - started

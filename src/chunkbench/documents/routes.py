@@ -1,4 +1,4 @@
-"""Documents API: thin translation between HTTP and ``documents.library``."""
+"""Documents API: thin translation between HTTP and ``documents.library`` / ``documents.ingest``."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from fastapi import APIRouter, File, Query, Response, UploadFile, status
 from fastapi.responses import PlainTextResponse
 
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep
-from chunkbench.documents import library
-from chunkbench.documents.library import IngestOutcome
+from chunkbench.documents import ingest, library
+from chunkbench.documents.ingest_results import IngestOutcome
 from chunkbench.documents.schemas import (
     DocumentDetail,
     DocumentPage,
@@ -50,7 +50,7 @@ def upload_document(
     the same bytes again change nothing (200). A mail's (.eml, .msg) attachments are ingested as documents of their
     own, listed under ``attachments`` (source key ``{mail}//{filename}``, ``parent_id`` the mail).
     """
-    result = library.ingest_upload(database, settings, file.file, file.filename or "", tenant_id=tenant_id)
+    result = ingest.ingest_upload(database, settings, file.file, file.filename or "", tenant_id=tenant_id)
     if result.outcome is IngestOutcome.UNCHANGED:
         response.status_code = status.HTTP_200_OK
     return IngestOut.of(result)
@@ -59,7 +59,7 @@ def upload_document(
 @router.get("/formats", response_model=list[FormatOut])
 def list_formats() -> list[FormatOut]:
     """Every file type the server ingests (the parser registry, plugins included), by suffix."""
-    return [FormatOut.of(suffix, parser) for suffix, parser in library.formats()]
+    return [FormatOut.of(suffix, parser) for suffix, parser in ingest.formats()]
 
 
 @router.get("", response_model=DocumentPage, responses={404: {"model": ErrorOut, "description": "Unknown corpus"}})
@@ -98,7 +98,7 @@ def index_directory(
     """Ingest every supported file under a folder of the data directory, each keyed by its path below that folder;
     each file fails on its own, and every file not read is listed as skipped with its reason (hidden, unsupported
     type, empty, too large, not a regular file, unreadable). With ``corpus``, every file ingested joins it."""
-    results = library.index_directory(database, settings, body.path, tenant_id=tenant_id, corpus=body.corpus)
+    results = ingest.index_directory(database, settings, body.path, tenant_id=tenant_id, corpus=body.corpus)
     return IndexDirectoryOut.of(body.path, results)
 
 

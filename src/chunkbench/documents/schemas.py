@@ -8,7 +8,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from chunkbench.documents.discovery import SkipReason
-from chunkbench.documents.library import IngestOutcome, IngestResult, IngestSummary, LanguageChange
+from chunkbench.documents.ingest_results import IngestOutcome, IngestResult, IngestSummary
+from chunkbench.documents.library import LanguageChange
 from chunkbench.documents.parsers import DocumentParser
 from chunkbench.models import CORPUS_NAME_RULE, DocumentTree
 from chunkbench.schemas import ErrorOut

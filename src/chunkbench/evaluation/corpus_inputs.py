@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from chunkbench.config import Settings
-from chunkbench.documents.library import SourceFile
+from chunkbench.documents.discovery import SourceFile
 from chunkbench.errors import EvaluationError
 from chunkbench.evaluation.locate import resolve_evidence
 from chunkbench.evaluation.questions import BenchmarkQuestion, load_question_set

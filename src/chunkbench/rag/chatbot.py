@@ -9,8 +9,8 @@ from typing import BinaryIO
 from sqlalchemy import select
 
 from chunkbench.config import Settings
-from chunkbench.documents import library
-from chunkbench.documents.library import IngestOutcome, IngestResult, IngestSummary
+from chunkbench.documents import ingest
+from chunkbench.documents.ingest_results import IngestOutcome, IngestResult, IngestSummary
 from chunkbench.errors import ChunkbenchError
 from chunkbench.indexing import processing
 from chunkbench.indexing.schemas import ProcessIn
@@ -66,7 +66,7 @@ def index_upload(
 ) -> ChatIndexOut:
     """``POST /api/index``: same filename replaces, same bytes change nothing (idempotent)."""
     config = _serving(database, tenant_id)
-    result = library.ingest_upload(database, settings, stream, filename, tenant_id=tenant_id)
+    result = ingest.ingest_upload(database, settings, stream, filename, tenant_id=tenant_id)
     count = _index(database, settings, store, result, config, tenant_id)
     return ChatIndexOut(
         status="success", chunks_created=count, message=f"Indexed {count} chunks from {result.filename}"
@@ -86,7 +86,7 @@ def index_directory(
     ``corpus`` when given); every other file listed as skipped, and a file that fails to index as refused."""
     config = _serving(database, tenant_id)
     total, outcomes, files = 0, [], []
-    for result in library.index_directory(database, settings, relative, tenant_id=tenant_id, corpus=corpus):
+    for result in ingest.index_directory(database, settings, relative, tenant_id=tenant_id, corpus=corpus):
         chunks = None
         if result.document is not None:
             try:

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from chunkbench.documents.discovery import SkipReason
-from chunkbench.documents.library import IngestOutcome, IngestSummary
+from chunkbench.documents.ingest_results import IngestOutcome, IngestSummary
 from chunkbench.limits import MAX_QUESTION_CHARS, MAX_TOP_K
 from chunkbench.schemas import ErrorOut
 

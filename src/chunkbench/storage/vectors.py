@@ -10,7 +10,9 @@ tenant (and document).
 Edge in process by default (:mod:`chunkbench.storage.edge`, on disk under ``{data_dir}/qdrant-edge``, one
 process per folder, hence one store per process through :func:`get_vector_store`), or a Qdrant server when
 ``CHUNKBENCH_QDRANT_URL`` is set (:mod:`chunkbench.storage.qdrant_server`). Searches are exact unless the
-caller passes ``exact=False`` (the serving faces), which uses the HNSW graph where one is built.
+caller passes ``exact=False`` (the serving faces), which uses the HNSW graph where one is built. What the store
+builds on (which engine opens, engine points, query vectors, rankings cut where equal scores are settled) is
+:mod:`chunkbench.storage.engine_io`.
 """
 
 from __future__ import annotations
@@ -19,16 +21,22 @@ import atexit
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from chunkbench.config import Settings
-from chunkbench.errors import CollectionMissingError, NotFoundError, QueryError, VectorStoreError
+from chunkbench.errors import NotFoundError, QueryError, VectorStoreError
 from chunkbench.models import StrategyName
-from chunkbench.storage.engine import EnginePoint, Progress, VectorEngine, VectorQuery, missing_collection
-from chunkbench.storage.fusion import cut_is_settled, ranked, reciprocal_rank_fusion
+from chunkbench.storage.engine import Progress, VectorEngine, VectorQuery, missing_collection
+from chunkbench.storage.engine_io import (
+    dense_query,
+    engine_points,
+    no_collection,
+    open_engine,
+    query_vectors,
+    ranked_search,
+)
 from chunkbench.storage.points import (
     DENSE_VECTOR,
     SPARSE_VECTOR,
@@ -38,41 +46,14 @@ from chunkbench.storage.points import (
     SparseLike,
     StoredChunk,
     chunk_order,
-    chunk_payload,
     collection_name,
     document_filter,
     parse_collection_name,
-    point_id,
     validate_document_points,
 )
 
 logger = logging.getLogger(__name__)
 UPSERT_BATCH = 256
-
-
-def open_engine(settings: Settings, progress: Progress | None = None) -> VectorEngine:
-    """The engine ``settings`` name: a Qdrant server's (URL set), else Qdrant Edge, migrating old local-mode data."""
-    from chunkbench.storage.migration import legacy_pending, migrate_legacy
-
-    if settings.qdrant_url:
-        from chunkbench.storage.qdrant_server import ServerEngine
-
-        if legacy_pending(settings):
-            logger.warning(
-                "%s holds embedded Qdrant data of an older chunkbench, not migrated: CHUNKBENCH_QDRANT_URL is set, "
-                "so the Qdrant server is used instead. Unset it once to migrate that folder to Qdrant Edge.",
-                settings.qdrant_legacy_path,
-            )
-        return ServerEngine(settings)
-    from chunkbench.storage.edge import EdgeEngine
-
-    engine = EdgeEngine(settings)
-    try:
-        engine.migration = migrate_legacy(engine, settings, progress)
-    except BaseException:
-        engine.close()
-        raise
-    return engine
 
 
 class VectorStore:
@@ -244,21 +225,7 @@ class VectorStore:
             StrategyName(strategy).value, model_id, dimension, chunks, dense, sparse, document_id
         )
         name = self.ensure_collection(strategy, model_id, dimension)
-        matrix = np.asarray(dense, dtype=np.float32)
-        points: list[EnginePoint] = []
-        row = 0
-        for chunk in chunks:
-            point = EnginePoint(
-                id=point_id(chunk.chunk_id), payload=chunk_payload(chunk, tenant_id=tenant_id, model_id=model_id)
-            )
-            if not chunk.is_parent:
-                point.dense[DENSE_VECTOR] = matrix[row].tolist()
-                terms = sparse[row]
-                # A chunk of only stopwords has no terms; it is still found by the dense vector.
-                if len(terms.indices):
-                    point.sparse[SPARSE_VECTOR] = (list(terms.indices), list(terms.values))
-                row += 1
-            points.append(point)
+        points = engine_points(chunks, dense, sparse, tenant_id=tenant_id, model_id=model_id)
         engine = self._use("upsert points", name)
         for start in range(0, len(points), UPSERT_BATCH):
             engine.upsert(name, points[start : start + UPSERT_BATCH])
@@ -371,16 +338,6 @@ class VectorStore:
 
     # ----------------------------------------------------------------- search
 
-    @staticmethod
-    def _no_collection(name: str, strategy: str, model_id: str) -> CollectionMissingError:
-        return CollectionMissingError(
-            f"Collection '{name}' does not exist: nothing was processed with strategy '{strategy}' and "
-            f"embedding model '{model_id}'.",
-            collection=name,
-            strategy=strategy,
-            model_id=model_id,
-        )
-
     def search(
         self,
         strategy: StrategyName | str,
@@ -411,49 +368,26 @@ class VectorStore:
         mode = QueryMode(mode)
         if top_k < 1:
             raise QueryError(f"top_k must be at least 1; got {top_k}.")
-        dense_query = None if dense is None else np.asarray(dense, dtype=np.float32).reshape(-1).tolist()
-        sparse_query = None
-        if sparse is not None and len(sparse.indices):
-            sparse_query = (list(sparse.indices), list(sparse.values))
-        if mode is not QueryMode.SPARSE and dense_query is None:
-            raise QueryError(f"A {mode.value} search needs a query embedding; none was given.")
-        if mode is QueryMode.SPARSE and sparse is None:
-            raise QueryError("A sparse search needs a sparse query vector; none was given.")
+        dense_vector, sparse_query = query_vectors(mode, dense, sparse)
         if not self._exists(name):
-            raise self._no_collection(name, strategy_value, model_id)
+            raise no_collection(name, strategy_value, model_id)
         if mode is QueryMode.SPARSE and sparse_query is None:
             return []
         base = VectorQuery(
             mode=mode,
             where=document_filter(tenant_id, document_id, include_parents=False),
             limit=top_k,
-            dense=dense_query,
+            dense=dense_vector,
             sparse=sparse_query,
             exact=exact,
             idf_corpus=PointFilter(tenant_id),
         )
         try:
-            if mode is not QueryMode.FUSION:
-                return self._ranked(name, base, top_k)
-            # Each vector's candidates in the store's order, then RRF here: the same fusion on every engine.
-            candidates = max(prefetch_limit or 2 * top_k, top_k)
-            arms = [self._ranked(name, replace(base, mode=QueryMode.DENSE), candidates)]
-            if sparse_query is not None:
-                arms.append(self._ranked(name, replace(base, mode=QueryMode.SPARSE), candidates))
-            return reciprocal_rank_fusion(arms, top_k)
+            return ranked_search(
+                lambda query: self._use("search", name).query(name, query), base, top_k, prefetch_limit
+            )
         except NotFoundError as exc:
-            raise self._no_collection(name, strategy_value, model_id) from exc
-
-    def _ranked(self, name: str, query: VectorQuery, depth: int) -> list[tuple[dict[str, Any], float]]:
-        """The best ``depth`` points of a dense or sparse ``query`` by (score, :func:`~chunkbench.storage.fusion.
-        tie_key`): asked one deeper than needed, and deeper again while equal scores run past what came back, so
-        which of several equal-scored points make the cut never depends on the engine's order."""
-        fetched = depth + 1
-        while True:
-            rows = self._use("search", name).query(name, replace(query, limit=fetched))
-            if cut_is_settled(rows, depth, fetched):
-                return ranked(rows)[:depth]
-            fetched *= 2
+            raise no_collection(name, strategy_value, model_id) from exc
 
     def dense_scores(
         self,
@@ -474,7 +408,7 @@ class VectorStore:
             mode=QueryMode.DENSE,
             where=document_filter(tenant_id, document_id, chunk_ids=ids, include_parents=False),
             limit=len(ids),
-            dense=np.asarray(dense, dtype=np.float32).reshape(-1).tolist(),
+            dense=dense_query(dense),
             # Exact, so every listed chunk gets its true cosine, not only what an HNSW walk reaches.
             exact=True,
             payload_fields=("chunk_id",),

@@ -8,13 +8,8 @@ from pathlib import Path
 from chunkbench.config import Settings
 from chunkbench.documents.parsers import libreoffice
 from chunkbench.documents.parsers.base import DocumentParser, register
-from chunkbench.documents.parsers.docx import (
-    OLE_MAGIC,
-    ZIP_MAGIC,
-    DocxParser,
-    ole_stream_head,
-    refuse_encrypted,
-)
+from chunkbench.documents.parsers.docx import OLE_MAGIC, ZIP_MAGIC, DocxParser
+from chunkbench.documents.parsers.ole import ole_stream_head, refuse_encrypted
 from chunkbench.errors import CorruptDocumentError, EncryptedDocumentError
 from chunkbench.models import ParseResult
 

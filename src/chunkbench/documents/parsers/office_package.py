@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from chunkbench.config import Settings
 from chunkbench.documents.parsers.base import DocumentParser
-from chunkbench.documents.parsers.docx import ole_has_stream
+from chunkbench.documents.parsers.ole import ole_has_stream
 from chunkbench.documents.parsers.zip_container import OLE_MAGIC, ZIP_MAGIC, open_guarded
 from chunkbench.errors import CorruptDocumentError, EncryptedDocumentError
 

@@ -7,7 +7,6 @@ attachments are documents of their own whose keys extend the mail's.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -24,8 +23,6 @@ from chunkbench.storage.db import Database
 from chunkbench.storage.repositories import CorpusRepository, DocumentRepository
 from chunkbench.storage.schema import DocumentRow, StrategyRunRow
 from chunkbench.storage.vectors import get_vector_store
-
-logger = logging.getLogger(__name__)
 
 _AMBIGUOUS_SHOWN = 10
 # An attachment's source key is its mail's, this separator, and its filename (``inbox/a.eml//report.pdf``). A real

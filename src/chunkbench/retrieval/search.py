@@ -46,7 +46,7 @@ class RetrievedChunk:
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any], *, score: float | None, role: Role) -> RetrievedChunk:
-        """Build from a Qdrant point payload (see ``storage.vectors.chunk_payload``)."""
+        """Build from a Qdrant point payload (see ``storage.points.chunk_payload``)."""
         return cls(
             chunk_id=str(payload["chunk_id"]),
             chunk_index=int(payload["chunk_index"]),

@@ -166,7 +166,7 @@ class Settings(BaseSettings):
     benchmark_task_cells: int = Field(50, ge=1)
     benchmark_bootstrap_resamples: int = Field(2000, ge=100, le=100_000)
     # Two configurations whose difference's 95 % interval lies within ±this (in the metric's units) are equivalent:
-    # the Decision chooses the one needing less context (benchmarking/decision.py; 0 turns the rule off).
+    # the Decision chooses the one needing less context (benchmarking/decision_ranking.py; 0 turns the rule off).
     benchmark_equivalence_margin: float = Field(0.01, ge=0.0)
 
     # Model prices in USD per 1M tokens, overriding or extending the built-in table (benchmarking/cost.py),

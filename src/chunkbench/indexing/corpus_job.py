@@ -37,6 +37,7 @@ from chunkbench.indexing.pipeline import (
     chunk_document,
     store_documents,
 )
+from chunkbench.indexing.processing_plan import ProcessPlan, ValidatedRequest, validate_request
 from chunkbench.indexing.schemas import (
     CorpusDocumentOutcome,
     CorpusProcessOut,
@@ -45,6 +46,13 @@ from chunkbench.indexing.schemas import (
     ProcessIn,
     SizeWarningOut,
     StrategyOutcome,
+)
+from chunkbench.indexing.strategy_run import (
+    boundary_embedder,
+    completed_outcome,
+    elapsed_ms,
+    enter_embedding,
+    failed_outcome,
 )
 from chunkbench.models import StrategyName
 from chunkbench.progress import Progress, StopCheck, never_stop
@@ -69,7 +77,7 @@ class CorpusPlan:
     corpus_id: str
     corpus_name: str
     document_ids: tuple[str, ...]
-    request: processing.ValidatedRequest
+    request: ValidatedRequest
     # Member id → source key and detected language, at plan time: what the request's models were chosen for.
     names: dict[str, str] = field(default_factory=dict)
     languages: dict[str, str | None] = field(default_factory=dict)
@@ -87,11 +95,11 @@ class CorpusPlan:
             **({"notes": list(request.notes)} if request.notes else {}),
         }
 
-    def document_plan(self, document_id: str, strategies: Iterable[StrategyName]) -> processing.ProcessPlan:
+    def document_plan(self, document_id: str, strategies: Iterable[StrategyName]) -> ProcessPlan:
         """The single-document plan of one member with the strategies it needs."""
         wanted = set(strategies)
         request = self.request
-        return processing.ProcessPlan(
+        return ProcessPlan(
             self.tenant_id,
             document_id,
             tuple((name, params) for name, params in request.strategies if name in wanted),
@@ -117,7 +125,7 @@ def plan(session: Session, settings: Settings, corpus_name: str, request: Proces
     members = role_models.evidence(session, tenant_id, document_ids)
     # One Corpus model for the whole corpus, chosen for every member's language and share of the text
     # (``indexing.role_models``).
-    valid = processing.validate_request(session, settings, request, list(members.values()))
+    valid = validate_request(session, settings, request, list(members.values()))
     return CorpusPlan(
         tenant_id, corpus.id, corpus.name, tuple(document_ids), valid,
         {i: m.name for i, m in members.items()}, {i: m.language for i, m in members.items()},
@@ -128,7 +136,7 @@ def plan(session: Session, settings: Settings, corpus_name: str, request: Proces
 class _Claimed:
     """A document of the current batch: claimed by this process, its chunks per strategy, its outcomes."""
 
-    plan: processing.ProcessPlan
+    plan: ProcessPlan
     document: ChunkingInput
     cut: dict[StrategyName, tuple[IndexedDocument, float]] = field(default_factory=dict)  # chunks, seconds cutting
     outcomes: list[StrategyOutcome] = field(default_factory=list)
@@ -206,7 +214,7 @@ class _Tally:
                     documents=outcomes,
                 )
             )
-        return _corpus_out(corpus_plan, strategies, self.total, processing.elapsed_ms(started))
+        return _corpus_out(corpus_plan, strategies, self.total, elapsed_ms(started))
 
 
 def _corpus_out(
@@ -256,7 +264,7 @@ def run(
     tally = _Tally(corpus_plan, progress, counts_in_message)
     queue = deque(_pending(database, corpus_plan, tally))
     request = corpus_plan.request
-    boundary = processing.boundary_embedder(settings, request.boundary, request.boundary_threshold)
+    boundary = boundary_embedder(settings, request.boundary, request.boundary_threshold)
     targets = {name: _indexing_plan(settings, corpus_plan, name, p, boundary) for name, p in request.strategies}
     leases = _Leases()
     heartbeat = Heartbeat(
@@ -365,7 +373,7 @@ def _is_current(
     row: DocumentRow,
     name: StrategyName,
     params: StrategyParams,
-    request: processing.ValidatedRequest,
+    request: ValidatedRequest,
 ) -> bool:
     """Whether a completed run (of the request's Corpus model) is what processing now would produce."""
     if run.params != params.model_dump(mode="json") or run.details.get("content_hash") != row.content_hash:
@@ -423,7 +431,7 @@ def _fill_batch(
                 indexed = chunk_document(target, document)
             except ChunkbenchError as exc:
                 collection = collection_name(name, corpus_plan.request.corpus.id)
-                claimed.outcomes.append(processing.failed_outcome(name, params, collection, exc, 0))
+                claimed.outcomes.append(failed_outcome(name, params, collection, exc, 0))
                 continue
             seconds = time.perf_counter() - cutting
             claimed.cut[name] = (indexed, seconds)
@@ -448,7 +456,7 @@ def _index_batch(
         members = [claimed for claimed in batch if name in claimed.cut]
         target = targets[name]
         assert isinstance(target, IndexingPlan)  # a failed target cut nothing
-        processing.enter_embedding(database, target.tenant_id, [claimed.plan.document_id for claimed in members])
+        enter_embedding(database, target.tenant_id, [claimed.plan.document_id for claimed in members])
         chunks = sum(len(c.cut[name][0].searchable) for c in members)
 
         def advanced(stage: str, done: int, total: int, position: int = position, name: StrategyName = name) -> None:
@@ -486,7 +494,7 @@ def _store_together(
             return
         (claimed,) = members
         collection = collection_name(name, target.corpus.id)
-        claimed.outcomes.append(processing.failed_outcome(name, params, collection, exc, 0))
+        claimed.outcomes.append(failed_outcome(name, params, collection, exc, 0))
         return
     for stage in ("embed", "index"):
         tally.timings[name][stage] += run.timings[stage]
@@ -495,7 +503,7 @@ def _store_together(
     for claimed, indexed in zip(members, run.documents, strict=True):
         # A document's time: its own cutting plus its share (by chunks) of the batch's embedding and writes.
         seconds = claimed.cut[name][1] + shared_s * len(indexed.searchable) / chunks
-        claimed.outcomes.append(processing.completed_outcome(name, params, run, indexed, int(seconds * 1000)))
+        claimed.outcomes.append(completed_outcome(name, params, run, indexed, int(seconds * 1000)))
 
 
 def _finish_batch(

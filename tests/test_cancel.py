@@ -17,6 +17,7 @@ from chunkbench.errors import JobCancelledError
 from chunkbench.indexing import corpus_job, processing
 from chunkbench.indexing.schemas import ProcessIn
 from chunkbench.jobs import execution
+from chunkbench.jobs.local import JobRunner
 from chunkbench.storage.db import Database
 from chunkbench.storage.schema import DEFAULT_TENANT, JobRow
 from chunkbench.storage.vectors import get_vector_store
@@ -200,8 +201,8 @@ def test_ended_and_unknown_jobs_cannot_be_cancelled(client):
 
 def test_a_job_of_another_replica_stops_when_its_heartbeat_reads_the_request(settings):
     database = Database.from_settings(settings)
-    owner = execution.JobRunner(database, lease_s=0.3)  # its heartbeat beats every 0.1 s
-    other = execution.JobRunner(database)  # another replica on the same database
+    owner = JobRunner(database, lease_s=0.3)  # its heartbeat beats every 0.1 s
+    other = JobRunner(database)  # another replica on the same database
 
     def work(call, progress, stop):
         deadline = time.monotonic() + 60

@@ -25,6 +25,7 @@ from chunkbench.app import create_app
 from chunkbench.config import Settings
 from chunkbench.indexing import processing
 from chunkbench.jobs import execution
+from chunkbench.jobs.local import JobRunner
 from chunkbench.storage.db import Database
 from chunkbench.storage.ownership import owner_gone, this_process
 from chunkbench.storage.schema import DocumentRow, JobRow, StrategyRunRow
@@ -249,7 +250,7 @@ def test_a_starting_replica_recovers_only_dead_or_expired_owners(settings: Setti
 
 def test_a_job_carries_its_owner_and_a_lease_that_is_renewed(settings: Settings):
     database = Database.from_settings(settings)
-    runner = execution.JobRunner(database, lease_s=3)  # renewed every second
+    runner = JobRunner(database, lease_s=3)  # renewed every second
     try:
         started = datetime.now(UTC)
         release = threading.Event()

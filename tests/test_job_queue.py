@@ -19,6 +19,7 @@ from chunkbench.config import Settings
 from chunkbench.embedding.registry import DEFAULT_MODEL_ID, get_spec
 from chunkbench.embedding.roles import embed_query
 from chunkbench.jobs import execution
+from chunkbench.jobs.tasks import execute
 from chunkbench.storage.schema import DEFAULT_TENANT, JobRow
 from chunkbench.storage.vectors import get_vector_store
 from pgtest import ON_POSTGRES
@@ -195,7 +196,7 @@ def test_a_task_run_twice_changes_nothing(settings: Settings):
         before = _job(client, accepted["job_id"])
         database = client.app.state.database
         for task_id in [None, *(t.id for t in _task_rows(database, accepted["job_id"]))]:
-            execution.execute(database, settings, accepted["job_id"], task_id, worker="again", dispatch=_no_dispatch)
+            execute(database, settings, accepted["job_id"], task_id, worker="again", dispatch=_no_dispatch)
         after = _job(client, accepted["job_id"])
     assert after == before
 
@@ -281,23 +282,21 @@ def test_a_task_killed_after_its_commit_starts_what_it_had_recorded_when_it_runs
             job_id = execution.record(session, kind="parts", tenant_id=DEFAULT_TENANT, document_id=None, request={},
                                  payload={}).id  # fmt: skip
         with pytest.raises(_Killed):  # the tasks are recorded, none was started
-            execution.execute(database, settings, job_id, worker="first", dispatch=killed)
+            execute(database, settings, job_id, worker="first", dispatch=killed)
         started: list[tuple[str, str | None, str]] = []
-        execution.execute(database, settings, job_id, worker="retry", dispatch=lambda *task: started.append(task))
+        execute(database, settings, job_id, worker="retry", dispatch=lambda *task: started.append(task))
         parts = [t.id for t in _task_rows(database, job_id)]
         assert [task_id for _, task_id, _ in started] == parts  # started now, the plan not run again
         assert len({lock for _, _, lock in started}) == 2
         # The last part is killed after its end was committed, before it started the closing task.
-        execution.execute(database, settings, job_id, parts[0], worker="retry", dispatch=_no_dispatch)
+        execute(database, settings, job_id, parts[0], worker="retry", dispatch=_no_dispatch)
         with pytest.raises(_Killed):
-            execution.execute(database, settings, job_id, parts[1], worker="first", dispatch=killed)
+            execute(database, settings, job_id, parts[1], worker="first", dispatch=killed)
         closing: list[tuple[str, str | None, str]] = []
-        execution.execute(
-            database, settings, job_id, parts[1], worker="retry", dispatch=lambda *task: closing.append(task)
-        )
+        execute(database, settings, job_id, parts[1], worker="retry", dispatch=lambda *task: closing.append(task))
         [(_, close_id, lock)] = closing
         assert lock == job_id
-        execution.execute(database, settings, job_id, close_id, worker="retry", dispatch=_no_dispatch)
+        execute(database, settings, job_id, close_id, worker="retry", dispatch=_no_dispatch)
         job = _job(client, job_id)
     assert (job["status"], job["result"]) == ("succeeded", {"ok": 2})
     assert [a["outcome"] for a in job["attempts"]] == ["succeeded"] * 4

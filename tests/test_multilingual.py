@@ -33,6 +33,7 @@ from chunkbench.embedding.registry import MULTILINGUAL_MODEL_ID, get_spec
 from chunkbench.errors import LanguageNotCoveredError
 from chunkbench.evaluation.questions import BenchmarkQuestion
 from chunkbench.indexing import corpus_job, processing
+from chunkbench.indexing.processing_plan import ProcessPlan, validate_request
 from chunkbench.indexing.schemas import ProcessIn
 from chunkbench.models import StrategyName
 from chunkbench.progress import Progress
@@ -82,7 +83,7 @@ def farsi(settings: Settings):
     database.dispose()
 
 
-def _plan(settings: Settings, database: Database, document_id: str, request: ProcessIn) -> processing.ProcessPlan:
+def _plan(settings: Settings, database: Database, document_id: str, request: ProcessIn) -> ProcessPlan:
     with database.session() as session:
         return processing.plan(session, settings, document_id, request, tenant_id=DEFAULT_TENANT)
 
@@ -103,7 +104,7 @@ def test_a_persian_document_gets_the_multilingual_model_when_the_defaults_are_un
     ]
     # An English document keeps the default.
     with database.session() as session:
-        assert processing.validate_request(session, settings, ProcessIn(), {"a.md": "en"}).corpus.id == MINILM
+        assert validate_request(session, settings, ProcessIn(), {"a.md": "en"}).corpus.id == MINILM
 
 
 def test_an_admin_choice_is_not_overridden_it_is_refused(settings, farsi) -> None:

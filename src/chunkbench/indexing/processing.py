@@ -3,40 +3,26 @@
 ``plan`` validates everything a request names (document, strategies, parameters, models) before any
 work starts, so a bad request is a 4xx and never a failed job. ``run`` then does the work; one strategy
 failing never stops the others, and every write is ordered so a crash leaves nothing half-visible:
-vectors are written first, the document's SQL state flips last.
+vectors are written first, the document's SQL state flips last. What the validation resolves lives in
+``indexing.processing_plan``; one strategy's run (chunk, embed, upsert, its outcome) in ``indexing.strategy_run``.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 import uuid
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Collection
 
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from chunkbench.chunking.base import (
-    BoundaryEmbedder,
-    ChunkingInput,
-    StrategyParams,
-    defaults_from_settings,
-    strategy_class,
-    validate_params,
-)
+from chunkbench.chunking.base import ChunkingInput
 from chunkbench.config import Settings
-from chunkbench.embedding import roles
-from chunkbench.embedding.languages import LanguageEvidence, LanguageWarning, evidence_of
-from chunkbench.embedding.registry import EmbeddingModelSpec
-from chunkbench.embedding.roles import EmbeddingRole
-from chunkbench.errors import ChunkbenchError, ChunkingError, DocumentNotFoundError, JobCancelledError
-from chunkbench.guard.injection import InjectionDetector
-from chunkbench.indexing import role_models, sizes
-from chunkbench.indexing.contextual import make_prefixer
-from chunkbench.indexing.pipeline import IndexedDocument, IndexedRun, IndexingPlan, index_documents
+from chunkbench.embedding.languages import LanguageEvidence
+from chunkbench.errors import ChunkbenchError, DocumentNotFoundError, JobCancelledError
+from chunkbench.indexing.processing_plan import ProcessPlan, validate_request
 from chunkbench.indexing.schemas import LanguageWarningOut, ProcessIn, ProcessOut, SizeWarningOut, StrategyOutcome
+from chunkbench.indexing.strategy_run import boundary_embedder, run_strategy
 from chunkbench.models import DocumentState, DocumentTree, StrategyName
 from chunkbench.progress import Progress, StopCheck, never_stop
 from chunkbench.storage import corpus_generation
@@ -53,57 +39,6 @@ logger = logging.getLogger(__name__)
 JOB_KIND = "process"
 
 
-@dataclass(frozen=True)
-class ProcessPlan:
-    """A validated processing request, with the model snapshots taken at its start (docs/embedding.md)."""
-
-    tenant_id: str
-    document_id: str
-    strategies: tuple[tuple[StrategyName, StrategyParams], ...]
-    corpus: EmbeddingModelSpec
-    boundary: EmbeddingModelSpec | None
-    boundary_threshold: float | None
-    # The document's detected language; why a model replaced a default; what the models cannot read (accepted).
-    language: str | None = None
-    notes: tuple[str, ...] = ()
-    warnings: tuple[LanguageWarning, ...] = ()
-    # Sizes beyond what the Corpus model reads whole (accepted): told before processing, and in the result.
-    size_warnings: tuple[sizes.SizeWarning, ...] = ()
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "document_id": self.document_id,
-            "strategies": [name.value for name, _ in self.strategies],
-            "params": {name.value: params.model_dump() for name, params in self.strategies},
-            "corpus_model_id": self.corpus.id,
-            "boundary_model_id": self.boundary.id if self.boundary else None,
-            **({"notes": list(self.notes)} if self.notes else {}),
-        }
-
-    def warnings_of(self, strategy: StrategyName) -> list[LanguageWarning]:
-        """The warnings that concern one strategy's run: the Corpus model's, and the Boundary model's if it cuts."""
-        cuts = strategy_class(strategy).needs_boundary
-        return [w for w in self.warnings if w.role == EmbeddingRole.CORPUS.value or cuts]
-
-
-@dataclass(frozen=True)
-class ValidatedRequest:
-    """A processing request's strategies with validated parameters and its model snapshots (chosen for the
-    documents' languages: ``indexing.role_models``)."""
-
-    strategies: tuple[tuple[StrategyName, StrategyParams], ...]
-    corpus: EmbeddingModelSpec
-    boundary: EmbeddingModelSpec | None
-    boundary_threshold: float | None
-    notes: tuple[str, ...] = ()
-    warnings: tuple[LanguageWarning, ...] = ()
-    size_warnings: tuple[sizes.SizeWarning, ...] = ()
-
-    def warnings_about(self, name: str) -> tuple[LanguageWarning, ...]:
-        """The warnings naming one document (by the name the languages were given under), narrowed to it."""
-        return tuple(w.narrowed(name) for w in self.warnings if name in w.documents)
-
-
 def plan(session: Session, settings: Settings, document_id: str, request: ProcessIn, *, tenant_id: str) -> ProcessPlan:
     """Validate a request completely; raises 404/400 with what to fix."""
     row = DocumentRepository(session, tenant_id).get(document_id)
@@ -113,61 +48,6 @@ def plan(session: Session, settings: Settings, document_id: str, request: Proces
         tenant_id, document_id, valid.strategies, valid.corpus, valid.boundary, valid.boundary_threshold,
         row.language, valid.notes, valid.warnings, valid.size_warnings,
     )  # fmt: skip
-
-
-def validate_request(
-    session: Session,
-    settings: Settings,
-    request: ProcessIn,
-    languages: Mapping[str, str | None] | Sequence[LanguageEvidence],
-) -> ValidatedRequest:
-    """Strategies, parameters (with Settings defaults) and models of a request for documents ``languages`` (what the
-    language rule knows of each, or bare name → detected language); 400 naming what to fix."""
-    names = list(dict.fromkeys(request.strategies))
-    stray = sorted(set(request.params) - set(names))
-    if stray:
-        raise ChunkingError(
-            f"Parameters were given for {', '.join(s.value for s in stray)}, which is not being run. "
-            "Add it to 'strategies' or drop its parameters."
-        )
-    strategies = tuple(
-        (name, validate_params(name, {**defaults_from_settings(name, settings), **request.params.get(name, {})}))
-        for name in names
-    )
-    documents = evidence_of(languages) if isinstance(languages, Mapping) else list(languages)
-    allow, rule = request.allow_language_mismatch, role_models.rule_of(settings)
-    choices = [
-        role_models.choose(session, EmbeddingRole.CORPUS, request.corpus_model_id, documents, allow=allow, rule=rule)
-    ]
-    boundary = threshold = None
-    if any(strategy_class(name).needs_boundary for name in names):
-        choices.append(
-            role_models.choose(
-                session, EmbeddingRole.BOUNDARY, request.boundary_model_id, documents, allow=allow, rule=rule
-            )
-        )
-        boundary = choices[1].spec
-        threshold = roles.get_semantic_threshold(session, boundary.id)
-    strategies, size_warnings = _fit_sizes(strategies, request, settings, choices[0].spec)
-    return ValidatedRequest(
-        strategies, choices[0].spec, boundary, threshold,
-        tuple(note for c in choices for note in c.notes), tuple(w for c in choices for w in c.warnings),
-        size_warnings,
-    )  # fmt: skip
-
-
-def _fit_sizes(
-    strategies: tuple[tuple[StrategyName, StrategyParams], ...],
-    request: ProcessIn,
-    settings: Settings,
-    corpus: EmbeddingModelSpec,
-) -> tuple[tuple[tuple[StrategyName, StrategyParams], ...], tuple[sizes.SizeWarning, ...]]:
-    """Sizes nobody chose set to the Corpus model's defaults; the sizes it would not read whole, as warnings."""
-    given = {
-        name: sizes.given_sizes(name, request.params.get(name, {}), defaults_from_settings(name, settings))
-        for name, _ in strategies
-    }
-    return sizes.fit_to_model(strategies, given, corpus)
 
 
 def run(
@@ -204,7 +84,7 @@ def run(
             def step(fraction: float, message: str, position: int = position, name: StrategyName = name) -> None:
                 progress((position + fraction) / total, f"{name.value}: {message}")
 
-            outcome = _run_strategy(database, settings, store, process_plan, document, name, params, boundary, step)
+            outcome = run_strategy(database, settings, store, process_plan, document, name, params, boundary, step)
             outcomes.append(outcome)
             record(database, process_plan, outcome)
     except Exception as exc:
@@ -224,19 +104,6 @@ def run(
             left=left,
         )
     return finished
-
-
-def boundary_embedder(
-    settings: Settings, spec: EmbeddingModelSpec | None, threshold: float | None
-) -> BoundaryEmbedder | ChunkbenchError | None:
-    """The run's Boundary embedder, or the error that fails the strategies needing it (not the others)."""
-    if spec is None:
-        return None
-    assert threshold is not None  # the plans resolve a threshold with every Boundary model
-    try:
-        return roles.boundary_embedder(spec, threshold, settings)
-    except ChunkbenchError as exc:
-        return exc
 
 
 def claim(session: Session, settings: Settings, process_plan: ProcessPlan) -> ChunkingInput:
@@ -317,118 +184,6 @@ def fail_document(database: Database, process_plan: ProcessPlan, reason: str) ->
             _release(row)
         # Vectors may have been replaced before the failure: answers cached before are stale.
         corpus_generation.bump(session, process_plan.tenant_id)
-
-
-def _run_strategy(
-    database: Database,
-    settings: Settings,
-    store: VectorStore,
-    process_plan: ProcessPlan,
-    document: ChunkingInput,
-    name: StrategyName,
-    params: StrategyParams,
-    boundary: BoundaryEmbedder | ChunkbenchError | None,
-    step: Progress,
-) -> StrategyOutcome:
-    started = time.perf_counter()
-    corpus = process_plan.corpus
-    collection = collection_name(name, corpus.id)
-    writing = False  # points of this document may have been replaced, in part, from here on
-
-    def stage(name_: str, done: int, total: int) -> None:
-        nonlocal writing
-        writing = writing or name_ == "index"
-        if name_ == "chunk" and done == 0:
-            step(0.0, "chunking")
-        elif name_ == "embed" and done == 0:
-            enter_embedding(database, process_plan.tenant_id, [process_plan.document_id])
-            step(0.3, f"embedding {total} chunks")
-        elif name_ == "index" and done == 0:
-            step(0.8, "indexing")
-
-    try:
-        cls = strategy_class(name)
-        if cls.needs_boundary and isinstance(boundary, ChunkbenchError):
-            raise boundary
-        usable = None if isinstance(boundary, ChunkbenchError) else boundary  # an error was raised just above
-        strategy = cls(params, boundary=usable if cls.needs_boundary else None, prefixer=make_prefixer(settings))
-        plan = IndexingPlan(
-            process_plan.tenant_id, strategy, corpus, detector=InjectionDetector(settings.injection_threshold)
-        )
-        run = index_documents(settings, store, plan, [document], progress=stage)
-    except ChunkbenchError as exc:
-        if writing:
-            drop_partial_points(database, store, process_plan, name, exc)
-        return failed_outcome(name, params, collection, exc, elapsed_ms(started))
-    (indexed,) = run.documents
-    return completed_outcome(name, params, run, indexed, elapsed_ms(started))
-
-
-def drop_partial_points(
-    database: Database, store: VectorStore, process_plan: ProcessPlan, name: StrategyName, exc: ChunkbenchError
-) -> None:
-    """After a failed upsert the document's points in the collection are part old run, part new: mark its earlier
-    runs not indexed and commit, then delete those points (a query then answers 409, never a mixed index)."""
-    collection = collection_name(name, process_plan.corpus.id)
-    with database.session() as session:
-        mark_not_indexed(
-            session,
-            collection=collection,
-            reason=f"writing its points failed: {exc.message}",
-            tenant_id=process_plan.tenant_id,
-            document_ids=[process_plan.document_id],
-        )
-    try:
-        store.delete_document_strategy(name, process_plan.corpus.id, process_plan.tenant_id, process_plan.document_id)
-    except ChunkbenchError as cleanup:  # the runs are marked already: `chunkbench doctor --repair` finishes this
-        logger.warning("partial %s points of %s left: %s", name.value, process_plan.document_id, cleanup.message)
-
-
-def failed_outcome(
-    name: StrategyName, params: StrategyParams, collection: str, exc: ChunkbenchError, duration_ms: int
-) -> StrategyOutcome:
-    return StrategyOutcome(
-        strategy=name,
-        status="failed",
-        params=params.model_dump(),
-        error=exc.code,
-        message=exc.message,
-        collection=collection,
-        duration_ms=duration_ms,
-    )
-
-
-def completed_outcome(
-    name: StrategyName, params: StrategyParams, run: IndexedRun, indexed: IndexedDocument, duration_ms: int
-) -> StrategyOutcome:
-    """One document's outcome in ``run`` (which may have indexed several documents together)."""
-    details = dict(run.details)
-    if "injection_flagged_chunks" in details:
-        details["injection_flagged_chunks"] = indexed.flagged  # this document's, not the batch's
-    return StrategyOutcome(
-        strategy=name,
-        status="completed",
-        chunk_count=len(indexed.searchable),
-        collection=run.collection,
-        params=params.model_dump(),
-        details=details,
-        diagnostics=indexed.diagnostics(),
-        duration_ms=duration_ms,
-    )
-
-
-def elapsed_ms(started: float) -> int:
-    return int((time.perf_counter() - started) * 1000)
-
-
-def enter_embedding(database: Database, tenant_id: str, document_ids: Collection[str]) -> None:
-    """Move the documents still ``chunking`` to ``embedding``."""
-    with database.session() as session:
-        repository = DocumentRepository(session, tenant_id)
-        for document_id in document_ids:
-            row = repository.get_optional(document_id)
-            if row is not None and row.status == DocumentState.CHUNKING.value:
-                DocumentRepository.transition(row, DocumentState.EMBEDDING)
 
 
 def record(database: Database, process_plan: ProcessPlan, outcome: StrategyOutcome) -> None:

@@ -3,7 +3,7 @@
 With ``CHUNKBENCH_DATABASE_URL`` on PostgreSQL every job is a procrastinate job of the task ``chunkbench.run_job``
 (queue ``chunkbench``, locked by the chunkbench job id so two workers never run the same job at once). Any
 ``chunkbench worker`` that reaches the database and the vector store runs it, through the same
-:func:`chunkbench.jobs.execution.execute` the embedded default calls in process. procrastinate gives what the
+:func:`chunkbench.jobs.tasks.execute` the embedded default calls in process. procrastinate gives what the
 hand-written job threads and leases did, and more: retries (an unexpected error is tried again, three attempts in
 all), stalled-job recovery through worker heartbeats (a killed worker's job is retried on another once its
 heartbeat is older than ``CHUNKBENCH_WORKER_STALLED_S``), priorities and queues.
@@ -31,7 +31,9 @@ from sqlalchemy.engine import make_url
 
 from chunkbench.config import Settings
 from chunkbench.errors import ChunkbenchError
-from chunkbench.jobs.execution import ACTIVE, JobRunner, Jobs, execute, worker_name
+from chunkbench.jobs.execution import ACTIVE, Jobs, worker_name
+from chunkbench.jobs.local import JobRunner
+from chunkbench.jobs.tasks import execute
 from chunkbench.storage.db import Database
 from chunkbench.storage.ownership import Heartbeat
 from chunkbench.storage.schema import JobAttemptRow, JobRow

@@ -41,12 +41,11 @@ def _settings(call: JobCall) -> Settings:
 
 def process_document(call: JobCall, progress: Progress, stop: StopCheck) -> dict[str, Any]:
     settings = _settings(call)
-    with call.database.session() as session:
-        plan = processing.plan(
-            session, settings, call.payload["document_id"], ProcessIn(**call.payload["body"]), tenant_id=call.tenant_id
-        )
-    store = get_vector_store(settings)
-    return processing.run(call.database, settings, store, plan, progress, stop).model_dump(mode="json")
+    out = processing.process(
+        call.database, settings, get_vector_store(settings), call.payload["document_id"],
+        ProcessIn(**call.payload["body"]), tenant_id=call.tenant_id, progress=progress, stop=stop,
+    )  # fmt: skip
+    return out.model_dump(mode="json")
 
 
 def _corpus_plan(call: JobCall) -> corpus_job.CorpusPlan:

@@ -18,3 +18,7 @@ StopCheck = Callable[[], bool]
 def never_stop() -> bool:
     """The stop check of work no one can cancel (run inline, with ``?wait=true``; the CLI stops on Ctrl-C)."""
     return False
+
+
+def no_progress(_fraction: float, _message: str) -> None:
+    """The progress callback of work whose progress no one shows (run inline, a repair, the chatbot's indexing)."""

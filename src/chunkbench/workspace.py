@@ -41,10 +41,6 @@ if TYPE_CHECKING:
 TABLE_METRICS = ("recall", "precision", "iou", "mrr", "ndcg_at_k", "token_f1", "answer_similarity", "tok_at_k")
 
 
-def _quiet(_fraction: float, _message: str) -> None:
-    """No progress display: a notebook shows the result."""
-
-
 class Workspace:
     """A chunkbench data folder, or a metadata database given by URL (``postgresql+psycopg://…``, ``sqlite:///…``),
     with the vector store its settings name (Qdrant Edge under the data folder by default, or ``qdrant_url``).
@@ -107,10 +103,9 @@ class Workspace:
         ``strategies`` (default: all but variants), as ``chunkbench process`` does; returns its result."""
         from chunkbench.chunking.base import default_strategies
         from chunkbench.documents.library import resolve
-        from chunkbench.indexing import corpus_job
-        from chunkbench.indexing.processing import plan as plan_document
-        from chunkbench.indexing.processing import run as run_document
+        from chunkbench.indexing import corpus_job, processing
         from chunkbench.indexing.schemas import ProcessIn
+        from chunkbench.progress import no_progress
 
         if (document is None) == (corpus is None):
             raise InvalidRequestError("Give a document or corpus= (exactly one of them) to process.")
@@ -119,16 +114,16 @@ class Workspace:
             corpus_model_id=corpus_model, boundary_model_id=boundary_model, params=params or {},
             allow_language_mismatch=allow_language_mismatch,
         )  # fmt: skip
-        report = progress or _quiet
-        with self.database.session() as session:
-            if corpus is not None:
-                corpus_plan = corpus_job.plan(session, self.settings, corpus, request, tenant_id=self.tenant_id)
-            else:
-                document_id = resolve(session, document or "", tenant_id=self.tenant_id).id
-                plan = plan_document(session, self.settings, document_id, request, tenant_id=self.tenant_id)
+        report = progress or no_progress  # a notebook shows the result
         if corpus is not None:
-            return corpus_job.run(self.database, self.settings, self.store, corpus_plan, report)
-        return run_document(self.database, self.settings, self.store, plan, report)
+            return corpus_job.process(
+                self.database, self.settings, self.store, corpus, request, tenant_id=self.tenant_id, progress=report
+            )
+        with self.database.session() as session:
+            document_id = resolve(session, document or "", tenant_id=self.tenant_id).id
+        return processing.process(
+            self.database, self.settings, self.store, document_id, request, tenant_id=self.tenant_id, progress=report
+        )
 
     def add_questions(self, path: str | Path, *, name: str | None = None, overwrite: bool = False) -> str:
         """Store a question file (seed JSON, JSON lines or Chroma CSV) in the database, validated as an upload is,

@@ -217,9 +217,7 @@ def _repair(database: Database, settings: Settings, store: VectorStore, finding:
         params={strategy: params},
         allow_language_mismatch=True,  # the run was accepted once; its models are the ones to restore
     )
-    with database.session() as session:
-        plan = processing.plan(session, settings, finding.document_id, request, tenant_id=finding.tenant_id)
-    out = processing.run(database, settings, store, plan, progress=lambda _fraction, _message: None)
+    out = processing.process(database, settings, store, finding.document_id, request, tenant_id=finding.tenant_id)
     if out.failed:
         return f"marked not indexed; processing it again failed: {out.failed[0].message}"
     return f"marked not indexed and processed again ({out.chunk_counts.get(strategy.value, 0)} chunks)"

@@ -183,12 +183,7 @@ def _process(
     corpus_model_id: str,
     tenant_id: str,
 ) -> None:
-    with database.session() as session:
-        process_plan = processing.plan(
-            session, settings, document_id,
-            ProcessIn(strategies=[strategy], corpus_model_id=corpus_model_id, params={strategy: params}),
-            tenant_id=tenant_id,
-        )  # fmt: skip
-    outcome = processing.run(database, settings, store, process_plan, lambda _f, _m: None)
+    request = ProcessIn(strategies=[strategy], corpus_model_id=corpus_model_id, params={strategy: params})
+    outcome = processing.process(database, settings, store, document_id, request, tenant_id=tenant_id)
     if outcome.failed:
         raise BenchmarkError(f"Processing {strategy.value} with {params} failed: {outcome.failed[0]}")

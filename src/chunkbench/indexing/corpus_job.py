@@ -45,7 +45,7 @@ from chunkbench.indexing.schemas import (
 )
 from chunkbench.indexing.strategy_run import boundary_embedder, elapsed_ms, failed_outcome
 from chunkbench.models import StrategyName
-from chunkbench.progress import Progress, StopCheck, never_stop
+from chunkbench.progress import Progress, StopCheck, never_stop, no_progress
 from chunkbench.storage.db import Database
 from chunkbench.storage.ownership import Heartbeat
 from chunkbench.storage.points import collection_name
@@ -147,6 +147,24 @@ def _corpus_out(
         warnings=[LanguageWarningOut(**w.to_dict()) for w in request.warnings],
         size_warnings=[SizeWarningOut(**w.to_dict()) for w in request.size_warnings],
     )
+
+
+def process(
+    database: Database,
+    settings: Settings,
+    store: VectorStore,
+    corpus_name: str,
+    request: ProcessIn,
+    *,
+    tenant_id: str,
+    progress: Progress = no_progress,
+    stop: StopCheck = never_stop,
+) -> CorpusProcessOut:
+    """Plan and run in this process: the one way to process a corpus and wait for it (the CLI, the Python API, the
+    corpus evaluation). A route plans first and runs the plan now or as a job (``jobs.routes.run_or_submit``)."""
+    with database.session() as session:
+        corpus_plan = plan(session, settings, corpus_name, request, tenant_id=tenant_id)
+    return run(database, settings, store, corpus_plan, progress, stop)
 
 
 def run(

@@ -24,7 +24,7 @@ from chunkbench.indexing.processing_plan import ProcessPlan, validate_request
 from chunkbench.indexing.schemas import LanguageWarningOut, ProcessIn, ProcessOut, SizeWarningOut, StrategyOutcome
 from chunkbench.indexing.strategy_run import boundary_embedder, run_strategy
 from chunkbench.models import DocumentState, DocumentTree, StrategyName
-from chunkbench.progress import Progress, StopCheck, never_stop
+from chunkbench.progress import Progress, StopCheck, never_stop, no_progress
 from chunkbench.storage import corpus_generation
 from chunkbench.storage.db import Database
 from chunkbench.storage.index_state import mark_not_indexed
@@ -48,6 +48,25 @@ def plan(session: Session, settings: Settings, document_id: str, request: Proces
         tenant_id, document_id, valid.strategies, valid.corpus, valid.boundary, valid.boundary_threshold,
         row.language, valid.notes, valid.warnings, valid.size_warnings,
     )  # fmt: skip
+
+
+def process(
+    database: Database,
+    settings: Settings,
+    store: VectorStore,
+    document_id: str,
+    request: ProcessIn,
+    *,
+    tenant_id: str,
+    progress: Progress = no_progress,
+    stop: StopCheck = never_stop,
+) -> ProcessOut:
+    """Plan and run in this process: the one way to process a document and wait for it (the CLI, the Python API, the
+    chatbot, a sweep, a repair, the job's worker). A route plans first and runs the plan now or as a job
+    (``jobs.routes.run_or_submit``)."""
+    with database.session() as session:
+        process_plan = plan(session, settings, document_id, request, tenant_id=tenant_id)
+    return run(database, settings, store, process_plan, progress, stop)
 
 
 def run(

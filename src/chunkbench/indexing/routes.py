@@ -20,7 +20,7 @@ from chunkbench.indexing.schemas import (
     StrategyRunOut,
 )
 from chunkbench.jobs.routes import run_or_submit
-from chunkbench.progress import never_stop
+from chunkbench.progress import never_stop, no_progress
 from chunkbench.schemas import ErrorOut
 from chunkbench.storage.schema import JobRow
 
@@ -49,8 +49,7 @@ def process_document(
     process_plan = processing.plan(session, settings, document_id, body, tenant_id=tenant_id)
     return run_or_submit(
         request, response, wait=wait,
-        work=lambda: processing.run(database, settings, store, process_plan, lambda _fraction, _message: None,
-                                    never_stop),
+        work=lambda: processing.run(database, settings, store, process_plan, no_progress, never_stop),
         accepted=_accepted(process_plan.size_warnings),
         kind=processing.JOB_KIND, payload={"document_id": document_id, "body": body.model_dump(mode="json")},
         tenant_id=tenant_id, request=process_plan.describe(), document_id=document_id,
@@ -87,8 +86,7 @@ def process_corpus(
     corpus_plan = corpus_job.plan(session, settings, name, body, tenant_id=tenant_id)
     return run_or_submit(
         request, response, wait=wait,
-        work=lambda: corpus_job.run(database, settings, store, corpus_plan, lambda _fraction, _message: None,
-                                    never_stop),
+        work=lambda: corpus_job.run(database, settings, store, corpus_plan, no_progress, never_stop),
         accepted=_accepted(corpus_plan.request.size_warnings),
         kind=corpus_job.JOB_KIND,
         payload={"corpus": corpus_plan.corpus_name, "body": body.model_dump(mode="json")}, tenant_id=tenant_id,

@@ -52,9 +52,7 @@ def _index(
     if already:
         return document.chunk_counts[config.strategy.value]
     request = ProcessIn(strategies=[config.strategy], corpus_model_id=config.corpus_model_id)
-    with database.session() as session:
-        plan = processing.plan(session, settings, document.id, request, tenant_id=tenant_id)
-    outcome = processing.run(database, settings, store, plan, lambda _fraction, _message: None)
+    outcome = processing.process(database, settings, store, document.id, request, tenant_id=tenant_id)
     if outcome.failed:
         failure = outcome.failed[0]
         raise ChunkbenchError(f"Indexing '{document.filename}' failed: {failure.message}")

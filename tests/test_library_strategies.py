@@ -66,6 +66,17 @@ def test_text_that_is_nowhere_in_the_document_is_an_error_naming_the_chunk():
     )
 
 
+def test_a_piece_respaced_is_found_where_it_stands_not_at_a_later_verbatim_copy():
+    # Hypothesis found it: "tea cup" stands verbatim only at 12, but the library cut it from 0 ("tea\tcup"), so the
+    # next piece, "cup tea cup", was looked for after 12 and was not found.
+    markdown = "tea\tcup cup tea cup\n"
+    spans, differed = locate(markdown, [Piece("tea cup"), Piece("cup tea cup")], strategy="s")
+    assert spans == [(0, 7), (8, 19)] and differed == 1
+    # Other words that spell the same characters are not the piece: "the rapist" is not "therapist".
+    spans, differed = locate("the rapist; therapist", [Piece("therapist")], strategy="s")
+    assert spans == [(12, 21)] and differed == 0
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     words=st.lists(st.sampled_from(["tea", "cup", "milk", "sugar", "|", "#", "-"]), min_size=5, max_size=60),

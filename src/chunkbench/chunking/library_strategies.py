@@ -257,6 +257,16 @@ def locate(markdown: str, pieces: list[Piece], *, strategy: str) -> tuple[list[t
             cursor = start
             continue
         start = markdown.find(text, cursor)
+        if start > cursor:
+            # The same words, spaced otherwise, may stand before that copy: there is the piece (the library cut it
+            # from the first place after the last piece), and the copy belongs to a later piece.
+            skeleton = skeleton or _Skeleton(markdown)
+            earlier = _respaced_before(markdown, skeleton, text, cursor, start)
+            if earlier is not None:
+                differed += 1
+                spans.append(earlier)
+                cursor = earlier[0]
+                continue
         if start >= 0:
             spans.append((start, start + len(text)))
             cursor = start
@@ -272,6 +282,19 @@ def locate(markdown: str, pieces: list[Piece], *, strategy: str) -> tuple[list[t
         spans.append(span)
         cursor = span[0]
     return spans, differed
+
+
+def _respaced_before(markdown: str, skeleton: _Skeleton, text: str, cursor: int, before: int) -> tuple[int, int] | None:
+    """The first span from ``cursor`` on that starts before ``before`` and holds ``text``'s words with other spacing
+    (its characters without whitespace, and the same words: "the rapist" is not "therapist")."""
+    bare = _bare(text)
+    if not bare:
+        return None
+    at = skeleton.text.find(bare, skeleton.index_of(cursor), skeleton.index_of(before) - 1 + len(bare))
+    if at < 0:
+        return None
+    span = skeleton.offsets[at], skeleton.offsets[at + len(bare) - 1] + 1
+    return span if markdown[span[0] : span[1]].split() == text.split() else None
 
 
 def _loose(markdown: str, skeleton: _Skeleton, text: str, cursor: int) -> tuple[int, int] | None:

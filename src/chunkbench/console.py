@@ -25,6 +25,11 @@ def print_json(data: Any) -> None:
     out.print_json(json.dumps(data, ensure_ascii=False, default=str))
 
 
+def num_cell(value: float | None) -> str:
+    """A number in a table cell: blank when there is none, else as short as it reads (``g``)."""
+    return "" if value is None else f"{value:g}"
+
+
 def fail(exc: ChunkbenchError, as_json: bool, code: int = 1) -> typer.Exit:
     """Print a domain error (as JSON with ``--json``, with every listed problem otherwise) and exit ``code``."""
     if as_json:

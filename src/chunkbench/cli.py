@@ -10,14 +10,13 @@ import typer
 from chunkbench.admin.commands import cache_app, collections_app, doctor, models_app
 from chunkbench.admin.preview_commands import chunks
 from chunkbench.benchmarking.commands import bench_app, check_command, report_command, sweep_app
-from chunkbench.benchmarking.eval_commands import chroma_command, spans_command
+from chunkbench.benchmarking.eval_commands import eval_app
 from chunkbench.chunking.commands import strategies_app
 from chunkbench.config import get_settings
 from chunkbench.console import fail, install_recovery
 from chunkbench.corpora.commands import corpora_app
 from chunkbench.documents.commands import documents_app, ingest
 from chunkbench.errors import ChunkbenchError
-from chunkbench.evaluation.commands import eval_app
 from chunkbench.evaluation.question_commands import questions_app
 from chunkbench.guard.commands import pii_app
 from chunkbench.indexing.commands import process
@@ -148,7 +147,3 @@ app.command()(query)
 app.command("report")(report_command)
 app.command("doctor")(doctor)
 app.command("check")(check_command)
-# The span evaluations run the corpus benchmark, so they are defined with the benchmarks (evaluation cannot import
-# them: benchmarking imports evaluation's metrics), and join the eval group here.
-eval_app.command("spans")(spans_command)
-eval_app.command("chroma")(chroma_command)

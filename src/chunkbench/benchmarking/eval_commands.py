@@ -1,5 +1,7 @@
-"""``chunkbench eval spans`` and ``eval chroma``: the span evaluations, faces of the corpus benchmark
-(``benchmarking/corpus_eval.py``); cli.py adds them to the ``eval`` group (evaluation cannot import benchmarking)."""
+"""``chunkbench eval``: the group, its commands ``eval spans`` and ``eval chroma`` and what they share (the metric
+labels, the ``mean ± SD`` cell). The span evaluations are faces of the corpus benchmark
+(``benchmarking/corpus_eval.py``), so the group lives with the benchmarks: benchmarking may import evaluation's
+metrics and inputs, never the reverse. cli.py adds the group to the root app."""
 
 from __future__ import annotations
 
@@ -23,7 +25,20 @@ from chunkbench.errors import ChunkbenchError
 from chunkbench.limits import MAX_TOP_K
 from chunkbench.storage.schema import DEFAULT_TENANT
 
+eval_app = typer.Typer(
+    help="Evaluate retrieval against span-annotated questions (Chroma's metrics), as corpus benchmarks.",
+    no_args_is_help=True,
+)
 
+SPAN_LABELS = {"recall": "recall", "precision": "precision", "precision_omega": "precision_Ω", "iou": "IoU"}
+RANK_LABELS = {"recall_at_k": "recall@k", "hit_at_k": "hit@k", "mrr": "MRR", "ndcg_at_k": "nDCG@k"}
+
+
+def metric_cell(metric: dict[str, float], digits: int = 1) -> str:
+    return f"{metric['mean']:.{digits}f} ± {metric['std']:.{digits}f}"
+
+
+@eval_app.command("spans")
 def spans_command(
     documents: Annotated[
         Path, typer.Option(help="Folder of .md/.txt files (id = file stem) or JSONL of {document_id, text}")
@@ -46,7 +61,6 @@ def spans_command(
     """Span and rank metrics of one strategy on span-annotated questions, as a corpus benchmark: the documents are
     ingested into a corpus, processed, and benchmarked as an Experiment (with a Decision and reports)."""
     from chunkbench.benchmarking import corpus_eval
-    from chunkbench.evaluation.commands import RANK_LABELS, SPAN_LABELS, metric_cell
     from chunkbench.evaluation.corpus_inputs import load_documents, load_questions, source_files
 
     settings, database = open_database()
@@ -95,6 +109,7 @@ def _show_evaluation(evaluation: Any, corpus: str, counts: str) -> None:
     )
 
 
+@eval_app.command("chroma")
 def chroma_command(
     data: Annotated[
         Path | None, typer.Option(help="Chroma's evaluation folder (default: the copy shipped with chunkbench)")
@@ -106,7 +121,6 @@ def chroma_command(
     with a Decision and reports; its figures next to the published."""
     from chunkbench.benchmarking.chroma_reproduction import CHROMA_CORPUS, reproduce
     from chunkbench.evaluation.chroma import CHROMA_MODEL, CHROMA_RETRIEVE, select_configs
-    from chunkbench.evaluation.commands import SPAN_LABELS, metric_cell
 
     settings, database = open_database()
     try:

@@ -19,6 +19,7 @@ from chunkbench.console import (
     open_database,
     out,
     print_json,
+    split_pairs,
     vector_store,
 )
 from chunkbench.errors import ChunkbenchError
@@ -115,7 +116,7 @@ def bench_run(
 
     settings, database = open_database()
     try:
-        thresholds = check.parse_thresholds(fail_under or [], option="--fail-under")
+        thresholds = check.parse_thresholds(_thresholds(fail_under, "--fail-under"), option="--fail-under")
         if resume is None and (document is None) == (corpus is None):
             raise typer.BadParameter("give a DOCUMENT or --corpus NAME to benchmark (one of them), or --resume ID")
         if resume is not None:
@@ -382,7 +383,7 @@ def check_command(
 
     _settings, database = open_database()
     try:
-        tolerances = check.parse_thresholds(max_drop or [], option="--max-drop")
+        tolerances = check.parse_thresholds(_thresholds(max_drop, "--max-drop"), option="--max-drop")
         with database.session() as session:
             current = benchmarks.experiment_dict(
                 session, benchmarks.get(session, experiment_id, tenant_id=DEFAULT_TENANT), cells_view="scores"
@@ -401,6 +402,12 @@ def check_command(
     else:
         show_check(result, out=out, err=err)
     raise typer.Exit(code=result.exit_code)
+
+
+def _thresholds(items: list[str] | None, option: str) -> list[tuple[str, str]]:
+    """``--fail-under`` / ``--max-drop`` items split by the shared splitter; ``check.parse_thresholds`` reads them."""
+    example = "recall=0.8" if option == "--fail-under" else "recall=0.02"
+    return split_pairs(items or [], option=option, syntax="METRIC=VALUE", example=example)
 
 
 def _baseline_file(path: Path) -> dict[str, Any]:

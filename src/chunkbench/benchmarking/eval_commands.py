@@ -17,8 +17,8 @@ from chunkbench.console import (
     job_progress,
     open_database,
     out,
-    parse_params,
     print_json,
+    strategy_params,
     vector_store,
 )
 from chunkbench.errors import ChunkbenchError
@@ -47,7 +47,10 @@ def spans_command(
     strategy: Annotated[str, typer.Option(help="Chunking strategy (or a variant)")] = "fixed_size",
     param: Annotated[
         list[str] | None,
-        typer.Option(help="Strategy parameter key=value, e.g. chunk_size=250 (repeatable): runs as a variant"),
+        typer.Option(
+            help="Strategy parameter [STRATEGY.]KEY=VALUE, e.g. chunk_size=250 (repeatable): runs as a variant; a "
+            "STRATEGY. prefix must name --strategy"
+        ),
     ] = None,
     retriever: Annotated[str, typer.Option(help="dense, bm25 or hybrid")] = "dense",
     corpus_model: Annotated[str, typer.Option(help="Corpus model id")] = "all-MiniLM-L6-v2",
@@ -67,7 +70,7 @@ def spans_command(
     try:
         texts = load_documents(documents)
         loaded = load_questions(questions, texts)
-        name = corpus_eval.strategy_for(settings, strategy, parse_params(param or []))
+        name = corpus_eval.strategy_for(settings, strategy, strategy_params(param or [], [strategy]).get(strategy, {}))
         target = corpus or corpus_eval.corpus_for(documents)
         store = vector_store(settings)
         with job_progress(f"eval spans · {name}") as report:

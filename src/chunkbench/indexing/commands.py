@@ -3,7 +3,6 @@ with a table per strategy or ``--json``. A top-level command: cli.py registers i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -19,6 +18,7 @@ from chunkbench.console import (
     open_database,
     out,
     print_json,
+    strategy_params,
     vector_store,
 )
 from chunkbench.errors import ChunkbenchError
@@ -28,22 +28,6 @@ if TYPE_CHECKING:
     from chunkbench.indexing.schemas import ProcessIn
 
 
-def _parse_params(items: list[str]) -> dict[str, dict[str, Any]]:
-    """``strategy.key=value`` pairs (values read as JSON when they parse: 256, 0.4, true)."""
-    params: dict[str, dict[str, Any]] = {}
-    for item in items:
-        target, sep, raw = item.partition("=")
-        strategy, dot, key = target.partition(".")
-        if not sep or not dot or not strategy or not key:
-            raise typer.BadParameter(f"'{item}' is not strategy.key=value (e.g. fixed_size.chunk_size=256)")
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        params.setdefault(strategy, {})[key] = value
-    return params
-
-
 def process(
     document: Annotated[str | None, typer.Argument(help="Document id or filename (or --corpus)")] = None,
     corpus: Annotated[str | None, typer.Option(help="Process every document of this corpus as one job")] = None,
@@ -51,7 +35,11 @@ def process(
     corpus_model: Annotated[str | None, typer.Option(help="Corpus model id (default: the Admin role)")] = None,
     boundary_model: Annotated[str | None, typer.Option(help="Boundary model id (default: the Admin role)")] = None,
     param: Annotated[
-        list[str] | None, typer.Option(help="Strategy parameter, e.g. fixed_size.chunk_size=256 (repeatable)")
+        list[str] | None,
+        typer.Option(
+            help="Strategy parameter [STRATEGY.]KEY=VALUE, e.g. fixed_size.chunk_size=256 (repeatable); the "
+            "STRATEGY. prefix may be left out when one strategy runs"
+        ),
     ] = None,
     allow_language_mismatch: Annotated[
         bool, typer.Option(help="Process documents in a language the model does not cover (recorded as a warning)")
@@ -68,7 +56,7 @@ def process(
     try:
         request = ProcessIn(
             strategies=names, corpus_model_id=corpus_model, boundary_model_id=boundary_model,
-            params=_parse_params(param or []), allow_language_mismatch=allow_language_mismatch,
+            params=strategy_params(param or [], names), allow_language_mismatch=allow_language_mismatch,
         )  # fmt: skip
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from pydantic import ValidationError
@@ -261,21 +261,21 @@ def bench_compare(a: str, b: str, as_json: JsonOption = False) -> None:
 
 def report_command(
     experiment_id: str,
-    view: Annotated[str, typer.Option(help="managerial, technical or json")] = "managerial",
+    view: Annotated[Literal["managerial", "technical", "json"], typer.Option(help="managerial, technical or json")] = (
+        "managerial"
+    ),
     output: Annotated[Path, typer.Option("--output", "-o", help="File to write")] = Path("report.html"),
     budget: BudgetOption = None,
 ) -> None:
     """Write an Experiment's self-contained HTML report (or its JSON export) to a file."""
     from chunkbench.benchmarking import benchmarks
 
-    if view not in ("managerial", "technical", "json"):
-        raise typer.BadParameter("view must be managerial, technical or json")
     settings, database = open_database()
     try:
         with database.session() as session:
             store = vector_store(settings) if view == "technical" else None
             text = benchmarks.report(
-                session, store, experiment_id, view=view, budget=budget, tenant_id=DEFAULT_TENANT,  # type: ignore[arg-type]
+                session, store, experiment_id, view=view, budget=budget, tenant_id=DEFAULT_TENANT,
             )  # fmt: skip
     except ChunkbenchError as exc:
         raise fail(exc, False) from exc

@@ -4,7 +4,7 @@ the database and the vector store. The command modules (``cli.py`` and each pack
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Annotated, Any
 
@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from chunkbench.config import Settings, get_settings
-from chunkbench.errors import ChunkbenchError
+from chunkbench.errors import ChunkbenchError, InvalidRequestError
 
 out = Console()
 err = Console(stderr=True)
@@ -23,6 +23,11 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable
 
 def print_json(data: Any) -> None:
     out.print_json(json.dumps(data, ensure_ascii=False, default=str))
+
+
+def num_cell(value: float | None) -> str:
+    """A number in a table cell: blank when there is none, else as short as it reads (``g``)."""
+    return "" if value is None else f"{value:g}"
 
 
 def fail(exc: ChunkbenchError, as_json: bool, code: int = 1) -> typer.Exit:
@@ -98,15 +103,61 @@ def job_progress(label: str, total: int = 100) -> Iterator[Callable[[float, str]
         yield report
 
 
-def parse_params(items: list[str]) -> dict[str, Any]:
-    """``key=value`` pairs; values read as JSON when they parse (256, 0.4, true, ["\\n\\n", " "])."""
-    params: dict[str, Any] = {}
+def split_pairs(items: Sequence[str], *, option: str, syntax: str, example: str) -> list[tuple[str, str]]:
+    """``KEY=VALUE`` items as ``(key, value)`` pairs, split at the first ``=`` (a value may hold more), the key
+    stripped: the one splitter of every such option (``--param``, ``--fail-under``, ``--max-drop``), each reading its
+    keys and values on top. An item without ``=`` or without a key is an ``InvalidRequestError`` naming the option,
+    the item, the option's ``syntax`` (``METRIC=VALUE``) and an ``example``."""
+    pairs: list[tuple[str, str]] = []
     for item in items:
-        key, sep, raw = item.partition("=")
+        key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise typer.BadParameter(f"'{item}' is not key=value (e.g. chunk_size=256)")
+            raise InvalidRequestError(
+                f"{option} {item!r} is not {syntax} (e.g. {option} {example}).", option=option, item=item
+            )
+        pairs.append((key.strip(), value))
+    return pairs
+
+
+STRATEGY_PARAM = "[STRATEGY.]KEY=VALUE"
+
+
+def strategy_params(
+    items: Sequence[str], strategies: Sequence[str], *, option: str = "--param"
+) -> dict[str, dict[str, Any]]:
+    """``[STRATEGY.]KEY=VALUE`` items by strategy, the one syntax of strategy parameters; values read as JSON when
+    they parse (256, 0.4, true, ["\\n\\n", " "]), else kept as text.
+
+    With one strategy in ``strategies`` (``strategies add``, ``eval spans``, ``process`` running one) the prefix may
+    be left out and, if given, must name it; with several (``process``) it is required, and whether it names one
+    being run is the service's to say. A bad item is a ``typer.BadParameter`` naming the option, the item and an
+    example.
+    """
+    only = strategies[0] if len(strategies) == 1 else None
+    example = f"chunk_size=256 or {only}.chunk_size=256" if only else "fixed_size.chunk_size=256"
+    params: dict[str, dict[str, Any]] = {}
+    try:
+        pairs = split_pairs(items, option=option, syntax=STRATEGY_PARAM, example=example)
+    except InvalidRequestError as exc:
+        raise typer.BadParameter(exc.message) from None
+    for item, (target, raw) in zip(items, pairs, strict=True):
+        prefix, dot, key = target.partition(".")
+        if not dot:
+            prefix, key = "", target
+        if dot and (not prefix or not key):
+            raise typer.BadParameter(f"{option} {item!r} is not {STRATEGY_PARAM} (e.g. {option} {example}).")
+        if not dot and only is None:
+            raise typer.BadParameter(
+                f"{option} {item!r} names no strategy: with several strategies give STRATEGY.KEY=VALUE "
+                f"(e.g. {option} {example})."
+            )
+        if dot and only is not None and prefix != only:
+            raise typer.BadParameter(
+                f"{option} {item!r} is for {prefix}, but the strategy here is {only} (e.g. {option} {example})."
+            )
         try:
-            params[key.strip()] = json.loads(raw)
+            value = json.loads(raw)
         except json.JSONDecodeError:
-            params[key.strip()] = raw
+            value = raw
+        params.setdefault(prefix or only or "", {})[key] = value
     return params

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from chunkbench.config import Settings
 from chunkbench.errors import InvalidRequestError
@@ -243,7 +243,13 @@ class Experiment:
         rows.sort(key=lambda r: (-(r[primary] if r[primary] is not None else float("-inf")), r["configuration"]))
         return pandas.DataFrame(rows).set_index("configuration")
 
-    def report(self, path: str | Path, *, view: str = "managerial", budget: int | None = None) -> Path:
+    def report(
+        self,
+        path: str | Path,
+        *,
+        view: Literal["managerial", "technical", "json"] = "managerial",
+        budget: int | None = None,
+    ) -> Path:
         """Write the self-contained HTML report (``view``: managerial or technical) or the JSON export (``json``), as
         ``chunkbench report`` does; returns the path."""
         from chunkbench.benchmarking import benchmarks
@@ -254,7 +260,7 @@ class Experiment:
         with workspace.database.session() as session:
             store = workspace.store if view == "technical" else None
             text = benchmarks.report(
-                session, store, self.id, view=view, budget=budget, tenant_id=workspace.tenant_id,  # type: ignore[arg-type]
+                session, store, self.id, view=view, budget=budget, tenant_id=workspace.tenant_id,
             )  # fmt: skip
         target = Path(path)
         target.write_text(text, encoding="utf-8")

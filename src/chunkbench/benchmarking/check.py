@@ -84,13 +84,14 @@ class CheckResult:
         }
 
 
-def parse_thresholds(pairs: Sequence[str], *, option: str) -> dict[str, float]:
-    """``["recall=0.02", …]`` as ``{"recall": 0.02}``; an ``InvalidRequestError`` naming the bad pair otherwise."""
+def parse_thresholds(pairs: Sequence[tuple[str, str]], *, option: str) -> dict[str, float]:
+    """``METRIC=VALUE`` items, already split (``console.split_pairs``: ``[("recall", "0.02"), …]``), as
+    ``{"recall": 0.02}``; an ``InvalidRequestError`` naming the bad item otherwise (an unknown metric, a value that is
+    no finite number, a negative tolerance)."""
     out: dict[str, float] = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        name = name.strip()
-        if not sep or name not in METRIC_DIRECTIONS:
+    for name, value in pairs:
+        pair = f"{name}={value}"
+        if name not in METRIC_DIRECTIONS:
             raise InvalidRequestError(
                 f"{option} {pair!r}: give METRIC=VALUE with METRIC one of {', '.join(METRIC_DIRECTIONS)}.",
                 option=option,

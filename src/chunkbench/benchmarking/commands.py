@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from pydantic import ValidationError
 from rich.table import Table
 
+from chunkbench.benchmarking.rendering import SHOWN_METRICS, fmt, show_check, show_estimate, show_experiment
 from chunkbench.console import (
     JsonOption,
     err,
@@ -18,6 +19,7 @@ from chunkbench.console import (
     open_database,
     out,
     print_json,
+    split_pairs,
     vector_store,
 )
 from chunkbench.errors import ChunkbenchError
@@ -25,8 +27,6 @@ from chunkbench.storage.schema import DEFAULT_TENANT
 
 bench_app = typer.Typer(help="Run benchmarks and read their Experiments.", no_args_is_help=True)
 sweep_app = typer.Typer(help="Benchmark Sweeps: one Experiment per level (docs/benchmarks.md).", no_args_is_help=True)
-
-_SHOWN_METRICS = ("recall", "iou", "mrr", "ndcg_at_k", "token_f1", "answer_similarity", "judge_answer_similarity")
 
 
 def _csv(value: str | None) -> list[str] | None:
@@ -116,7 +116,7 @@ def bench_run(
 
     settings, database = open_database()
     try:
-        thresholds = check.parse_thresholds(fail_under or [], option="--fail-under")
+        thresholds = check.parse_thresholds(_thresholds(fail_under, "--fail-under"), option="--fail-under")
         if resume is None and (document is None) == (corpus is None):
             raise typer.BadParameter("give a DOCUMENT or --corpus NAME to benchmark (one of them), or --resume ID")
         if resume is not None:
@@ -141,7 +141,10 @@ def bench_run(
             if dry_run:
                 with database.session() as session:
                     estimate = benchmarks.estimate(session, settings, request, tenant_id=DEFAULT_TENANT)
-                _show_estimate(estimate, as_json)
+                if as_json:
+                    print_json(estimate.model_dump(mode="json"))
+                else:
+                    show_estimate(estimate, out=out)
                 return
             started = benchmarks.start(database, settings, request, tenant_id=DEFAULT_TENANT)
             experiment_id = started.experiment.id
@@ -159,90 +162,11 @@ def bench_run(
     if as_json:
         print_json(experiment)
     else:
-        _show_experiment(experiment)
+        show_experiment(experiment, out=out)
     for failure in failures:
         err.print(f"[red]fail-under:[/red] {failure}", highlight=False)
     if failures:
         raise typer.Exit(code=1)
-
-
-def _show_estimate(estimate: Any, as_json: bool) -> None:
-    if as_json:
-        print_json(estimate.model_dump(mode="json"))
-        return
-    table = Table("item", "model", "calls", "input tokens", "output tokens", "USD", title="dry run")
-    for item in estimate.items:
-        usd = item["usd"]
-        table.add_row(
-            item["item"], item["model"] or "—", "—" if item["calls"] is None else str(item["calls"]),
-            str(item["input_tokens"]), str(item["output_tokens"]), "unknown" if usd is None else f"{usd:.4f}",
-        )  # fmt: skip
-    out.print(table)
-    total = "unknown" if estimate.total_usd is None else f"${estimate.total_usd:.4f}"
-    out.print(f"{estimate.cells} cells, {estimate.llm_calls} LLM calls, total {total}", highlight=False)
-    for note in [*estimate.notes, *estimate.warnings]:
-        out.print(f"- {note}", highlight=False)
-
-
-def _fmt(value: Any, digits: int = 3) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
-
-
-def _show_experiment(experiment: dict[str, Any]) -> None:
-    config, decision = experiment["config"], experiment.get("decision") or {}
-    primary = config.get("primary_metric")
-    table = Table("configuration", f"{primary} [95% CI]", *_SHOWN_METRICS, "tok@k", "p50 ms", "P(best)",
-                  title=f"experiment {experiment['id']} ({experiment['status']})")  # fmt: skip
-    prob_best = decision.get("prob_best", {})
-    for key, aggregate in (experiment.get("aggregate") or {}).items():
-        metrics = aggregate["metrics"]
-        main = metrics.get(primary, {})
-        table.add_row(
-            key,
-            f"{_fmt(main.get('mean'))} [{_fmt(main.get('ci_low'))}, {_fmt(main.get('ci_high'))}]",
-            *(_fmt(metrics[name]["mean"]) for name in _SHOWN_METRICS),
-            _fmt(metrics["tok_at_k"]["mean"], 0),
-            _fmt(aggregate["latency_ms_p50"], 1),
-            _fmt(prob_best.get(key), 2),
-        )
-    out.print(table)
-    from chunkbench.benchmarking.report.prose import decision_sentence
-
-    # The verdict in the words of the dashboard and the reports (verdicts.py), then its details; markup off: the
-    # sentences name configurations and question text, never rich markup.
-    status = decision.get("status") or experiment["status"]
-    out.print(f"verdict ({status}): {decision_sentence(experiment)}", highlight=False, markup=False)
-    _show_pruned(experiment.get("pruning"))
-    if decision:
-        _show_budget(decision.get("budget_matched"))
-        out.print("details:", highlight=False)
-        for reason in decision.get("reasons", []):
-            out.print(f"- {reason}", highlight=False, markup=False)
-
-
-def _show_pruned(pruning: dict[str, Any] | None) -> None:
-    """The configurations pruning stopped: at which rung, on how many questions, their mean and interval."""
-    if not pruning or not pruning.get("pruned"):
-        return
-    table = Table("configuration", "rung", "questions", f"{pruning['metric']} mean", "Δ to leader [interval]",
-                  title=f"pruned ({len(pruning['pruned'])})")  # fmt: skip
-    for entry in pruning["pruned"]:
-        observed, low, high = entry["difference"]
-        table.add_row(
-            entry["config_key"], str(entry["rung"]), str(entry["questions"]), _fmt(entry["mean"]),
-            f"{observed:+.3f} [{low:+.3f}, {high:+.3f}] at {entry['confidence']:.4%}",
-        )  # fmt: skip
-    out.print(table)
-    out.print(pruning["rule"], highlight=False, markup=False)
-
-
-def _show_budget(matched: dict[str, Any] | None) -> None:
-    """The ranking at equal context budget, one line, beside the raw table."""
-    if not matched or not matched.get("ranking"):
-        return
-    means, context = matched.get("means") or {}, matched.get("context") or {}
-    ranked = ", ".join(f"{key} {_fmt(means.get(key))} ({_fmt(context.get(key), 0)} tok)" for key in matched["ranking"])
-    out.print(f"at an equal budget of {matched['budget']:,} tokens, {matched['metric']}: {ranked}", highlight=False)
 
 
 @bench_app.command("list")
@@ -307,7 +231,7 @@ def bench_show(experiment_id: str, as_json: JsonOption = False, budget: BudgetOp
     if as_json:
         print_json(experiment)
     else:
-        _show_experiment(experiment)
+        show_experiment(experiment, out=out)
 
 
 @bench_app.command("compare")
@@ -324,11 +248,11 @@ def bench_compare(a: str, b: str, as_json: JsonOption = False) -> None:
     if as_json:
         print_json(result.model_dump(mode="json"))
         return
-    table = Table("configuration", *(f"{m} A → B" for m in _SHOWN_METRICS), title=f"{a} vs {b}")
+    table = Table("configuration", *(f"{m} A → B" for m in SHOWN_METRICS), title=f"{a} vs {b}")
     for row in result.rows:
         table.add_row(
             row["config_key"],
-            *(f"{_fmt(row[m]['a'])} → {_fmt(row[m]['b'])}" for m in _SHOWN_METRICS),
+            *(f"{fmt(row[m]['a'])} → {fmt(row[m]['b'])}" for m in SHOWN_METRICS),
         )
     out.print(table)
     for warning in result.warnings:
@@ -337,21 +261,21 @@ def bench_compare(a: str, b: str, as_json: JsonOption = False) -> None:
 
 def report_command(
     experiment_id: str,
-    view: Annotated[str, typer.Option(help="managerial, technical or json")] = "managerial",
+    view: Annotated[Literal["managerial", "technical", "json"], typer.Option(help="managerial, technical or json")] = (
+        "managerial"
+    ),
     output: Annotated[Path, typer.Option("--output", "-o", help="File to write")] = Path("report.html"),
     budget: BudgetOption = None,
 ) -> None:
     """Write an Experiment's self-contained HTML report (or its JSON export) to a file."""
     from chunkbench.benchmarking import benchmarks
 
-    if view not in ("managerial", "technical", "json"):
-        raise typer.BadParameter("view must be managerial, technical or json")
     settings, database = open_database()
     try:
         with database.session() as session:
             store = vector_store(settings) if view == "technical" else None
             text = benchmarks.report(
-                session, store, experiment_id, view=view, budget=budget, tenant_id=DEFAULT_TENANT,  # type: ignore[arg-type]
+                session, store, experiment_id, view=view, budget=budget, tenant_id=DEFAULT_TENANT,
             )  # fmt: skip
     except ChunkbenchError as exc:
         raise fail(exc, False) from exc
@@ -431,7 +355,7 @@ def _run_sweep(document: str, as_json: bool, make_request: Any, run: Any, **knob
     for level in levels:
         table.add_row(
             level["level"], level["experiment_id"], level["config_key"], level["metric"],
-            f"{_fmt(level['mean'])} [{_fmt(level['ci_low'])}, {_fmt(level['ci_high'])}]", _fmt(level["tok_at_k"], 0),
+            f"{fmt(level['mean'])} [{fmt(level['ci_low'])}, {fmt(level['ci_high'])}]", fmt(level["tok_at_k"], 0),
         )  # fmt: skip
     out.print(table)
 
@@ -459,7 +383,7 @@ def check_command(
 
     _settings, database = open_database()
     try:
-        tolerances = check.parse_thresholds(max_drop or [], option="--max-drop")
+        tolerances = check.parse_thresholds(_thresholds(max_drop, "--max-drop"), option="--max-drop")
         with database.session() as session:
             current = benchmarks.experiment_dict(
                 session, benchmarks.get(session, experiment_id, tenant_id=DEFAULT_TENANT), cells_view="scores"
@@ -476,8 +400,14 @@ def check_command(
     if as_json:
         print_json(result.to_dict())
     else:
-        _show_check(result)
+        show_check(result, out=out, err=err)
     raise typer.Exit(code=result.exit_code)
+
+
+def _thresholds(items: list[str] | None, option: str) -> list[tuple[str, str]]:
+    """``--fail-under`` / ``--max-drop`` items split by the shared splitter; ``check.parse_thresholds`` reads them."""
+    example = "recall=0.8" if option == "--fail-under" else "recall=0.02"
+    return split_pairs(items or [], option=option, syntax="METRIC=VALUE", example=example)
 
 
 def _baseline_file(path: Path) -> dict[str, Any]:
@@ -494,24 +424,3 @@ def _baseline_file(path: Path) -> dict[str, Any]:
             f"The baseline file {path} is not an Experiment; write one with `chunkbench bench show ID --json`."
         )
     return data
-
-
-def _show_check(result: Any) -> None:
-    title = f"{result.experiment_id} vs baseline {result.baseline_id} · {result.config_key}"
-    if result.differences:
-        err.print(f"[red]not comparable:[/red] {title}", highlight=False)
-        for difference in result.differences:
-            err.print(f"- {difference}", highlight=False)
-        return
-    table = Table("metric", "baseline", "current", "change", "tolerance", "verdict", title=title)
-    colours = {"ok": "green", "dropped": "red", "warn": "yellow", "not measured": "dim"}
-    for m in result.metrics:
-        change = "—" if m.change is None else f"{m.change:+.4f}"
-        table.add_row(
-            m.metric, _fmt(m.baseline, 4), _fmt(m.current, 4), change, f"{m.tolerance:g}",
-            f"[{colours[m.verdict]}]{m.verdict}[/{colours[m.verdict]}]",
-        )  # fmt: skip
-    out.print(table)
-    for warning in result.warnings:
-        err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
-    out.print(f"check: {result.verdict}", highlight=False)

@@ -1,5 +1,7 @@
-"""``chunkbench eval spans`` and ``eval chroma``: the span evaluations, faces of the corpus benchmark
-(``benchmarking/corpus_eval.py``); cli.py adds them to the ``eval`` group (evaluation cannot import benchmarking)."""
+"""``chunkbench eval``: the group, its commands ``eval spans`` and ``eval chroma`` and what they share (the metric
+labels, the ``mean ± SD`` cell). The span evaluations are faces of the corpus benchmark
+(``benchmarking/corpus_eval.py``), so the group lives with the benchmarks: benchmarking may import evaluation's
+metrics and inputs, never the reverse. cli.py adds the group to the root app."""
 
 from __future__ import annotations
 
@@ -15,15 +17,28 @@ from chunkbench.console import (
     job_progress,
     open_database,
     out,
-    parse_params,
     print_json,
+    strategy_params,
     vector_store,
 )
 from chunkbench.errors import ChunkbenchError
 from chunkbench.limits import MAX_TOP_K
 from chunkbench.storage.schema import DEFAULT_TENANT
 
+eval_app = typer.Typer(
+    help="Evaluate retrieval against span-annotated questions (Chroma's metrics), as corpus benchmarks.",
+    no_args_is_help=True,
+)
 
+SPAN_LABELS = {"recall": "recall", "precision": "precision", "precision_omega": "precision_Ω", "iou": "IoU"}
+RANK_LABELS = {"recall_at_k": "recall@k", "hit_at_k": "hit@k", "mrr": "MRR", "ndcg_at_k": "nDCG@k"}
+
+
+def metric_cell(metric: dict[str, float], digits: int = 1) -> str:
+    return f"{metric['mean']:.{digits}f} ± {metric['std']:.{digits}f}"
+
+
+@eval_app.command("spans")
 def spans_command(
     documents: Annotated[
         Path, typer.Option(help="Folder of .md/.txt files (id = file stem) or JSONL of {document_id, text}")
@@ -32,7 +47,10 @@ def spans_command(
     strategy: Annotated[str, typer.Option(help="Chunking strategy (or a variant)")] = "fixed_size",
     param: Annotated[
         list[str] | None,
-        typer.Option(help="Strategy parameter key=value, e.g. chunk_size=250 (repeatable): runs as a variant"),
+        typer.Option(
+            help="Strategy parameter [STRATEGY.]KEY=VALUE, e.g. chunk_size=250 (repeatable): runs as a variant; a "
+            "STRATEGY. prefix must name --strategy"
+        ),
     ] = None,
     retriever: Annotated[str, typer.Option(help="dense, bm25 or hybrid")] = "dense",
     corpus_model: Annotated[str, typer.Option(help="Corpus model id")] = "all-MiniLM-L6-v2",
@@ -46,14 +64,13 @@ def spans_command(
     """Span and rank metrics of one strategy on span-annotated questions, as a corpus benchmark: the documents are
     ingested into a corpus, processed, and benchmarked as an Experiment (with a Decision and reports)."""
     from chunkbench.benchmarking import corpus_eval
-    from chunkbench.evaluation.commands import RANK_LABELS, SPAN_LABELS, metric_cell
     from chunkbench.evaluation.corpus_inputs import load_documents, load_questions, source_files
 
     settings, database = open_database()
     try:
         texts = load_documents(documents)
         loaded = load_questions(questions, texts)
-        name = corpus_eval.strategy_for(settings, strategy, parse_params(param or []))
+        name = corpus_eval.strategy_for(settings, strategy, strategy_params(param or [], [strategy]).get(strategy, {}))
         target = corpus or corpus_eval.corpus_for(documents)
         store = vector_store(settings)
         with job_progress(f"eval spans · {name}") as report:
@@ -95,6 +112,7 @@ def _show_evaluation(evaluation: Any, corpus: str, counts: str) -> None:
     )
 
 
+@eval_app.command("chroma")
 def chroma_command(
     data: Annotated[
         Path | None, typer.Option(help="Chroma's evaluation folder (default: the copy shipped with chunkbench)")
@@ -106,7 +124,6 @@ def chroma_command(
     with a Decision and reports; its figures next to the published."""
     from chunkbench.benchmarking.chroma_reproduction import CHROMA_CORPUS, reproduce
     from chunkbench.evaluation.chroma import CHROMA_MODEL, CHROMA_RETRIEVE, select_configs
-    from chunkbench.evaluation.commands import SPAN_LABELS, metric_cell
 
     settings, database = open_database()
     try:

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from chunkbench.config import get_settings
-from chunkbench.console import JsonOption, fail, out, parse_params, print_json
+from chunkbench.console import JsonOption, fail, out, print_json, strategy_params
 from chunkbench.errors import ChunkbenchError
 
 strategies_app = typer.Typer(help="The chunking strategies, and the variants declared in the variants file.")
@@ -90,7 +90,13 @@ def _corpus_role_model() -> str:
 def strategies_add(
     name: Annotated[str, typer.Argument(help="The variant's name, e.g. fixed_size_250_125")],
     base: Annotated[str, typer.Option(help="The strategy it derives from, e.g. fixed_size")],
-    param: Annotated[list[str], typer.Option(help="A pinned parameter key=value, e.g. chunk_size=250 (repeatable)")],
+    param: Annotated[
+        list[str],
+        typer.Option(
+            help="A pinned parameter [STRATEGY.]KEY=VALUE, e.g. chunk_size=250 (repeatable); a STRATEGY. prefix "
+            "must name the base"
+        ),
+    ],
     as_json: JsonOption = False,
 ) -> None:
     """Declare a strategy variant in the variants file: a strategy of its own, with its own runs and collection."""
@@ -99,7 +105,7 @@ def strategies_add(
 
     settings = get_settings()
     try:
-        cls = variants.add(settings, Variant(name, base, parse_params(param)))
+        cls = variants.add(settings, Variant(name, base, strategy_params(param, [base]).get(base, {})))
     except ChunkbenchError as exc:
         raise fail(exc, as_json) from exc
     declared = cls.variant

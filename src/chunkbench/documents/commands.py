@@ -1,22 +1,30 @@
-"""`chunkbench documents list|show|delete`: thin wrappers over the documents service."""
+"""`chunkbench ingest` and `chunkbench documents list|show|delete`: thin wrappers over the documents service.
+``ingest`` is a top-level command (cli.py registers it); the ``documents`` group reads what it stored."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from chunkbench.console import (
     JsonOption,
+    err,
     fail,
     open_database,
     out,
     print_json,
+    progress_bar,
 )
 from chunkbench.errors import ChunkbenchError
 from chunkbench.models import DocumentState
 from chunkbench.storage.schema import DEFAULT_TENANT
+
+if TYPE_CHECKING:
+    from chunkbench.documents.schemas import IngestOut
 
 documents_app = typer.Typer(help="List, show and delete ingested documents; set their language.", no_args_is_help=True)
 
@@ -162,3 +170,102 @@ def set_language(
     finally:
         database.dispose()
     print_language_change(change, as_json)
+
+
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or directories (searched recursively)")],
+    corpus: Annotated[str | None, typer.Option(help="Every file ingested joins this corpus (made if missing)")] = None,
+    verbatim: Annotated[
+        bool,
+        typer.Option(help="Text and markdown files as they are (no normalising, no headings): offsets stay valid"),
+    ] = False,
+    as_json: JsonOption = False,
+    with_summary: Annotated[
+        bool,
+        typer.Option(
+            "--with-summary",
+            help='With --json: print {"results": [...], "summary": {...}} instead of the bare list of results',
+        ),
+    ] = False,
+) -> None:
+    """Parse files into documents; each file succeeds or fails on its own, and every file of a folder that is not
+    read (hidden, unsupported type, empty, too large, not a regular file, unreadable) is listed with its reason.
+
+    A file found in a folder is keyed by its path below that folder, a file named directly by its filename.
+    """
+    from chunkbench.documents.discovery import discover_files
+    from chunkbench.documents.ingest import ingest_paths
+    from chunkbench.documents.ingest_results import IngestResult, IngestSummary
+    from chunkbench.documents.schemas import IngestOut
+
+    settings, database = open_database()
+    found = list(discover_files(paths, settings))
+    ingested: list[IngestResult] = []
+    try:
+        ingesting = ingest_paths(database, settings, found, tenant_id=DEFAULT_TENANT, corpus=corpus, verbatim=verbatim)
+    except ChunkbenchError as exc:  # a bad corpus name: nothing was read
+        database.dispose()
+        raise fail(exc, as_json) from exc
+    with progress_bar() as progress:
+        task = progress.add_task("ingesting", total=len(found))
+        for source, result in zip(found, ingesting, strict=True):
+            progress.update(task, advance=1, description=f"ingesting {source.source_key}")
+            ingested.append(result)
+    database.dispose()
+
+    summary = IngestSummary.of(ingested)
+    results = [IngestOut.of(result) for result in ingested]
+    if as_json:
+        listed = [r.model_dump(mode="json") for r in results]
+        # The bare list stays the default: scripts read it; the summary is one flag away, and on stderr for people.
+        print_json({"results": listed, "summary": summary.model_dump(mode="json")} if with_summary else listed)
+        err.print(summary.line, markup=False, highlight=False, soft_wrap=True)
+    else:
+        out.print(_ingest_table(results))
+        for r in results:  # what parsing and language detection noticed (a declared language the text contradicts)
+            for warning in r.warnings:
+                out.print(f"[yellow]warning:[/yellow] {escape(r.source_key)}: {escape(warning)}", highlight=False)
+        out.print(summary.line, markup=False, highlight=False, soft_wrap=True)
+        attachments = [a for r in results for a in _nested_attachments(r)]
+        if attachments:  # counted apart: a failed attachment never fails its mail (nor the exit code)
+            refused = sum(a.error is not None for a in attachments)
+            out.print(f"attachments: {len(attachments) - refused} ingested, {refused} refused", highlight=False)
+    if summary.refused:
+        raise typer.Exit(code=1)
+
+
+def _ingest_table(results: list[IngestOut]) -> Table:
+    """Every file with its outcome: the document's figures, the refusal's error or the skip's reason; a mail's
+    attachments indented under it."""
+    table = Table("file", "state", "pages", "headings", "language", "id / reason")  # file: its source key
+    for r in results:
+        _ingest_rows(table, r, 0)
+    return table
+
+
+def _nested_attachments(result: IngestOut) -> list[IngestOut]:
+    return [nested for a in result.attachments for nested in (a, *_nested_attachments(a))]
+
+
+def _ingest_rows(table: Table, r: IngestOut, depth: int) -> None:
+    """One row for a file, then its attachments' rows, indented by depth."""
+    name = f"{'  ' * depth}{'↳ ' if depth else ''}{r.source_key}"
+    if r.skip_reason is not None:
+        reason = r.skip_reason
+        name = f"{name}/ ({reason.files:,} files)" if reason.details.get("folder") else name
+        table.add_row(
+            escape(name), f"[yellow]skipped[/yellow] ({reason.code.value})", "", "", "", escape(reason.message)
+        )
+    elif r.error is not None:
+        table.add_row(escape(name), "[red]refused[/red]", "", "", "", f"[red]{escape(r.error.message)}[/red]")
+    else:
+        doc = r.document
+        assert doc is not None  # neither skipped nor refused: stored
+        state = f"{doc.status} ({r.outcome.value})"
+        if r.duplicate_of:
+            state += f", same content as {r.duplicate_of}"
+        table.add_row(
+            escape(name), state, str(doc.page_count or "–"), str(doc.heading_count), doc.language or "–", doc.id
+        )
+    for attachment in r.attachments:
+        _ingest_rows(table, attachment, depth + 1)

@@ -160,8 +160,9 @@ def process(
     progress: Progress = no_progress,
     stop: StopCheck = never_stop,
 ) -> CorpusProcessOut:
-    """Plan and run in this process: the one way to process a corpus and wait for it (the CLI, the Python API, the
-    corpus evaluation). A route plans first and runs the plan now or as a job (``jobs.routes.run_or_submit``)."""
+    """Plan and run in this process: the one way to process a corpus and wait for it (the Python API). A face that
+    shows the plan first (its size warnings, its documents) plans, then runs the plan: the CLI with a progress bar,
+    the corpus evaluation, a route now or as a job (``jobs.routes.run_or_submit``)."""
     with database.session() as session:
         corpus_plan = plan(session, settings, corpus_name, request, tenant_id=tenant_id)
     return run(database, settings, store, corpus_plan, progress, stop)

@@ -61,9 +61,9 @@ def process(
     progress: Progress = no_progress,
     stop: StopCheck = never_stop,
 ) -> ProcessOut:
-    """Plan and run in this process: the one way to process a document and wait for it (the CLI, the Python API, the
-    chatbot, a sweep, a repair, the job's worker). A route plans first and runs the plan now or as a job
-    (``jobs.routes.run_or_submit``)."""
+    """Plan and run in this process: the one way to process a document and wait for it (the Python API, the chatbot,
+    a sweep, a repair, the job's worker). A face that shows the plan first (its size warnings) plans, then runs the
+    plan: the CLI with a progress bar, a route now or as a job (``jobs.routes.run_or_submit``)."""
     with database.session() as session:
         process_plan = plan(session, settings, document_id, request, tenant_id=tenant_id)
     return run(database, settings, store, process_plan, progress, stop)

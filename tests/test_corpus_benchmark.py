@@ -229,7 +229,7 @@ def test_two_corpus_models_in_one_grid_are_paired_question_by_question(corpus):
     decision = experiment["decision"]
     assert set(decision["prob_best"]) == set(keys) and decision["n_questions"] == len(questions)
     # The Decision pairs the two columns by question id: rebuilt from the cells shuffled, it is the same.
-    shuffled = [CellResult.from_dict(c) for c in reversed(experiment["cells"])]
+    shuffled = [CellResult.model_validate(c) for c in reversed(experiment["cells"])]
     again = decision_for(
         [question_from_json(q) for q in experiment["questions"]],
         [Configuration.from_dict(c) for c in experiment["configurations"]], shuffled, experiment["aggregate"],

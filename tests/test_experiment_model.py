@@ -47,12 +47,12 @@ def _same_json(a: object, b: object) -> bool:
 
 
 def test_cells_round_trip_in_both_shapes() -> None:
-    ok = CellResult.from_dict(OK_CELL)
+    ok = CellResult.model_validate(OK_CELL)
     assert ok.ok and ok.tokens.prompt == 22 and ok.retrieved[1].role == "neighbor"
-    assert _same_json(ok.to_dict(), OK_CELL)
+    assert _same_json(ok.model_dump(mode="json"), OK_CELL)
     failed = CellResult.failed("hotel", "recursive/bm25/k5", "No document with id 'x'.")
-    assert _same_json(failed.to_dict(), FAILED_CELL)
-    assert _same_json(CellResult.from_dict(FAILED_CELL).to_dict(), FAILED_CELL)
+    assert _same_json(failed.model_dump(mode="json"), FAILED_CELL)
+    assert _same_json(CellResult.model_validate(FAILED_CELL).model_dump(mode="json"), FAILED_CELL)
 
 
 def test_a_cells_evidence_ranks_round_trip_and_old_cells_have_none() -> None:
@@ -62,10 +62,11 @@ def test_a_cells_evidence_ranks_round_trip_and_old_cells_have_none() -> None:
                    {"chunk_index": 4, "start_index": 99, "end_index": 150, "rank": None, "references": [0, 1],
                     "document_id": "d2"}],
     }  # fmt: skip
-    cell = CellResult.from_dict({**OK_CELL, "evidence": evidence})
+    cell = CellResult.model_validate({**OK_CELL, "evidence": evidence})
     assert cell.evidence is not None and cell.evidence.chunks[1].references == (0, 1)
-    assert _same_json(cell.to_dict(), {**OK_CELL, "evidence": evidence})
-    assert CellResult.from_dict(OK_CELL).evidence is None and "evidence" not in CellResult.from_dict(OK_CELL).to_dict()
+    assert _same_json(cell.model_dump(mode="json"), {**OK_CELL, "evidence": evidence})
+    old = CellResult.model_validate(OK_CELL)
+    assert old.evidence is None and "evidence" not in old.model_dump(mode="json")
 
 
 def test_config_configurations_and_questions_round_trip() -> None:

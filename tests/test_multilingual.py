@@ -357,7 +357,7 @@ def test_breakdowns_group_questions_by_their_documents_language() -> None:
         BenchmarkQuestion("q3", "?", document_id="d-en"),
     ]
     results = [
-        CellResult(q, configuration.key, "ok", metrics={"recall": value})
+        CellResult(question_id=q, config_key=configuration.key, status="ok", metrics={"recall": value})
         for q, value in (("q1", 0.0), ("q2", 0.5), ("q3", 1.0))
     ]
     split = breakdowns(

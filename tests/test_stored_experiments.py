@@ -75,7 +75,7 @@ def test_the_fixture_covers_ok_failed_judged_expanded_and_budgeted_cells() -> No
 
 def test_stored_cells_config_configurations_and_questions_write_back_the_same_json() -> None:
     for cell in CELLS:
-        assert _same_json(CellResult.from_dict(cell["result"]).to_dict(), cell["result"])
+        assert _same_json(CellResult.model_validate(cell["result"]).model_dump(mode="json"), cell["result"])
     config = EXPERIMENT["benchmark_config"]
     assert _same_json(BenchmarkConfig.from_dict(config).to_dict(), config)
     for configuration in EXPERIMENT["configurations"]:

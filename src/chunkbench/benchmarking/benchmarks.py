@@ -157,7 +157,7 @@ def experiment_dict(session: Session, row: ExperimentRow, *, cells_view: CellsVi
     experiment = Experiment.from_row(row)
     document = session.get(DocumentRow, row.document_id) if row.document_id is not None else None
     finished = cells(session, row.id)
-    results = [cell.to_dict() for cell in finished]
+    results = [cell.model_dump(mode="json") for cell in finished]
     if cells_view == "scores":
         results = [{name: result.get(name) for name in SCORE_FIELDS} for result in results]
     view: dict[str, Any] = {

@@ -45,7 +45,7 @@ def get(session: Session, experiment_id: str, *, tenant_id: str) -> ExperimentRo
 def cells(session: Session, experiment_id: str) -> list[CellResult]:
     """Every finished cell's result, in configuration then question order of the plan."""
     return [
-        CellResult.from_dict(row.result)
+        CellResult.model_validate(row.result)
         for row in session.scalars(
             select(BenchmarkCellRow)
             .where(BenchmarkCellRow.experiment_id == experiment_id)

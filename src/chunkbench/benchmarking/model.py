@@ -9,9 +9,11 @@ the API returns the same JSON. Provenance, aggregates, the Decision and the cost
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from chunkbench.evaluation.questions import BenchmarkQuestion, QuestionReference
 from chunkbench.models import StrategyName
@@ -20,6 +22,11 @@ from chunkbench.storage.schema import ExperimentRow
 
 # A cell's metric: a score in [0, 1], tok@k (an int), the judge's hallucination (a bool), or None (not measured).
 MetricValue = float | int | bool | None
+
+
+def _unset(value: object) -> bool:
+    """Whether an optional field is left out of the JSON: written only when set, so older JSON stays as it was."""
+    return value is None
 
 
 @dataclass(frozen=True)
@@ -238,134 +245,111 @@ def question_from_json(data: Mapping[str, Any]) -> BenchmarkQuestion:
     )
 
 
-@dataclass(frozen=True)
-class RetrievedChunk:
+class RetrievedChunk(BaseModel):
     """A chunk a cell's query put in the context: a hit (in rank order) or a Neighbor Expansion neighbour.
 
     ``document_id`` is set when the Experiment spans several documents (None: the Experiment's one document)
     and written to JSON only then, so one-document cells keep the JSON they always had; ``prefix`` likewise.
     """
 
+    model_config = ConfigDict(frozen=True)
+
     chunk_index: int
     start_index: int
     end_index: int
-    role: str | None
-    score: float | None
-    tokens: int
+    role: str | None = None
+    score: float | None = None
+    tokens: int = 0
     # The chunk's document when an Experiment spans several; None: the Experiment's one document.
-    document_id: str | None = None
+    document_id: str | None = Field(
+        None, exclude_if=_unset, description="Set when the Experiment spans several documents"
+    )
     # The context prefix it was embedded behind (contextual retrieval); None for every other strategy.
-    prefix: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = {
-            "chunk_index": self.chunk_index, "start_index": self.start_index, "end_index": self.end_index,
-            "role": self.role, "score": self.score, "tokens": self.tokens,
-        }  # fmt: skip
-        if self.document_id is not None:
-            data["document_id"] = self.document_id
-        if self.prefix is not None:
-            data["prefix"] = self.prefix
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RetrievedChunk:
-        return cls(
-            data["chunk_index"], data["start_index"], data["end_index"], data.get("role"), data.get("score"),
-            data.get("tokens", 0), data.get("document_id"), data.get("prefix"),
-        )  # fmt: skip
+    prefix: str | None = Field(
+        None, exclude_if=_unset, description="contextual_retrieval: the prefix the chunk was embedded behind"
+    )
 
 
-@dataclass(frozen=True)
-class EvidenceChunk:
+class EvidenceChunk(BaseModel):
     """A chunk of the configuration's chunking that overlaps the question's evidence, and the rank it came at.
 
     ``rank`` is 1-based in the cell's whole ranking (the hits are its first top_k), None when it came below the
     ranking's depth or not at all. ``references``: the question's references it overlaps (0-based).
     """
 
+    model_config = ConfigDict(frozen=True)
+
     chunk_index: int
     start_index: int
     end_index: int
-    rank: int | None
-    references: tuple[int, ...]
+    rank: int | None = Field(
+        None, description="1-based in the cell's whole ranking; null: below its depth or not ranked"
+    )
+    references: tuple[int, ...] = Field((), description="The question's references (0-based) this chunk overlaps")
     # The chunk's document when an Experiment spans several; None: the Experiment's one document.
-    document_id: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "chunk_index": self.chunk_index, "start_index": self.start_index, "end_index": self.end_index,
-            "rank": self.rank, "references": list(self.references),
-        }  # fmt: skip
-        if self.document_id is not None:
-            data["document_id"] = self.document_id
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> EvidenceChunk:
-        return cls(
-            data["chunk_index"], data["start_index"], data["end_index"], data.get("rank"),
-            tuple(data.get("references") or ()), data.get("document_id"),
-        )  # fmt: skip
+    document_id: str | None = Field(
+        None, exclude_if=_unset, description="Set when the Experiment spans several documents"
+    )
 
 
-@dataclass(frozen=True)
-class EvidenceRanks:
+class EvidenceRanks(BaseModel):
     """Where a cell's evidence lies and where the ranking put it: what explains a miss.
 
     ``depth``: how deep the ranking was asked for; ``ranked``: how many chunks it held (fewer when the retriever
     ranks only some, as BM25 ranks only chunks sharing a term with the question, or a score floor cut it).
     """
 
-    depth: int
-    ranked: int
+    model_config = ConfigDict(frozen=True)
+
+    depth: int = Field(description="How deep the ranking was asked for (the reranker's candidate pool)")
+    ranked: int = Field(description="How many chunks the ranking held (BM25 ranks only chunks sharing a term)")
     chunks: tuple[EvidenceChunk, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"depth": self.depth, "ranked": self.ranked, "chunks": [c.to_dict() for c in self.chunks]}
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> EvidenceRanks:
-        return cls(int(data["depth"]), int(data["ranked"]), tuple(EvidenceChunk.from_dict(c) for c in data["chunks"]))
-
-
-@dataclass(frozen=True)
-class CellTokens:
+class CellTokens(BaseModel):
     """A cell's LLM tokens (answer and judge) and the tokens of the context the answerer received."""
+
+    model_config = ConfigDict(frozen=True)
 
     prompt: int = 0
     completion: int = 0
     context: int = 0
 
-    def to_dict(self) -> dict[str, int]:
-        return {"prompt": self.prompt, "completion": self.completion, "context": self.context}
+
+# What a failed cell's JSON keeps, in this order: its error, no answer.
+_FAILED_FIELDS = ("question_id", "config_key", "status", "error", "metrics", "retrieved")
 
 
-@dataclass(frozen=True)
-class CellResult:
+class CellResult(BaseModel):
     """One question asked of one Configuration: the answer, what was retrieved, the scores and the costs.
 
-    A failed cell (a domain error while asking) keeps only its error; ``to_dict`` writes it in that shape.
+    A failed cell (a domain error while asking) keeps only its error; its JSON has only ``_FAILED_FIELDS``.
     """
+
+    model_config = ConfigDict(frozen=True)
 
     question_id: str
     config_key: str
-    status: str  # ok | failed
+    status: Literal["ok", "failed"]
     error: str | None = None
     answer: str | None = None
     answer_mode: str | None = None
     citations: tuple[int, ...] = ()
     retrieved: tuple[RetrievedChunk, ...] = ()
     # Nested nodes (positions, text, rounded score, neighbours) exactly as the report draws them.
-    expansion_tree: list[dict[str, Any]] | None = None
-    metrics: dict[str, MetricValue] = field(default_factory=dict)
+    expansion_tree: list[dict[str, Any]] | None = Field(None, description="fixed_size: hits with their neighbours")
+    metrics: dict[str, MetricValue] = Field(default_factory=dict)
     # The judge's verdict (``JudgeVerdict.to_dict``), None when not judged.
-    judge: dict[str, Any] | None = None
-    latency_ms: dict[str, float] = field(default_factory=dict)
+    judge: dict[str, Any] | None = Field(None, description="The judge's verdict; None when not judged")
+    latency_ms: dict[str, float] = Field(default_factory=dict)
     tokens: CellTokens = CellTokens()
     # Where the evidence lies and at what rank it came; None for a question without evidence and for cells stored
     # before it was recorded (their JSON has no "evidence", and keeps none).
-    evidence: EvidenceRanks | None = None
+    evidence: EvidenceRanks | None = Field(
+        None,
+        exclude_if=_unset,
+        description="Where the evidence lies and at what rank it came; absent in cells recorded before it was",
+    )
 
     @property
     def ok(self) -> bool:
@@ -373,56 +357,13 @@ class CellResult:
 
     @classmethod
     def failed(cls, question_id: str, config_key: str, error: str) -> CellResult:
-        return cls(question_id, config_key, "failed", error)
+        return cls(question_id=question_id, config_key=config_key, status="failed", error=error)
 
-    def to_dict(self) -> dict[str, Any]:
-        if not self.ok:
-            return {
-                "question_id": self.question_id, "config_key": self.config_key, "status": self.status,
-                "error": self.error, "metrics": dict(self.metrics), "retrieved": [c.to_dict() for c in self.retrieved],
-            }  # fmt: skip
-        data = {
-            "question_id": self.question_id,
-            "config_key": self.config_key,
-            "status": self.status,
-            "error": self.error,
-            "answer": self.answer,
-            "answer_mode": self.answer_mode,
-            "citations": list(self.citations),
-            "retrieved": [c.to_dict() for c in self.retrieved],
-            "expansion_tree": self.expansion_tree,
-            "metrics": dict(self.metrics),
-            "judge": self.judge,
-            "latency_ms": dict(self.latency_ms),
-            "tokens": {
-                "prompt": self.tokens.prompt,
-                "completion": self.tokens.completion,
-                "context": self.tokens.context,
-            },
-        }
-        if self.evidence is not None:
-            data["evidence"] = self.evidence.to_dict()
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CellResult:
-        tokens = data.get("tokens") or {}
-        return cls(
-            question_id=data["question_id"],
-            config_key=data["config_key"],
-            status=data["status"],
-            error=data.get("error"),
-            answer=data.get("answer"),
-            answer_mode=data.get("answer_mode"),
-            citations=tuple(data.get("citations") or ()),
-            retrieved=tuple(RetrievedChunk.from_dict(c) for c in data.get("retrieved") or ()),
-            expansion_tree=data.get("expansion_tree"),
-            metrics=dict(data.get("metrics") or {}),
-            judge=data.get("judge"),
-            latency_ms=dict(data.get("latency_ms") or {}),
-            tokens=CellTokens(tokens.get("prompt", 0), tokens.get("completion", 0), tokens.get("context", 0)),
-            evidence=EvidenceRanks.from_dict(data["evidence"]) if data.get("evidence") else None,
-        )
+    @model_serializer(mode="wrap")
+    def _failed_shape(self, handler: SerializerFunctionWrapHandler):
+        # No return annotation: pydantic would take it for the JSON schema (a dict), mypy wants none either way.
+        data = handler(self)
+        return data if self.ok else {name: data[name] for name in _FAILED_FIELDS if name in data}
 
 
 @dataclass(frozen=True)

@@ -123,10 +123,15 @@ def evidence_ranks(
             document = None if chunking.sole_document else chunk.document_id
             chunks.append(
                 EvidenceChunk(
-                    chunk.chunk_index, chunk.start_index, chunk.end_index, rank_of.get(chunk.key), overlapped, document
+                    chunk_index=chunk.chunk_index,
+                    start_index=chunk.start_index,
+                    end_index=chunk.end_index,
+                    rank=rank_of.get(chunk.key),
+                    references=overlapped,
+                    document_id=document,
                 )
             )
-    return EvidenceRanks(depth, len(ranked), tuple(chunks))
+    return EvidenceRanks(depth=depth, ranked=len(ranked), chunks=tuple(chunks))
 
 
 def answer_scores(answer: str, expected: str | None, vectors: np.ndarray | None) -> dict[str, float | None]:

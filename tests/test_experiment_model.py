@@ -70,13 +70,15 @@ def test_a_cells_evidence_ranks_round_trip_and_old_cells_have_none() -> None:
 
 
 def test_config_configurations_and_questions_round_trip() -> None:
-    assert _same_json(BenchmarkConfig.from_dict(CONFIG).to_dict(), CONFIG)
-    assert BenchmarkConfig.from_dict({}).seed == 0 and BenchmarkConfig.from_dict(None).primary_metric is None
-    grid = [Configuration(StrategyName.FIXED_SIZE, "dense", 2, neighbor_prev=1, neighbor_next=1),
-            Configuration(StrategyName.RECURSIVE, "dense", 3)]  # fmt: skip
+    assert _same_json(BenchmarkConfig.model_validate(CONFIG).model_dump(mode="json"), CONFIG)
+    assert BenchmarkConfig.model_validate({}).seed == 0 and BenchmarkConfig.model_validate(None).primary_metric is None
+    grid = [
+        Configuration(strategy=StrategyName.FIXED_SIZE, retriever="dense", top_k=2, neighbor_prev=1, neighbor_next=1),
+        Configuration(strategy=StrategyName.RECURSIVE, retriever="dense", top_k=3),
+    ]
     settings = {key: CONFIG[key] for key in list(CONFIG)[6:]}
-    assert _same_json(BenchmarkConfig.of(grid, **settings).to_dict(), {**CONFIG, "top_k": [2, 3]})
+    assert _same_json(BenchmarkConfig.of(grid, **settings).model_dump(mode="json"), {**CONFIG, "top_k": [2, 3]})
     for configuration in grid:
-        assert Configuration.from_dict(configuration.to_dict()) == configuration
+        assert Configuration.model_validate(configuration.model_dump(mode="json")) == configuration
     assert _same_json(question_to_json(question_from_json(QUESTION)), QUESTION)
     assert question_from_json(QUESTION).references[0].span == (28, 99)

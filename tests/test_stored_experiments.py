@@ -77,9 +77,9 @@ def test_stored_cells_config_configurations_and_questions_write_back_the_same_js
     for cell in CELLS:
         assert _same_json(CellResult.model_validate(cell["result"]).model_dump(mode="json"), cell["result"])
     config = EXPERIMENT["benchmark_config"]
-    assert _same_json(BenchmarkConfig.from_dict(config).to_dict(), config)
+    assert _same_json(BenchmarkConfig.model_validate(config).model_dump(mode="json"), config)
     for configuration in EXPERIMENT["configurations"]:
-        assert _same_json(Configuration.from_dict(configuration).to_dict(), configuration)
+        assert _same_json(Configuration.model_validate(configuration).model_dump(mode="json"), configuration)
     for question in EXPERIMENT["questions"]:
         assert _same_json(question_to_json(question_from_json(question)), question)
 

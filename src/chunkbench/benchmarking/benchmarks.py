@@ -178,9 +178,9 @@ def experiment_dict(session: Session, row: ExperimentRow, *, cells_view: CellsVi
     if experiment.document_id is None:
         view["corpus"] = _corpus_view(session, experiment)
     view |= {
-        "config": experiment.config.to_dict(),
+        "config": experiment.config.model_dump(mode="json"),
         "provenance": experiment.provenance,
-        "configurations": [c.to_dict() for c in experiment.configurations],
+        "configurations": [c.model_dump(mode="json") for c in experiment.configurations],
         "questions": [question_to_json(q, with_documents=experiment.spans_documents) for q in experiment.questions],
         "progress": {"cells_done": len(results), "cells_total": experiment.cells_total},
         "cells": results,
@@ -330,7 +330,7 @@ def get_all(
 
     # JSON members are filtered here: portable across SQLite and PostgreSQL, and the lists are short.
     def wanted(row: ExperimentRow) -> bool:
-        config = BenchmarkConfig.from_dict(row.benchmark_config)
+        config = BenchmarkConfig.model_validate(row.benchmark_config)
         return (
             (strategy is None or strategy in row.strategies_used)
             and (corpus_model_id is None or corpus_model_id in (config.models or (row.embedding_model_id,)))

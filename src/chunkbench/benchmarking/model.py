@@ -13,7 +13,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    computed_field,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from chunkbench.evaluation.questions import BenchmarkQuestion, QuestionReference
 from chunkbench.models import StrategyName
@@ -29,19 +38,29 @@ def _unset(value: object) -> bool:
     return value is None
 
 
-@dataclass(frozen=True)
-class Configuration:
+class Configuration(BaseModel):
     """One column of the benchmark: a strategy searched one way."""
+
+    model_config = ConfigDict(frozen=True)
 
     strategy: StrategyName
     retriever: str
     top_k: int
-    rerank: RerankField = "none"
     neighbor_prev: int = 0
     neighbor_next: int = 0
+    rerank: RerankField = "none"
     # Set only when the Experiment compares two or more Corpus models; None: the Experiment's one model.
-    corpus_model: str | None = None
+    corpus_model: str | None = Field(
+        None, exclude_if=_unset, description="Set when the Experiment compares Corpus models"
+    )
 
+    @field_validator("strategy", mode="before")
+    @classmethod
+    def _stored_strategy(cls, value: Any) -> Any:
+        # A stored name stays readable after its plugin is removed (``StrategyName.stored``).
+        return StrategyName.stored(value) if isinstance(value, str) else value
+
+    @computed_field(description="e.g. fixed_size/hybrid/k5/n1-1/rerank-llm")  # type: ignore[prop-decorator]
     @property
     def key(self) -> str:
         """Stable, readable id: ``fixed_size/hybrid/k5/n1-1/rerank-llm/m-all-MiniLM-L6-v2`` (defaults omitted)."""
@@ -55,27 +74,19 @@ class Configuration:
             parts.append(f"m-{self.corpus_model.replace('/', '-')}")
         return "/".join(parts)
 
-    def to_dict(self) -> dict[str, Any]:
-        data = {
-            "key": self.key, "strategy": self.strategy.value, "retriever": self.retriever, "top_k": self.top_k,
-            "neighbor_prev": self.neighbor_prev, "neighbor_next": self.neighbor_next, "rerank": self.rerank,
-        }  # fmt: skip
-        if self.corpus_model is not None:
-            data["corpus_model"] = self.corpus_model
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Configuration:
-        return cls(
-            StrategyName.stored(data["strategy"]), data["retriever"], int(data["top_k"]), data.get("rerank", "none"),
-            int(data.get("neighbor_prev", 0)), int(data.get("neighbor_next", 0)), data.get("corpus_model"),
-        )  # fmt: skip
+    @model_serializer(mode="wrap")
+    def _key_first(self, handler: SerializerFunctionWrapHandler):
+        # The key leads the JSON, as it always has (a computed field would come last). No return annotation:
+        # pydantic would take it for the JSON schema.
+        data = handler(self)
+        return {"key": data.pop("key"), **data} if "key" in data else data
 
 
-@dataclass(frozen=True)
-class PruneOptions:
+class PruneOptions(BaseModel):
     """How a large grid is pruned (successive halving, ``pruning.py``): the first rung's share of the questions, how
     much each rung grows, the family-wise confidence of a "ruled out", the practical margin and the subsets' seed."""
+
+    model_config = ConfigDict(frozen=True)
 
     first_share: float = 0.25
     eta: int = 3
@@ -85,29 +96,17 @@ class PruneOptions:
     correction: str = "holm"  # holm | bonferroni: how the rung's comparisons share its error
     seed: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "first_share": self.first_share, "eta": self.eta, "confidence": self.confidence, "margin": self.margin,
-            "min_configurations": self.min_configurations, "correction": self.correction, "seed": self.seed,
-        }  # fmt: skip
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> PruneOptions:
-        return cls(
-            float(data.get("first_share", 0.25)), int(data.get("eta", 3)), float(data.get("confidence", 0.99)),
-            float(data.get("margin", 0.0)), int(data.get("min_configurations", 30)), data.get("correction", "holm"),
-            int(data.get("seed", 0)),
-        )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class BenchmarkConfig:
+class BenchmarkConfig(BaseModel):
     """An Experiment's settings as a whole: the grid's axes, the Corpus model(s), how answers are made and graded,
     and how the run goes (what the report and the Decision Board show).
 
     ``corpus_model_id`` is the first (with one model, the only) Corpus model; ``corpus_models`` lists them all
     and is written only when there are two or more, so one-model Experiments keep the JSON they always had.
+    A stored config with a key missing (a row migrated from before benchmarks), or none at all, takes the defaults.
     """
+
+    model_config = ConfigDict(frozen=True)
 
     strategies: tuple[str, ...] = ()
     retrievers: tuple[str, ...] = ()
@@ -124,14 +123,29 @@ class BenchmarkConfig:
     # None: the run uses CHUNKBENCH_BENCHMARK_CONCURRENCY.
     concurrency: int | None = None
     seed: int = 0
-    corpus_models: tuple[str, ...] = ()
     # Context tokens of the budget-matched comparison; None: the smallest median tok@k (``budget.default_budget``).
-    budget: int | None = None
+    # Written only when asked for: Experiments without one keep their JSON (so are scope and prune).
+    budget: int | None = Field(None, exclude_if=_unset)
     # Where a question's chunks are searched: "corpus" (every document of the Experiment, Chroma's protocol) or
     # "document" (only the question's own documents).
-    scope: str = "corpus"
+    scope: str = Field("corpus", exclude_if=lambda scope: scope == "corpus")
     # Successive halving over the questions (``pruning.py``); None: every configuration answers every question.
-    prune: PruneOptions | None = None
+    prune: PruneOptions | None = Field(
+        None, exclude_if=_unset, description="The pruning options of a pruned run (``PruneIn``)"
+    )
+    corpus_models: tuple[str, ...] = Field(
+        (), exclude_if=lambda models: len(models) < 2, description="The Corpus models compared (two or more)"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored(cls, data: Any) -> Any:
+        # No config at all (a row from before benchmarks): every default; an empty prune: none.
+        if data is None:
+            return {}
+        if isinstance(data, Mapping) and "prune" in data and not data["prune"]:
+            return {k: v for k, v in data.items() if k != "prune"}
+        return data
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -151,58 +165,6 @@ class BenchmarkConfig:
             rerank=tuple(dict.fromkeys(c.rerank for c in grid)),
             corpus_models=tuple(dict.fromkeys(c.corpus_model for c in grid if c.corpus_model is not None)),
             **settings,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "strategies": list(self.strategies),
-            "retrievers": list(self.retrievers),
-            "top_k": list(self.top_k),
-            "neighbor_prev": self.neighbor_prev,
-            "neighbor_next": self.neighbor_next,
-            "rerank": list(self.rerank),
-            "corpus_model_id": self.corpus_model_id,
-            "answer_mode": self.answer_mode,
-            "judge": self.judge,
-            "judge_repeats": self.judge_repeats,
-            "primary_metric": self.primary_metric,
-            "question_set": self.question_set,
-            "concurrency": self.concurrency,
-            "seed": self.seed,
-        }
-        if self.budget is not None:  # written only when asked for: Experiments without one keep their JSON
-            data["budget"] = self.budget
-        if self.scope != "corpus":  # likewise
-            data["scope"] = self.scope
-        if self.prune is not None:  # likewise
-            data["prune"] = self.prune.to_dict()
-        if len(self.corpus_models) > 1:
-            data["corpus_models"] = list(self.corpus_models)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> BenchmarkConfig:
-        """A stored config; a missing key (a row migrated from before benchmarks) takes the default."""
-        data = data or {}
-        return cls(
-            strategies=tuple(data.get("strategies", ())),
-            retrievers=tuple(data.get("retrievers", ())),
-            top_k=tuple(data.get("top_k", ())),
-            neighbor_prev=int(data.get("neighbor_prev", 0)),
-            neighbor_next=int(data.get("neighbor_next", 0)),
-            rerank=tuple(data.get("rerank", ())),
-            corpus_model_id=data.get("corpus_model_id"),
-            answer_mode=data.get("answer_mode"),
-            judge=bool(data.get("judge", False)),
-            judge_repeats=int(data.get("judge_repeats", 1)),
-            primary_metric=data.get("primary_metric"),
-            question_set=data.get("question_set"),
-            concurrency=data.get("concurrency"),
-            seed=int(data.get("seed", 0)),
-            budget=data.get("budget"),
-            corpus_models=tuple(data.get("corpus_models", ())),
-            scope=data.get("scope", "corpus"),
-            prune=PruneOptions.from_dict(data["prune"]) if data.get("prune") else None,
         )
 
 
@@ -429,8 +391,8 @@ class Experiment:
             name=row.name,
             status=row.status,
             error=row.error,
-            config=BenchmarkConfig.from_dict(row.benchmark_config),
-            configurations=tuple(Configuration.from_dict(c) for c in row.configurations or ()),
+            config=BenchmarkConfig.model_validate(row.benchmark_config),
+            configurations=tuple(Configuration.model_validate(c) for c in row.configurations or ()),
             questions=tuple(question_from_json(q) for q in row.questions or ()),
             provenance=row.provenance or {},
             aggregate=row.aggregate_metrics or {},

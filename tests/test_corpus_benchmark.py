@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from chunkbench.app import create_app
 from chunkbench.benchmarking import benchmarks, experiments, planning, runner
 from chunkbench.benchmarking.aggregation import decision_for
-from chunkbench.benchmarking.model import BenchmarkConfig, CellResult, Configuration, question_from_json
+from chunkbench.benchmarking.model import BenchmarkConfig, CellResult, Configuration, ExperimentQuestion
 from chunkbench.benchmarking.planning import PlannedDocument
 from chunkbench.benchmarking.report.render import render_report
 from chunkbench.benchmarking.schemas import BenchmarkIn
@@ -231,7 +231,7 @@ def test_two_corpus_models_in_one_grid_are_paired_question_by_question(corpus):
     # The Decision pairs the two columns by question id: rebuilt from the cells shuffled, it is the same.
     shuffled = [CellResult.model_validate(c) for c in reversed(experiment["cells"])]
     again = decision_for(
-        [question_from_json(q) for q in experiment["questions"]],
+        [ExperimentQuestion.model_validate(q).benchmark_question() for q in experiment["questions"]],
         [Configuration.model_validate(c) for c in experiment["configurations"]], shuffled, experiment["aggregate"],
         metric="recall", seed=0, resamples=experiment["provenance"]["bootstrap_resamples"], with_documents=True,
     )  # fmt: skip

@@ -8,8 +8,7 @@ from chunkbench.benchmarking.model import (
     BenchmarkConfig,
     CellResult,
     Configuration,
-    question_from_json,
-    question_to_json,
+    ExperimentQuestion,
 )
 from chunkbench.models import StrategyName
 
@@ -80,5 +79,8 @@ def test_config_configurations_and_questions_round_trip() -> None:
     assert _same_json(BenchmarkConfig.of(grid, **settings).model_dump(mode="json"), {**CONFIG, "top_k": [2, 3]})
     for configuration in grid:
         assert Configuration.model_validate(configuration.model_dump(mode="json")) == configuration
-    assert _same_json(question_to_json(question_from_json(QUESTION)), QUESTION)
-    assert question_from_json(QUESTION).references[0].span == (28, 99)
+    assert _same_json(
+        ExperimentQuestion.of(ExperimentQuestion.model_validate(QUESTION).benchmark_question()).model_dump(mode="json"),
+        QUESTION,
+    )
+    assert ExperimentQuestion.model_validate(QUESTION).benchmark_question().references[0].span == (28, 99)

@@ -22,8 +22,7 @@ from chunkbench.benchmarking.model import (
     CellResult,
     Configuration,
     Experiment,
-    question_from_json,
-    question_to_json,
+    ExperimentQuestion,
 )
 from chunkbench.storage.schema import BenchmarkCellRow, DocumentRow, ExperimentRow
 
@@ -81,7 +80,12 @@ def test_stored_cells_config_configurations_and_questions_write_back_the_same_js
     for configuration in EXPERIMENT["configurations"]:
         assert _same_json(Configuration.model_validate(configuration).model_dump(mode="json"), configuration)
     for question in EXPERIMENT["questions"]:
-        assert _same_json(question_to_json(question_from_json(question)), question)
+        assert _same_json(
+            ExperimentQuestion.of(ExperimentQuestion.model_validate(question).benchmark_question()).model_dump(
+                mode="json"
+            ),
+            question,
+        )
 
 
 def test_the_stored_experiment_reads_into_the_model(client, stored) -> None:

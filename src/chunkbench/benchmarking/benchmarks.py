@@ -17,8 +17,9 @@ from chunkbench.benchmarking import aggregation, claims, experiments, planning, 
 from chunkbench.benchmarking import cost as pricing
 from chunkbench.benchmarking.breakdowns import breakdowns
 from chunkbench.benchmarking.decision import EQUIVALENCE_MARGIN
+from chunkbench.benchmarking.experiment_schemas import CellScores
 from chunkbench.benchmarking.experiments import ExperimentNotFoundError, cells, get  # noqa: F401  (the error is re-exported)
-from chunkbench.benchmarking.model import BenchmarkConfig, Experiment, question_to_json
+from chunkbench.benchmarking.model import BenchmarkConfig, Experiment, ExperimentQuestion
 from chunkbench.benchmarking.schemas import (
     METRIC_DIRECTIONS,
     BenchmarkIn,
@@ -37,9 +38,6 @@ from chunkbench.storage.vectors import VectorStore
 from chunkbench.text.tokens import count_tokens
 
 RESUMABLE = ("interrupted", "failed")
-# What a cell keeps in the "scores" view of an Experiment: enough for per-question heat, without the retrieved
-# text, answers and Expansion Trees that make up most of its size.
-SCORE_FIELDS = ("question_id", "config_key", "status", "error", "metrics", "latency_ms", "tokens")
 CellsView = Literal["full", "scores"]
 
 
@@ -159,7 +157,7 @@ def experiment_dict(session: Session, row: ExperimentRow, *, cells_view: CellsVi
     finished = cells(session, row.id)
     results = [cell.model_dump(mode="json") for cell in finished]
     if cells_view == "scores":
-        results = [{name: result.get(name) for name in SCORE_FIELDS} for result in results]
+        results = [CellScores.model_validate(result).model_dump(mode="json") for result in results]
     view: dict[str, Any] = {
         "id": experiment.id,
         "name": experiment.name,
@@ -181,7 +179,10 @@ def experiment_dict(session: Session, row: ExperimentRow, *, cells_view: CellsVi
         "config": experiment.config.model_dump(mode="json"),
         "provenance": experiment.provenance,
         "configurations": [c.model_dump(mode="json") for c in experiment.configurations],
-        "questions": [question_to_json(q, with_documents=experiment.spans_documents) for q in experiment.questions],
+        "questions": [
+            ExperimentQuestion.of(q, with_documents=experiment.spans_documents).model_dump(mode="json")
+            for q in experiment.questions
+        ],
         "progress": {"cells_done": len(results), "cells_total": experiment.cells_total},
         "cells": results,
         "aggregate": experiment.aggregate,

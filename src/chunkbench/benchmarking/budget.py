@@ -70,7 +70,7 @@ def cut(retrieved: Sequence[RetrievedChunk], budget: float) -> list[Piece]:
 
 
 def references_of(question: Mapping[str, Any]) -> list[Reference]:
-    """A stored question's evidence (``model.question_to_json``) as ``(start, end, document_id)``."""
+    """A stored question's evidence (``model.ExperimentQuestion``) as ``(start, end, document_id)``."""
     return [
         (int(r["start_index"]), int(r["end_index"]), r.get("document_id"))
         for r in question.get("references") or ()

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from chunkbench.benchmarking import claims
-from chunkbench.benchmarking.model import CellResult, question_to_json
+from chunkbench.benchmarking.model import CellResult, ExperimentQuestion
 from chunkbench.benchmarking.planning import BenchmarkPlan, PlannedDocument
 from chunkbench.config import Settings
 from chunkbench.errors import NotFoundError
@@ -124,7 +124,10 @@ def create(database: Database, settings: Settings, plan_: BenchmarkPlan) -> Expe
             name=plan_.name,
             status="running",
             benchmark_config=plan_.config.model_dump(mode="json"),
-            questions=[question_to_json(q, with_documents=len(plan_.documents) > 1) for q in plan_.questions],
+            questions=[
+                ExperimentQuestion.of(q, with_documents=len(plan_.documents) > 1).model_dump(mode="json")
+                for q in plan_.questions
+            ],
             configurations=[c.model_dump(mode="json") for c in plan_.configurations],
             provenance=provenance(plan_, settings),
             strategies_used=list(plan_.config.strategies),

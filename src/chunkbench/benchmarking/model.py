@@ -1,9 +1,11 @@
 """The typed core of an Experiment and the JSON it is stored as (``ExperimentRow``) and returned as by the API.
 
 Inside the benchmark code an Experiment is an ``Experiment``: its ``BenchmarkConfig``, ``Configuration``s,
-``BenchmarkQuestion``s and ``CellResult``s. The ``to_dict``/``from_dict`` pairs here are the only place that
-JSON is written or read: their output is exactly what earlier versions stored, so old Experiments load and
-the API returns the same JSON. Provenance, aggregates, the Decision and the cost stay the JSON they are.
+``BenchmarkQuestion``s (stored as ``ExperimentQuestion``) and ``CellResult``s. These pydantic models are the one
+home of that JSON, for storage and the API alike (``model_validate`` reads it, ``model_dump(mode="json")`` writes
+it): fields written only when set and a failed cell's shape keep exactly what earlier versions stored, so old
+Experiments load and the API returns the same JSON. Provenance, aggregates, the Decision and the cost stay the
+JSON they are.
 """
 
 from __future__ import annotations
@@ -168,43 +170,78 @@ class BenchmarkConfig(BaseModel):
         )
 
 
-def question_to_json(question: BenchmarkQuestion, *, with_documents: bool = False) -> dict[str, Any]:
+class ExperimentReference(BaseModel):
+    """Evidence placed in a document, as an Experiment stores it: the offsets and the text they select."""
+
+    model_config = ConfigDict(frozen=True)
+
+    start_index: int
+    end_index: int
+    content: str
+    # Written only when the Experiment spans several documents (one-document Experiments keep their JSON).
+    document_id: str | None = Field(
+        None, exclude_if=_unset, description="Set when the Experiment spans several documents"
+    )
+
+
+class ExperimentQuestion(BaseModel):
     """A question as an Experiment stores it: every field of a question file (docs/benchmarks.md), references as
     offsets with the text they select. An Experiment of one document leaves the document implicit (it is the
-    Experiment's); one spanning several (``with_documents``) names the question's document, where it has one, and
-    each reference's."""
-    data: dict[str, Any] = {
-        "id": question.id,
-        "question": question.question,
-        "expected_answer": question.expected_answer,
-        "category": question.category,
-        "difficulty": question.difficulty,
-    }
-    if with_documents and question.document_id is not None:
-        data["document_id"] = question.document_id
-    data["references"] = [
-        {"start_index": r.start_index, "end_index": r.end_index, "content": r.content}
-        | ({"document_id": r.document} if with_documents else {})
-        for r in question.references
-        if r.has_offsets
-    ]
-    return data
+    Experiment's); one spanning several names the question's document, where it has one, and each reference's.
 
+    The benchmark code reads questions as ``BenchmarkQuestion`` (evaluation): ``of`` and ``benchmark_question``
+    turn one into the other.
+    """
 
-def question_from_json(data: Mapping[str, Any]) -> BenchmarkQuestion:
-    """The question an Experiment stored (``question_to_json``)."""
-    return BenchmarkQuestion(
-        id=str(data["id"]),
-        question=data["question"],
-        expected_answer=data.get("expected_answer"),
-        category=data.get("category"),
-        difficulty=data.get("difficulty"),
-        document_id=data.get("document_id"),
-        references=tuple(
-            QuestionReference(r["content"], int(r["start_index"]), int(r["end_index"]), r.get("document_id"))
-            for r in data.get("references") or ()
-        ),
+    # Question files may number their ids: an id is text.
+    model_config = ConfigDict(frozen=True, coerce_numbers_to_str=True)
+
+    id: str
+    question: str
+    expected_answer: str | None = None
+    category: str | None = None
+    difficulty: str | None = None
+    document_id: str | None = Field(
+        None, exclude_if=_unset, description="Set when the Experiment spans several documents"
     )
+    references: tuple[ExperimentReference, ...] = ()
+
+    @classmethod
+    def of(cls, question: BenchmarkQuestion, *, with_documents: bool = False) -> ExperimentQuestion:
+        """How an Experiment stores ``question``: its references with offsets; documents named ``with_documents``."""
+        return cls(
+            id=question.id,
+            question=question.question,
+            expected_answer=question.expected_answer,
+            category=question.category,
+            difficulty=question.difficulty,
+            document_id=question.document_id if with_documents else None,
+            references=tuple(
+                ExperimentReference(
+                    start_index=start,
+                    end_index=end,
+                    content=r.content,
+                    document_id=r.document if with_documents else None,
+                )
+                for r in question.references
+                if r.has_offsets
+                for start, end in (r.span,)
+            ),
+        )
+
+    def benchmark_question(self) -> BenchmarkQuestion:
+        """The stored question as the benchmark code reads it."""
+        return BenchmarkQuestion(
+            id=self.id,
+            question=self.question,
+            expected_answer=self.expected_answer,
+            category=self.category,
+            difficulty=self.difficulty,
+            document_id=self.document_id,
+            references=tuple(
+                QuestionReference(r.content, r.start_index, r.end_index, r.document_id) for r in self.references
+            ),
+        )
 
 
 class RetrievedChunk(BaseModel):
@@ -393,7 +430,7 @@ class Experiment:
             error=row.error,
             config=BenchmarkConfig.model_validate(row.benchmark_config),
             configurations=tuple(Configuration.model_validate(c) for c in row.configurations or ()),
-            questions=tuple(question_from_json(q) for q in row.questions or ()),
+            questions=tuple(ExperimentQuestion.model_validate(q).benchmark_question() for q in row.questions or ()),
             provenance=row.provenance or {},
             aggregate=row.aggregate_metrics or {},
             decision=row.decision,

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from chunkbench.benchmarking import budget
-from chunkbench.benchmarking.model import CellResult, RetrievedChunk
+from chunkbench.benchmarking.model import CellChunk, CellResult
 
 
-def chunk(start: int, end: int, tokens: int, role: str = "hit", document_id: str | None = None) -> RetrievedChunk:
-    return RetrievedChunk(
+def chunk(start: int, end: int, tokens: int, role: str = "hit", document_id: str | None = None) -> CellChunk:
+    return CellChunk(
         chunk_index=0, start_index=start, end_index=end, role=role, score=None, tokens=tokens, document_id=document_id
     )
 

@@ -12,7 +12,7 @@ import pytest
 
 from chunkbench.benchmarking import budget
 from chunkbench.benchmarking.decision import MIN_QUESTIONS, BudgetScores, Decision, decide, questions_needed
-from chunkbench.benchmarking.model import CellResult, RetrievedChunk
+from chunkbench.benchmarking.model import CellChunk, CellResult
 
 
 def clear_winner_scores() -> dict[str, list[float]]:
@@ -254,7 +254,7 @@ def _cell(key: str, question: int, chunks: list[tuple[int, int, int]]) -> CellRe
     """A cell whose hits are ``(start, end, tokens)`` offsets relative to the question's evidence."""
     base = 10_000 * question
     retrieved = tuple(
-        RetrievedChunk(
+        CellChunk(
             chunk_index=rank,
             start_index=base + start,
             end_index=base + end,

@@ -244,8 +244,9 @@ class ExperimentQuestion(BaseModel):
         )
 
 
-class RetrievedChunk(BaseModel):
-    """A chunk a cell's query put in the context: a hit (in rank order) or a Neighbor Expansion neighbour.
+class CellChunk(BaseModel):
+    """A chunk a cell's query put in the context: a hit (in rank order) or a Neighbor Expansion neighbour, as the
+    cell records it (positions, role, score, tokens; retrieval's ``RetrievedChunk`` is the search result itself).
 
     ``document_id`` is set when the Experiment spans several documents (None: the Experiment's one document)
     and written to JSON only then, so one-document cells keep the JSON they always had; ``prefix`` likewise.
@@ -334,7 +335,7 @@ class CellResult(BaseModel):
     answer: str | None = None
     answer_mode: str | None = None
     citations: tuple[int, ...] = ()
-    retrieved: tuple[RetrievedChunk, ...] = ()
+    retrieved: tuple[CellChunk, ...] = ()
     # Nested nodes (positions, text, rounded score, neighbours) exactly as the report draws them.
     expansion_tree: list[dict[str, Any]] | None = Field(None, description="fixed_size: hits with their neighbours")
     metrics: dict[str, MetricValue] = Field(default_factory=dict)

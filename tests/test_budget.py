@@ -6,11 +6,13 @@ from __future__ import annotations
 import pytest
 
 from chunkbench.benchmarking import budget
-from chunkbench.benchmarking.model import CellResult, RetrievedChunk
+from chunkbench.benchmarking.model import CellChunk, CellResult
 
 
-def chunk(start: int, end: int, tokens: int, role: str = "hit", document_id: str | None = None) -> RetrievedChunk:
-    return RetrievedChunk(0, start, end, role, None, tokens, document_id)
+def chunk(start: int, end: int, tokens: int, role: str = "hit", document_id: str | None = None) -> CellChunk:
+    return CellChunk(
+        chunk_index=0, start_index=start, end_index=end, role=role, score=None, tokens=tokens, document_id=document_id
+    )
 
 
 def test_whole_chunks_fit_then_the_next_is_cut_in_proportion_and_the_rest_dropped() -> None:
@@ -53,10 +55,22 @@ def test_rescore_default_budget_and_curve_from_cells() -> None:
         {"id": "q3", "references": [{"start_index": 500, "end_index": 600, "content": "y"}]},
     ]
     cells = [
-        CellResult("q1", "A", "ok", retrieved=(chunk(0, 100, 40),), metrics={"tok_at_k": 40}),
-        CellResult("q2", "A", "ok", retrieved=(chunk(0, 100, 40),), metrics={"tok_at_k": 40}),
-        CellResult("q3", "A", "ok", retrieved=(chunk(300, 500, 40), chunk(500, 600, 40)), metrics={"tok_at_k": 80}),
-        CellResult("q1", "B", "ok", retrieved=(chunk(0, 100, 200),), metrics={"tok_at_k": 200}),
+        CellResult(
+            question_id="q1", config_key="A", status="ok", retrieved=(chunk(0, 100, 40),), metrics={"tok_at_k": 40}
+        ),
+        CellResult(
+            question_id="q2", config_key="A", status="ok", retrieved=(chunk(0, 100, 40),), metrics={"tok_at_k": 40}
+        ),
+        CellResult(
+            question_id="q3",
+            config_key="A",
+            status="ok",
+            retrieved=(chunk(300, 500, 40), chunk(500, 600, 40)),
+            metrics={"tok_at_k": 80},
+        ),
+        CellResult(
+            question_id="q1", config_key="B", status="ok", retrieved=(chunk(0, 100, 200),), metrics={"tok_at_k": 200}
+        ),
         CellResult.failed("q3", "B", "boom"),
     ]
     assert budget.rescore(questions, ["A", "B"], cells, metric="recall", budget=40) == {

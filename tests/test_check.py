@@ -191,7 +191,7 @@ def test_bench_run_fail_under(cli, document_id, tmp_path):  # noqa: F811
 @pytest.mark.model
 def test_budget_rescoring_reproduces_the_stored_scores_of_real_cells(experiment):
     # With no limit, the cut context is the whole context: the rescored metrics are the ones the run stored.
-    cells = [CellResult.from_dict(c) for c in experiment["cells"]]
+    cells = [CellResult.model_validate(c) for c in experiment["cells"]]
     references = {q["id"]: budget.references_of(q) for q in experiment["questions"]}
     for cell in cells:
         for metric in budget.BUDGET_METRICS:

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from chunkbench.app import create_app
 from chunkbench.benchmarking import benchmarks, experiments, planning, runner
 from chunkbench.benchmarking.aggregation import decision_for
-from chunkbench.benchmarking.model import BenchmarkConfig, CellResult, Configuration, question_from_json
+from chunkbench.benchmarking.model import BenchmarkConfig, CellResult, Configuration, ExperimentQuestion
 from chunkbench.benchmarking.planning import PlannedDocument
 from chunkbench.benchmarking.report.render import render_report
 from chunkbench.benchmarking.schemas import BenchmarkIn
@@ -229,10 +229,10 @@ def test_two_corpus_models_in_one_grid_are_paired_question_by_question(corpus):
     decision = experiment["decision"]
     assert set(decision["prob_best"]) == set(keys) and decision["n_questions"] == len(questions)
     # The Decision pairs the two columns by question id: rebuilt from the cells shuffled, it is the same.
-    shuffled = [CellResult.from_dict(c) for c in reversed(experiment["cells"])]
+    shuffled = [CellResult.model_validate(c) for c in reversed(experiment["cells"])]
     again = decision_for(
-        [question_from_json(q) for q in experiment["questions"]],
-        [Configuration.from_dict(c) for c in experiment["configurations"]], shuffled, experiment["aggregate"],
+        [ExperimentQuestion.model_validate(q).benchmark_question() for q in experiment["questions"]],
+        [Configuration.model_validate(c) for c in experiment["configurations"]], shuffled, experiment["aggregate"],
         metric="recall", seed=0, resamples=experiment["provenance"]["bootstrap_resamples"], with_documents=True,
     )  # fmt: skip
     assert again == decision
@@ -435,12 +435,20 @@ def test_the_breakdown_tables_show_the_20_worst_documents_and_say_how_many_are_h
 
 
 def test_a_configuration_names_its_corpus_model_in_its_key_only_on_a_model_axis():
-    plain = Configuration(StrategyName.FIXED_SIZE, "dense", 5)
-    modelled = Configuration(StrategyName.FIXED_SIZE, "dense", 5, corpus_model="BAAI/bge-m3")
+    plain = Configuration(strategy=StrategyName.FIXED_SIZE, retriever="dense", top_k=5)
+    modelled = Configuration(strategy=StrategyName.FIXED_SIZE, retriever="dense", top_k=5, corpus_model="BAAI/bge-m3")
     assert (plain.key, modelled.key) == ("fixed_size/dense/k5", "fixed_size/dense/k5/m-BAAI-bge-m3")
-    assert "corpus_model" not in plain.to_dict() and modelled.to_dict()["corpus_model"] == "BAAI/bge-m3"
-    assert Configuration.from_dict(modelled.to_dict()) == modelled
-    config = BenchmarkConfig.of([modelled, Configuration(StrategyName.FIXED_SIZE, "dense", 5, corpus_model="x")])
-    assert config.to_dict()["corpus_models"] == ["BAAI/bge-m3", "x"]
-    assert BenchmarkConfig.from_dict(config.to_dict()) == config and config.models == ("BAAI/bge-m3", "x")
-    assert "corpus_models" not in BenchmarkConfig.of([plain], corpus_model_id=MINILM).to_dict()
+    assert (
+        "corpus_model" not in plain.model_dump(mode="json")
+        and modelled.model_dump(mode="json")["corpus_model"] == "BAAI/bge-m3"
+    )
+    assert Configuration.model_validate(modelled.model_dump(mode="json")) == modelled
+    config = BenchmarkConfig.of(
+        [modelled, Configuration(strategy=StrategyName.FIXED_SIZE, retriever="dense", top_k=5, corpus_model="x")]
+    )
+    assert config.model_dump(mode="json")["corpus_models"] == ["BAAI/bge-m3", "x"]
+    assert BenchmarkConfig.model_validate(config.model_dump(mode="json")) == config and config.models == (
+        "BAAI/bge-m3",
+        "x",
+    )
+    assert "corpus_models" not in BenchmarkConfig.of([plain], corpus_model_id=MINILM).model_dump(mode="json")

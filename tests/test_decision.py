@@ -14,7 +14,7 @@ from chunkbench.benchmarking import budget
 from chunkbench.benchmarking.decision import decide
 from chunkbench.benchmarking.decision_ranking import MIN_QUESTIONS, Decision, questions_needed
 from chunkbench.benchmarking.equal_budget import BudgetScores
-from chunkbench.benchmarking.model import CellResult, RetrievedChunk
+from chunkbench.benchmarking.model import CellChunk, CellResult
 
 
 def clear_winner_scores() -> dict[str, list[float]]:
@@ -256,13 +256,20 @@ def _cell(key: str, question: int, chunks: list[tuple[int, int, int]]) -> CellRe
     """A cell whose hits are ``(start, end, tokens)`` offsets relative to the question's evidence."""
     base = 10_000 * question
     retrieved = tuple(
-        RetrievedChunk(rank, base + start, base + end, "hit", 1.0 - rank / 10, tokens)
+        CellChunk(
+            chunk_index=rank,
+            start_index=base + start,
+            end_index=base + end,
+            role="hit",
+            score=1.0 - rank / 10,
+            tokens=tokens,
+        )
         for rank, (start, end, tokens) in enumerate(chunks)
     )
     references = [(base, base + 100, None)]
     metrics = {"recall": budget.score(retrieved, references, "recall", float("inf")),
                "tok_at_k": sum(c.tokens for c in retrieved)}  # fmt: skip
-    return CellResult(f"q{question}", key, "ok", retrieved=retrieved, metrics=metrics)
+    return CellResult(question_id=f"q{question}", config_key=key, status="ok", retrieved=retrieved, metrics=metrics)
 
 
 def _budget_results(wide_evidence_rank: int) -> list[CellResult]:
@@ -344,7 +351,7 @@ def test_reports_and_the_cli_sentence_show_the_cannot_tell_decision_and_the_equa
 
     decision = _budget_decision(wide_evidence_rank=3)
     questions = _budget_questions()
-    cells = [c.to_dict() for c in _budget_results(wide_evidence_rank=3)]
+    cells = [c.model_dump(mode="json") for c in _budget_results(wide_evidence_rank=3)]
     experiment = {
         "id": "e1", "name": "budget", "status": "completed", "config": {"primary_metric": "recall"},
         "configurations": [{"key": "wide"}, {"key": "lean"}], "questions": questions, "cells": cells,

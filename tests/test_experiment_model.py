@@ -8,8 +8,7 @@ from chunkbench.benchmarking.model import (
     BenchmarkConfig,
     CellResult,
     Configuration,
-    question_from_json,
-    question_to_json,
+    ExperimentQuestion,
 )
 from chunkbench.models import StrategyName
 
@@ -47,12 +46,12 @@ def _same_json(a: object, b: object) -> bool:
 
 
 def test_cells_round_trip_in_both_shapes() -> None:
-    ok = CellResult.from_dict(OK_CELL)
+    ok = CellResult.model_validate(OK_CELL)
     assert ok.ok and ok.tokens.prompt == 22 and ok.retrieved[1].role == "neighbor"
-    assert _same_json(ok.to_dict(), OK_CELL)
+    assert _same_json(ok.model_dump(mode="json"), OK_CELL)
     failed = CellResult.failed("hotel", "recursive/bm25/k5", "No document with id 'x'.")
-    assert _same_json(failed.to_dict(), FAILED_CELL)
-    assert _same_json(CellResult.from_dict(FAILED_CELL).to_dict(), FAILED_CELL)
+    assert _same_json(failed.model_dump(mode="json"), FAILED_CELL)
+    assert _same_json(CellResult.model_validate(FAILED_CELL).model_dump(mode="json"), FAILED_CELL)
 
 
 def test_a_cells_evidence_ranks_round_trip_and_old_cells_have_none() -> None:
@@ -62,20 +61,26 @@ def test_a_cells_evidence_ranks_round_trip_and_old_cells_have_none() -> None:
                    {"chunk_index": 4, "start_index": 99, "end_index": 150, "rank": None, "references": [0, 1],
                     "document_id": "d2"}],
     }  # fmt: skip
-    cell = CellResult.from_dict({**OK_CELL, "evidence": evidence})
+    cell = CellResult.model_validate({**OK_CELL, "evidence": evidence})
     assert cell.evidence is not None and cell.evidence.chunks[1].references == (0, 1)
-    assert _same_json(cell.to_dict(), {**OK_CELL, "evidence": evidence})
-    assert CellResult.from_dict(OK_CELL).evidence is None and "evidence" not in CellResult.from_dict(OK_CELL).to_dict()
+    assert _same_json(cell.model_dump(mode="json"), {**OK_CELL, "evidence": evidence})
+    old = CellResult.model_validate(OK_CELL)
+    assert old.evidence is None and "evidence" not in old.model_dump(mode="json")
 
 
 def test_config_configurations_and_questions_round_trip() -> None:
-    assert _same_json(BenchmarkConfig.from_dict(CONFIG).to_dict(), CONFIG)
-    assert BenchmarkConfig.from_dict({}).seed == 0 and BenchmarkConfig.from_dict(None).primary_metric is None
-    grid = [Configuration(StrategyName.FIXED_SIZE, "dense", 2, neighbor_prev=1, neighbor_next=1),
-            Configuration(StrategyName.RECURSIVE, "dense", 3)]  # fmt: skip
+    assert _same_json(BenchmarkConfig.model_validate(CONFIG).model_dump(mode="json"), CONFIG)
+    assert BenchmarkConfig.model_validate({}).seed == 0 and BenchmarkConfig.model_validate(None).primary_metric is None
+    grid = [
+        Configuration(strategy=StrategyName.FIXED_SIZE, retriever="dense", top_k=2, neighbor_prev=1, neighbor_next=1),
+        Configuration(strategy=StrategyName.RECURSIVE, retriever="dense", top_k=3),
+    ]
     settings = {key: CONFIG[key] for key in list(CONFIG)[6:]}
-    assert _same_json(BenchmarkConfig.of(grid, **settings).to_dict(), {**CONFIG, "top_k": [2, 3]})
+    assert _same_json(BenchmarkConfig.of(grid, **settings).model_dump(mode="json"), {**CONFIG, "top_k": [2, 3]})
     for configuration in grid:
-        assert Configuration.from_dict(configuration.to_dict()) == configuration
-    assert _same_json(question_to_json(question_from_json(QUESTION)), QUESTION)
-    assert question_from_json(QUESTION).references[0].span == (28, 99)
+        assert Configuration.model_validate(configuration.model_dump(mode="json")) == configuration
+    assert _same_json(
+        ExperimentQuestion.of(ExperimentQuestion.model_validate(QUESTION).benchmark_question()).model_dump(mode="json"),
+        QUESTION,
+    )
+    assert ExperimentQuestion.model_validate(QUESTION).benchmark_question().references[0].span == (28, 99)

@@ -352,14 +352,14 @@ def test_the_decision_names_no_configuration_built_on_a_model_that_cannot_read_t
 
 
 def test_breakdowns_group_questions_by_their_documents_language() -> None:
-    configuration = Configuration(StrategyName("fixed_size"), "dense", 5)
+    configuration = Configuration(strategy=StrategyName("fixed_size"), retriever="dense", top_k=5)
     questions = [
         BenchmarkQuestion("q1", "?", document_id="d-fa"),
         BenchmarkQuestion("q2", "?", document_id="d-fa"),
         BenchmarkQuestion("q3", "?", document_id="d-en"),
     ]
     results = [
-        CellResult(q, configuration.key, "ok", metrics={"recall": value})
+        CellResult(question_id=q, config_key=configuration.key, status="ok", metrics={"recall": value})
         for q, value in (("q1", 0.0), ("q2", 0.5), ("q3", 1.0))
     ]
     split = breakdowns(

@@ -22,8 +22,7 @@ from chunkbench.benchmarking.model import (
     CellResult,
     Configuration,
     Experiment,
-    question_from_json,
-    question_to_json,
+    ExperimentQuestion,
 )
 from chunkbench.storage.schema import BenchmarkCellRow, DocumentRow, ExperimentRow
 
@@ -75,13 +74,18 @@ def test_the_fixture_covers_ok_failed_judged_expanded_and_budgeted_cells() -> No
 
 def test_stored_cells_config_configurations_and_questions_write_back_the_same_json() -> None:
     for cell in CELLS:
-        assert _same_json(CellResult.from_dict(cell["result"]).to_dict(), cell["result"])
+        assert _same_json(CellResult.model_validate(cell["result"]).model_dump(mode="json"), cell["result"])
     config = EXPERIMENT["benchmark_config"]
-    assert _same_json(BenchmarkConfig.from_dict(config).to_dict(), config)
+    assert _same_json(BenchmarkConfig.model_validate(config).model_dump(mode="json"), config)
     for configuration in EXPERIMENT["configurations"]:
-        assert _same_json(Configuration.from_dict(configuration).to_dict(), configuration)
+        assert _same_json(Configuration.model_validate(configuration).model_dump(mode="json"), configuration)
     for question in EXPERIMENT["questions"]:
-        assert _same_json(question_to_json(question_from_json(question)), question)
+        assert _same_json(
+            ExperimentQuestion.of(ExperimentQuestion.model_validate(question).benchmark_question()).model_dump(
+                mode="json"
+            ),
+            question,
+        )
 
 
 def test_the_stored_experiment_reads_into_the_model(client, stored) -> None:

@@ -13,7 +13,7 @@ from chunkbench.benchmarking.decision import decide
 from chunkbench.benchmarking.decision_ranking import EQUIVALENCE_MARGIN
 from chunkbench.benchmarking.equal_budget import BudgetScores
 from chunkbench.benchmarking.experiments import cells, get
-from chunkbench.benchmarking.model import CellResult, Configuration, Experiment, question_to_json
+from chunkbench.benchmarking.model import CellResult, Configuration, Experiment, ExperimentQuestion
 from chunkbench.benchmarking.schemas import METRIC_DIRECTIONS
 from chunkbench.config import Settings
 from chunkbench.evaluation.questions import BenchmarkQuestion
@@ -172,7 +172,7 @@ def budget_scores(
     ``with_documents``: the Experiment spans several documents, so references and chunks name theirs."""
     context = budgets.median_context(keys, results)
     limit = budget or budgets.default_budget(context)
-    stored = [question_to_json(q, with_documents=with_documents) for q in questions]
+    stored = [ExperimentQuestion.of(q, with_documents=with_documents).model_dump(mode="json") for q in questions]
     if limit is None or not any(budgets.references_of(q) for q in stored):
         return None
     scored = budgets.budget_metric(metric)

@@ -18,8 +18,9 @@ from chunkbench.benchmarking import aggregation, claims, experiments, planning, 
 from chunkbench.benchmarking import cost as pricing
 from chunkbench.benchmarking.breakdowns import breakdowns
 from chunkbench.benchmarking.decision_ranking import EQUIVALENCE_MARGIN
+from chunkbench.benchmarking.experiment_schemas import CellScores
 from chunkbench.benchmarking.experiments import ExperimentNotFoundError, cells, get  # noqa: F401  (the error is re-exported)
-from chunkbench.benchmarking.model import BenchmarkConfig, Experiment, question_to_json
+from chunkbench.benchmarking.model import BenchmarkConfig, Experiment, ExperimentQuestion
 from chunkbench.benchmarking.schemas import (
     METRIC_DIRECTIONS,
     BenchmarkIn,
@@ -38,9 +39,6 @@ from chunkbench.storage.vectors import VectorStore
 from chunkbench.text.tokens import count_tokens
 
 RESUMABLE = ("interrupted", "failed")
-# What a cell keeps in the "scores" view of an Experiment: enough for per-question heat, without the retrieved
-# text, answers and Expansion Trees that make up most of its size.
-SCORE_FIELDS = ("question_id", "config_key", "status", "error", "metrics", "latency_ms", "tokens")
 CellsView = Literal["full", "scores"]
 
 
@@ -171,9 +169,9 @@ def experiment_dict(session: Session, row: ExperimentRow, *, cells_view: CellsVi
     experiment = Experiment.from_row(row)
     document = session.get(DocumentRow, row.document_id) if row.document_id is not None else None
     finished = cells(session, row.id)
-    results = [cell.to_dict() for cell in finished]
+    results = [cell.model_dump(mode="json") for cell in finished]
     if cells_view == "scores":
-        results = [{name: result.get(name) for name in SCORE_FIELDS} for result in results]
+        results = [CellScores.model_validate(result).model_dump(mode="json") for result in results]
     view: dict[str, Any] = {
         "id": experiment.id,
         "name": experiment.name,
@@ -192,10 +190,13 @@ def experiment_dict(session: Session, row: ExperimentRow, *, cells_view: CellsVi
     if experiment.document_id is None:
         view["corpus"] = _corpus_view(session, experiment)
     view |= {
-        "config": experiment.config.to_dict(),
+        "config": experiment.config.model_dump(mode="json"),
         "provenance": experiment.provenance,
-        "configurations": [c.to_dict() for c in experiment.configurations],
-        "questions": [question_to_json(q, with_documents=experiment.spans_documents) for q in experiment.questions],
+        "configurations": [c.model_dump(mode="json") for c in experiment.configurations],
+        "questions": [
+            ExperimentQuestion.of(q, with_documents=experiment.spans_documents).model_dump(mode="json")
+            for q in experiment.questions
+        ],
         "progress": {"cells_done": len(results), "cells_total": experiment.cells_total},
         "cells": results,
         "aggregate": experiment.aggregate,
@@ -344,7 +345,7 @@ def get_all(
 
     # JSON members are filtered here: portable across SQLite and PostgreSQL, and the lists are short.
     def wanted(row: ExperimentRow) -> bool:
-        config = BenchmarkConfig.from_dict(row.benchmark_config)
+        config = BenchmarkConfig.model_validate(row.benchmark_config)
         return (
             (strategy is None or strategy in row.strategies_used)
             and (corpus_model_id is None or corpus_model_id in (config.models or (row.embedding_model_id,)))

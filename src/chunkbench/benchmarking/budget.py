@@ -24,7 +24,7 @@ from statistics import fmean, median
 from typing import Any
 
 from chunkbench.benchmarking.decision import frontier as decision_frontier
-from chunkbench.benchmarking.model import CellResult, RetrievedChunk
+from chunkbench.benchmarking.model import CellChunk, CellResult
 from chunkbench.evaluation.spans import span_metrics
 
 SPAN_BUDGET_METRICS = ("recall", "precision", "iou")
@@ -53,7 +53,7 @@ def budget_metric(primary: str | None) -> str:
     return primary if primary in BUDGET_METRICS else "recall"
 
 
-def cut(retrieved: Sequence[RetrievedChunk], budget: float) -> list[Piece]:
+def cut(retrieved: Sequence[CellChunk], budget: float) -> list[Piece]:
     """The context within ``budget`` tokens: whole chunks while they fit, then the proportional part of the next."""
     pieces: list[Piece] = []
     left = float(budget)
@@ -70,7 +70,7 @@ def cut(retrieved: Sequence[RetrievedChunk], budget: float) -> list[Piece]:
 
 
 def references_of(question: Mapping[str, Any]) -> list[Reference]:
-    """A stored question's evidence (``model.question_to_json``) as ``(start, end, document_id)``."""
+    """A stored question's evidence (``model.ExperimentQuestion``) as ``(start, end, document_id)``."""
     return [
         (int(r["start_index"]), int(r["end_index"]), r.get("document_id"))
         for r in question.get("references") or ()
@@ -78,7 +78,7 @@ def references_of(question: Mapping[str, Any]) -> list[Reference]:
     ]
 
 
-def score(retrieved: Sequence[RetrievedChunk], references: Sequence[Reference], metric: str, budget: float) -> float:
+def score(retrieved: Sequence[CellChunk], references: Sequence[Reference], metric: str, budget: float) -> float:
     """One cell's ``metric`` with its context cut to ``budget`` tokens."""
     if metric not in BUDGET_METRICS:
         raise ValueError(f"{metric} cannot be rescored at a budget; use one of {', '.join(BUDGET_METRICS)}")

@@ -11,7 +11,7 @@ import numpy as np
 from sqlalchemy import select
 
 from chunkbench.benchmarking import scoring
-from chunkbench.benchmarking.model import CellResult, CellTokens, Configuration, MetricValue, RetrievedChunk
+from chunkbench.benchmarking.model import CellChunk, CellResult, CellTokens, Configuration, MetricValue
 from chunkbench.chunking.base import capabilities
 from chunkbench.config import Settings
 from chunkbench.embedding import roles
@@ -132,8 +132,11 @@ def _grade(
     corpus = context.corpus(configuration)
     # Stored: the hits by rank, then the Neighbor Expansion neighbours in context order.
     retrieved = tuple(
-        RetrievedChunk(chunk.chunk_index, chunk.start_index, chunk.end_index, chunk.role, _rounded(chunk.score),
-                       chunk.token_count, chunk.document_id if context.spans_documents else None, chunk.prefix)
+        CellChunk(
+            chunk_index=chunk.chunk_index, start_index=chunk.start_index, end_index=chunk.end_index,
+            role=chunk.role, score=_rounded(chunk.score), tokens=chunk.token_count,
+            document_id=chunk.document_id if context.spans_documents else None, prefix=chunk.prefix,
+        )
         for chunk in (*result.hits, *result.neighbours)
     )  # fmt: skip
     passages = [source.passage for source in result.sources]
@@ -188,7 +191,7 @@ def _grade(
         metrics=metrics,
         judge=verdict.to_dict() if verdict is not None else None,
         latency_ms=latency,
-        tokens=CellTokens(prompt_tokens, completion_tokens, context_tokens),
+        tokens=CellTokens(prompt=prompt_tokens, completion=completion_tokens, context=context_tokens),
         evidence=ranks,
     )
 

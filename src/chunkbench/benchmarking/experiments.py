@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from chunkbench.benchmarking import claims
-from chunkbench.benchmarking.model import CellResult, question_to_json
+from chunkbench.benchmarking.model import CellResult, ExperimentQuestion
 from chunkbench.benchmarking.planning import BenchmarkPlan, PlannedDocument
 from chunkbench.config import Settings
 from chunkbench.errors import NotFoundError
@@ -45,7 +45,7 @@ def get(session: Session, experiment_id: str, *, tenant_id: str) -> ExperimentRo
 def cells(session: Session, experiment_id: str) -> list[CellResult]:
     """Every finished cell's result, in configuration then question order of the plan."""
     return [
-        CellResult.from_dict(row.result)
+        CellResult.model_validate(row.result)
         for row in session.scalars(
             select(BenchmarkCellRow)
             .where(BenchmarkCellRow.experiment_id == experiment_id)
@@ -123,9 +123,12 @@ def create(database: Database, settings: Settings, plan_: BenchmarkPlan) -> Expe
             document_ids=list(plan_.document_ids),
             name=plan_.name,
             status="running",
-            benchmark_config=plan_.config.to_dict(),
-            questions=[question_to_json(q, with_documents=len(plan_.documents) > 1) for q in plan_.questions],
-            configurations=[c.to_dict() for c in plan_.configurations],
+            benchmark_config=plan_.config.model_dump(mode="json"),
+            questions=[
+                ExperimentQuestion.of(q, with_documents=len(plan_.documents) > 1).model_dump(mode="json")
+                for q in plan_.questions
+            ],
+            configurations=[c.model_dump(mode="json") for c in plan_.configurations],
             provenance=provenance(plan_, settings),
             strategies_used=list(plan_.config.strategies),
             embedding_model_id=plan_.corpus.id,

@@ -1,17 +1,30 @@
 """The typed core of an Experiment and the JSON it is stored as (``ExperimentRow``) and returned as by the API.
 
 Inside the benchmark code an Experiment is an ``Experiment``: its ``BenchmarkConfig``, ``Configuration``s,
-``BenchmarkQuestion``s and ``CellResult``s. The ``to_dict``/``from_dict`` pairs here are the only place that
-JSON is written or read: their output is exactly what earlier versions stored, so old Experiments load and
-the API returns the same JSON. Provenance, aggregates, the Decision and the cost stay the JSON they are.
+``BenchmarkQuestion``s (stored as ``ExperimentQuestion``) and ``CellResult``s. These pydantic models are the one
+home of that JSON, for storage and the API alike (``model_validate`` reads it, ``model_dump(mode="json")`` writes
+it): fields written only when set and a failed cell's shape keep exactly what earlier versions stored, so old
+Experiments load and the API returns the same JSON. Provenance, aggregates, the Decision and the cost stay the
+JSON they are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    computed_field,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from chunkbench.evaluation.questions import BenchmarkQuestion, QuestionReference
 from chunkbench.models import StrategyName
@@ -22,19 +35,34 @@ from chunkbench.storage.schema import ExperimentRow
 MetricValue = float | int | bool | None
 
 
-@dataclass(frozen=True)
-class Configuration:
+def _unset(value: object) -> bool:
+    """Whether an optional field is left out of the JSON: written only when set, so older JSON stays as it was."""
+    return value is None
+
+
+class Configuration(BaseModel):
     """One column of the benchmark: a strategy searched one way."""
+
+    model_config = ConfigDict(frozen=True)
 
     strategy: StrategyName
     retriever: str
     top_k: int
-    rerank: RerankField = "none"
     neighbor_prev: int = 0
     neighbor_next: int = 0
+    rerank: RerankField = "none"
     # Set only when the Experiment compares two or more Corpus models; None: the Experiment's one model.
-    corpus_model: str | None = None
+    corpus_model: str | None = Field(
+        None, exclude_if=_unset, description="Set when the Experiment compares Corpus models"
+    )
 
+    @field_validator("strategy", mode="before")
+    @classmethod
+    def _stored_strategy(cls, value: Any) -> Any:
+        # A stored name stays readable after its plugin is removed (``StrategyName.stored``).
+        return StrategyName.stored(value) if isinstance(value, str) else value
+
+    @computed_field(description="e.g. fixed_size/hybrid/k5/n1-1/rerank-llm")  # type: ignore[prop-decorator]
     @property
     def key(self) -> str:
         """Stable, readable id: ``fixed_size/hybrid/k5/n1-1/rerank-llm/m-all-MiniLM-L6-v2`` (defaults omitted)."""
@@ -48,27 +76,19 @@ class Configuration:
             parts.append(f"m-{self.corpus_model.replace('/', '-')}")
         return "/".join(parts)
 
-    def to_dict(self) -> dict[str, Any]:
-        data = {
-            "key": self.key, "strategy": self.strategy.value, "retriever": self.retriever, "top_k": self.top_k,
-            "neighbor_prev": self.neighbor_prev, "neighbor_next": self.neighbor_next, "rerank": self.rerank,
-        }  # fmt: skip
-        if self.corpus_model is not None:
-            data["corpus_model"] = self.corpus_model
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Configuration:
-        return cls(
-            StrategyName.stored(data["strategy"]), data["retriever"], int(data["top_k"]), data.get("rerank", "none"),
-            int(data.get("neighbor_prev", 0)), int(data.get("neighbor_next", 0)), data.get("corpus_model"),
-        )  # fmt: skip
+    @model_serializer(mode="wrap")
+    def _key_first(self, handler: SerializerFunctionWrapHandler):
+        # The key leads the JSON, as it always has (a computed field would come last). No return annotation:
+        # pydantic would take it for the JSON schema.
+        data = handler(self)
+        return {"key": data.pop("key"), **data} if "key" in data else data
 
 
-@dataclass(frozen=True)
-class PruneOptions:
+class PruneOptions(BaseModel):
     """How a large grid is pruned (successive halving, ``pruning.py``): the first rung's share of the questions, how
     much each rung grows, the family-wise confidence of a "ruled out", the practical margin and the subsets' seed."""
+
+    model_config = ConfigDict(frozen=True)
 
     first_share: float = 0.25
     eta: int = 3
@@ -78,29 +98,17 @@ class PruneOptions:
     correction: str = "holm"  # holm | bonferroni: how the rung's comparisons share its error
     seed: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "first_share": self.first_share, "eta": self.eta, "confidence": self.confidence, "margin": self.margin,
-            "min_configurations": self.min_configurations, "correction": self.correction, "seed": self.seed,
-        }  # fmt: skip
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> PruneOptions:
-        return cls(
-            float(data.get("first_share", 0.25)), int(data.get("eta", 3)), float(data.get("confidence", 0.99)),
-            float(data.get("margin", 0.0)), int(data.get("min_configurations", 30)), data.get("correction", "holm"),
-            int(data.get("seed", 0)),
-        )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class BenchmarkConfig:
+class BenchmarkConfig(BaseModel):
     """An Experiment's settings as a whole: the grid's axes, the Corpus model(s), how answers are made and graded,
     and how the run goes (what the report and the Decision Board show).
 
     ``corpus_model_id`` is the first (with one model, the only) Corpus model; ``corpus_models`` lists them all
     and is written only when there are two or more, so one-model Experiments keep the JSON they always had.
+    A stored config with a key missing (a row migrated from before benchmarks), or none at all, takes the defaults.
     """
+
+    model_config = ConfigDict(frozen=True)
 
     strategies: tuple[str, ...] = ()
     retrievers: tuple[str, ...] = ()
@@ -117,14 +125,29 @@ class BenchmarkConfig:
     # None: the run uses CHUNKBENCH_BENCHMARK_CONCURRENCY.
     concurrency: int | None = None
     seed: int = 0
-    corpus_models: tuple[str, ...] = ()
     # Context tokens of the budget-matched comparison; None: the smallest median tok@k (``budget.default_budget``).
-    budget: int | None = None
+    # Written only when asked for: Experiments without one keep their JSON (so are scope and prune).
+    budget: int | None = Field(None, exclude_if=_unset)
     # Where a question's chunks are searched: "corpus" (every document of the Experiment, Chroma's protocol) or
     # "document" (only the question's own documents).
-    scope: str = "corpus"
+    scope: str = Field("corpus", exclude_if=lambda scope: scope == "corpus")
     # Successive halving over the questions (``pruning.py``); None: every configuration answers every question.
-    prune: PruneOptions | None = None
+    prune: PruneOptions | None = Field(
+        None, exclude_if=_unset, description="The pruning options of a pruned run (``PruneIn``)"
+    )
+    corpus_models: tuple[str, ...] = Field(
+        (), exclude_if=lambda models: len(models) < 2, description="The Corpus models compared (two or more)"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored(cls, data: Any) -> Any:
+        # No config at all (a row from before benchmarks): every default; an empty prune: none.
+        if data is None:
+            return {}
+        if isinstance(data, Mapping) and "prune" in data and not data["prune"]:
+            return {k: v for k, v in data.items() if k != "prune"}
+        return data
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -146,226 +169,187 @@ class BenchmarkConfig:
             **settings,
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "strategies": list(self.strategies),
-            "retrievers": list(self.retrievers),
-            "top_k": list(self.top_k),
-            "neighbor_prev": self.neighbor_prev,
-            "neighbor_next": self.neighbor_next,
-            "rerank": list(self.rerank),
-            "corpus_model_id": self.corpus_model_id,
-            "answer_mode": self.answer_mode,
-            "judge": self.judge,
-            "judge_repeats": self.judge_repeats,
-            "primary_metric": self.primary_metric,
-            "question_set": self.question_set,
-            "concurrency": self.concurrency,
-            "seed": self.seed,
-        }
-        if self.budget is not None:  # written only when asked for: Experiments without one keep their JSON
-            data["budget"] = self.budget
-        if self.scope != "corpus":  # likewise
-            data["scope"] = self.scope
-        if self.prune is not None:  # likewise
-            data["prune"] = self.prune.to_dict()
-        if len(self.corpus_models) > 1:
-            data["corpus_models"] = list(self.corpus_models)
-        return data
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> BenchmarkConfig:
-        """A stored config; a missing key (a row migrated from before benchmarks) takes the default."""
-        data = data or {}
-        return cls(
-            strategies=tuple(data.get("strategies", ())),
-            retrievers=tuple(data.get("retrievers", ())),
-            top_k=tuple(data.get("top_k", ())),
-            neighbor_prev=int(data.get("neighbor_prev", 0)),
-            neighbor_next=int(data.get("neighbor_next", 0)),
-            rerank=tuple(data.get("rerank", ())),
-            corpus_model_id=data.get("corpus_model_id"),
-            answer_mode=data.get("answer_mode"),
-            judge=bool(data.get("judge", False)),
-            judge_repeats=int(data.get("judge_repeats", 1)),
-            primary_metric=data.get("primary_metric"),
-            question_set=data.get("question_set"),
-            concurrency=data.get("concurrency"),
-            seed=int(data.get("seed", 0)),
-            budget=data.get("budget"),
-            corpus_models=tuple(data.get("corpus_models", ())),
-            scope=data.get("scope", "corpus"),
-            prune=PruneOptions.from_dict(data["prune"]) if data.get("prune") else None,
-        )
+class ExperimentReference(BaseModel):
+    """Evidence placed in a document, as an Experiment stores it: the offsets and the text they select."""
 
+    model_config = ConfigDict(frozen=True)
 
-def question_to_json(question: BenchmarkQuestion, *, with_documents: bool = False) -> dict[str, Any]:
-    """A question as an Experiment stores it: every field of a question file (docs/benchmarks.md), references as
-    offsets with the text they select. An Experiment of one document leaves the document implicit (it is the
-    Experiment's); one spanning several (``with_documents``) names the question's document, where it has one, and
-    each reference's."""
-    data: dict[str, Any] = {
-        "id": question.id,
-        "question": question.question,
-        "expected_answer": question.expected_answer,
-        "category": question.category,
-        "difficulty": question.difficulty,
-    }
-    if with_documents and question.document_id is not None:
-        data["document_id"] = question.document_id
-    data["references"] = [
-        {"start_index": r.start_index, "end_index": r.end_index, "content": r.content}
-        | ({"document_id": r.document} if with_documents else {})
-        for r in question.references
-        if r.has_offsets
-    ]
-    return data
-
-
-def question_from_json(data: Mapping[str, Any]) -> BenchmarkQuestion:
-    """The question an Experiment stored (``question_to_json``)."""
-    return BenchmarkQuestion(
-        id=str(data["id"]),
-        question=data["question"],
-        expected_answer=data.get("expected_answer"),
-        category=data.get("category"),
-        difficulty=data.get("difficulty"),
-        document_id=data.get("document_id"),
-        references=tuple(
-            QuestionReference(r["content"], int(r["start_index"]), int(r["end_index"]), r.get("document_id"))
-            for r in data.get("references") or ()
-        ),
+    start_index: int
+    end_index: int
+    content: str
+    # Written only when the Experiment spans several documents (one-document Experiments keep their JSON).
+    document_id: str | None = Field(
+        None, exclude_if=_unset, description="Set when the Experiment spans several documents"
     )
 
 
-@dataclass(frozen=True)
-class RetrievedChunk:
-    """A chunk a cell's query put in the context: a hit (in rank order) or a Neighbor Expansion neighbour.
+class ExperimentQuestion(BaseModel):
+    """A question as an Experiment stores it: every field of a question file (docs/benchmarks.md), references as
+    offsets with the text they select. An Experiment of one document leaves the document implicit (it is the
+    Experiment's); one spanning several names the question's document, where it has one, and each reference's.
+
+    The benchmark code reads questions as ``BenchmarkQuestion`` (evaluation): ``of`` and ``benchmark_question``
+    turn one into the other.
+    """
+
+    # Question files may number their ids: an id is text.
+    model_config = ConfigDict(frozen=True, coerce_numbers_to_str=True)
+
+    id: str
+    question: str
+    expected_answer: str | None = None
+    category: str | None = None
+    difficulty: str | None = None
+    document_id: str | None = Field(
+        None, exclude_if=_unset, description="Set when the Experiment spans several documents"
+    )
+    references: tuple[ExperimentReference, ...] = ()
+
+    @classmethod
+    def of(cls, question: BenchmarkQuestion, *, with_documents: bool = False) -> ExperimentQuestion:
+        """How an Experiment stores ``question``: its references with offsets; documents named ``with_documents``."""
+        return cls(
+            id=question.id,
+            question=question.question,
+            expected_answer=question.expected_answer,
+            category=question.category,
+            difficulty=question.difficulty,
+            document_id=question.document_id if with_documents else None,
+            references=tuple(
+                ExperimentReference(
+                    start_index=start,
+                    end_index=end,
+                    content=r.content,
+                    document_id=r.document if with_documents else None,
+                )
+                for r in question.references
+                if r.has_offsets
+                for start, end in (r.span,)
+            ),
+        )
+
+    def benchmark_question(self) -> BenchmarkQuestion:
+        """The stored question as the benchmark code reads it."""
+        return BenchmarkQuestion(
+            id=self.id,
+            question=self.question,
+            expected_answer=self.expected_answer,
+            category=self.category,
+            difficulty=self.difficulty,
+            document_id=self.document_id,
+            references=tuple(
+                QuestionReference(r.content, r.start_index, r.end_index, r.document_id) for r in self.references
+            ),
+        )
+
+
+class CellChunk(BaseModel):
+    """A chunk a cell's query put in the context: a hit (in rank order) or a Neighbor Expansion neighbour, as the
+    cell records it (positions, role, score, tokens; retrieval's ``RetrievedChunk`` is the search result itself).
 
     ``document_id`` is set when the Experiment spans several documents (None: the Experiment's one document)
     and written to JSON only then, so one-document cells keep the JSON they always had; ``prefix`` likewise.
     """
 
+    model_config = ConfigDict(frozen=True)
+
     chunk_index: int
     start_index: int
     end_index: int
-    role: str | None
-    score: float | None
-    tokens: int
+    role: str | None = None
+    score: float | None = None
+    tokens: int = 0
     # The chunk's document when an Experiment spans several; None: the Experiment's one document.
-    document_id: str | None = None
+    document_id: str | None = Field(
+        None, exclude_if=_unset, description="Set when the Experiment spans several documents"
+    )
     # The context prefix it was embedded behind (contextual retrieval); None for every other strategy.
-    prefix: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = {
-            "chunk_index": self.chunk_index, "start_index": self.start_index, "end_index": self.end_index,
-            "role": self.role, "score": self.score, "tokens": self.tokens,
-        }  # fmt: skip
-        if self.document_id is not None:
-            data["document_id"] = self.document_id
-        if self.prefix is not None:
-            data["prefix"] = self.prefix
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RetrievedChunk:
-        return cls(
-            data["chunk_index"], data["start_index"], data["end_index"], data.get("role"), data.get("score"),
-            data.get("tokens", 0), data.get("document_id"), data.get("prefix"),
-        )  # fmt: skip
+    prefix: str | None = Field(
+        None, exclude_if=_unset, description="contextual_retrieval: the prefix the chunk was embedded behind"
+    )
 
 
-@dataclass(frozen=True)
-class EvidenceChunk:
+class EvidenceChunk(BaseModel):
     """A chunk of the configuration's chunking that overlaps the question's evidence, and the rank it came at.
 
     ``rank`` is 1-based in the cell's whole ranking (the hits are its first top_k), None when it came below the
     ranking's depth or not at all. ``references``: the question's references it overlaps (0-based).
     """
 
+    model_config = ConfigDict(frozen=True)
+
     chunk_index: int
     start_index: int
     end_index: int
-    rank: int | None
-    references: tuple[int, ...]
+    rank: int | None = Field(
+        None, description="1-based in the cell's whole ranking; null: below its depth or not ranked"
+    )
+    references: tuple[int, ...] = Field((), description="The question's references (0-based) this chunk overlaps")
     # The chunk's document when an Experiment spans several; None: the Experiment's one document.
-    document_id: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "chunk_index": self.chunk_index, "start_index": self.start_index, "end_index": self.end_index,
-            "rank": self.rank, "references": list(self.references),
-        }  # fmt: skip
-        if self.document_id is not None:
-            data["document_id"] = self.document_id
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> EvidenceChunk:
-        return cls(
-            data["chunk_index"], data["start_index"], data["end_index"], data.get("rank"),
-            tuple(data.get("references") or ()), data.get("document_id"),
-        )  # fmt: skip
+    document_id: str | None = Field(
+        None, exclude_if=_unset, description="Set when the Experiment spans several documents"
+    )
 
 
-@dataclass(frozen=True)
-class EvidenceRanks:
+class EvidenceRanks(BaseModel):
     """Where a cell's evidence lies and where the ranking put it: what explains a miss.
 
     ``depth``: how deep the ranking was asked for; ``ranked``: how many chunks it held (fewer when the retriever
     ranks only some, as BM25 ranks only chunks sharing a term with the question, or a score floor cut it).
     """
 
-    depth: int
-    ranked: int
+    model_config = ConfigDict(frozen=True)
+
+    depth: int = Field(description="How deep the ranking was asked for (the reranker's candidate pool)")
+    ranked: int = Field(description="How many chunks the ranking held (BM25 ranks only chunks sharing a term)")
     chunks: tuple[EvidenceChunk, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"depth": self.depth, "ranked": self.ranked, "chunks": [c.to_dict() for c in self.chunks]}
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> EvidenceRanks:
-        return cls(int(data["depth"]), int(data["ranked"]), tuple(EvidenceChunk.from_dict(c) for c in data["chunks"]))
-
-
-@dataclass(frozen=True)
-class CellTokens:
+class CellTokens(BaseModel):
     """A cell's LLM tokens (answer and judge) and the tokens of the context the answerer received."""
+
+    model_config = ConfigDict(frozen=True)
 
     prompt: int = 0
     completion: int = 0
     context: int = 0
 
-    def to_dict(self) -> dict[str, int]:
-        return {"prompt": self.prompt, "completion": self.completion, "context": self.context}
+
+# What a failed cell's JSON keeps, in this order: its error, no answer.
+_FAILED_FIELDS = ("question_id", "config_key", "status", "error", "metrics", "retrieved")
 
 
-@dataclass(frozen=True)
-class CellResult:
+class CellResult(BaseModel):
     """One question asked of one Configuration: the answer, what was retrieved, the scores and the costs.
 
-    A failed cell (a domain error while asking) keeps only its error; ``to_dict`` writes it in that shape.
+    A failed cell (a domain error while asking) keeps only its error; its JSON has only ``_FAILED_FIELDS``.
     """
+
+    model_config = ConfigDict(frozen=True)
 
     question_id: str
     config_key: str
-    status: str  # ok | failed
+    status: Literal["ok", "failed"]
     error: str | None = None
     answer: str | None = None
     answer_mode: str | None = None
     citations: tuple[int, ...] = ()
-    retrieved: tuple[RetrievedChunk, ...] = ()
+    retrieved: tuple[CellChunk, ...] = ()
     # Nested nodes (positions, text, rounded score, neighbours) exactly as the report draws them.
-    expansion_tree: list[dict[str, Any]] | None = None
-    metrics: dict[str, MetricValue] = field(default_factory=dict)
+    expansion_tree: list[dict[str, Any]] | None = Field(None, description="fixed_size: hits with their neighbours")
+    metrics: dict[str, MetricValue] = Field(default_factory=dict)
     # The judge's verdict (``JudgeVerdict.to_dict``), None when not judged.
-    judge: dict[str, Any] | None = None
-    latency_ms: dict[str, float] = field(default_factory=dict)
+    judge: dict[str, Any] | None = Field(None, description="The judge's verdict; None when not judged")
+    latency_ms: dict[str, float] = Field(default_factory=dict)
     tokens: CellTokens = CellTokens()
     # Where the evidence lies and at what rank it came; None for a question without evidence and for cells stored
     # before it was recorded (their JSON has no "evidence", and keeps none).
-    evidence: EvidenceRanks | None = None
+    evidence: EvidenceRanks | None = Field(
+        None,
+        exclude_if=_unset,
+        description="Where the evidence lies and at what rank it came; absent in cells recorded before it was",
+    )
 
     @property
     def ok(self) -> bool:
@@ -373,56 +357,13 @@ class CellResult:
 
     @classmethod
     def failed(cls, question_id: str, config_key: str, error: str) -> CellResult:
-        return cls(question_id, config_key, "failed", error)
+        return cls(question_id=question_id, config_key=config_key, status="failed", error=error)
 
-    def to_dict(self) -> dict[str, Any]:
-        if not self.ok:
-            return {
-                "question_id": self.question_id, "config_key": self.config_key, "status": self.status,
-                "error": self.error, "metrics": dict(self.metrics), "retrieved": [c.to_dict() for c in self.retrieved],
-            }  # fmt: skip
-        data = {
-            "question_id": self.question_id,
-            "config_key": self.config_key,
-            "status": self.status,
-            "error": self.error,
-            "answer": self.answer,
-            "answer_mode": self.answer_mode,
-            "citations": list(self.citations),
-            "retrieved": [c.to_dict() for c in self.retrieved],
-            "expansion_tree": self.expansion_tree,
-            "metrics": dict(self.metrics),
-            "judge": self.judge,
-            "latency_ms": dict(self.latency_ms),
-            "tokens": {
-                "prompt": self.tokens.prompt,
-                "completion": self.tokens.completion,
-                "context": self.tokens.context,
-            },
-        }
-        if self.evidence is not None:
-            data["evidence"] = self.evidence.to_dict()
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CellResult:
-        tokens = data.get("tokens") or {}
-        return cls(
-            question_id=data["question_id"],
-            config_key=data["config_key"],
-            status=data["status"],
-            error=data.get("error"),
-            answer=data.get("answer"),
-            answer_mode=data.get("answer_mode"),
-            citations=tuple(data.get("citations") or ()),
-            retrieved=tuple(RetrievedChunk.from_dict(c) for c in data.get("retrieved") or ()),
-            expansion_tree=data.get("expansion_tree"),
-            metrics=dict(data.get("metrics") or {}),
-            judge=data.get("judge"),
-            latency_ms=dict(data.get("latency_ms") or {}),
-            tokens=CellTokens(tokens.get("prompt", 0), tokens.get("completion", 0), tokens.get("context", 0)),
-            evidence=EvidenceRanks.from_dict(data["evidence"]) if data.get("evidence") else None,
-        )
+    @model_serializer(mode="wrap")
+    def _failed_shape(self, handler: SerializerFunctionWrapHandler):
+        # No return annotation: pydantic would take it for the JSON schema (a dict), mypy wants none either way.
+        data = handler(self)
+        return data if self.ok else {name: data[name] for name in _FAILED_FIELDS if name in data}
 
 
 @dataclass(frozen=True)
@@ -488,9 +429,9 @@ class Experiment:
             name=row.name,
             status=row.status,
             error=row.error,
-            config=BenchmarkConfig.from_dict(row.benchmark_config),
-            configurations=tuple(Configuration.from_dict(c) for c in row.configurations or ()),
-            questions=tuple(question_from_json(q) for q in row.questions or ()),
+            config=BenchmarkConfig.model_validate(row.benchmark_config),
+            configurations=tuple(Configuration.model_validate(c) for c in row.configurations or ()),
+            questions=tuple(ExperimentQuestion.model_validate(q).benchmark_question() for q in row.questions or ()),
             provenance=row.provenance or {},
             aggregate=row.aggregate_metrics or {},
             decision=row.decision,

@@ -125,10 +125,10 @@ def plan(session: Session, settings: Settings, request: BenchmarkIn, *, tenant_i
     axis: list[str | None] = [m.id for m in models] if len(models) > 1 else [None]
     configurations = tuple(
         Configuration(
-            strategy, retriever, top_k, rerank,
-            request.neighbor_prev if capabilities(strategy).expands_neighbours else 0,
-            request.neighbor_next if capabilities(strategy).expands_neighbours else 0,
-            model,
+            strategy=strategy, retriever=retriever, top_k=top_k, rerank=rerank,
+            neighbor_prev=request.neighbor_prev if capabilities(strategy).expands_neighbours else 0,
+            neighbor_next=request.neighbor_next if capabilities(strategy).expands_neighbours else 0,
+            corpus_model=model,
         )
         for strategy in strategies for model in axis for retriever in request.retrievers for top_k in request.top_k
         for rerank in request.rerank

@@ -86,7 +86,7 @@ class PruningRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "options": self.options.to_dict(),
+            "options": self.options.model_dump(mode="json"),
             "metric": self.metric,
             "rule": rule_sentence(self.options, len(self.sizes)),
             "order": list(self.order),

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import HTMLResponse
 
 from chunkbench.benchmarking import benchmarks, runner
+from chunkbench.benchmarking.experiment_schemas import ExperimentOut
 from chunkbench.benchmarking.report.render import chart_index, render_chart
 from chunkbench.benchmarking.schemas import (
     BenchmarkIn,
@@ -16,7 +17,6 @@ from chunkbench.benchmarking.schemas import (
     CompareOut,
     CostEstimateOut,
     DecisionOut,
-    ExperimentOut,
     ExperimentSummary,
 )
 from chunkbench.dependencies import DatabaseDep, SessionDep, SettingsDep, TenantDep, VectorStoreDep

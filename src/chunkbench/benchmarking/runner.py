@@ -369,7 +369,7 @@ def _drain(context: CellContext, experiment_id: str, pending: set[Future[CellRes
                     config_key=cell.config_key,
                     question_id=cell.question_id,
                     status=cell.status,
-                    result=cell.to_dict(),
+                    result=cell.model_dump(mode="json"),
                 )
             )
         fault_point("after_cell")  # a test hook (chunkbench.faults): this cell is written, the others of its task not

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from chunkbench.benchmarking.model import EvidenceChunk, EvidenceRanks, MetricValue, RetrievedChunk
+from chunkbench.benchmarking.model import CellChunk, EvidenceChunk, EvidenceRanks, MetricValue
 from chunkbench.evaluation import answers, ranking
 from chunkbench.evaluation.judge import JudgeVerdict
 from chunkbench.evaluation.spans import SPAN_METRICS, precision_omega, span_metrics
@@ -73,7 +73,7 @@ RANK_METRICS = ("recall_at_k", "hit_at_k", "mrr", "ndcg_at_k")
 
 
 def retrieval_metrics(
-    evidence: Sequence[Span], retrieved: Sequence[RetrievedChunk], chunking: Chunking, *, top_k: int
+    evidence: Sequence[Span], retrieved: Sequence[CellChunk], chunking: Chunking, *, top_k: int
 ) -> dict[str, MetricValue]:
     """Chroma's span metrics over the whole context (hits and neighbours), rank metrics over the ranked hits.
 
@@ -123,10 +123,15 @@ def evidence_ranks(
             document = None if chunking.sole_document else chunk.document_id
             chunks.append(
                 EvidenceChunk(
-                    chunk.chunk_index, chunk.start_index, chunk.end_index, rank_of.get(chunk.key), overlapped, document
+                    chunk_index=chunk.chunk_index,
+                    start_index=chunk.start_index,
+                    end_index=chunk.end_index,
+                    rank=rank_of.get(chunk.key),
+                    references=overlapped,
+                    document_id=document,
                 )
             )
-    return EvidenceRanks(depth, len(ranked), tuple(chunks))
+    return EvidenceRanks(depth=depth, ranked=len(ranked), chunks=tuple(chunks))
 
 
 def answer_scores(answer: str, expected: str | None, vectors: np.ndarray | None) -> dict[str, float | None]:

@@ -38,7 +38,7 @@ class _Comparison:
 
 
 def _comparison(experiment: Mapping[str, Any], budget: int | None) -> _Comparison | None:
-    cells = [CellResult.from_dict(c) for c in experiment.get("cells") or []]
+    cells = [CellResult.model_validate(c) for c in experiment.get("cells") or []]
     questions = list(experiment.get("questions") or [])
     if not any(c.retrieved for c in cells) or not any(budgets.references_of(q) for q in questions):
         return None
@@ -122,7 +122,7 @@ def frontier_view(experiment: Mapping[str, Any]) -> dict[str, Any] | None:
     # The budget the Decision compared at (else the one the equal-budget view defaults to): where the reader stands.
     budget = (decision.get("budget_matched") or {}).get("budget") or config.get("budget")
     if not budget:
-        cells = [CellResult.from_dict(c) for c in experiment.get("cells") or []]
+        cells = [CellResult.model_validate(c) for c in experiment.get("cells") or []]
         budget = budgets.default_budget(budgets.median_context(list(points), cells))
     dominated = [k for k, (t, v) in points.items() if t is not None and v is not None and k not in best]
     return {
@@ -153,7 +153,7 @@ def _frontier_points(experiment: Mapping[str, Any], metric: str) -> dict[str, tu
                   as_number(means[key]))
             for key in keys if key in means
         }  # fmt: skip
-    context = budgets.median_context(keys, [CellResult.from_dict(c) for c in experiment.get("cells") or []])
+    context = budgets.median_context(keys, [CellResult.model_validate(c) for c in experiment.get("cells") or []])
     aggregate = experiment.get("aggregate") or {}
     return {key: (context.get(key), metric_mean(aggregate, key, metric)) for key in keys}
 

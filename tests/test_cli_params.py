@@ -15,6 +15,7 @@ from chunkbench.cli import app
 from chunkbench.config import get_settings
 from chunkbench.console import split_pairs, strategy_params
 from chunkbench.errors import InvalidRequestError
+from chunkbench.plugins import isolated_registries
 
 runner = CliRunner()
 
@@ -23,7 +24,9 @@ runner = CliRunner()
 def data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("CHUNKBENCH_DATA_DIR", str(tmp_path / "data"))
     get_settings.cache_clear()
-    yield tmp_path / "data"
+    # `strategies add` registers its variant in this process: later tests must not find it among the strategies.
+    with isolated_registries():
+        yield tmp_path / "data"
     get_settings.cache_clear()
 
 

@@ -94,7 +94,7 @@ def test_questions_added_one_by_one_make_a_set_whose_offsets_select_their_eviden
 
     # What is stored is the question file a benchmark reads, and placing it again finds every offset exact.
     stored = parse_question_set(stored_question_file(settings, SET), SET)
-    assert stored.format == "seed_json" and [len(q.references) for q in stored] == [2, 1]
+    assert stored.format == "json" and [len(q.references) for q in stored] == [2, 1]
     assert [r.document for r in stored.questions[0].references] == ["berlin/handbook.md", "madrid/handbook.md"]
     reread = client.get(f"/admin/questions/{SET}", params={"validate": "true"}).json()["validation"]
     assert [(r["method"], r["document"]) for r in reread["results"]] == [
@@ -181,14 +181,14 @@ def test_a_change_that_cannot_be_placed_or_read_is_refused_and_nothing_is_writte
     assert empty.status_code == 422 and "'question' must be a non-empty string" in empty.json()["message"]
     assert stored_question_file(settings, SET) == before
 
-    # Names: a path, a file that is not seed JSON, a suffix that is not .json.
+    # Names: a path, a file that is not question JSON, a suffix that is not .json.
     outside = client.post("/admin/questions/a%5Cx.json/questions", json={"question": "Q?"})
     assert outside.status_code == 400 and outside.json()["error"] == "path_outside_data_dir"
     assert client.post("/admin/questions/new.jsonl/questions", json={"question": "Q?"}).status_code == 400
     uploaded = client.post("/admin/questions", files={"file": ("lines.jsonl", b'{"question": "One?"}\n')})
     assert uploaded.status_code == 201
     lines = client.post("/admin/questions/lines.jsonl/questions", json={"question": "Two?"})
-    assert lines.status_code == 400 and "seed JSON sets (.json)" in lines.json()["message"]
+    assert lines.status_code == 400 and "question JSON sets (.json)" in lines.json()["message"]
     assert stored_question_file(settings, "lines.jsonl") == b'{"question": "One?"}\n'
 
 

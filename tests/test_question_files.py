@@ -73,7 +73,7 @@ def test_upload_list_get_with_validation_and_delete(client, settings, document_i
 
     listed = client.get("/admin/questions").json()
     assert [(f["name"], f["format"], f["question_count"], f["reference_count"]) for f in listed] == [
-        ("handbook.json", "seed_json", 2, 2)
+        ("handbook.json", "json", 2, 2)
     ]
     assert listed[0]["size_bytes"] == len(stored)
 
@@ -285,7 +285,7 @@ def test_generate_keeps_good_questions_and_drops_the_rest(llm, client, settings,
     assert user["content"].startswith("Text: # Staff Handbook") and "Do not repeat them: \n" in user["content"]
     assert "Do not repeat them: How many days of paid annual leave" in requests[1].body["messages"][1]["content"]
 
-    # The saved file is seed JSON that validates by offsets against the document.
+    # The saved file is question JSON that validates by offsets against the document.
     stored = client.get("/admin/questions/handbook_synthetic.json", params={"document_id": document_id}).json()
     assert stored["metadata"]["llm_model"] == "fake-model" and stored["metadata"]["attempts"] == 7
     assert stored["validation"]["counts"] == {"questions": 3, "references": 3, "problems": 0, "offsets": 3}

@@ -36,7 +36,7 @@ LEAVE_START = HANDBOOK.index(LEAVE)
 # --------------------------------------------------------------------------- loaders
 
 
-def test_seed_json_as_object_with_offsets_snippets_and_defaults() -> None:
+def test_question_json_as_object_with_offsets_snippets_and_defaults() -> None:
     data = {
         "questions": [
             {
@@ -49,7 +49,7 @@ def test_seed_json_as_object_with_offsets_snippets_and_defaults() -> None:
         ]
     }  # fmt: skip
     question_set = parse_question_set(json.dumps(data).encode(), "set.json")
-    assert question_set.format == "seed_json" and len(question_set) == 3 and question_set.reference_count == 3
+    assert question_set.format == "json" and len(question_set) == 3 and question_set.reference_count == 3
     first, second, third = question_set.questions
     assert first == BenchmarkQuestion(
         "q1", "How many days of leave?", "25 days", "hr", "easy", "handbook.md",
@@ -61,9 +61,9 @@ def test_seed_json_as_object_with_offsets_snippets_and_defaults() -> None:
     assert question_set.document_names() == ["handbook.md", "other.md"]
 
 
-def test_seed_json_as_a_plain_list_round_trips_through_to_seed_json() -> None:
+def test_question_json_as_a_plain_list_round_trips_through_to_json() -> None:
     original = parse_question_set(b'[{"id": "a", "question": "Why?", "references": ["because"]}]', "x.json")
-    again = parse_question_set(original.to_seed_json(), "x.json")
+    again = parse_question_set(original.to_json(), "x.json")
     assert again.questions == original.questions
 
 

@@ -285,7 +285,7 @@ def test_a_reranked_ranking_is_the_reranked_pool_then_the_retrievers_order(
     assert deep.ranking[:2] == deep.hits
 
 
-# ---------------------------------------------------------------- Neighbor Expansion (seed 000 §9.2)
+# ---------------------------------------------------------------- Neighbor Expansion
 
 EXPANSION_TEXTS = [f"fixed chunk number {i}" for i in range(8)]
 
@@ -420,7 +420,7 @@ def test_expansion_only_prev_or_only_next(fixed_store: VectorStore) -> None:
     assert [c.chunk_index for c in flat] == [3, 4, 5]
 
 
-# ---------------------------------------------------------------- parent context (seed 000 §9.3)
+# ---------------------------------------------------------------- parent context
 
 
 def test_parent_context_for_parent_child(store: VectorStore) -> None:

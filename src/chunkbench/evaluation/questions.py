@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from chunkbench.errors import QuestionSetError
 
-QuestionFormat = Literal["seed_json", "chroma_csv", "jsonl"]
+QuestionFormat = Literal["json", "chroma_csv", "jsonl"]
 QUESTION_FILE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".csv")
 # An upload that names hundreds of problems is one problem: the wrong file.
 _MAX_PROBLEMS = 50
@@ -92,7 +92,7 @@ class QuestionSet:
     """The questions of one file, in file order, with the format they were read from."""
 
     questions: list[BenchmarkQuestion]
-    format: QuestionFormat = "seed_json"
+    format: QuestionFormat = "json"
     source: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -120,7 +120,7 @@ class QuestionSet:
                     names[reference.document] = None
         return list(names)
 
-    def to_seed_json(self) -> str:
+    def to_json(self) -> str:
         """The set as question JSON (``{"questions": [...]}``, docs/benchmarks.md), references with their offsets."""
         body: dict[str, Any] = {}
         if self.metadata:
@@ -281,7 +281,7 @@ def _check_unique_ids(questions: list[BenchmarkQuestion], problems: _Problems) -
         seen.add(question.id)
 
 
-def _parse_seed_json(data: Any, problems: _Problems) -> tuple[list[BenchmarkQuestion], dict[str, Any]]:
+def _parse_json(data: Any, problems: _Problems) -> tuple[list[BenchmarkQuestion], dict[str, Any]]:
     metadata: dict[str, Any] = {}
     if isinstance(data, Mapping):
         if "questions" not in data:
@@ -365,7 +365,7 @@ def detect_format(name: str, text: str) -> QuestionFormat:
             # Several objects, one per line, in a .json file: JSON lines after all.
             if stripped[:1] == "{" and exc.msg == "Extra data":
                 return "jsonl"
-        return "seed_json"
+        return "json"
     return "chroma_csv"
 
 
@@ -386,7 +386,7 @@ def parse_question_set(content: bytes | str, name: str) -> QuestionSet:
         raise QuestionSetError(f"{name}: the file is empty.", file=name)
     question_format = detect_format(name, text)
     metadata: dict[str, Any] = {}
-    if question_format == "seed_json":
+    if question_format == "json":
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -395,7 +395,7 @@ def parse_question_set(content: bytes | str, name: str) -> QuestionSet:
                 file=name,
                 problems=[{"where": f"line {exc.lineno}", "line": exc.lineno, "message": exc.msg}],
             ) from exc
-        questions, metadata = _parse_seed_json(data, problems)
+        questions, metadata = _parse_json(data, problems)
     elif question_format == "jsonl":
         questions = _parse_jsonl(text, problems)
     else:
@@ -408,7 +408,7 @@ def parse_question_set(content: bytes | str, name: str) -> QuestionSet:
 
 
 def load_question_set(path: Path | str) -> QuestionSet:
-    """Read and parse a question file (seed JSON, Chroma CSV or JSONL, told apart by suffix and content)."""
+    """Read and parse a question file (question JSON, Chroma CSV or JSONL, told apart by suffix and content)."""
     file = Path(path)
     try:
         content = file.read_bytes()

@@ -52,7 +52,7 @@ def upload_question_file(
     session: SessionDep,
     settings: SettingsDep,
     tenant_id: TenantDep,
-    file: UploadFile = File(..., description="Seed JSON (.json), JSON lines (.jsonl) or Chroma CSV (.csv)"),
+    file: UploadFile = File(..., description="Question JSON (.json), JSON lines (.jsonl) or Chroma CSV (.csv)"),
     name: str | None = Query(None, description="Store under this name instead of the upload's file name"),
     overwrite: bool = Query(False, description="Replace a file of the same name (else 409)"),
 ) -> QuestionUploadOut:

@@ -17,7 +17,7 @@ class QuestionFileOut(BaseModel):
     name: str
     size_bytes: int
     modified_at: datetime
-    format: str | None = Field(None, description="seed_json, jsonl or chroma_csv; None when unreadable")
+    format: str | None = Field(None, description="json, jsonl or chroma_csv; None when unreadable")
     question_count: int | None = None
     reference_count: int | None = None
     error: str | None = Field(None, description="Why the file cannot be read as a question set")
@@ -107,7 +107,7 @@ class ReferenceIn(BaseModel):
 
 
 class QuestionIn(BaseModel):
-    """A question to add to a set (the seed JSON fields); its evidence is placed before anything is written."""
+    """A question to add to a set (the question JSON fields); its evidence is placed before anything is written."""
 
     id: str | None = Field(None, description="Default: the first free q{n}")
     question: str

@@ -173,7 +173,7 @@ def generate_questions(
     locator = TextLocator(text)
     kept: list[BenchmarkQuestion] = []
     kept_vectors: list[np.ndarray] = []
-    result = GenerationResult(QuestionSet([], "seed_json"), attempts=0)
+    result = GenerationResult(QuestionSet([], "json"), attempts=0)
 
     def reject(reason: RejectionReason, question: str | None, detail: str) -> None:
         result.rejections.append(Rejection(result.attempts, reason, question, detail))
@@ -228,7 +228,7 @@ def generate_questions(
         )
         kept.append(BenchmarkQuestion(f"q{len(kept) + 1}", question, document_id=document_id, references=references))
         kept_vectors.append(question_vector)
-    result.question_set = QuestionSet(kept, "seed_json")
+    result.question_set = QuestionSet(kept, "json")
     return result
 
 

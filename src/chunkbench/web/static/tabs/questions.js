@@ -2,7 +2,7 @@
 // a document's markdown (or find it), make it the evidence of a new question or add it to one already in the set,
 // type the question and, if known, the expected answer, and keep going. Every change is saved at once through
 // /admin/questions/{name}/questions…, which validates it as an uploaded file and places its evidence (the offsets
-// must select it exactly) before writing; the set downloads as the seed JSON file a benchmark reads.
+// must select it exactly) before writing; the set downloads as the question JSON file a benchmark reads.
 import { html, useEffect, useRef, useState, ErrorBox, Spinner, fmtInt, useApi } from "../ui.js";
 import { useLayoutEffect, useMemo } from "../vendor/htm-preact-standalone.module.js";
 import { api, withKey } from "../api.js";
@@ -72,8 +72,8 @@ export function QuestionsTab({ active, openTab }) {
     () => (scope === "corpus" && corpusName ? api(`/corpora/${encodeURIComponent(corpusName)}`) : Promise.resolve(null)),
     [scope, corpusName, tick],
   );
-  // Authored sets are seed JSON: the other formats are listed in Benchmarks and Admin, not edited here.
-  const sets = (files.data || []).filter((f) => f.format === "seed_json" && /\.json$/i.test(f.name));
+  // Authored sets are question JSON: the other formats are listed in Benchmarks and Admin, not edited here.
+  const sets = (files.data || []).filter((f) => f.format === "json" && /\.json$/i.test(f.name));
   const readable = scope === "corpus"
     ? (corpus.data?.documents || []).filter((d) => !UNREAD.has(d.status))
     : (documents.data?.items || []).filter((d) => !UNREAD.has(d.status));

@@ -29,11 +29,12 @@ test: install-dev system-deps ## set up and run the whole test suite, on SQLite 
 	CHUNKBENCH_TEST_DATABASE_URL=$(TEST_POSTGRES_URL) $(PY) -m pytest
 
 # The fast tier (README, "Test tiers"): what no tier marker marks, on SQLite (the variable emptied, so a developer's
-# PostgreSQL URL does not turn it into the second pass).
+# PostgreSQL URL does not turn it into the second pass), one pytest worker per core, a test file per worker at a
+# time (its module fixtures made once).
 FAST_TIER := not browser and not model and not postgres and not slow
 
 test-fast: install-dev system-deps ## the tests outside the browser, model, postgres and slow tiers, on SQLite
-	CHUNKBENCH_TEST_DATABASE_URL= $(PY) -m pytest -m "$(FAST_TIER)"
+	CHUNKBENCH_TEST_DATABASE_URL= $(PY) -m pytest -m "$(FAST_TIER)" -n auto --dist loadfile
 
 test-sqlite: install-dev system-deps ## the suite on SQLite only
 	$(PY) -m pytest

@@ -10,6 +10,7 @@ subprocess it starts with ``os.environ``) lands on the same database.
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ import pgtest
 from chunkbench.app import create_app
 from chunkbench.config import Settings
 from chunkbench.embedding.cache import EMBEDDINGS, close_disk_caches
+from chunkbench.storage.db import Database
 from chunkbench.storage.vectors import VectorStore, close_vector_stores, get_vector_store
 from model_tier import (  # noqa: F401 (hooks: the `model` marker's enforcement, see tests/model_tier.py)
     pytest_fixture_setup,
@@ -36,10 +38,20 @@ from netutil import free_port
 from stand_in import server_stand_in
 
 TEST_DATABASE_URL = pgtest.TEST_DATABASE_URL
+SQLITE_FILE = "chunkbench.db"  # under the data directory: Settings.sqlalchemy_url
 
 # The fixtures that drive a real Chromium: a test using any of them is in the `browser` tier (see README, "Test
 # tiers"), marked here from what it requests, so no browser test can be forgotten by `-m "not browser"`.
 BROWSER_FIXTURES = {"browser", "page"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest-xdist (`make test-fast`) gives its workers COLUMNS=80 and LINES=24 when the shell has none, and rich
+    # reads them once, as the CLI's consoles are made (on the test modules' import, after this hook): a test that
+    # widens a table with COLUMNS would not reach them. A worker's consoles read the environment as a plain run's.
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        for name in ("COLUMNS", "LINES"):
+            os.environ.pop(name, None)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -113,12 +125,30 @@ def _fresh_embedding_cache() -> Iterator[None]:
     close_disk_caches()  # the test's cache file lives in its data directory
 
 
+@pytest.fixture(scope="session")
+def _sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite metadata store migrated once for the session: each test's starts as a copy of it, as the PostgreSQL
+    pass clones its template database (migrating a fresh file costs ~80 ms, a test's app start twice over)."""
+    folder = tmp_path_factory.mktemp("sqlite-template")
+    Database.from_settings(Settings(_env_file=None, data_dir=folder, database_url="")).dispose()
+    return folder / SQLITE_FILE
+
+
 @pytest.fixture
-def settings(tmp_path: Path, database_url: str, _session_database: pgtest.PostgresTestDatabases | None) -> Settings:
+def settings(
+    tmp_path: Path,
+    database_url: str,
+    _session_database: pgtest.PostgresTestDatabases | None,
+    _sqlite_template: Path,
+) -> Settings:
     """Settings on a fresh data directory and database, ignoring any ``.env`` of the developer."""
     if _session_database is not None:  # it exists from here on, for subprocesses too
         _session_database.ensure(make_url(database_url).database)
-    return Settings(_env_file=None, data_dir=tmp_path / "data", database_url=database_url)
+    data_dir = tmp_path / "data"
+    if not database_url:  # SQLite: the migrated template's copy, as a first start would have left it
+        data_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(_sqlite_template, data_dir / SQLITE_FILE)
+    return Settings(_env_file=None, data_dir=data_dir, database_url=database_url)
 
 
 @pytest.fixture

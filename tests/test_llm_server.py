@@ -7,6 +7,10 @@ sent, repairs counted, slots used), never the model's judgement.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -27,6 +31,7 @@ from fake_openai import FakeOpenAI, Reply, running_fake_openai
 pytestmark = pytest.mark.model  # loads a real model: `make test-fast` leaves it out
 
 CTX_SIZE = 1024
+SRC = Path(__file__).resolve().parents[1] / "src"  # the chunkbench under test, for the `chunkbench` subprocess
 
 
 @pytest.fixture(scope="module")
@@ -151,6 +156,28 @@ def test_llm_serve_of_a_missing_or_non_gguf_file_exits_with_the_typed_message(cl
     text.write_text("not a model", encoding="utf-8")
     not_gguf = cli.invoke(app, ["llm", "serve", str(text)])
     assert not_gguf.exit_code == 1 and "is not a GGUF file" in " ".join(not_gguf.output.split())
+
+
+def test_llm_serve_prints_the_settings_and_stops_on_ctrl_c(smollm2_gguf: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "CHUNKBENCH_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(SRC)}
+    command = [sys.executable, "-m", "chunkbench", "llm", "serve", str(smollm2_gguf), "--ctx-size", "256"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    assert process.stdout is not None
+    try:
+        banner, base_url, model = (process.stdout.readline() for _ in range(3))
+        assert base_url.startswith("export CHUNKBENCH_LLM_BASE_URL=http://127.0.0.1:") and base_url.strip().endswith(
+            "/v1"
+        )
+        assert model.strip() == f"export CHUNKBENCH_LLM_MODEL={smollm2_gguf.stem}" and "Ctrl-C" in banner
+        url = base_url.strip().split("=", 1)[1]
+        with urllib.request.urlopen(f"{url}/models", timeout=5) as reply:
+            assert smollm2_gguf.stem in reply.read().decode()
+        process.send_signal(signal.SIGINT)  # right after start: the loop is already up (a stop before it hung)
+        assert process.wait(timeout=20) == 0
+        assert process.stdout.read().strip() == "stopped"
+    finally:
+        if process.poll() is None:
+            process.kill()
 
 
 def test_llm_check_reports_model_context_and_speed(

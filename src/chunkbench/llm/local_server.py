@@ -11,6 +11,8 @@ llama.cpp itself only says "Failed to init server". ``xllamacpp`` is imported wh
 from __future__ import annotations
 
 import logging
+import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ logger = logging.getLogger(__name__)
 
 GGUF_MAGIC = b"GGUF"
 HOST = "127.0.0.1"
+_READY_TIMEOUT_S = 60.0
 
 
 class LlmModelFileError(ChunkbenchError):
@@ -147,8 +150,27 @@ class LocalLlmServer:
                 path=str(self.model_path),
             ) from exc
         self.url = str(self._server.listening_address).rstrip("/")
+        self._wait_ready()
         logger.info("llama.cpp serves %s at %s", self.model, self.base_url)
         return self
+
+    def _wait_ready(self) -> None:
+        """Until the server's loop answers: GET /slots is served by the loop itself (not only the HTTP thread), and a
+        stop before the loop runs was seen to hang llama.cpp's shutdown."""
+        deadline = time.monotonic() + _READY_TIMEOUT_S
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.url}/slots", timeout=5):
+                    return
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise LlmError(
+                        f"llama.cpp at {self.url} did not answer within {_READY_TIMEOUT_S:g} s of loading "
+                        f"{self.model_path}.",
+                        path=str(self.model_path),
+                    ) from None
+                time.sleep(0.05)
 
     def stop(self) -> None:
         """End the server (its destructor stops the loop and frees the model); idempotent."""

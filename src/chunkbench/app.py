@@ -30,6 +30,7 @@ from chunkbench.guard.body_limit import MULTIPART_OVERHEAD_BYTES, BodySizeLimit
 from chunkbench.indexing.routes import router as processing_router
 from chunkbench.jobs.queue import make_runner
 from chunkbench.jobs.routes import router as jobs_router
+from chunkbench.llm.local_server import start_for_app
 from chunkbench.metrics import RATE_LIMITED
 from chunkbench.observability.middleware import ObservabilityMiddleware
 from chunkbench.observability.request_id import REQUEST_ID_HEADER, request_id_of
@@ -65,6 +66,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if defined:
             logger.info("strategy variants from %s: %s", settings.resolved_strategies_file, [c.name for c in defined])
         settings.data_dir.mkdir(parents=True, exist_ok=True)
+        # CHUNKBENCH_LLM_MODEL_PATH: llama.cpp in this process, pointed at by the LLM settings, stopped with the app.
+        llm_server = await run_in_threadpool(start_for_app, settings)
         database = Database.from_settings(settings)
         recover_dead_owners(database, settings)
         app.state.database = database
@@ -82,6 +85,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.jobs.shutdown(wait=True)
             close_vector_stores()
             database.dispose()
+            if llm_server is not None:
+                llm_server.stop()
 
     app = FastAPI(
         title="chunkbench",

@@ -20,6 +20,7 @@ from chunkbench.errors import ChunkbenchError
 from chunkbench.evaluation.question_commands import questions_app
 from chunkbench.guard.commands import pii_app
 from chunkbench.indexing.commands import process
+from chunkbench.llm.commands import llm_app
 from chunkbench.retrieval.commands import query
 from chunkbench.tenants.commands import admin_app
 
@@ -80,6 +81,7 @@ app.add_typer(bench_app, name="bench")
 app.add_typer(sweep_app, name="sweep")
 app.add_typer(admin_app, name="admin")
 app.add_typer(pii_app, name="pii")
+app.add_typer(llm_app, name="llm")
 
 
 @app.command()

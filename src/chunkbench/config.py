@@ -112,6 +112,19 @@ class Settings(BaseSettings):
     llm_max_tokens: int = Field(1024, ge=1, le=32768)
     llm_timeout_s: float = Field(60, gt=0)
     llm_max_retries: int = Field(3, ge=0, le=10)
+    # JSON replies (the judge, the LLM reranker, synthetic questions): ``auto`` sends the reply's JSON schema as
+    # ``response_format`` when the server says it is llama.cpp (GET /props), ``on`` to every server, ``off`` never;
+    # a server that refuses the schema (HTTP 400) gets the plain JSON request from then on (llm/client.py).
+    llm_json_schema: Literal["auto", "on", "off"] = "auto"
+    # The in-process llama.cpp server (``chunkbench llm serve``; docs/llm.md): a GGUF file set here makes
+    # ``chunkbench serve`` start it with the app (unless CHUNKBENCH_LLM_BASE_URL names a server). ctx_size is the
+    # context window of one request (each parallel slot has its own; 0 = the model's trained window), threads the
+    # CPU threads (unset: llama.cpp's default), gpu_layers the layers offloaded to a GPU (0 = CPU only, -1 = all).
+    llm_model_path: Path | None = None
+    llm_ctx_size: int = Field(4096, ge=0, le=1_048_576)
+    llm_threads: int | None = Field(None, ge=1, le=512)
+    llm_parallel: int = Field(1, ge=1, le=64)
+    llm_gpu_layers: int = Field(0, ge=-1, le=1000)
 
     # Retrieval (docs/retrieval.md): an optional absolute score floor (off by default) and reranking.
     score_floor: float | None = None
@@ -249,7 +262,7 @@ class Settings(BaseSettings):
     def _absolute(cls, value: Path) -> Path:
         return value.expanduser().resolve()
 
-    @field_validator("plugins_dir", mode="before")
+    @field_validator("plugins_dir", "llm_model_path", mode="before")
     @classmethod
     def _empty_means_none(cls, value: object) -> object:
         # ``CHUNKBENCH_PLUGINS_DIR=`` would otherwise be Path("") = the working directory, importing its *.py.

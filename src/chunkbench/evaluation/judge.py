@@ -29,6 +29,7 @@ record a column of failed verdicts. Any other outcome returns a verdict.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import statistics
@@ -39,12 +40,28 @@ from typing import Any, Protocol
 import json_repair
 
 from chunkbench.errors import LlmError, LlmUnavailableError
-from chunkbench.llm.client import ChatResult
+from chunkbench.llm.client import ChatResult, JsonSchema, record_repair
 from chunkbench.llm.prompts import JUDGE_KEYS, Message, judge_messages
 
 SCORE_KEYS = ("context_relevance", "answer_similarity", "faithfulness")
 MIN_SCORE, MAX_SCORE = 1, 10
 JSON_MODE = {"type": "json_object"}
+# The verdict's shape, sent where the server supports schemas (llama.cpp makes it a grammar): the reply then parses
+# as it is. The reasoning is bounded so a verbose judge is not cut by max_tokens mid-object.
+_SCORE = {"type": "integer", "minimum": MIN_SCORE, "maximum": MAX_SCORE}
+VERDICT_SCHEMA = JsonSchema(
+    "judge_verdict",
+    {
+        "type": "object",
+        "properties": {
+            **dict.fromkeys(SCORE_KEYS, _SCORE),
+            "hallucination": {"type": "boolean"},
+            "reasoning": {"type": "string", "maxLength": 300},
+        },
+        "required": [*SCORE_KEYS, "hallucination", "reasoning"],
+        "additionalProperties": False,
+    },
+)
 
 
 class JudgeParseError(ValueError):
@@ -61,6 +78,7 @@ class ChatClient(Protocol):
         max_tokens: int | None = None,
         temperature: float | None = None,
         response_format: dict[str, Any] | None = None,
+        json_schema: JsonSchema | None = None,
     ) -> ChatResult: ...
 
 
@@ -104,6 +122,14 @@ def _json_object(text: str) -> dict[str, Any] | None:
     if isinstance(value, list):  # several objects in the reply: the first one
         value = next((item for item in value if isinstance(item, dict)), None)
     return value if isinstance(value, dict) and value else None
+
+
+def _is_plain_json(text: str) -> bool:
+    """A reply that is one JSON object as it stands (no fences, prose or mending needed)."""
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
 
 
 def _key_value_lines(text: str) -> dict[str, Any]:
@@ -306,7 +332,13 @@ def judge(
         for _attempt in range(max_attempts):
             attempts += 1
             try:
-                result = client.chat(messages, temperature=0, response_format=JSON_MODE, max_tokens=max_tokens)
+                result = client.chat(
+                    messages,
+                    temperature=0,
+                    response_format=JSON_MODE,
+                    json_schema=VERDICT_SCHEMA,
+                    max_tokens=max_tokens,
+                )
             except LlmUnavailableError as exc:
                 last_unavailable = exc
                 failure_messages.append(f"LLM unavailable: {exc.message}")
@@ -321,11 +353,14 @@ def judge(
             try:
                 samples.append(parse_verdict(result.text))
             except JudgeParseError as exc:
+                record_repair("judge")
                 only_unavailable = False
                 failure_messages.append(f"unusable reply: {exc}")
                 # Only the latest bad reply is quoted back: the context stays one correction long.
                 messages = [*base, *_correction(result.text, str(exc))]
                 continue
+            if not _is_plain_json(result.text):
+                record_repair("judge")  # usable only once mended (fences, prose, an object cut short)
             break
     if not samples and only_unavailable and last_unavailable is not None:
         raise last_unavailable

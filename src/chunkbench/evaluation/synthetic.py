@@ -25,7 +25,7 @@ from chunkbench.config import Settings
 from chunkbench.errors import InvalidRequestError, LlmError, LlmNotConfiguredError
 from chunkbench.evaluation.locate import TextLocator
 from chunkbench.evaluation.questions import BenchmarkQuestion, QuestionReference, QuestionSet
-from chunkbench.llm.client import LlmClient, get_llm_client
+from chunkbench.llm.client import JsonSchema, LlmClient, get_llm_client, record_repair
 from chunkbench.llm.prompts import question_maker_messages
 
 logger = logging.getLogger(__name__)
@@ -38,6 +38,19 @@ RejectionReason = Literal[
 # Chroma shows the model at most 20 earlier questions, sampled.
 _PREVIOUS_SHOWN = 20
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+# Chroma's reply shape, for servers that take schemas (llm/client.py); the prompt asks for the same.
+QUESTION_SCHEMA = JsonSchema(
+    "synthetic_question",
+    {
+        "type": "object",
+        "properties": {
+            "question": {"type": "string", "minLength": 1},
+            "references": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1},
+        },
+        "required": ["question", "references"],
+        "additionalProperties": False,
+    },
+)
 
 
 @dataclass(frozen=True)
@@ -109,7 +122,10 @@ def parse_generated(text: str) -> tuple[str, list[str]]:
     body = body[start : end + 1]
     try:
         data = json.loads(body)
+        if body != text.strip():
+            record_repair("synthetic")  # found inside a fence or prose
     except json.JSONDecodeError:
+        record_repair("synthetic")  # read as a Python literal, or not at all
         try:
             data = ast.literal_eval(body)
         except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
@@ -186,7 +202,7 @@ def generate_questions(
         previous = [q.question for q in kept]
         if len(previous) > _PREVIOUS_SHOWN:
             previous = rng.sample(previous, _PREVIOUS_SHOWN)
-        reply = client.chat(question_maker_messages(window, previous))
+        reply = client.chat(question_maker_messages(window, previous), json_schema=QUESTION_SCHEMA)
         result.prompt_tokens += reply.prompt_tokens
         result.completion_tokens += reply.completion_tokens
         try:

@@ -29,7 +29,7 @@ from chunkbench.llm.client import LlmClient, get_llm_client
 from chunkbench.models import RetrieverName, StrategyName
 from chunkbench.retrieval.context import ChunkGuard, InjectionAction, InjectionChunkPolicy, attach_parents
 from chunkbench.retrieval.expansion import ExpansionNode, apply_neighbor_expansion
-from chunkbench.retrieval.rerank import CrossEncoderReranker, LlmListwiseReranker, Reranker
+from chunkbench.retrieval.rerank import RANKING_SCHEMA, CrossEncoderReranker, LlmListwiseReranker, Reranker
 from chunkbench.retrieval.search import RetrievedChunk, get_retriever, retrieve
 from chunkbench.storage.vectors import VectorStore
 
@@ -303,7 +303,9 @@ def reranker(kind: RerankKind, settings: Settings, client: LlmClient | None) -> 
         raise QueryError("LLM reranking needs an LLM: set CHUNKBENCH_LLM_BASE_URL and CHUNKBENCH_LLM_MODEL.")
     return LlmListwiseReranker(
         lambda messages, *, max_tokens, response_format=None: (
-            client.chat(messages, max_tokens=max_tokens, response_format=response_format).text
+            client.chat(
+                messages, max_tokens=max_tokens, response_format=response_format, json_schema=RANKING_SCHEMA
+            ).text
         )
     )
 

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from chunkbench.config import Settings
 from chunkbench.errors import QueryError
+from chunkbench.llm.client import JsonSchema, record_repair
 from chunkbench.retrieval.search import RetrievedChunk
 
 SUGGESTED_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
@@ -105,6 +106,16 @@ _SYSTEM_PROMPT = (
     "numbers, most relevant first."
 )
 _RESPONSE_FORMAT: dict[str, Any] = {"type": "json_object"}
+# The reply's shape, for servers that take schemas (llm/client.py): the chat callable passes it on.
+RANKING_SCHEMA = JsonSchema(
+    "ranking",
+    {
+        "type": "object",
+        "properties": {"ranking": {"type": "array", "items": {"type": "integer", "minimum": 1}}},
+        "required": ["ranking"],
+        "additionalProperties": False,
+    },
+)
 _INTEGER = re.compile(r"-?\d+")
 
 
@@ -139,6 +150,15 @@ def parse_ranking(reply: str, count: int) -> list[int]:
     return order + [i for i in range(count) if i not in order]
 
 
+def _plain_ranking(reply: str) -> bool:
+    """A reply that is ``{"ranking": [...]}`` as it stands."""
+    try:
+        data = json.loads(reply)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and isinstance(data.get("ranking"), list)
+
+
 class LlmListwiseReranker:
     """Asks an LLM to order all candidates at once; the new score is the reciprocal rank 1/(position+1).
 
@@ -167,5 +187,7 @@ class LlmListwiseReranker:
         if not chunks:
             return []
         reply = self.chat(self.messages(question, chunks), max_tokens=self.max_tokens, response_format=_RESPONSE_FORMAT)
+        if not _plain_ranking(reply or ""):
+            record_repair("rerank")  # read from prose, a fence or loose integers
         order = parse_ranking(reply or "", len(chunks))
         return [replace(chunks[i], score=1.0 / (position + 1)) for position, i in enumerate(order[:top_k])]

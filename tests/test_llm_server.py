@@ -1,7 +1,11 @@
-"""The LLM paths against a real llama.cpp server in process (xllamacpp) serving SmolLM2-135M-Instruct.
+"""The LLM paths against a real llama.cpp server (xllamacpp) serving SmolLM2-135M-Instruct.
 
 The model is too small to judge: these tests assert the protocol and the bookkeeping (typed errors, the JSON schema
 sent, repairs counted, slots used), never the model's judgement.
+
+The server runs in a ``chunkbench`` child process, never in pytest's: xllamacpp's Cython types and uharfbuzz's (which
+the tests that make PDFs load through fpdf2) cannot share a process ("Shared Cython type cython_function_or_method has
+the wrong size"); the product itself never loads uharfbuzz.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +30,6 @@ from chunkbench.cli import app
 from chunkbench.config import Settings, get_settings
 from chunkbench.evaluation.judge import judge
 from chunkbench.llm.client import LlmClient, LlmContextExceededError, repair_counts
-from chunkbench.llm.local_server import LocalLlmServer, ServerOptions
 from fake_openai import FakeOpenAI, Reply, running_fake_openai
 
 pytestmark = pytest.mark.model  # loads a real model: `make test-fast` leaves it out
@@ -34,14 +38,40 @@ CTX_SIZE = 1024
 SRC = Path(__file__).resolve().parents[1] / "src"  # the chunkbench under test, for the `chunkbench` subprocess
 
 
+@dataclass(frozen=True)
+class Served:
+    """A running ``chunkbench llm serve``: its root URL, the OpenAI base URL and the model name it printed."""
+
+    url: str
+    base_url: str
+    model: str
+
+
+def _llm_serve(gguf: Path, data_dir: Path, *options: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "CHUNKBENCH_DATA_DIR": str(data_dir), "PYTHONPATH": str(SRC)}
+    command = [sys.executable, "-m", "chunkbench", "llm", "serve", str(gguf), *options]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+
+
 @pytest.fixture(scope="module")
-def server(smollm2_gguf: Path) -> Iterator[LocalLlmServer]:
+def server(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """One server for the module: two slots of CTX_SIZE tokens each, two threads."""
-    with LocalLlmServer(ServerOptions(smollm2_gguf, ctx_size=CTX_SIZE, threads=2, parallel=2)) as running:
-        yield running
+    options = ("--ctx-size", str(CTX_SIZE), "--threads", "2", "--parallel", "2")
+    process = _llm_serve(smollm2_gguf, tmp_path_factory.mktemp("llm-serve"), *options)
+    assert process.stdout is not None
+    try:
+        _banner, base_url, model = (process.stdout.readline().strip() for _ in range(3))
+        base = base_url.split("=", 1)[1]
+        yield Served(base.removesuffix("/v1"), base, model.split("=", 1)[1])
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
 
 
-def make_client(server: LocalLlmServer, tmp_path: Path, **settings: Any) -> LlmClient:
+def make_client(server: Served, tmp_path: Path, **settings: Any) -> LlmClient:
     return LlmClient(
         Settings(_env_file=None, data_dir=tmp_path / "data", llm_base_url=server.base_url, llm_model=server.model,
                  llm_max_retries=0, llm_max_tokens=256, **settings)
@@ -59,13 +89,13 @@ def judge_paris(client: LlmClient, **kwargs: Any) -> Any:
     )
 
 
-def test_a_chat_completion_answers(server: LocalLlmServer, tmp_path: Path) -> None:
+def test_a_chat_completion_answers(server: Served, tmp_path: Path) -> None:
     result = make_client(server, tmp_path).chat([{"role": "user", "content": "Say hello."}], max_tokens=16)
     assert result.text and result.prompt_tokens > 0 and 0 < result.completion_tokens <= 16
     assert result.model == server.model and result.attempts == 1
 
 
-def test_a_prompt_over_the_context_window_is_a_typed_error(server: LocalLlmServer, tmp_path: Path) -> None:
+def test_a_prompt_over_the_context_window_is_a_typed_error(server: Served, tmp_path: Path) -> None:
     with pytest.raises(LlmContextExceededError) as raised:
         make_client(server, tmp_path).chat([{"role": "user", "content": "word " * (2 * CTX_SIZE)}], max_tokens=8)
     error = raised.value
@@ -74,7 +104,7 @@ def test_a_prompt_over_the_context_window_is_a_typed_error(server: LocalLlmServe
     assert f"{error.details['prompt_tokens']} tokens" in error.message
 
 
-def test_a_reply_cut_by_max_tokens_goes_through_the_repair_path(server: LocalLlmServer, tmp_path: Path) -> None:
+def test_a_reply_cut_by_max_tokens_goes_through_the_repair_path(server: Served, tmp_path: Path) -> None:
     before = repair_counts().get("judge", 0)
     verdict = judge_paris(make_client(server, tmp_path), max_tokens=6, max_attempts=2)
     # Six tokens never hold the five keys: each reply is mended, found incomplete and asked again.
@@ -83,7 +113,7 @@ def test_a_reply_cut_by_max_tokens_goes_through_the_repair_path(server: LocalLlm
     assert repair_counts()["judge"] - before == 2
 
 
-def test_two_parallel_slots_serve_two_concurrent_requests(server: LocalLlmServer, tmp_path: Path) -> None:
+def test_two_parallel_slots_serve_two_concurrent_requests(server: Served, tmp_path: Path) -> None:
     client = make_client(server, tmp_path)
     prompt = [{"role": "user", "content": "Count from 1 to 60, separated by spaces."}]
     results: list[Any] = []
@@ -103,7 +133,7 @@ def test_two_parallel_slots_serve_two_concurrent_requests(server: LocalLlmServer
 
 
 def test_the_judge_sends_a_json_schema_and_needs_no_repair(
-    server: LocalLlmServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: Served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = make_client(server, tmp_path)
     sent: list[dict[str, Any]] = []
@@ -159,9 +189,7 @@ def test_llm_serve_of_a_missing_or_non_gguf_file_exits_with_the_typed_message(cl
 
 
 def test_llm_serve_prints_the_settings_and_stops_on_ctrl_c(smollm2_gguf: Path, tmp_path: Path) -> None:
-    env = {**os.environ, "CHUNKBENCH_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(SRC)}
-    command = [sys.executable, "-m", "chunkbench", "llm", "serve", str(smollm2_gguf), "--ctx-size", "256"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    process = _llm_serve(smollm2_gguf, tmp_path / "data", "--ctx-size", "256")
     assert process.stdout is not None
     try:
         banner, base_url, model = (process.stdout.readline() for _ in range(3))
@@ -181,7 +209,7 @@ def test_llm_serve_prints_the_settings_and_stops_on_ctrl_c(smollm2_gguf: Path, t
 
 
 def test_llm_check_reports_model_context_and_speed(
-    server: LocalLlmServer, cli: CliRunner, monkeypatch: pytest.MonkeyPatch
+    server: Served, cli: CliRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CHUNKBENCH_LLM_BASE_URL", server.base_url)
     monkeypatch.setenv("CHUNKBENCH_LLM_MODEL", server.model)
@@ -197,16 +225,27 @@ def test_llm_check_reports_model_context_and_speed(
 
 
 def test_serve_starts_the_model_of_llm_model_path_with_the_app(settings: Settings, smollm2_gguf: Path) -> None:
-    from fastapi.testclient import TestClient
+    # The app in a child process (see the module's docstring), as `chunkbench serve` runs it.
+    script = f"""
+import urllib.request
+from fastapi.testclient import TestClient
+from chunkbench.app import create_app
+from chunkbench.config import Settings
+from chunkbench.llm.client import LlmClient
 
-    from chunkbench.app import create_app
-
-    settings.llm_model_path = smollm2_gguf
-    settings.llm_ctx_size = 512
-    with TestClient(create_app(settings)):
-        assert settings.llm_base_url.startswith("http://127.0.0.1:") and settings.llm_model == smollm2_gguf.stem
-        answer = LlmClient(settings).chat([{"role": "user", "content": "Say hello."}], max_tokens=8)
-        assert answer.text
-        url = settings.llm_base_url
-    with pytest.raises(OSError):  # stopped with the app
-        urllib.request.urlopen(f"{url}/models", timeout=2)
+settings = Settings(_env_file=None, data_dir={str(settings.data_dir)!r}, database_url={settings.database_url!r},
+                    llm_model_path={str(smollm2_gguf)!r}, llm_ctx_size=512)
+with TestClient(create_app(settings)):
+    assert settings.llm_base_url.startswith("http://127.0.0.1:"), settings.llm_base_url
+    assert settings.llm_model == {smollm2_gguf.stem!r}, settings.llm_model
+    assert LlmClient(settings).chat([{{"role": "user", "content": "Say hello."}}], max_tokens=8).text
+    url = settings.llm_base_url
+try:
+    urllib.request.urlopen(url + "/models", timeout=2)
+except OSError:
+    print("stopped with the app")
+"""
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.stdout.strip() == "stopped with the app"

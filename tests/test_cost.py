@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from chunkbench.benchmarking.cost import (
+from chunkbench.benchmarking.pricing import (
     ANSWER_PROMPT_TOKENS,
     JUDGE_OUTPUT_TOKENS,
     JUDGE_PROMPT_TOKENS,

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from chunkbench.benchmarking import budget
+from chunkbench.benchmarking import context_budget
 from chunkbench.benchmarking.decision import decide
 from chunkbench.benchmarking.decision_ranking import MIN_QUESTIONS, Decision, questions_needed
 from chunkbench.benchmarking.equal_budget import BudgetScores
@@ -267,7 +267,7 @@ def _cell(key: str, question: int, chunks: list[tuple[int, int, int]]) -> CellRe
         for rank, (start, end, tokens) in enumerate(chunks)
     )
     references = [(base, base + 100, None)]
-    metrics = {"recall": budget.score(retrieved, references, "recall", float("inf")),
+    metrics = {"recall": context_budget.score(retrieved, references, "recall", float("inf")),
                "tok_at_k": sum(c.tokens for c in retrieved)}  # fmt: skip
     return CellResult(question_id=f"q{question}", config_key=key, status="ok", retrieved=retrieved, metrics=metrics)
 
@@ -287,11 +287,11 @@ def _budget_results(wide_evidence_rank: int) -> list[CellResult]:
 def _budget_decision(wide_evidence_rank: int) -> Decision:
     results = _budget_results(wide_evidence_rank)
     questions, keys = _budget_questions(), ["wide", "lean"]
-    raw = budget.rescore(questions, keys, results, metric="recall", budget=float("inf"))
-    context = budget.median_context(keys, results)
-    limit = budget.default_budget(context)
+    raw = context_budget.rescore(questions, keys, results, metric="recall", budget=float("inf"))
+    context = context_budget.median_context(keys, results)
+    limit = context_budget.default_budget(context)
     assert (context, limit) == ({"wide": 500.0, "lean": 200.0}, 200)
-    at_budget = budget.rescore(questions, keys, results, metric="recall", budget=limit)
+    at_budget = context_budget.rescore(questions, keys, results, metric="recall", budget=limit)
     return decide(raw, context, metric="recall", budget=BudgetScores(limit, "recall", at_budget, context))
 
 
@@ -334,9 +334,9 @@ def test_a_winner_sending_barely_more_context_is_not_withdrawn_at_equal_budget()
     # not "leaner" and wide's raw win stands even though cutting it to lean's tokens loses its evidence.
     results = _budget_results(wide_evidence_rank=3)
     questions, keys = _budget_questions(), ["wide", "lean"]
-    raw = budget.rescore(questions, keys, results, metric="recall", budget=float("inf"))
+    raw = context_budget.rescore(questions, keys, results, metric="recall", budget=float("inf"))
     context = {"wide": 210.0, "lean": 200.0}
-    at_budget = budget.rescore(questions, keys, results, metric="recall", budget=200)
+    at_budget = context_budget.rescore(questions, keys, results, metric="recall", budget=200)
     decision = decide(raw, context, metric="recall", budget=BudgetScores(200, "recall", at_budget, context))
     assert decision.status == "winner" and decision.best == "wide"
     assert decision.budget_matched["means"]["wide"] == 0.0  # the cut did lose its evidence

@@ -13,7 +13,7 @@ import pytest
 from lxml import etree
 from lxml import html as lxml_html
 
-from chunkbench.benchmarking import budget
+from chunkbench.benchmarking import context_budget
 from chunkbench.benchmarking.report.render import chart_index, render_chart, render_report
 from chunkbench.errors import NotFoundError
 from conftest import screenshot
@@ -38,26 +38,26 @@ SENTENCE = (
 def test_dominated_configurations_are_left_off_the_frontier() -> None:
     points = {"A": (100.0, 0.5), "B": (200.0, 0.7), "C": (300.0, 0.6), "D": (400.0, 0.9), "E": (150.0, 0.4)}
     # C is beaten by B with fewer tokens, E by A; D costs most but is best, so it is best for the largest budgets.
-    assert budget.frontier(points) == ["A", "B", "D"]
+    assert context_budget.frontier(points) == ["A", "B", "D"]
 
 
 def test_an_equal_metric_at_more_tokens_is_dominated_and_exact_ties_keep_the_first_given() -> None:
     points = {"B": (200.0, 0.7), "A": (100.0, 0.5), "cheap": (180.0, 0.7), "twin": (100.0, 0.5)}
     # B ties "cheap" on the metric at more tokens: the cheaper one stays. A and twin are equal in both: A, given
     # first, stays.
-    assert budget.frontier(points) == ["A", "cheap"]
+    assert context_budget.frontier(points) == ["A", "cheap"]
     # Whatever the order, the same shape: the first given of the two twins, then cheap.
     for order in itertools.permutations(points):
         first_twin = next(k for k in order if k in ("A", "twin"))
-        assert budget.frontier({k: points[k] for k in order}) == [first_twin, "cheap"]
+        assert context_budget.frontier({k: points[k] for k in order}) == [first_twin, "cheap"]
 
 
 def test_configurations_without_tokens_or_a_metric_are_left_out_and_lower_can_be_better() -> None:
     points = {"A": (100.0, 0.5), "B": (None, 0.9), "C": (50.0, None), "D": (300.0, 0.2)}
-    assert budget.frontier(points) == ["A"]
+    assert context_budget.frontier(points) == ["A"]
     # A metric where lower is better (a latency, say): D reaches 0.2 for 300 tokens, better than A's 0.5.
-    assert budget.frontier(points, higher_is_better=False) == ["A", "D"]
-    assert budget.frontier({}) == []
+    assert context_budget.frontier(points, higher_is_better=False) == ["A", "D"]
+    assert context_budget.frontier({}) == []
 
 
 # ---------------------------------------------------------------------------------------------- both reports
@@ -174,7 +174,7 @@ def _expected_frontier(experiment: dict) -> list[str]:
         tokens = [c["metrics"]["tok_at_k"] for c in experiment["cells"] if c["config_key"] == config["key"]
                   and c["status"] == "ok"]  # fmt: skip
         points[config["key"]] = (median(tokens), experiment["aggregate"][config["key"]]["metrics"]["recall"]["mean"])
-    return budget.frontier(points)
+    return context_budget.frontier(points)
 
 
 @pytest.mark.model

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from chunkbench.cli import app
 from chunkbench.config import get_settings
-from chunkbench.documents import language
-from chunkbench.documents.language import LanguageSource, detect_text, document_language, normalise_code
+from chunkbench.documents import language_detection
+from chunkbench.documents.language_detection import LanguageSource, detect_text, document_language, normalise_code
 from chunkbench.documents.parsers import parse_document
 from chunkbench.embedding.languages import UNDETERMINED
 from chunkbench.models import ParseResult
@@ -96,8 +96,8 @@ def test_the_farsi_corpus_is_farsi() -> None:
 
 def test_the_windows_cover_the_beginning_the_middle_and_the_end() -> None:
     prose = " ".join(f"word{i:05d}" for i in range(3000))  # 30,000 characters
-    windows = language.sample_windows(prose)
-    assert len(windows) == language.MAX_WINDOWS
+    windows = language_detection.sample_windows(prose)
+    assert len(windows) == language_detection.MAX_WINDOWS
     assert windows[0].startswith("word00000") and "word02999" in windows[-1]
     assert any("word01500" in window for window in windows)
 
@@ -112,15 +112,15 @@ def test_a_long_document_is_read_in_slices_from_start_to_end() -> None:
     """An 872-page handbook is not stripped whole: slices spread over it, its last pages included, are read."""
     contents = gen.all_caps_contents(200)
     text = "\n".join([contents] * 220 + [gen.prose("de", 60)] * 30)  # 2.8 MB, its German prose in the last 7%
-    assert len(text) > 10 * language.MAX_READ_CHARS
-    read = language._slices(text)
-    assert len(read) <= language.MAX_READ_CHARS + language.READ_SLICES and gen.GERMAN[0] in read
+    assert len(text) > 10 * language_detection.MAX_READ_CHARS
+    read = language_detection._slices(text)
+    assert len(read) <= language_detection.MAX_READ_CHARS + language_detection.READ_SLICES and gen.GERMAN[0] in read
     assert read.startswith("U.S. Department of Justice") and read.rstrip().endswith(text.rstrip()[-40:])
     assert detect_text(text)[0] == "de"
 
 
 def test_what_is_not_prose_is_stripped() -> None:
-    prose = language.extract_prose(
+    prose = language_detection.extract_prose(
         "# Heading\n\nSee https://example.org/x and mail ops@example.org.\n\n"
         "| QTY | PRICE |\n|---|---|\n| 3 | 4.50 |\n\n```\nprint(1)\n```\n"
         "The key Zm9vYmFyYmF6cXV4cXV1eHF1dXhxdXV4cXV1eA== was rotated."

@@ -302,4 +302,4 @@ def test_a_sheets_language_is_read_from_its_words_not_its_numbers() -> None:
     assert py3langid.classify(sheet[:4000])[0] != "en"  # what the whole text reads as: numbers, rules, pipes
     assert detect_language(sheet) == "en"
     assert detect_language(rows) == UNDETERMINED  # no words at all: no language to check a model against
-    assert detect_language("  \n ") == UNDETERMINED  # documents.language: no text is undetermined too
+    assert detect_language("  \n ") == UNDETERMINED  # documents.language_detection: no text is undetermined too

@@ -46,7 +46,7 @@ from chunkbench.storage.db import Database, is_connection_error, unavailable
 from chunkbench.storage.migration import legacy_pending
 from chunkbench.storage.vectors import close_vector_stores, get_vector_store
 from chunkbench.tenants.auth import authenticate
-from chunkbench.web import routes as web
+from chunkbench.web.routes import mount_dashboard
 
 logger = logging.getLogger("chunkbench")
 
@@ -110,7 +110,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(benchmarks_router)
     app.include_router(observability_router)
     app.include_router(rag_router)
-    web.mount(app)
+    mount_dashboard(app)
     _install_error_handlers(app)
     app.add_middleware(
         BodySizeLimit,

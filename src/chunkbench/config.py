@@ -182,7 +182,7 @@ class Settings(BaseSettings):
     # the Decision chooses the one needing less context (benchmarking/decision_ranking.py; 0 turns the rule off).
     benchmark_equivalence_margin: float = Field(0.01, ge=0.0)
 
-    # Model prices in USD per 1M tokens, overriding or extending the built-in table (benchmarking/cost.py),
+    # Model prices in USD per 1M tokens, overriding or extending the built-in table (benchmarking/pricing.py),
     # as JSON: CHUNKBENCH_PRICES='{"gpt-4o-mini": {"input": 0.15, "output": 0.6}, "my-embedder": {"input": 0.01}}'
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
 

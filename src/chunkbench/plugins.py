@@ -59,19 +59,19 @@ def _registries(*, load: bool = True) -> dict[str, Any]:
     """The live registry objects (built-ins imported first, so a plugin can never shadow one; ``load=False`` when
     they are only being put back)."""
     import chunkbench.documents.parsers  # noqa: F401  (registers the built-in parsers)
-    from chunkbench.chunking import base as chunking
+    from chunkbench.chunking.base import _STRATEGIES, all_strategies
 
     if load:
-        chunking.all_strategies()  # the built-in strategies and the entry points' first: a plugin never shadows one
-    from chunkbench.documents.parsers import base as parsers
+        all_strategies()  # the built-in strategies and the entry points' first: a plugin never shadows one
+    from chunkbench.documents.parsers.base import _REGISTRY
     from chunkbench.embedding import providers, registry
     from chunkbench.retrieval import search
 
     return {
         "strategy_names": StrategyName._members,
         "retriever_names": RetrieverName._members,
-        "strategies": chunking._STRATEGIES,
-        "parsers": parsers._REGISTRY,
+        "strategies": _STRATEGIES,
+        "parsers": _REGISTRY,
         "embedders": registry.REGISTRY,
         "embedder_factories": providers.PLUGIN_FACTORIES,
         "providers": providers._PROVIDERS,

@@ -7,8 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from chunkbench.benchmarking import budget as budgets
-from chunkbench.benchmarking import cost as pricing
+from chunkbench.benchmarking import context_budget, pricing
 from chunkbench.benchmarking.decision import decide
 from chunkbench.benchmarking.decision_ranking import EQUIVALENCE_MARGIN
 from chunkbench.benchmarking.equal_budget import BudgetScores
@@ -168,16 +167,16 @@ def budget_scores(
     questions: Sequence[BenchmarkQuestion], keys: Sequence[str], results: Sequence[CellResult], *, metric: str,
     budget: int | None, with_documents: bool = False,
 ) -> BudgetScores | None:  # fmt: skip
-    """The scores at equal context budget (``budget.py``); None when nothing has context or evidence.
+    """The scores at equal context budget (``context_budget.py``); None when nothing has context or evidence.
     ``with_documents``: the Experiment spans several documents, so references and chunks name theirs."""
-    context = budgets.median_context(keys, results)
-    limit = budget or budgets.default_budget(context)
+    context = context_budget.median_context(keys, results)
+    limit = budget or context_budget.default_budget(context)
     stored = [ExperimentQuestion.of(q, with_documents=with_documents).model_dump(mode="json") for q in questions]
-    if limit is None or not any(budgets.references_of(q) for q in stored):
+    if limit is None or not any(context_budget.references_of(q) for q in stored):
         return None
-    scored = budgets.budget_metric(metric)
+    scored = context_budget.budget_metric(metric)
     return BudgetScores(
-        limit, scored, budgets.rescore(stored, keys, results, metric=scored, budget=limit), context,
+        limit, scored, context_budget.rescore(stored, keys, results, metric=scored, budget=limit), context,
         "request" if budget else "default",
     )  # fmt: skip
 

@@ -14,8 +14,7 @@ import numpy as np
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
-from chunkbench.benchmarking import aggregation, claims, experiments, planning, pruning, runner
-from chunkbench.benchmarking import cost as pricing
+from chunkbench.benchmarking import aggregation, claims, experiments, planning, pricing, pruning, runner
 from chunkbench.benchmarking.breakdowns import breakdowns
 from chunkbench.benchmarking.decision_ranking import EQUIVALENCE_MARGIN
 from chunkbench.benchmarking.experiment_schemas import CellScores

@@ -33,7 +33,7 @@ interval of its difference to the leader. Then:
 * **insufficient_data**: fewer than 2 configurations or fewer than ``MIN_QUESTIONS`` usable questions.
 
 **Equal context budget.** Given the scores of every configuration with its context cut to B tokens
-(``budget.py``) on the same metric, the Decision also ranks the configurations at B (``budget_matched``), and
+(``context_budget.py``) on the same metric, the Decision also ranks the configurations at B (``budget_matched``), and
 a **winner keeps its name only if, at B tokens, its mean still beats that of every configuration sending less
 context (a median tok@k lower by more than the cost margin, 10 %) by more than the practical margin**.
 Otherwise its lead came from sending more text: the status is **cannot_tell** with cause ``context``. (A tie

@@ -4,7 +4,7 @@ keeps its name by.
 ``BudgetScores`` (every configuration's scores at B, and its median context uncut) and ``at_equal_budget``: the
 Decision's ``budget_matched`` ranking, and a winner withdrawn (cannot_tell, cause ``context``) when a configuration
 sending less context scores as well at B. It is separate from the ranking (``decision_ranking.py``) because it
-ranks other scores, the rescored ones (``budget.py``), and only amends a Decision already made.
+ranks other scores, the rescored ones (``context_budget.py``), and only amends a Decision already made.
 """
 
 from __future__ import annotations

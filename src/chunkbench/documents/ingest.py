@@ -21,7 +21,7 @@ from typing import BinaryIO
 from sqlalchemy.orm import Session
 
 from chunkbench.config import Settings
-from chunkbench.documents import language as languages
+from chunkbench.documents import language_detection
 from chunkbench.documents.discovery import SkippedFile, SourceFile, discover_files
 from chunkbench.documents.ingest_results import IngestOutcome, IngestResult
 from chunkbench.documents.library import attachment_source_key, attachments_of, forget_vectors
@@ -132,7 +132,7 @@ def ingest_file(
         # Deleting the row cascades to its memberships: a re-ingest must not drop the document from its corpora.
         memberships = corpora.corpora_of(existing.id)
         repo.delete(existing)
-    guess = languages.document_language(parsed, min_confidence=settings.language_min_confidence)
+    guess = language_detection.document_language(parsed, min_confidence=settings.language_min_confidence)
     row = repo.add(_new_row(filename, key, content_hash, size, parser.mime_type, parsed, guess))
     for name in memberships:
         corpora.add_documents(corpora.get(name), [row.id])
@@ -245,7 +245,7 @@ def _store_attachments(
             results.append(IngestResult(item.filename, IngestOutcome.FAILED, item.source_key, error=item.error))
             continue
         twin = repo.find_by_hash(item.content_hash)
-        guess = languages.document_language(item.parsed, min_confidence=min_confidence)
+        guess = language_detection.document_language(item.parsed, min_confidence=min_confidence)
         new = _new_row(item.filename, item.source_key, item.content_hash, item.size, item.mime_type, item.parsed, guess)
         new.parent_id = parent.id
         row = repo.add(new)
@@ -291,7 +291,7 @@ def _new_row(
     size: int,
     mime_type: str,
     parsed: ParseResult,
-    guess: languages.LanguageGuess,
+    guess: language_detection.LanguageGuess,
 ) -> DocumentRow:
     row = DocumentRow(
         id=uuid.uuid4().hex,

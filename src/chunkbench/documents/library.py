@@ -14,7 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from chunkbench.config import Settings
-from chunkbench.documents import language as languages
+from chunkbench.documents import language_detection
 from chunkbench.embedding.registry import REGISTRY, language_warnings
 from chunkbench.errors import AmbiguousDocumentError, DocumentNotFoundError
 from chunkbench.models import DocumentState
@@ -31,8 +31,8 @@ ATTACHMENT_SEPARATOR = "//"
 
 
 def detect_language(text: str) -> str:
-    """ISO 639-1 code of the text's language, or ``und`` (``documents.language.detect_text``)."""
-    return languages.detect_text(text)[0]
+    """ISO 639-1 code of the text's language, or ``und`` (``documents.language_detection.detect_text``)."""
+    return language_detection.detect_text(text)[0]
 
 
 def attachments_of(repo: DocumentRepository, source_key: str) -> list[DocumentRow]:
@@ -134,13 +134,13 @@ def set_language(session: Session, document_ids: Sequence[str], code: str, *, te
     Nothing is re-processed: a Corpus or Boundary model that already processed a document and does not cover the
     new language is named in the warnings (process again with a model that covers it).
     """
-    language = languages.user_code(code)
+    language = language_detection.user_code(code)
     repo = DocumentRepository(session, tenant_id)
     rows = [repo.get(document_id) for document_id in dict.fromkeys(document_ids)]
     for row in rows:
         row.language = language
         row.language_confidence = 1.0
-        row.language_source = languages.LanguageSource.USER.value
+        row.language_source = language_detection.LanguageSource.USER.value
     return LanguageChange(language, rows, _processed_warnings(session, rows, tenant_id))
 
 

@@ -1,7 +1,7 @@
 """Which languages an embedding model covers, and what to say when a document's language is not among them.
 
-A document's language is the code ``documents.language`` gives it (detected, declared by the file, or set by the
-user: ISO 639-1 where one exists, ``und`` when undetermined). A model declares the codes it was trained on
+A document's language is the code ``documents.language_detection`` gives it (detected, declared by the file, or set by
+the user: ISO 639-1 where one exists, ``und`` when undetermined). A model declares the codes it was trained on
 (``EmbeddingModelSpec.languages``); a model that declares none is not checked (a remote or plugin model whose
 coverage chunkbench cannot know).
 """

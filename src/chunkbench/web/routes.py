@@ -36,7 +36,7 @@ def dashboard_slash() -> RedirectResponse:
     return RedirectResponse("/app")
 
 
-def mount(app: FastAPI) -> None:
+def mount_dashboard(app: FastAPI) -> None:
     """Add the dashboard page and its static files to ``app``."""
     app.include_router(router)
     app.mount("/app/static", StaticFiles(directory=STATIC_DIR), name="dashboard-static")

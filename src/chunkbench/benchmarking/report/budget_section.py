@@ -1,5 +1,5 @@
 """The report's comparison at equal context budget: each configuration's metric with its context cut to B tokens,
-beside the raw figure, its curve against context tokens (``benchmarking.budget`` does the rescoring), and the
+beside the raw figure, its curve against context tokens (``benchmarking.context_budget`` does the rescoring), and the
 recall–tokens frontier: the configurations best for some budget."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
-from chunkbench.benchmarking import budget as budgets
+from chunkbench.benchmarking import context_budget
 from chunkbench.benchmarking.model import CellResult
 from chunkbench.benchmarking.report.charts import budget_curve, frontier_chart
 from chunkbench.benchmarking.report.experiment import experiment_config, experiment_configurations, metric_mean
@@ -40,13 +40,13 @@ class _Comparison:
 def _comparison(experiment: Mapping[str, Any], budget: int | None) -> _Comparison | None:
     cells = [CellResult.model_validate(c) for c in experiment.get("cells") or []]
     questions = list(experiment.get("questions") or [])
-    if not any(c.retrieved for c in cells) or not any(budgets.references_of(q) for q in questions):
+    if not any(c.retrieved for c in cells) or not any(context_budget.references_of(q) for q in questions):
         return None
     config, decision = experiment_config(experiment), experiment.get("decision") or {}
     stored = decision.get("budget_matched") or {}
     keys = [c["key"] for c in experiment_configurations(experiment)]
-    context = budgets.median_context(keys, cells)
-    limit = budget or stored.get("budget") or config.get("budget") or budgets.default_budget(context)
+    context = context_budget.median_context(keys, cells)
+    limit = budget or stored.get("budget") or config.get("budget") or context_budget.default_budget(context)
     if not limit:
         return None
     return _Comparison(
@@ -55,7 +55,7 @@ def _comparison(experiment: Mapping[str, Any], budget: int | None) -> _Compariso
         keys,
         context,
         limit,
-        budgets.budget_metric(decision.get("metric") or config.get("primary_metric")),
+        context_budget.budget_metric(decision.get("metric") or config.get("primary_metric")),
         default=budget is None and not stored.get("budget") and not config.get("budget"),
         # The Decision's rule was computed at its own budget: shown only when the view compares at that one.
         rule=stored.get("rule") if stored.get("budget") == limit else None,
@@ -76,7 +76,7 @@ def budget_view(experiment: Mapping[str, Any], *, budget: int | None = None) -> 
         return None
     cells, questions, keys, context = comparison.cells, comparison.questions, comparison.keys, comparison.context
     limit, metric = comparison.budget, comparison.metric
-    at_budget = budgets.rescore(questions, keys, cells, metric=metric, budget=limit)
+    at_budget = context_budget.rescore(questions, keys, cells, metric=metric, budget=limit)
     rows: list[dict[str, Any]] = []
     for key in keys:
         scored = [v for v in at_budget[key] if v is not None]
@@ -89,7 +89,7 @@ def budget_view(experiment: Mapping[str, Any], *, budget: int | None = None) -> 
             }
         )
     rows.sort(key=lambda r: (r["at_budget"] is None, -(r["at_budget"] or 0.0)))
-    points = budgets.curve_budgets(context, limit)
+    points = context_budget.curve_budgets(context, limit)
     return {
         "budget": limit,
         "metric": metric,
@@ -98,7 +98,10 @@ def budget_view(experiment: Mapping[str, Any], *, budget: int | None = None) -> 
         "rule": comparison.rule,
         "curves": [
             budget_curve(
-                budgets.curve(questions, keys, cells, metric=name, budgets=points), points, metric=name, budget=limit
+                context_budget.curve(questions, keys, cells, metric=name, budgets=points),
+                points,
+                metric=name,
+                budget=limit,
             )
             for name in comparison.curve_metrics
         ],
@@ -118,12 +121,12 @@ def frontier_view(experiment: Mapping[str, Any]) -> dict[str, Any] | None:
     points.update({p["config"]: (as_number(p.get("context")), as_number(p.get("mean"))) for p in stored})
     if sum(1 for tokens, value in points.values() if tokens is not None and value is not None) < 2:
         return None
-    best = [p["config"] for p in stored] or budgets.frontier(points, higher_is_better=spec.higher_is_better)
+    best = [p["config"] for p in stored] or context_budget.frontier(points, higher_is_better=spec.higher_is_better)
     # The budget the Decision compared at (else the one the equal-budget view defaults to): where the reader stands.
     budget = (decision.get("budget_matched") or {}).get("budget") or config.get("budget")
     if not budget:
         cells = [CellResult.model_validate(c) for c in experiment.get("cells") or []]
-        budget = budgets.default_budget(budgets.median_context(list(points), cells))
+        budget = context_budget.default_budget(context_budget.median_context(list(points), cells))
     dominated = [k for k, (t, v) in points.items() if t is not None and v is not None and k not in best]
     return {
         "metric": metric,
@@ -153,7 +156,7 @@ def _frontier_points(experiment: Mapping[str, Any], metric: str) -> dict[str, tu
                   as_number(means[key]))
             for key in keys if key in means
         }  # fmt: skip
-    context = budgets.median_context(keys, [CellResult.model_validate(c) for c in experiment.get("cells") or []])
+    context = context_budget.median_context(keys, [CellResult.model_validate(c) for c in experiment.get("cells") or []])
     aggregate = experiment.get("aggregate") or {}
     return {key: (context.get(key), metric_mean(aggregate, key, metric)) for key in keys}
 

@@ -318,8 +318,8 @@ def frontier_chart(
     points: Mapping[str, tuple[float | None, float | None]], frontier: list[str], *, metric: str, budget: int | None
 ) -> dict[str, Any]:
     """Every configuration as a point, its context tokens per question (x) against its ``metric`` (y), the frontier
-    (``budget.frontier``) as a step line through its labelled points and the Decision's budget as a vertical mark,
-    as SVG geometry."""
+    (``context_budget.frontier``) as a step line through its labelled points and the Decision's budget as a vertical
+    mark, as SVG geometry."""
     spec = METRIC_BY_KEY.get(metric) or MetricSpec(metric, metric, 2)
     # Room above the plot: the label of a point at the metric's ceiling sits over it.
     left, top, plot_w, plot_h, label_room = 48, 24, 520, 220, 190

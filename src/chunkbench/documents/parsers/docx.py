@@ -88,7 +88,7 @@ def _read_transitional(path: Path, package: DocxPackage) -> ParseResult:
         page_count=package.page_count,
         heading_source="styles",
     )
-    # The core property Word writes ("en-US" on most files, whatever their text: documents.language decides).
+    # The core property Word writes ("en-US" on most files, whatever their text: documents.language_detection decides).
     result.declared_language = (
         (document.core_properties.language or "").strip() or None if package.has_core_properties else None
     )

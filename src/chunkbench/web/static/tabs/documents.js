@@ -549,7 +549,7 @@ function Summary({ doc, openTab, onDeleted, onChanged }) {
   </div>`;
 }
 
-// How a document's language was found, in words: what documents.language records.
+// How a document's language was found, in words: what documents.language_detection records.
 const LANGUAGE_SOURCES = { detected: "detected", declared: "declared by the file", user: "set by you" };
 
 // The document's language, its source and confidence, and a form to set it (PATCH /documents/{id}): the server

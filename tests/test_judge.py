@@ -1,5 +1,7 @@
-"""LLM-as-judge: the tolerant verdict parser on malformed replies, and judge() through the real LLM client
-against the local fake OpenAI server (corrective retries, failures counted, repeats, transport errors)."""
+"""LLM-as-judge: the tolerant verdict parser on malformed replies, and judge() through the real LLM client: against
+the real llama.cpp server (``real_llm``: schema-constrained verdicts, their bookkeeping) and, for what a real model
+cannot be made to do, the scripted fake (JSON mode without schemas, corrective retries, failures counted, scores
+that vary between repeats, transport errors)."""
 
 from __future__ import annotations
 
@@ -12,9 +14,19 @@ import pytest
 
 from chunkbench.config import Settings
 from chunkbench.errors import LlmUnavailableError
-from chunkbench.evaluation.judge import JudgeParseError, JudgeVerdict, judge, parse_verdict
+from chunkbench.evaluation.judge import (
+    MAX_SCORE,
+    MIN_SCORE,
+    SCORE_KEYS,
+    VERDICT_SCHEMA,
+    JudgeParseError,
+    JudgeVerdict,
+    judge,
+    parse_verdict,
+)
 from chunkbench.llm.client import LlmClient
 from fake_openai import FakeOpenAI, Reply, running_fake_openai
+from real_llm import RecordingProxy
 
 GOOD = {"context_relevance": 8, "answer_similarity": 7, "faithfulness": 9, "hallucination": False, "reasoning": "ok"}
 
@@ -29,8 +41,8 @@ def server() -> Iterator[FakeOpenAI]:
         yield running
 
 
-def make_client(tmp_path: Path, url: str, retries: int = 0) -> LlmClient:
-    settings = Settings(_env_file=None, data_dir=tmp_path / "data", llm_base_url=url, llm_model="fake-model",
+def make_client(tmp_path: Path, url: str, retries: int = 0, model: str = "fake-model") -> LlmClient:
+    settings = Settings(_env_file=None, data_dir=tmp_path / "data", llm_base_url=url, llm_model=model,
                         llm_max_retries=retries)  # fmt: skip
     return LlmClient(settings)
 
@@ -134,7 +146,30 @@ def test_parse_verdict_reports_every_invalid_value_at_once() -> None:
 # --------------------------------------------------------------------------- judge()
 
 
-def test_judge_sends_json_mode_at_temperature_zero(server: FakeOpenAI, tmp_path: Path) -> None:
+def test_the_real_models_verdicts_are_its_replies_parsed_and_counted(real_llm: RecordingProxy, tmp_path: Path) -> None:
+    verdict = run_judge(make_client(tmp_path, real_llm.url, model=real_llm.model), repeats=2)
+    first, second = real_llm.chats
+    samples = [parse_verdict(chat.content) for chat in (first, second)]
+    # Schema-constrained: every reply parses as it is, no retry, no repair; the figures are the replies'.
+    assert (verdict.repeats, verdict.successful_repeats, verdict.attempts, verdict.failures) == (2, 2, 2, 0)
+    assert verdict.ok and verdict.error is None and verdict.model == real_llm.model
+    for key in SCORE_KEYS:
+        mean = (samples[0][key] + samples[1][key]) / 2
+        assert getattr(verdict, key) == pytest.approx(mean) and MIN_SCORE <= mean <= MAX_SCORE
+    assert verdict.hallucination_rate == (samples[0]["hallucination"] + samples[1]["hallucination"]) / 2
+    assert (verdict.prompt_tokens, verdict.completion_tokens) == (
+        first.usage[0] + second.usage[0],
+        first.usage[1] + second.usage[1],
+    )
+    for chat in (first, second):
+        assert chat.request.body is not None and chat.request.body["temperature"] == 0
+        assert chat.request.body["response_format"]["json_schema"]["schema"] == VERDICT_SCHEMA.schema
+        user = json.loads(chat.request.body["messages"][1]["content"])
+        assert user["retrieved_context"] == ["[Source 1] Paris is the capital of France.", "[Source 2] Lyon is a city."]
+
+
+def test_judge_sends_json_mode_to_a_server_without_schemas(server: FakeOpenAI, tmp_path: Path) -> None:
+    # The fake answers no llama.cpp /props: the client sends the plain JSON mode and the prompt's instructions.
     server.script(Reply(content=verdict_json(), usage=(300, 40)))
     verdict = run_judge(make_client(tmp_path, server.url))
     assert (verdict.context_relevance, verdict.answer_similarity, verdict.faithfulness) == (8.0, 7.0, 9.0)

@@ -1,4 +1,5 @@
-"""LLM domain: the real ``openai`` client against a local fake server, prompts, the extractive answerer
+"""LLM domain: the real ``openai`` client against the real llama.cpp server (``real_llm``) and, for the failures it
+cannot be made to give, a scripted fake; prompts, the extractive answerer
 with the real MiniLM, answer dispatch, and the LLM context prefixer."""
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from chunkbench.llm.prompts import (
 )
 from chunkbench.models import DocumentTree, NodeType, TreeNode
 from fake_openai import FakeOpenAI, Reply, running_fake_openai
+from real_llm import RecordingProxy
 
 
 def llm_settings(tmp_path: Path, url: str, **overrides: object) -> Settings:
@@ -59,17 +61,18 @@ def server() -> Iterator[FakeOpenAI]:
 # --------------------------------------------------------------------------- client
 
 
-def test_chat_returns_text_usage_and_sends_temperature_zero(server: FakeOpenAI, tmp_path: Path) -> None:
-    server.script(Reply(content="  Paris is the capital. [Source 1]  ", usage=(120, 9)))
-    client = LlmClient(llm_settings(tmp_path, server.url, llm_api_key=""))
+def test_chat_returns_text_usage_and_sends_temperature_zero(real_llm: RecordingProxy, tmp_path: Path) -> None:
+    client = LlmClient(llm_settings(tmp_path, real_llm.url, llm_model=real_llm.model, llm_api_key=""))
     result = client.chat([{"role": "user", "content": "Capital of France?"}])
-    assert result.text == "Paris is the capital. [Source 1]"
-    assert (result.prompt_tokens, result.completion_tokens, result.attempts) == (120, 9, 1)
-    assert result.model == "fake-model" and result.latency_ms > 0
-    (request,) = server.chat_requests
+    (chat,) = real_llm.chats
+    # The model's reply, trimmed, and the server's own token counts.
+    assert result.text and result.text == chat.content.strip()
+    assert (result.prompt_tokens, result.completion_tokens, result.attempts) == (*chat.usage, 1)
+    assert result.model == real_llm.model and result.latency_ms > 0
+    request = chat.request
     assert request.body is not None
     assert request.body["temperature"] == 0
-    assert request.body["model"] == "fake-model"
+    assert request.body["model"] == real_llm.model
     assert request.body["max_tokens"] == 1024
     assert request.body["messages"] == [{"role": "user", "content": "Capital of France?"}]
     # No key configured: a dummy one is sent, local servers ignore it.
@@ -373,14 +376,17 @@ def refuse_embedding(texts: list[str]) -> np.ndarray:
     raise AssertionError("the embedder must not be called")
 
 
-def test_generate_answer_with_a_client_uses_the_rag_prompt(server: FakeOpenAI, tmp_path: Path) -> None:
-    server.script(Reply(content="Revenue was 4.2 million euros [Source 2]. See [Source 7].", usage=(300, 20)))
-    client = LlmClient(llm_settings(tmp_path, server.url))
-    result = generate_answer("Revenue in 2023?", PASSAGES, client=client, embed=refuse_embedding)
-    assert result.mode == "llm" and result.citations == [2]
-    assert (result.prompt_tokens, result.completion_tokens) == (300, 20)
-    body = server.chat_requests[0].body
-    assert body is not None and body["temperature"] == 0
+def test_generate_answer_with_a_client_uses_the_rag_prompt(real_llm: RecordingProxy, tmp_path: Path) -> None:
+    client = LlmClient(llm_settings(tmp_path, real_llm.url, llm_model=real_llm.model))
+    result = generate_answer("Revenue in 2023?", PASSAGES, client=client, embed=refuse_embedding, max_tokens=64)
+    (chat,) = real_llm.chats
+    assert result.mode == "llm" and result.text == chat.content.strip()
+    # Citations are the valid [Source n] the model wrote, first first; token usage is the server's.
+    assert result.citations == parse_citations(chat.content, [1, 2, 3])
+    assert (result.prompt_tokens, result.completion_tokens) == chat.usage
+    body = chat.request.body
+    assert body is not None and body["temperature"] == 0 and body["max_tokens"] == 64
+    assert body["messages"] == rag_answer_messages("Revenue in 2023?", PASSAGES)
     assert "[Source 3]\nInvoice INV-7731" in body["messages"][1]["content"]
 
 
@@ -391,24 +397,23 @@ def test_generate_answer_without_a_client_is_extractive(minilm_embed: Callable) 
     assert (result.prompt_tokens, result.completion_tokens) == (0, 0)
 
 
-def test_generate_answer_without_passages_calls_nothing(server: FakeOpenAI, tmp_path: Path) -> None:
-    client = LlmClient(llm_settings(tmp_path, server.url))
+def test_generate_answer_without_passages_calls_nothing(real_llm: RecordingProxy, tmp_path: Path) -> None:
+    client = LlmClient(llm_settings(tmp_path, real_llm.url, llm_model=real_llm.model))
     for passages in ([], [(1, "   ")]):
         result = generate_answer("q?", passages, client=client, embed=refuse_embedding)
         assert (result.text, result.mode, result.citations) == (NOT_ENOUGH_INFORMATION, "none", [])
-    assert server.requests == []
+    assert real_llm.requests == []
 
 
 # --------------------------------------------------------------------------- contextual prefixer
 
 
 def test_llm_prefixer_sends_the_document_as_the_same_prefix_for_every_chunk(
-    server: FakeOpenAI,
+    real_llm: RecordingProxy,
     tmp_path: Path,
 ) -> None:
-    server.responder = lambda body: Reply(content=f"  Context for\nrequest {len(server.chat_requests)}. ")
     markdown = "Acme annual report 2023.\n\n" + "\n\n".join(
-        f"Paragraph {n} talks about topic {n} in some detail, with enough words to fill a chunk." for n in range(8)
+        f"Paragraph {n} talks about topic {n} in some detail, with enough words to fill a chunk." for n in range(4)
     )
     document = ChunkingInput(
         "doc1",
@@ -416,25 +421,27 @@ def test_llm_prefixer_sends_the_document_as_the_same_prefix_for_every_chunk(
         markdown,
         DocumentTree(root=TreeNode(NodeType.DOCUMENT, start_index=0, end_index=len(markdown))),
     )
-    prefixer = LlmContextPrefixer(LlmClient(llm_settings(tmp_path, server.url)))
+    client = LlmClient(llm_settings(tmp_path, real_llm.url, llm_model=real_llm.model))
+    prefixer = LlmContextPrefixer(client, max_tokens=32)
     strategy = ContextualRetrievalStrategy(
         ContextualRetrievalStrategy.params_model(chunk_size=40, chunk_overlap=0), prefixer=prefixer
     )
     chunks = strategy.chunk(document)
     assert len(chunks) >= 3 and strategy.run_details() == {"prefix_mode": "llm"}
 
-    requests = server.chat_requests
-    assert len(requests) == len(chunks)
+    chats = real_llm.chats  # sequential: one request per chunk, in the chunks' order
+    assert len(chats) == len(chunks)
     prefix = contextual_document_part(markdown)
-    for request, chunk in zip(requests, chunks, strict=True):
-        assert request.body is not None
-        (message,) = request.body["messages"]
+    for chat, chunk in zip(chats, chunks, strict=True):
+        assert chat.request.body is not None
+        (message,) = chat.request.body["messages"]
         assert message["content"].startswith(prefix)
         assert f"<chunk>\n{chunk.text}\n</chunk>" in message["content"]
-        assert request.body["temperature"] == 0
-    for number, chunk in enumerate(chunks, start=1):
-        assert chunk.enriched_content == f"Context for request {number}.\n\n{chunk.text}"
-    assert prefixer.prompt_tokens == 11 * len(chunks)
+        assert chat.request.body["temperature"] == 0 and chat.request.body["max_tokens"] == 32
+        # The model's reply on one line, then the chunk.
+        assert chunk.enriched_content == f"{' '.join(chat.content.split())}\n\n{chunk.text}"
+    assert prefixer.prompt_tokens == sum(chat.usage[0] for chat in chats)
+    assert prefixer.completion_tokens == sum(chat.usage[1] for chat in chats)
 
 
 def test_llm_prefixer_failure_propagates(server: FakeOpenAI, tmp_path: Path) -> None:

@@ -3,9 +3,7 @@
 The model is too small to judge: these tests assert the protocol and the bookkeeping (typed errors, the JSON schema
 sent, repairs counted, slots used), never the model's judgement.
 
-The server runs in a ``chunkbench`` child process, never in pytest's: xllamacpp's Cython types and uharfbuzz's (which
-the tests that make PDFs load through fpdf2) cannot share a process ("Shared Cython type cython_function_or_method has
-the wrong size"); the product itself never loads uharfbuzz.
+The server is the session's ``llama_server`` (tests/real_llm.py: a ``chunkbench llm serve`` child process).
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,44 +28,9 @@ from chunkbench.config import Settings, get_settings
 from chunkbench.evaluation.judge import judge
 from chunkbench.llm.client import LlmClient, LlmContextExceededError, repair_counts
 from fake_openai import FakeOpenAI, Reply, running_fake_openai
+from real_llm import CTX_SIZE, SRC, Served, llm_serve
 
 pytestmark = pytest.mark.model  # loads a real model: `make test-fast` leaves it out
-
-CTX_SIZE = 1024
-SRC = Path(__file__).resolve().parents[1] / "src"  # the chunkbench under test, for the `chunkbench` subprocess
-
-
-@dataclass(frozen=True)
-class Served:
-    """A running ``chunkbench llm serve``: its root URL, the OpenAI base URL and the model name it printed."""
-
-    url: str
-    base_url: str
-    model: str
-
-
-def _llm_serve(gguf: Path, data_dir: Path, *options: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "CHUNKBENCH_DATA_DIR": str(data_dir), "PYTHONPATH": str(SRC)}
-    command = [sys.executable, "-m", "chunkbench", "llm", "serve", str(gguf), *options]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
-
-
-@pytest.fixture(scope="module")
-def server(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """One server for the module: two slots of CTX_SIZE tokens each, two threads."""
-    options = ("--ctx-size", str(CTX_SIZE), "--threads", "2", "--parallel", "2")
-    process = _llm_serve(smollm2_gguf, tmp_path_factory.mktemp("llm-serve"), *options)
-    assert process.stdout is not None
-    try:
-        _banner, base_url, model = (process.stdout.readline().strip() for _ in range(3))
-        base = base_url.split("=", 1)[1]
-        yield Served(base.removesuffix("/v1"), base, model.split("=", 1)[1])
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 def make_client(server: Served, tmp_path: Path, **settings: Any) -> LlmClient:
@@ -89,32 +51,32 @@ def judge_paris(client: LlmClient, **kwargs: Any) -> Any:
     )
 
 
-def test_a_chat_completion_answers(server: Served, tmp_path: Path) -> None:
-    result = make_client(server, tmp_path).chat([{"role": "user", "content": "Say hello."}], max_tokens=16)
+def test_a_chat_completion_answers(llama_server: Served, tmp_path: Path) -> None:
+    result = make_client(llama_server, tmp_path).chat([{"role": "user", "content": "Say hello."}], max_tokens=16)
     assert result.text and result.prompt_tokens > 0 and 0 < result.completion_tokens <= 16
-    assert result.model == server.model and result.attempts == 1
+    assert result.model == llama_server.model and result.attempts == 1
 
 
-def test_a_prompt_over_the_context_window_is_a_typed_error(server: Served, tmp_path: Path) -> None:
+def test_a_prompt_over_the_context_window_is_a_typed_error(llama_server: Served, tmp_path: Path) -> None:
     with pytest.raises(LlmContextExceededError) as raised:
-        make_client(server, tmp_path).chat([{"role": "user", "content": "word " * (2 * CTX_SIZE)}], max_tokens=8)
+        make_client(llama_server, tmp_path).chat([{"role": "user", "content": "word " * (2 * CTX_SIZE)}], max_tokens=8)
     error = raised.value
     assert error.status_code == 400 and "CHUNKBENCH_LLM_CTX_SIZE" in error.message
     assert error.details["context_window"] == CTX_SIZE and error.details["prompt_tokens"] > CTX_SIZE
     assert f"{error.details['prompt_tokens']} tokens" in error.message
 
 
-def test_a_reply_cut_by_max_tokens_goes_through_the_repair_path(server: Served, tmp_path: Path) -> None:
+def test_a_reply_cut_by_max_tokens_goes_through_the_repair_path(llama_server: Served, tmp_path: Path) -> None:
     before = repair_counts().get("judge", 0)
-    verdict = judge_paris(make_client(server, tmp_path), max_tokens=6, max_attempts=2)
+    verdict = judge_paris(make_client(llama_server, tmp_path), max_tokens=6, max_attempts=2)
     # Six tokens never hold the five keys: each reply is mended, found incomplete and asked again.
     assert (verdict.attempts, verdict.failures, verdict.successful_repeats) == (2, 2, 0)
     assert verdict.error is not None and all(m.startswith("unusable reply") for m in verdict.failure_messages)
     assert repair_counts()["judge"] - before == 2
 
 
-def test_two_parallel_slots_serve_two_concurrent_requests(server: Served, tmp_path: Path) -> None:
-    client = make_client(server, tmp_path)
+def test_two_parallel_slots_serve_two_concurrent_requests(llama_server: Served, tmp_path: Path) -> None:
+    client = make_client(llama_server, tmp_path)
     prompt = [{"role": "user", "content": "Count from 1 to 60, separated by spaces."}]
     results: list[Any] = []
     threads = [threading.Thread(target=lambda: results.append(client.chat(prompt, max_tokens=120))) for _ in range(2)]
@@ -122,7 +84,7 @@ def test_two_parallel_slots_serve_two_concurrent_requests(server: Served, tmp_pa
     for thread in threads:
         thread.start()
     while any(thread.is_alive() for thread in threads):
-        with urllib.request.urlopen(f"{server.url}/slots") as reply:
+        with urllib.request.urlopen(f"{llama_server.url}/slots") as reply:
             slots = json.loads(reply.read())
         busy = max(busy, sum(bool(slot["is_processing"]) for slot in slots))
         time.sleep(0.02)
@@ -133,9 +95,9 @@ def test_two_parallel_slots_serve_two_concurrent_requests(server: Served, tmp_pa
 
 
 def test_the_judge_sends_a_json_schema_and_needs_no_repair(
-    server: Served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    llama_server: Served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    client = make_client(server, tmp_path)
+    client = make_client(llama_server, tmp_path)
     sent: list[dict[str, Any]] = []
     create = client._create
     monkeypatch.setattr(client, "_create", lambda request: sent.append(request) or create(request))
@@ -189,7 +151,7 @@ def test_llm_serve_of_a_missing_or_non_gguf_file_exits_with_the_typed_message(cl
 
 
 def test_llm_serve_prints_the_settings_and_stops_on_ctrl_c(smollm2_gguf: Path, tmp_path: Path) -> None:
-    process = _llm_serve(smollm2_gguf, tmp_path / "data", "--ctx-size", "256")
+    process = llm_serve(smollm2_gguf, tmp_path / "data", "--ctx-size", "256")
     assert process.stdout is not None
     try:
         banner, base_url, model = (process.stdout.readline() for _ in range(3))
@@ -209,18 +171,18 @@ def test_llm_serve_prints_the_settings_and_stops_on_ctrl_c(smollm2_gguf: Path, t
 
 
 def test_llm_check_reports_model_context_and_speed(
-    server: Served, cli: CliRunner, monkeypatch: pytest.MonkeyPatch
+    llama_server: Served, cli: CliRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("CHUNKBENCH_LLM_BASE_URL", server.base_url)
-    monkeypatch.setenv("CHUNKBENCH_LLM_MODEL", server.model)
+    monkeypatch.setenv("CHUNKBENCH_LLM_BASE_URL", llama_server.base_url)
+    monkeypatch.setenv("CHUNKBENCH_LLM_MODEL", llama_server.model)
     get_settings.cache_clear()
     shown = cli.invoke(app, ["llm", "check"])
     assert shown.exit_code == 0, shown.output
-    assert server.model in shown.output and f"{CTX_SIZE} tokens" in shown.output and "tokens/s" in shown.output
+    assert llama_server.model in shown.output and f"{CTX_SIZE} tokens" in shown.output and "tokens/s" in shown.output
     as_json = cli.invoke(app, ["llm", "check", "--json"])
     assert as_json.exit_code == 0, as_json.output
     report = json.loads(as_json.output)
-    assert (report["model"], report["context_window"], report["llama_cpp"]) == (server.model, CTX_SIZE, True)
+    assert (report["model"], report["context_window"], report["llama_cpp"]) == (llama_server.model, CTX_SIZE, True)
     assert report["completion_tokens"] > 0 and report["tokens_per_s"] > 0
 
 

@@ -4,6 +4,7 @@ OpenAI-compatible server for the LLM answer and judge."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from chunkbench.benchmarking import benchmarks, claims, experiments, planning, r
 from chunkbench.benchmarking.schemas import BenchmarkIn
 from chunkbench.cli import app as cli_app
 from chunkbench.config import get_settings
+from chunkbench.llm.client import repair_counts
 from chunkbench.llm.prompts import JUDGE_SYSTEM_PROMPT
 from chunkbench.models import StrategyName
 from chunkbench.storage.db import create_db_engine
@@ -436,7 +438,54 @@ def _llm_settings(settings, server):
 
 
 @pytest.mark.model
-def test_llm_answers_and_the_judge_are_scored_and_failures_counted(settings, document_id, client):
+def test_bench_run_judge_on_a_real_local_model_scores_every_cell(
+    settings, document_id, client, tmp_path, monkeypatch, real_llm
+):
+    # `chunkbench llm serve` (the session's llama_server, behind real_llm's recording proxy) + `bench run --judge`.
+    monkeypatch.setenv("CHUNKBENCH_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("CHUNKBENCH_LLM_BASE_URL", real_llm.url)
+    monkeypatch.setenv("CHUNKBENCH_LLM_MODEL", real_llm.model)
+    monkeypatch.setenv("CHUNKBENCH_LLM_MAX_TOKENS", "160")  # SmolLM2 can ramble: bound its answers
+    get_settings.cache_clear()
+    questions = tmp_path / "questions.json"
+    questions.write_text(json.dumps({"questions": QUESTIONS[:3]}), encoding="utf-8")
+    repairs_before = repair_counts().get("judge", 0)
+    try:
+        ran = CliRunner().invoke(
+            cli_app, ["bench", "run", "handbook.md", "-q", str(questions), "--strategies", "recursive", "--judge",
+                      "--concurrency", "2", "--json"],
+        )  # fmt: skip
+    finally:
+        get_settings.cache_clear()
+    assert ran.exit_code == 0, ran.output
+    experiment = json.loads(ran.stdout)
+    assert experiment["status"] == "completed" and experiment["config"]["judge"] is True
+    assert experiment["config"]["answer_mode"] == "llm" and experiment["provenance"]["llm_model"] == real_llm.model
+    cells = experiment["cells"]
+    assert len(cells) == 3
+    for cell in cells:
+        assert cell["status"] == "ok" and cell["answer_mode"] == "llm" and cell["answer"]
+        assert cell["judge"]["error"] is None and cell["judge"]["failures"] == 0
+        for key in ("judge_context_relevance", "judge_answer_similarity", "judge_faithfulness"):
+            score = cell["metrics"][key]
+            assert isinstance(score, int | float) and not math.isnan(score) and 1 <= score <= 10, (key, score)
+        assert isinstance(cell["metrics"]["judge_hallucination"], bool)
+    # One answer and one verdict per cell, each verdict under the server's schema grammar: no repair needed.
+    judged = [chat for chat in real_llm.chats if chat.request.body["messages"][0]["content"] == JUDGE_SYSTEM_PROMPT]
+    answered = [chat for chat in real_llm.chats if chat not in judged]
+    assert len(judged) == len(answered) == 3
+    assert all(chat.request.body["response_format"]["type"] == "json_schema" for chat in judged)
+    assert repair_counts().get("judge", 0) == repairs_before
+    # The cells' token figures are the server's own counts, answer and verdict together.
+    assert sum(cell["tokens"]["prompt"] for cell in cells) == sum(chat.usage[0] for chat in real_llm.chats)
+    assert sum(cell["tokens"]["completion"] for cell in cells) == sum(chat.usage[1] for chat in real_llm.chats)
+    aggregate = experiment["aggregate"]["recursive/dense/k5"]
+    assert aggregate["judge_failures"] == 0 and aggregate["metrics"]["judge_faithfulness"]["n"] == 3
+
+
+@pytest.mark.model
+def test_a_malformed_verdict_is_retried_and_counted_while_cells_run_concurrently(settings, document_id, client):
+    # Failure injection (a reply that is no verdict), timed so concurrent cells overlap: the scripted fake.
     lock = threading.Lock()
     seen = {"in_flight": 0, "peak": 0, "judge_calls": 0}
 

@@ -4,15 +4,18 @@ OpenAI-compatible server for the LLM paths."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
 
 from chunkbench.cli import app as cli_app
 from chunkbench.config import get_settings
-from chunkbench.llm.prompts import NOT_ENOUGH_INFORMATION
+from chunkbench.llm.answer import parse_citations
+from chunkbench.llm.client import repair_counts
+from chunkbench.llm.prompts import NOT_ENOUGH_INFORMATION, rag_answer_messages
+from chunkbench.retrieval.rerank import parse_ranking
 from chunkbench.storage.vectors import close_vector_stores
-from fake_openai import Reply, running_fake_openai
 
 HANDBOOK = """# Staff Handbook
 
@@ -136,16 +139,20 @@ def test_invalid_query_input_is_422(client, document_id, knobs):
 
 
 @pytest.mark.model
-def test_llm_answer_with_citations_and_token_usage(settings, client, document_id):
-    with running_fake_openai() as server:
-        settings.llm_base_url, settings.llm_model = server.url, "fake-model"
-        server.script(Reply(content="Employees get 25 days of paid leave [Source 1].", usage=(120, 12)))
-        body = _ask(client, document_id, "How much annual leave?", strategy="recursive").json()
-        [request] = server.chat_requests
-    assert body["answer_mode"] == "llm" and body["citations"] == [1]
-    assert body["token_usage"]["prompt_tokens"] == 120 and body["token_usage"]["completion_tokens"] == 12
-    assert request.body["temperature"] == 0
-    assert "[Source 1]" in json.dumps(request.body["messages"])
+def test_llm_answer_with_citations_and_token_usage(settings, client, document_id, real_llm):
+    settings.llm_base_url, settings.llm_model, settings.llm_max_tokens = real_llm.url, real_llm.model, 128
+    response = _ask(client, document_id, "How much annual leave?", strategy="recursive")
+    assert response.status_code == 201, response.text
+    body = response.json()
+    [chat] = real_llm.chats
+    numbers = list(range(1, len(body["sources"]) + 1))
+    assert body["answer_mode"] == "llm" and body["answer"] == chat.content.strip()
+    # The citations are the valid [Source n] the model wrote; the token usage is the server's count.
+    assert body["citations"] == parse_citations(chat.content, numbers)
+    assert (body["token_usage"]["prompt_tokens"], body["token_usage"]["completion_tokens"]) == chat.usage
+    assert chat.request.body["temperature"] == 0 and chat.request.body["max_tokens"] == 128
+    prompt = chat.request.body["messages"][1]["content"]
+    assert all(f"[Source {n}]" in prompt for n in numbers) and f"[Source {len(numbers) + 1}]" not in prompt
 
 
 @pytest.mark.model
@@ -249,16 +256,30 @@ def test_cross_encoder_rerank_through_the_api(settings, client, document_id, tin
 
 
 @pytest.mark.model
-def test_llm_rerank_and_llm_contextual_prefixes(settings, client, document_id):
-    with running_fake_openai() as server:
-        settings.llm_base_url, settings.llm_model = server.url, "fake-model"
-        server.script(Reply(content='{"ranking": [2, 1]}'), Reply(content="Hotels: 150 euros [Source 1]."))
-        body = _ask(client, document_id, "Hotel limit?", strategy="recursive", rerank="llm", top_k=2).json()
-        assert body["answer_mode"] == "llm" and body["config"]["rerank"] == "llm"
-        server.responder = lambda request: Reply(content="This chunk is from the staff handbook.")
-        processed = client.post(
-            f"/documents/{document_id}/process", params={"wait": "true"}, json={"strategies": ["contextual_retrieval"]}
-        ).json()
+def test_llm_rerank_and_llm_contextual_prefixes(settings, client, document_id, real_llm):
+    settings.llm_base_url, settings.llm_model, settings.llm_max_tokens = real_llm.url, real_llm.model, 128
+    repairs_before = repair_counts().get("rerank", 0)
+    body = _ask(client, document_id, "Hotel limit?", strategy="recursive", rerank="llm", top_k=2).json()
+    assert body["answer_mode"] == "llm" and body["config"]["rerank"] == "llm"
+    ranked, answered = real_llm.chats
+    # The ranking came back under the server's schema grammar, and the answer's sources follow it.
+    assert ranked.request.body["response_format"]["json_schema"]["name"] == "ranking"
+    assert repair_counts().get("rerank", 0) == repairs_before
+    listed = ranked.request.body["messages"][1]["content"].split("<passages>\n", 1)[1].split("\n</passages>", 1)[0]
+    passages = re.split(r"(?:^|\n\n)\[\d+\] ", listed)[1:]
+    order = parse_ranking(ranked.content, len(passages))
+    assert [source["text"].strip()[:60] for source in body["sources"]] == [passages[i][:60] for i in order[:2]]
+    assert answered.request.body["messages"] == rag_answer_messages(
+        "Hotel limit?", [(n, source["text"]) for n, source in enumerate(body["sources"], start=1)]
+    )
+
+    processed = client.post(
+        f"/documents/{document_id}/process", params={"wait": "true"}, json={"strategies": ["contextual_retrieval"]}
+    ).json()
     assert processed["completed"][0]["details"]["prefix_mode"] == "llm"
     preview = client.get(f"/admin/chunks/{document_id}", params={"strategy": "contextual_retrieval"}).json()
     assert all(c["text"] in HANDBOOK for c in preview["chunks"])
+    # One prefix request per chunk, the model's reply written on one line.
+    prefixed = real_llm.chats[2:]
+    assert len(prefixed) == len(preview["chunks"])
+    assert all(" ".join(chat.content.split()) for chat in prefixed)

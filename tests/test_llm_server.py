@@ -28,8 +28,9 @@ from typer.testing import CliRunner
 
 from chunkbench.cli import app
 from chunkbench.config import Settings, get_settings
+from chunkbench.errors import LlmContextExceededError
 from chunkbench.evaluation.judge import judge
-from chunkbench.llm.client import LlmClient, LlmContextExceededError, repair_counts
+from chunkbench.llm.client import LlmClient, repair_counts
 from fake_openai import FakeOpenAI, Reply, running_fake_openai
 
 pytestmark = pytest.mark.model  # loads a real model: `make test-fast` leaves it out

@@ -25,8 +25,9 @@ from typer.testing import CliRunner
 
 from chunkbench.cli import app
 from chunkbench.config import Settings, get_settings
+from chunkbench.errors import LlmContextExceededError
 from chunkbench.evaluation.judge import judge
-from chunkbench.llm.client import LlmClient, LlmContextExceededError, repair_counts
+from chunkbench.llm.client import LlmClient, repair_counts
 from fake_openai import FakeOpenAI, Reply, running_fake_openai
 from real_llm import CTX_SIZE, SRC, Served, llm_serve
 
@@ -211,3 +212,28 @@ except OSError:
     ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert ran.stdout.strip() == "stopped with the app"
+
+
+def test_llm_serve_stops_cleanly_on_ctrl_c_while_the_model_loads(smollm2_gguf: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "CHUNKBENCH_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(SRC)}
+    command = [sys.executable, "-m", "chunkbench", "llm", "serve", str(smollm2_gguf), "--ctx-size", "256"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert process.stderr is not None
+    watchdog = threading.Timer(60, process.kill)  # a hang fails the test instead of blocking the read below
+    watchdog.start()
+    try:
+        logged = []
+        for line in process.stderr:  # llama.cpp logs to stderr: the signal goes once it says it loads the model
+            logged.append(line)
+            if "loading model" in line:
+                process.send_signal(signal.SIGINT)
+                break
+        assert logged and "loading model" in logged[-1], "".join(logged)[-2000:]
+        out, err = process.communicate(timeout=20)
+        # The load runs to its end, then the server stops: no export lines, no traceback, no thread left behind.
+        assert process.returncode == 0, err[-2000:]
+        assert out.strip() == "stopped" and "Traceback" not in err
+    finally:
+        watchdog.cancel()
+        if process.poll() is None:
+            process.kill()

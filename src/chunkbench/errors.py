@@ -195,6 +195,26 @@ class LlmUnavailableError(LlmError):
     code = "llm_unavailable"
 
 
+class LlmContextExceededError(LlmError):
+    """The prompt (plus the tokens asked for) does not fit the model's context window."""
+
+    status_code = 400
+    code = "llm_context_exceeded"
+
+
+class LlmModelFileError(ChunkbenchError):
+    """The GGUF model file to serve is missing, not a file, or cannot be read."""
+
+    status_code = 400
+    code = "llm_model_file"
+
+
+class NotGgufError(LlmModelFileError):
+    """The model file does not start with the GGUF magic: llama.cpp serves GGUF files only."""
+
+    code = "not_gguf"
+
+
 class QueryError(ChunkbenchError):
     """A query cannot run as asked (document not processed with that strategy, reranker missing…)."""
 
@@ -373,3 +393,9 @@ class OcrUnavailableError(DependencyUnavailableError):
     """OCR is on (CHUNKBENCH_OCR=on) but the Tesseract binary or a language pack it needs is not installed."""
 
     code = "ocr_unavailable"
+
+
+class LocalLlmUnavailableError(DependencyUnavailableError):
+    """Serving a model in process needs xllamacpp (the ``llm`` extra), which is not installed."""
+
+    code = "llm_server_missing"

@@ -10,7 +10,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from chunkbench.console import JsonOption, fail, open_database, out, print_json, vector_store
+from chunkbench.console import JsonOption, fail, out, print_json
+from chunkbench.documents.lookup_commands import open_document
 from chunkbench.errors import ChunkbenchError
 from chunkbench.indexing.commands import print_language
 from chunkbench.models import StrategyName
@@ -27,14 +28,12 @@ def chunks(
 ) -> None:
     """Chunk Preview: a strategy's chunks with exact offsets, and the run's diagnostics."""
     from chunkbench.admin import operations
-    from chunkbench.documents import library
 
-    settings, database = open_database()
+    settings, database, store, document_id = open_document(document, as_json)
     try:
         with database.session() as session:
-            document_id = library.resolve(session, document, tenant_id=DEFAULT_TENANT).id
             preview = operations.chunk_preview(
-                session, settings, vector_store(settings), document_id, strategy, tenant_id=DEFAULT_TENANT,
+                session, settings, store, document_id, strategy, tenant_id=DEFAULT_TENANT,
                 corpus_model_id=corpus_model, offset=offset, limit=limit,
             )  # fmt: skip
     except ChunkbenchError as exc:

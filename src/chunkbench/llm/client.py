@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chunkbench.config import Settings
-from chunkbench.errors import LlmError, LlmUnavailableError
+from chunkbench.errors import LlmContextExceededError, LlmError, LlmUnavailableError
 
 logger = logging.getLogger(__name__)
 
@@ -42,13 +42,6 @@ _RETRY_COUNT_HEADER = "x-stainless-retry-count"
 Message = dict[str, str]
 # What llama.cpp (error type) and OpenAI (error code) call a prompt longer than the context window.
 _CONTEXT_ERRORS = ("exceed_context_size_error", "context_length_exceeded")
-
-
-class LlmContextExceededError(LlmError):
-    """The prompt (plus the tokens asked for) does not fit the model's context window."""
-
-    status_code = 400
-    code = "llm_context_exceeded"
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,12 @@ def serve_command(
     from chunkbench.llm.local_server import LocalLlmServer, ServerOptions
 
     settings = get_settings()
+    stopped = threading.Event()
+    # Ctrl-C and SIGTERM (a service manager, a test) stop it, while the model loads too: the handlers only set
+    # `stopped`, so no KeyboardInterrupt lands inside the start (a server freed before its loop runs hangs llama.cpp's
+    # shutdown). llama.cpp's load cannot be interrupted: a signal during it stops the server as soon as it is up.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopped.set())
     try:
         defaults = ServerOptions.from_settings(settings, model)
         options = ServerOptions(
@@ -55,21 +61,17 @@ def serve_command(
         server = LocalLlmServer(options).start()
     except ChunkbenchError as exc:
         raise fail(exc, False) from exc
-    stopped = threading.Event()
-    # SIGTERM (a service manager, a test) stops it as Ctrl-C does.
-    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     try:
-        print(
-            f"llama.cpp serves {server.model} at {server.base_url} ({options.ctx_size or 'the model'}'s context per "
-            f"request, {options.parallel} slot{'s' if options.parallel != 1 else ''}); Ctrl-C stops it.\n"
-            f"export CHUNKBENCH_LLM_BASE_URL={server.base_url}\n"
-            f"export CHUNKBENCH_LLM_MODEL={server.model}",
-            flush=True,
-        )
+        if not stopped.is_set():  # stopped while loading: no settings to point at a server that is going away
+            print(
+                f"llama.cpp serves {server.model} at {server.base_url} ({options.ctx_size or 'the model'}'s context "
+                f"per request, {options.parallel} slot{'s' if options.parallel != 1 else ''}); Ctrl-C stops it.\n"
+                f"export CHUNKBENCH_LLM_BASE_URL={server.base_url}\n"
+                f"export CHUNKBENCH_LLM_MODEL={server.model}",
+                flush=True,
+            )
         while not stopped.wait(0.5):
             pass
-    except KeyboardInterrupt:
-        pass
     finally:
         server.stop()
     print("stopped", flush=True)

@@ -18,32 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from chunkbench.config import Settings
-from chunkbench.errors import ChunkbenchError, DependencyUnavailableError, LlmError
+from chunkbench.errors import LlmError, LlmModelFileError, LocalLlmUnavailableError, NotGgufError
 
 logger = logging.getLogger(__name__)
 
 GGUF_MAGIC = b"GGUF"
 HOST = "127.0.0.1"
 _READY_TIMEOUT_S = 60.0
-
-
-class LlmModelFileError(ChunkbenchError):
-    """The GGUF model file to serve is missing, not a file, or cannot be read."""
-
-    status_code = 400
-    code = "llm_model_file"
-
-
-class NotGgufError(LlmModelFileError):
-    """The model file does not start with the GGUF magic: llama.cpp serves GGUF files only."""
-
-    code = "not_gguf"
-
-
-class LocalLlmUnavailableError(DependencyUnavailableError):
-    """Serving a model in process needs xllamacpp (the ``llm`` extra), which is not installed."""
-
-    code = "llm_server_missing"
 
 
 def check_model_file(path: Path) -> Path:

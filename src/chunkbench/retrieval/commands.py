@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from chunkbench.console import JsonOption, fail, num_cell, open_database, out, print_json, vector_store
+from chunkbench.console import JsonOption, fail, num_cell, out, print_json
+from chunkbench.documents.lookup_commands import open_document
 from chunkbench.errors import ChunkbenchError
 from chunkbench.limits import MAX_TOP_K
 from chunkbench.models import StrategyName
@@ -34,19 +35,16 @@ def query(
     """Ask a processed document a question: answer, sources, Expansion Tree, latency breakdown."""
     from pydantic import ValidationError
 
-    from chunkbench.documents import library
     from chunkbench.retrieval import queries
     from chunkbench.retrieval.schemas import QueryIn
 
-    settings, database = open_database()
+    settings, database, store, document_id = open_document(document, as_json)
     try:
-        with database.session() as session:
-            document_id = library.resolve(session, document, tenant_id=DEFAULT_TENANT).id
         request = QueryIn(
             document_id=document_id, strategy=strategy, question=question, top_k=top_k, neighbor_prev=prev,
             neighbor_next=next_, retriever=retriever, rerank=rerank, corpus_model_id=corpus_model,
         )  # fmt: skip
-        result = queries.run_query(database, settings, vector_store(settings), request, tenant_id=DEFAULT_TENANT)
+        result = queries.run_query(database, settings, store, request, tenant_id=DEFAULT_TENANT)
     except ValidationError as exc:
         raise typer.BadParameter(str(exc)) from exc
     except ChunkbenchError as exc:

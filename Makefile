@@ -109,6 +109,7 @@ perf: $(VENV)/.installed-perf system-deps ## benchmarks against peer libraries (
 	$(PY) perf/guard.py
 	$(PY) perf/load.py
 	$(PY) perf/eval.py benchmark_concurrency  # `perf/eval.py eval_chroma` (the reproduction) and `eval_chroma_vs_raw` (cold/warm vs raw encode) take minutes
+# perf/judge_agreement.py needs a model (--gguf MODEL.gguf, or --base-url and --model): run it by hand, docs/llm.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache site

@@ -318,3 +318,26 @@ def test_prompt_files_ship_with_the_package():
     prompts = Path(__file__).resolve().parents[1] / "src/chunkbench/llm/chroma_prompts"
     for name, digest in CHROMA_PROMPTS.items():
         assert hashlib.sha256((prompts / name).read_bytes()).hexdigest() == digest  # byte for byte Chroma's
+
+
+@pytest.mark.model
+def test_generate_against_a_real_model_places_every_excerpt_or_drops_it(real_llm, client, settings, document_id):
+    settings.llm_base_url, settings.llm_model, settings.llm_max_retries = real_llm.url, real_llm.model, 0
+    settings.llm_max_tokens = 200
+    response = client.post("/admin/questions/generate", json={"document_id": document_id, "count": 1})
+    chats = real_llm.chats
+    # Every request asks for the question's shape under the server's schema grammar.
+    assert chats and all(chat.request.body["response_format"]["type"] == "json_schema" for chat in chats)
+    if response.status_code == 502:  # the 135M model may write no excerpt that stands in the document
+        assert f"no usable question in {len(chats)} attempts" in response.json()["message"]
+        assert client.get("/admin/questions").json() == []
+        return
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert body["attempts"] == len(chats) and body["generated"] == 1
+    assert sum(body["rejected"].values()) == body["attempts"] - body["generated"]
+    markdown = client.get(f"/documents/{document_id}/markdown").text
+    (question,) = body["questions"]
+    assert question["references"]
+    for reference in question["references"]:  # located where the document holds it, never an invented offset
+        assert markdown[reference["start_index"] : reference["end_index"]] == reference["content"]

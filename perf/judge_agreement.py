@@ -32,9 +32,6 @@ import argparse
 import json
 import os
 import platform
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -137,24 +134,12 @@ def retrieve(data_dir: Path | None) -> tuple[dict[str, Any], dict[str, str], lis
 @contextmanager
 def served(gguf: Path) -> Iterator[tuple[str, str]]:
     """``chunkbench llm serve GGUF --threads 2`` as a child process: (base URL, model name); stopped at the end."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    from chunkbench.llm.local_server import serve_in_child
+
     with tempfile.TemporaryDirectory(prefix="chunkbench-llm-serve-") as tmp:
-        env["CHUNKBENCH_DATA_DIR"] = tmp
-        command = [sys.executable, "-m", "chunkbench", "llm", "serve", str(gguf), "--threads", "2"]
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
-        assert process.stdout is not None
-        try:
-            lines = [process.stdout.readline().strip() for _ in range(3)]
-            exports = dict(line.removeprefix("export ").split("=", 1) for line in lines if line.startswith("export "))
-            if "CHUNKBENCH_LLM_BASE_URL" not in exports:
-                raise SystemExit(f"chunkbench llm serve did not start: {lines}")
-            yield exports["CHUNKBENCH_LLM_BASE_URL"], exports["CHUNKBENCH_LLM_MODEL"]
-        finally:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        env = {"CHUNKBENCH_DATA_DIR": tmp, "PYTHONPATH": str(ROOT / "src")}
+        with serve_in_child(gguf, "--threads", "2", env=env) as server:
+            yield server.base_url, server.model
 
 
 def measure(base_url: str, model: str, n: int, data_dir: Path | None) -> dict[str, Any]:

@@ -26,6 +26,7 @@ import pgtest
 from chunkbench.app import create_app
 from chunkbench.config import Settings
 from chunkbench.embedding.cache import EMBEDDINGS, close_disk_caches
+from chunkbench.llm.local_server import ChildServer
 from chunkbench.storage.db import Database
 from chunkbench.storage.vectors import VectorStore, close_vector_stores, get_vector_store
 from model_tier import (  # noqa: F401 (hooks: the `model` marker's enforcement, see tests/model_tier.py)
@@ -35,7 +36,7 @@ from model_tier import (  # noqa: F401 (hooks: the `model` marker's enforcement,
     pytest_runtest_setup,
 )
 from netutil import free_port
-from real_llm import RecordingProxy, Served, recording, serving
+from real_llm import RecordingProxy, recording, serving
 from stand_in import server_stand_in
 
 TEST_DATABASE_URL = pgtest.TEST_DATABASE_URL
@@ -308,14 +309,14 @@ def smollm2_gguf() -> Path:
 
 
 @pytest.fixture(scope="session")
-def llama_server(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def llama_server(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChildServer]:
     """One real llama.cpp server for the session (tests/real_llm.py): two slots of CTX_SIZE tokens each."""
     with serving(smollm2_gguf, tmp_path_factory.mktemp("llm-serve")) as served:
         yield served
 
 
 @pytest.fixture
-def real_llm(llama_server: Served) -> Iterator[RecordingProxy]:
+def real_llm(llama_server: ChildServer) -> Iterator[RecordingProxy]:
     """The real server behind a recording proxy of the test's own: point ``llm_base_url`` at ``real_llm.url`` and
     ``llm_model`` at ``real_llm.model``; ``real_llm.chats`` holds each request sent and the model's reply."""
     with recording(llama_server) as proxy:

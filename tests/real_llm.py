@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
 import threading
 import urllib.error
 import urllib.request
@@ -30,6 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from chunkbench.llm.local_server import ChildServer, child_command, serve_in_child
 from fake_openai import RecordedRequest
 
 # Every slot's context window, in tokens: room for a RAG prompt of a few chunks and a judge prompt.
@@ -37,39 +36,23 @@ CTX_SIZE = 2048
 SRC = Path(__file__).resolve().parents[1] / "src"  # the chunkbench under test, for the `chunkbench` subprocess
 
 
-@dataclass(frozen=True)
-class Served:
-    """A running ``chunkbench llm serve``: its root URL, the OpenAI base URL and the model name it printed."""
-
-    url: str
-    base_url: str
-    model: str
-
-
 def llm_serve(gguf: Path, data_dir: Path, *options: str) -> subprocess.Popen[str]:
-    """``chunkbench llm serve GGUF OPTIONS`` as a child process; its stdout is the printed banner and settings."""
-    env = {**os.environ, "CHUNKBENCH_DATA_DIR": str(data_dir), "PYTHONPATH": str(SRC)}
-    command = [sys.executable, "-m", "chunkbench", "llm", "serve", str(gguf), *options]
+    """``chunkbench llm serve GGUF OPTIONS`` as a bare child process, for a test that signals it mid-start."""
+    env = {**os.environ, **_child_env(data_dir)}
+    command = child_command(gguf, *options)
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
 
 
+def _child_env(data_dir: Path) -> dict[str, str]:
+    return {"CHUNKBENCH_DATA_DIR": str(data_dir), "PYTHONPATH": str(SRC)}
+
+
 @contextmanager
-def serving(gguf: Path, data_dir: Path) -> Iterator[Served]:
+def serving(gguf: Path, data_dir: Path) -> Iterator[ChildServer]:
     """A server with two slots of CTX_SIZE tokens each, on two threads, stopped (Ctrl-C) on exit."""
     options = ("--ctx-size", str(CTX_SIZE), "--threads", "2", "--parallel", "2")
-    process = llm_serve(gguf, data_dir, *options)
-    assert process.stdout is not None
-    try:
-        _banner, base_url, model = (process.stdout.readline().strip() for _ in range(3))
-        assert base_url.startswith("export CHUNKBENCH_LLM_BASE_URL="), f"llm serve did not start: {base_url!r}"
-        base = base_url.split("=", 1)[1]
-        yield Served(base.removesuffix("/v1"), base, model.split("=", 1)[1])
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    with serve_in_child(gguf, *options, env=_child_env(data_dir)) as served:
+        yield served
 
 
 @dataclass
@@ -94,9 +77,9 @@ class Exchange:
 
 @dataclass
 class RecordingProxy:
-    """Forwards to ``upstream`` (a Served) and records each exchange; ``url`` is its OpenAI base URL."""
+    """Forwards to ``upstream`` (a ChildServer) and records each exchange; ``url`` is its OpenAI base URL."""
 
-    upstream: Served
+    upstream: ChildServer
     exchanges: list[Exchange] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -177,7 +160,7 @@ class RecordingProxy:
 
 
 @contextmanager
-def recording(upstream: Served) -> Iterator[RecordingProxy]:
+def recording(upstream: ChildServer) -> Iterator[RecordingProxy]:
     proxy = RecordingProxy(upstream)
     proxy.start()
     try:

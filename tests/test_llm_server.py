@@ -25,16 +25,17 @@ from typer.testing import CliRunner
 
 from chunkbench.cli import app
 from chunkbench.config import Settings, get_settings
-from chunkbench.errors import LlmContextExceededError
+from chunkbench.errors import LlmContextExceededError, LlmError
 from chunkbench.evaluation.judge import judge
 from chunkbench.llm.client import LlmClient, repair_counts
+from chunkbench.llm.local_server import ChildServer, child_command, serve_in_child
 from fake_openai import FakeOpenAI, Reply, running_fake_openai
-from real_llm import CTX_SIZE, SRC, Served, llm_serve
+from real_llm import CTX_SIZE, SRC, llm_serve
 
 pytestmark = pytest.mark.model  # loads a real model: `make test-fast` leaves it out
 
 
-def make_client(server: Served, tmp_path: Path, **settings: Any) -> LlmClient:
+def make_client(server: ChildServer, tmp_path: Path, **settings: Any) -> LlmClient:
     return LlmClient(
         Settings(_env_file=None, data_dir=tmp_path / "data", llm_base_url=server.base_url, llm_model=server.model,
                  llm_max_retries=0, llm_max_tokens=256, **settings)
@@ -52,13 +53,13 @@ def judge_paris(client: LlmClient, **kwargs: Any) -> Any:
     )
 
 
-def test_a_chat_completion_answers(llama_server: Served, tmp_path: Path) -> None:
+def test_a_chat_completion_answers(llama_server: ChildServer, tmp_path: Path) -> None:
     result = make_client(llama_server, tmp_path).chat([{"role": "user", "content": "Say hello."}], max_tokens=16)
     assert result.text and result.prompt_tokens > 0 and 0 < result.completion_tokens <= 16
     assert result.model == llama_server.model and result.attempts == 1
 
 
-def test_a_prompt_over_the_context_window_is_a_typed_error(llama_server: Served, tmp_path: Path) -> None:
+def test_a_prompt_over_the_context_window_is_a_typed_error(llama_server: ChildServer, tmp_path: Path) -> None:
     with pytest.raises(LlmContextExceededError) as raised:
         make_client(llama_server, tmp_path).chat([{"role": "user", "content": "word " * (2 * CTX_SIZE)}], max_tokens=8)
     error = raised.value
@@ -67,7 +68,7 @@ def test_a_prompt_over_the_context_window_is_a_typed_error(llama_server: Served,
     assert f"{error.details['prompt_tokens']} tokens" in error.message
 
 
-def test_a_reply_cut_by_max_tokens_goes_through_the_repair_path(llama_server: Served, tmp_path: Path) -> None:
+def test_a_reply_cut_by_max_tokens_goes_through_the_repair_path(llama_server: ChildServer, tmp_path: Path) -> None:
     before = repair_counts().get("judge", 0)
     verdict = judge_paris(make_client(llama_server, tmp_path), max_tokens=6, max_attempts=2)
     # Six tokens never hold the five keys: each reply is mended, found incomplete and asked again.
@@ -76,7 +77,7 @@ def test_a_reply_cut_by_max_tokens_goes_through_the_repair_path(llama_server: Se
     assert repair_counts()["judge"] - before == 2
 
 
-def test_two_parallel_slots_serve_two_concurrent_requests(llama_server: Served, tmp_path: Path) -> None:
+def test_two_parallel_slots_serve_two_concurrent_requests(llama_server: ChildServer, tmp_path: Path) -> None:
     client = make_client(llama_server, tmp_path)
     prompt = [{"role": "user", "content": "Count from 1 to 60, separated by spaces."}]
     results: list[Any] = []
@@ -96,7 +97,7 @@ def test_two_parallel_slots_serve_two_concurrent_requests(llama_server: Served, 
 
 
 def test_the_judge_sends_a_json_schema_and_needs_no_repair(
-    llama_server: Served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    llama_server: ChildServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = make_client(llama_server, tmp_path)
     sent: list[dict[str, Any]] = []
@@ -151,6 +152,15 @@ def test_llm_serve_of_a_missing_or_non_gguf_file_exits_with_the_typed_message(cl
     assert not_gguf.exit_code == 1 and "is not a GGUF file" in " ".join(not_gguf.output.split())
 
 
+def test_a_child_server_that_cannot_start_is_an_error_carrying_what_it_said(tmp_path: Path) -> None:
+    text = tmp_path / "notes.gguf"
+    text.write_text("not a model", encoding="utf-8")
+    env = {"CHUNKBENCH_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(SRC)}
+    said = r"ended \(exit code 1\) before serving: .*is not a GGUF file"
+    with pytest.raises(LlmError, match=said), serve_in_child(text, env=env):
+        pytest.fail("a child that printed no settings was served")
+
+
 def test_llm_serve_prints_the_settings_and_stops_on_ctrl_c(smollm2_gguf: Path, tmp_path: Path) -> None:
     process = llm_serve(smollm2_gguf, tmp_path / "data", "--ctx-size", "256")
     assert process.stdout is not None
@@ -172,7 +182,7 @@ def test_llm_serve_prints_the_settings_and_stops_on_ctrl_c(smollm2_gguf: Path, t
 
 
 def test_llm_check_reports_model_context_and_speed(
-    llama_server: Served, cli: CliRunner, monkeypatch: pytest.MonkeyPatch
+    llama_server: ChildServer, cli: CliRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CHUNKBENCH_LLM_BASE_URL", llama_server.base_url)
     monkeypatch.setenv("CHUNKBENCH_LLM_MODEL", llama_server.model)
@@ -216,7 +226,7 @@ except OSError:
 
 def test_llm_serve_stops_cleanly_on_ctrl_c_while_the_model_loads(smollm2_gguf: Path, tmp_path: Path) -> None:
     env = {**os.environ, "CHUNKBENCH_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(SRC)}
-    command = [sys.executable, "-m", "chunkbench", "llm", "serve", str(smollm2_gguf), "--ctx-size", "256"]
+    command = child_command(smollm2_gguf, "--ctx-size", "256")
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     assert process.stderr is not None
     watchdog = threading.Timer(60, process.kill)  # a hang fails the test instead of blocking the read below

@@ -4,6 +4,9 @@ Separate from ``client.py``: the client speaks to any server by URL; this module
 machine (``chunkbench llm serve``, or ``chunkbench serve`` with CHUNKBENCH_LLM_MODEL_PATH). It listens on 127.0.0.1:
 it serves its own machine only, so workers on other machines must be given one server's URL (docs/llm.md).
 
+``serve_in_child`` runs ``chunkbench llm serve`` as a child process instead, for callers that must not load llama.cpp
+themselves (the tests, a bench that measures a server from outside).
+
 The model file is checked before llama.cpp sees it (a missing or unreadable file, a file without the GGUF magic):
 llama.cpp itself only says "Failed to init server". ``xllamacpp`` is imported when a server starts, never at import.
 """
@@ -11,8 +14,15 @@ llama.cpp itself only says "Failed to init server". ``xllamacpp`` is imported wh
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -185,3 +195,59 @@ def start_for_app(settings: Settings) -> LocalLlmServer | None:
     server = LocalLlmServer(ServerOptions.from_settings(settings, settings.llm_model_path)).start()
     server.point_settings(settings)
     return server
+
+
+@dataclass(frozen=True)
+class ChildServer:
+    """A ``chunkbench llm serve`` running as a child process: the settings it printed."""
+
+    base_url: str  # CHUNKBENCH_LLM_BASE_URL, ending in /v1
+    model: str  # CHUNKBENCH_LLM_MODEL
+
+    @property
+    def url(self) -> str:
+        """The server's root URL (its /health, /slots, /props)."""
+        return self.base_url.removesuffix("/v1")
+
+
+def child_command(model_path: Path, *options: str) -> list[str]:
+    """The command line of ``chunkbench llm serve MODEL OPTIONS`` under this Python."""
+    return [sys.executable, "-m", "chunkbench", "llm", "serve", str(model_path), *options]
+
+
+@contextmanager
+def serve_in_child(model_path: Path, *options: str, env: Mapping[str, str] | None = None) -> Iterator[ChildServer]:
+    """``chunkbench llm serve MODEL OPTIONS`` in a child process (``env`` added to this one's), stopped with Ctrl-C on
+    exit. Why a child: xllamacpp's Cython types cannot share a process with uharfbuzz's (which fpdf2 loads), and a
+    bench measures a server best from outside it. A child that ends before printing its settings is an LlmError
+    carrying its last words (the typed error it printed, or llama.cpp's)."""
+    with tempfile.TemporaryFile("w+") as errors:
+        process = subprocess.Popen(
+            child_command(model_path, *options), stdout=subprocess.PIPE, stderr=errors, text=True,
+            env={**os.environ, **(env or {})},
+        )  # fmt: skip
+        assert process.stdout is not None
+        try:
+            exports: dict[str, str] = {}
+            while len(exports) < 2 and (line := process.stdout.readline()):  # a banner line, then the two exports
+                if line.startswith("export "):
+                    name, value = line.removeprefix("export ").strip().split("=", 1)
+                    exports[name] = value
+            if len(exports) < 2:
+                process.wait()
+                errors.seek(0)
+                said = " ".join(errors.read().split())[-1000:]  # its last words, unwrapped from the console's width
+                raise LlmError(
+                    f"chunkbench llm serve {model_path} ended (exit code {process.returncode}) before serving: "
+                    + (said or "it printed nothing."),
+                    path=str(model_path),
+                )
+            yield ChildServer(exports["CHUNKBENCH_LLM_BASE_URL"], exports["CHUNKBENCH_LLM_MODEL"])
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()

@@ -1,8 +1,10 @@
-"""perf/judge_agreement.py's arithmetic (no model): agreement, balanced accuracy, partial recall left out, selection."""
+"""perf/judge_agreement.py's arithmetic (no model): agreement, balanced accuracy, partial recall left out, selection;
+the README's table gives the recorded figures."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -44,3 +46,16 @@ def test_selection_is_balanced_and_deterministic() -> None:
     assert sum(1 for _, recall in chosen if recall == 0.0) == 3  # every recall-0 question; recall 1 fills the rest
     assert sum(1 for _, recall in chosen if recall == 1.0) == 5
     assert chosen == judge_agreement.select(list(reversed(pool)), 8)
+
+
+def test_the_readme_table_gives_every_measured_models_figures() -> None:
+    readme = (SCRIPT.parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("**Judge agreement**", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and " % | " in line]
+    results = json.loads(judge_agreement.RESULTS.read_text(encoding="utf-8"))
+    assert len(rows) == len(results)
+    for row, figures in zip(rows, results.values(), strict=True):
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert cells[1] == f"{figures['balanced_accuracy_pct']:.1f} %"
+        assert cells[2].startswith(f"{figures['mean_relevance_recall_1']} / {figures['mean_relevance_recall_0']}")
+        assert cells[3] == f"{figures['seconds_per_judgement']:.2f}"

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from chunkbench.chunking.base import context_prefix, with_context
+from chunkbench.chunking.base import ChunkingInput, context_prefix, with_context
 from chunkbench.chunking.diagnostics import histogram_bin_width, token_histograms
+from chunkbench.chunking.strategies.contextual_retrieval import ContextualRetrievalStrategy
+from chunkbench.indexing.contextual import LlmContextPrefixer
+from chunkbench.llm.client import ChatResult
+from chunkbench.models import DocumentTree, NodeType, TreeNode
 from chunkbench.text.tokens import count_tokens
-from fake_openai import Reply, running_fake_openai
 
 DOCUMENT = """# Annual Report
 
@@ -74,14 +77,35 @@ def test_contextual_retrieval_shows_its_deterministic_prefix_and_mode(client, do
 
 
 @pytest.mark.model
-def test_an_llm_prefix_is_shown_as_the_llm_wrote_it(settings, client, document_id):
-    with running_fake_openai() as server:
-        settings.llm_base_url, settings.llm_model = server.url, "fake-model"
-        server.responder = lambda request: Reply(content="  From the 2023 annual report,\n on results. ")
-        _process(client, document_id, strategies=["contextual_retrieval"])
+def test_an_llm_prefix_is_shown_as_the_llm_wrote_it(settings, client, document_id, real_llm):
+    settings.llm_base_url, settings.llm_model, settings.llm_max_tokens = real_llm.url, real_llm.model, 128
+    _process(client, document_id, strategies=["contextual_retrieval"])
     preview = _preview(client, document_id, "contextual_retrieval")
     assert preview["prefix_mode"] == "llm"
-    assert {c["context_prefix"] for c in preview["chunks"]} == {"From the 2023 annual report, on results."}
+    # One request per chunk, in the chunks' order; each chunk's prefix is the model's reply to it, on one line.
+    assert len(real_llm.chats) == len(preview["chunks"]) > 1
+    for chat, chunk in zip(real_llm.chats, preview["chunks"], strict=True):
+        assert f"<chunk>\n{chunk['text']}\n</chunk>" in chat.request.body["messages"][-1]["content"]
+        assert chunk["context_prefix"] == (" ".join(chat.content.split()) or None)
+
+
+class _Replying:
+    """A stand-in for the LLM client whose every chat replies ``text``."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def chat(self, messages, **options) -> ChatResult:
+        return ChatResult(self.text, prompt_tokens=1, completion_tokens=1, model="m", latency_ms=0.0, attempts=1)
+
+
+def test_an_llm_prefix_is_written_on_one_line():
+    prefixer = LlmContextPrefixer(_Replying("  From the 2023 annual report,\n on results. "))
+    tree = DocumentTree(root=TreeNode(NodeType.DOCUMENT, start_index=0, end_index=len(DOCUMENT)))
+    chunks = ContextualRetrievalStrategy(prefixer=prefixer).chunk(ChunkingInput("doc1", "report.md", DOCUMENT, tree))
+    assert chunks and {context_prefix(c.text, c.enriched_content) for c in chunks} == {
+        "From the 2023 annual report, on results."
+    }
 
 
 @pytest.mark.model

@@ -1,6 +1,7 @@
 """table_aware: tables cut only between rows, each later part embedded and answered under its header; prose as
 recursive cuts it. Documents are real DOCX, XLSX, CSV and HTML files parsed by chunkbench's parsers, and Chroma's
-corpora; the answer context is read from the prompt the real query pipeline sends to an OpenAI-compatible server."""
+corpora; the answer context is read from the prompt the real query pipeline sends to the real local model
+(tests/real_llm.py)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,6 @@ from chunkbench.errors import ChunkingError
 from chunkbench.evaluation.datasets import DEFAULT_CHROMA_DIR
 from chunkbench.storage.points import chunk_payload
 from chunkbench.text.tokens import get_tokenizer
-from fake_openai import Reply, running_fake_openai
 
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = DEFAULT_CHROMA_DIR / "corpora"
@@ -291,36 +291,36 @@ def test_the_header_travels_in_the_point_payload(tmp_path, settings, offline):
 
 
 @pytest.mark.model
-def test_the_answer_prompt_shows_a_table_part_under_its_header(tmp_path, settings):
+def test_the_answer_prompt_shows_a_table_part_under_its_header(tmp_path, settings, real_llm):
     path = _docx(tmp_path / "prices.docx", 80)
-    with running_fake_openai() as server:
-        settings.llm_base_url, settings.llm_model, settings.llm_max_retries = server.url, "fake-model", 0
-        server.script(Reply("It costs 61.50 EUR [Source 1]."))
-        with TestClient(create_app(settings)) as client:
-            uploaded = client.post("/documents", files={"file": ("prices.docx", path.read_bytes())})
-            assert uploaded.status_code in (200, 201), uploaded.text
-            document_id = uploaded.json()["document"]["id"]
-            processed = client.post(
-                f"/documents/{document_id}/process",
-                params={"wait": "true"},
-                json={"strategies": ["table_aware"], "params": {"table_aware": {"chunk_size": 96}}},
-            )
-            assert processed.status_code == 200, processed.text
-            response = client.post(
-                "/queries",
-                json={
-                    "document_id": document_id,
-                    "question": "What is the price of Item 61?",
-                    "strategy": "table_aware",
-                    "top_k": 1,
-                },
-            )
+    settings.llm_base_url, settings.llm_model, settings.llm_max_tokens = real_llm.url, real_llm.model, 128
+    settings.llm_max_retries = 0
+    with TestClient(create_app(settings)) as client:
+        uploaded = client.post("/documents", files={"file": ("prices.docx", path.read_bytes())})
+        assert uploaded.status_code in (200, 201), uploaded.text
+        document_id = uploaded.json()["document"]["id"]
+        processed = client.post(
+            f"/documents/{document_id}/process",
+            params={"wait": "true"},
+            json={"strategies": ["table_aware"], "params": {"table_aware": {"chunk_size": 96}}},
+        )
+        assert processed.status_code == 200, processed.text
+        response = client.post(
+            "/queries",
+            json={
+                "document_id": document_id,
+                "question": "What is the price of Item 61?",
+                "strategy": "table_aware",
+                "top_k": 1,
+            },
+        )
     assert response.status_code == 201, response.text
     body = response.json()
-    assert body["answer_mode"] == "llm"
+    [chat] = real_llm.chats
+    assert body["answer_mode"] == "llm" and body["answer"] == chat.content.strip()
     source = body["sources"][0]
     assert "Item 61 | 61.50 EUR" in source["text"] and not source["text"].startswith(DOCX_HEADER)
     assert source["context_header"] == DOCX_HEADER
-    prompt = server.chat_requests[-1].body["messages"][-1]["content"]
+    prompt = chat.request.body["messages"][-1]["content"]
     # The LLM reads the header rows right above the part's rows, as one table.
     assert f"{DOCX_HEADER}\n{source['text']}" in prompt

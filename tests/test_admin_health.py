@@ -1,8 +1,11 @@
-"""GET /admin/health through the real app: the database, embedded Qdrant and the LLM (a local fake server)."""
+"""GET /admin/health through the real app: the database, embedded Qdrant and the LLM (the real llama.cpp server,
+``real_llm``; the scripted fake only for a model list that lacks the configured model, a dead port for an
+unreachable one)."""
 
 from __future__ import annotations
 
 from fake_openai import running_fake_openai
+from real_llm import RecordingProxy
 
 
 def test_health_without_an_llm_counts_collections_and_says_answers_are_extractive(settings, client):
@@ -22,14 +25,16 @@ def test_health_without_an_llm_counts_collections_and_says_answers_are_extractiv
     assert body["collections"] == 1 and "1 collection" in body["qdrant"]["detail"]
 
 
-def test_a_reachable_llm_is_named_with_its_model(settings, client):
-    with running_fake_openai(models=["fake-model"]) as server:
-        settings.llm_base_url, settings.llm_model = server.url, "fake-model"
-        body = client.get("/admin/health").json()
+def test_a_reachable_llm_is_named_with_its_model(settings, client, real_llm: RecordingProxy):
+    settings.llm_base_url, settings.llm_model = real_llm.url, real_llm.model
+    body = client.get("/admin/health").json()
     assert body["status"] == "ok"
     assert body["llm"]["status"] == "reachable" and body["llm"]["ok"] is True
-    assert server.url in body["llm"]["detail"] and "'fake-model'" in body["llm"]["detail"]
-    assert "not among" not in body["llm"]["detail"]
+    # One model listing, no chat: the server lists the model it serves, so the detail names it without a "but".
+    [listing] = real_llm.exchanges
+    assert (listing.request.method, listing.request.path) == ("GET", "/v1/models") and real_llm.chats == []
+    assert real_llm.model in [model["id"] for model in listing.response["data"]]
+    assert body["llm"]["detail"] == f"{real_llm.url} answers, model '{real_llm.model}'"
 
 
 def test_a_served_model_list_without_the_configured_model_is_said(settings, client):

@@ -1,9 +1,10 @@
 """GET /admin/capabilities through the real app: what the forms may offer (rerankers, the judge, the LLM), each
-option that cannot work with its reason and the setting that enables it; the LLM is a local fake server."""
+option that cannot work with its reason and the setting that enables it. A reachable LLM is the real llama.cpp
+server (``real_llm``); one that does not answer is a dead port."""
 
 from __future__ import annotations
 
-from fake_openai import running_fake_openai
+from real_llm import RecordingProxy
 
 LLM_SETTING = "CHUNKBENCH_LLM_BASE_URL and CHUNKBENCH_LLM_MODEL"
 
@@ -38,13 +39,15 @@ def test_a_cross_encoder_folder_makes_it_available_and_a_missing_folder_says_so(
     assert cross["available"] is True and "Hugging Face hub" in cross["detail"]
 
 
-def test_a_reachable_llm_enables_the_judge_and_llm_reranking(settings, client):
-    with running_fake_openai(models=["fake-model"]) as server:
-        settings.llm_base_url, settings.llm_model = server.url, "fake-model"
-        body = client.get("/admin/capabilities").json()
-    for option in (body["llm"], body["judge"], body["rerankers"]["llm"]):
-        assert option["available"] is True and option["setting"] is None
-        assert server.url in option["detail"]
+def test_a_reachable_llm_enables_the_judge_and_llm_reranking(settings, client, real_llm: RecordingProxy):
+    settings.llm_base_url, settings.llm_model = real_llm.url, real_llm.model
+    body = client.get("/admin/capabilities").json()
+    # One model listing decides all three; nothing is generated to find out.
+    assert [(r.method, r.path) for r in real_llm.requests] == [("GET", "/v1/models")] and real_llm.chats == []
+    served = f"{real_llm.url} answers, model '{real_llm.model}'"
+    assert body["llm"] == {"available": True, "detail": served, "setting": None}
+    for feature, option in (("The LLM-as-judge", body["judge"]), ("LLM listwise reranking", body["rerankers"]["llm"])):
+        assert option == {"available": True, "detail": f"{feature}: {served}.", "setting": None}
 
 
 def test_an_llm_that_does_not_answer_is_not_offered(settings, client):

@@ -4,6 +4,7 @@ context builder marking, dropping or passing flagged chunks per ``injection_chun
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from prometheus_client import REGISTRY
@@ -124,15 +125,23 @@ def test_extractive_answers_report_flagged_sources_unwrapped(settings, client, d
 
 
 @pytest.mark.model
-def test_chatbot_sources_say_which_were_flagged(settings, client, document_id):
+def test_chatbot_sources_say_which_were_flagged(settings, client, document_id, real_llm):
     settings.injection_chunk_policy = "drop"
-    with running_fake_openai() as server:
-        settings.llm_base_url, settings.llm_model = server.url, "fake-model"
-        response = client.post("/api/query", json={"question": "When is train travel preferred?", "top_k": 3})
-        assert response.status_code == 200, response.text
-        [request] = server.chat_requests
-    assert [s["injection_flagged"] for s in response.json()["sources"]].count(True) == 1
-    assert INJECTION not in json.dumps(request.body["messages"])
+    # /api/query bounds the answer at RAGRequest's 512 tokens whatever llm_max_tokens says; this reply stops early.
+    settings.llm_base_url, settings.llm_model = real_llm.url, real_llm.model
+    response = client.post("/api/query", json={"question": "When is train travel preferred?", "top_k": 3})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    [chat] = real_llm.chats
+    # The chatbot reports the flagged source; the model never saw it, only the others, under their own numbers.
+    numbered = list(enumerate(body["sources"], start=1))
+    assert [s["injection_flagged"] for _, s in numbered].count(True) == 1
+    prompt = chat.request.body["messages"][-1]["content"]
+    assert INJECTION not in json.dumps(chat.request.body["messages"]) and "WARNING" not in prompt
+    sent = [int(n) for n in re.findall(r"^\[Source (\d+)\]$", prompt, re.MULTILINE)]
+    assert sent == [n for n, s in numbered if not s["injection_flagged"]]
+    assert all((s["text"][:40] in prompt) is not s["injection_flagged"] for _, s in numbered)
+    assert body["answer"] == chat.content.strip()
 
 
 def _chunk(text: str, payload_extra: dict) -> RetrievedChunk:

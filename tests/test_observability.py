@@ -29,6 +29,7 @@ from chunkbench.llm.client import LlmClient
 from chunkbench.observability.logs import JsonFormatter, TextFormatter, configure_logging, resolve_log_format
 from fake_openai import Reply, running_fake_openai
 from netutil import free_port
+from real_llm import RecordingProxy
 
 POSTGRES_URL = os.environ.get("CHUNKBENCH_TEST_POSTGRES_URL", "postgresql+psycopg://ci:ci@127.0.0.1:5432/ci")
 DOCUMENT_ROUTE = "/documents/{document_id}"
@@ -449,7 +450,23 @@ def _tokens(kind: str) -> float:
     return REGISTRY.get_sample_value("chunkbench_llm_tokens_total", {"kind": kind}) or 0.0
 
 
-def test_llm_token_usage_is_counted_by_kind(tmp_path: Path) -> None:
+def test_llm_token_usage_is_counted_by_kind(tmp_path: Path, real_llm: RecordingProxy) -> None:
+    settings = Settings(
+        _env_file=None, data_dir=tmp_path / "data", llm_base_url=real_llm.url, llm_model=real_llm.model,
+        llm_max_tokens=32, llm_max_retries=0,
+    )  # fmt: skip
+    client = LlmClient(settings)
+    # Each kind rises by exactly what the server counted, reply by reply.
+    for question in ("Name a colour.", "Name a fruit, in one word."):
+        prompt, completion = _tokens("prompt"), _tokens("completion")
+        result = client.chat([{"role": "user", "content": question}])
+        usage = real_llm.chats[-1].usage
+        assert (result.prompt_tokens, result.completion_tokens) == usage
+        assert (_tokens("prompt") - prompt, _tokens("completion") - completion) == usage
+    assert len(real_llm.chats) == 2
+
+
+def test_a_reply_without_usage_counts_no_tokens_and_an_empty_answer_still_counts(tmp_path: Path) -> None:
     with running_fake_openai() as server:
         settings = Settings(
             _env_file=None, data_dir=tmp_path / "data", llm_base_url=server.url, llm_model="fake-model",
@@ -457,12 +474,10 @@ def test_llm_token_usage_is_counted_by_kind(tmp_path: Path) -> None:
         )  # fmt: skip
         client = LlmClient(settings)
         prompt, completion = _tokens("prompt"), _tokens("completion")
-        server.script(Reply(usage=(11, 7)), Reply(usage=None), Reply(content="", usage=(5, 1)))
-        assert client.chat([{"role": "user", "content": "hi"}]).prompt_tokens == 11
-        assert (_tokens("prompt") - prompt, _tokens("completion") - completion) == (11, 7)
+        server.script(Reply(usage=None), Reply(content="", usage=(5, 1)))
         client.chat([{"role": "user", "content": "hi"}])  # no usage block: nothing counted
-        assert (_tokens("prompt") - prompt, _tokens("completion") - completion) == (11, 7)
+        assert (_tokens("prompt") - prompt, _tokens("completion") - completion) == (0, 0)
         with pytest.raises(Exception, match="empty answer"):
             client.chat([{"role": "user", "content": "hi"}])
         # An empty answer was still paid for.
-        assert (_tokens("prompt") - prompt, _tokens("completion") - completion) == (16, 8)
+        assert (_tokens("prompt") - prompt, _tokens("completion") - completion) == (5, 1)

@@ -12,9 +12,11 @@ from chunkbench.app import create_app
 from chunkbench.dependencies import get_tenant
 from chunkbench.embedding.providers import get_provider
 from chunkbench.embedding.registry import get_spec
-from chunkbench.llm.prompts import NOT_ENOUGH_INFORMATION
+from chunkbench.guard.injection import InjectionDetector
+from chunkbench.llm.prompts import NOT_ENOUGH_INFORMATION, rag_answer_messages
 from chunkbench.rag import guarded_query
 from chunkbench.rag.guarded_query import REFUSAL
+from chunkbench.retrieval.context import mark_passage
 from chunkbench.retrieval.schemas import ServingConfig
 from chunkbench.retrieval.serving import get_serving_config, set_serving_config
 from chunkbench.storage.db import Database
@@ -320,18 +322,29 @@ def test_wiping_a_collection_answers_409_not_the_cached_answer_nor_an_empty_one(
 
 
 @pytest.mark.model
-def test_a_chunk_with_planted_instructions_is_marked_in_the_llm_context_and_reported(settings):
+def test_a_chunk_with_planted_instructions_is_marked_in_the_llm_context_and_reported(settings, real_llm):
     """Indirect injection: the document's flagged passage reaches the LLM only inside the warning wrapper."""
     from test_injection_chunks import INJECTION, POLICY_DOC
 
-    with running_fake_openai() as server:
-        settings.llm_base_url, settings.llm_model, settings.llm_max_retries = server.url, "fake-model", 0
-        server.script(Reply("Trains under five hours [Source 1]."))
-        with TestClient(create_app(settings)) as client:
-            assert client.post("/api/index", files={"file": ("travel.md", POLICY_DOC.encode())}).status_code == 200
-            body = _ask(client, "When is train travel preferred?")
+    settings.llm_base_url, settings.llm_model, settings.llm_max_retries = real_llm.url, real_llm.model, 0
+    with TestClient(create_app(settings)) as client:
+        assert client.post("/api/index", files={"file": ("travel.md", POLICY_DOC.encode())}).status_code == 200
+        body = _ask(client, "When is train travel preferred?", max_tokens=128)  # the request's bound, not the setting
     flagged = [source for source in body["sources"] if source["injection_flagged"]]
     assert len(flagged) == 1 and flagged[0]["injection_action"] == "marked"
-    prompt = server.chat_requests[-1].body["messages"][-1]["content"]
+    assert all(source["injection_action"] == "none" for source in body["sources"] if source not in flagged)
+    # What was sent: every source under its number, the flagged one wrapped with the detector's own verdict.
+    [chat] = real_llm.chats
+    passages = [
+        (
+            s["number"],
+            mark_passage(s["text"], InjectionDetector().check(s["text"])) if s["injection_flagged"] else s["text"],
+        )
+        for s in body["sources"]
+    ]
+    assert chat.request.body["messages"] == rag_answer_messages("When is train travel preferred?", passages)
+    assert chat.request.body["max_tokens"] == 128
+    prompt = chat.request.body["messages"][-1]["content"]
     start, end = prompt.index("<<<flagged passage>>>"), prompt.index("<<<end of flagged passage>>>")
-    assert start < prompt.index(INJECTION) < end
+    assert start < prompt.index(INJECTION) < end and prompt.count(INJECTION) == 1
+    assert body["answer_mode"] == "llm" and body["answer"] == chat.content.strip()

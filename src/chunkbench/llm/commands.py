@@ -49,14 +49,8 @@ def serve_command(
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stopped.set())
     try:
-        defaults = ServerOptions.from_settings(settings, model)
-        options = ServerOptions(
-            model_path=model,
-            ctx_size=defaults.ctx_size if ctx_size is None else ctx_size,
-            threads=defaults.threads if threads is None else threads,
-            parallel=defaults.parallel if parallel is None else parallel,
-            gpu_layers=defaults.gpu_layers if gpu_layers is None else gpu_layers,
-            port=port,
+        options = ServerOptions.from_settings(
+            settings, model, ctx_size=ctx_size, threads=threads, parallel=parallel, gpu_layers=gpu_layers, port=port
         )
         server = LocalLlmServer(options).start()
     except ChunkbenchError as exc:

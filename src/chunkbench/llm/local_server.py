@@ -77,13 +77,25 @@ class ServerOptions:
     port: int = 0  # 0 = a free port
 
     @classmethod
-    def from_settings(cls, settings: Settings, model_path: Path) -> ServerOptions:
+    def from_settings(
+        cls,
+        settings: Settings,
+        model_path: Path,
+        *,
+        ctx_size: int | None = None,
+        threads: int | None = None,
+        parallel: int | None = None,
+        gpu_layers: int | None = None,
+        port: int = 0,
+    ) -> ServerOptions:
+        """The CHUNKBENCH_LLM_* settings, each option given (not None) winning: ``llm serve``'s flags over them."""
         return cls(
             model_path=model_path,
-            ctx_size=settings.llm_ctx_size,
-            threads=settings.llm_threads,
-            parallel=settings.llm_parallel,
-            gpu_layers=settings.llm_gpu_layers,
+            ctx_size=settings.llm_ctx_size if ctx_size is None else ctx_size,
+            threads=settings.llm_threads if threads is None else threads,
+            parallel=settings.llm_parallel if parallel is None else parallel,
+            gpu_layers=settings.llm_gpu_layers if gpu_layers is None else gpu_layers,
+            port=port,
         )
 
 
@@ -115,10 +127,10 @@ class LocalLlmServer:
         """The OpenAI-style base URL (CHUNKBENCH_LLM_BASE_URL)."""
         return f"{self.url}/v1"
 
-    def start(self) -> LocalLlmServer:
-        xllamacpp = _xllamacpp()
+    def params(self) -> Any:
+        """llama.cpp's ``CommonParams`` for these options (xllamacpp imported here)."""
         options = self.options
-        params = xllamacpp.CommonParams()
+        params = _xllamacpp().CommonParams()
         params.model.path = str(self.model_path)
         params.model_alias = {self.model}
         params.hostnames = [HOST]
@@ -132,8 +144,12 @@ class LocalLlmServer:
             params.cpuparams_batch.n_threads = options.threads
         params.endpoint_slots = True
         params.endpoint_props = True
+        return params
+
+    def start(self) -> LocalLlmServer:
+        params = self.params()
         try:
-            self._server = xllamacpp.Server(params)
+            self._server = _xllamacpp().Server(params)
         except RuntimeError as exc:
             raise LlmError(
                 f"llama.cpp could not serve {self.model_path} ({exc}). The file may be truncated or of a newer GGUF "

@@ -152,6 +152,29 @@ def test_llm_serve_of_a_missing_or_non_gguf_file_exits_with_the_typed_message(cl
     assert not_gguf.exit_code == 1 and "is not a GGUF file" in " ".join(not_gguf.output.split())
 
 
+def test_the_settings_and_the_commands_flags_reach_llama_cpps_parameters(smollm2_gguf: Path, tmp_path: Path) -> None:
+    # In a child process: xllamacpp stays out of pytest's (tests/real_llm.py). No GPU here, so --gpu-layers is checked
+    # where chunkbench hands it over; a CPU build of llama.cpp ignores it.
+    script = f"""
+from pathlib import Path
+from chunkbench.config import Settings
+from chunkbench.llm.local_server import LocalLlmServer, ServerOptions
+options = ServerOptions.from_settings(Settings(), Path({str(smollm2_gguf)!r}), parallel=3, gpu_layers=5)
+p = LocalLlmServer(options).params()
+print(p.n_ctx, p.n_parallel, p.n_gpu_layers, p.cpuparams.n_threads, p.cpuparams_batch.n_threads, p.hostnames,
+      sorted(p.model_alias))
+"""
+    env = {
+        **os.environ, "PYTHONPATH": str(SRC), "CHUNKBENCH_DATA_DIR": str(tmp_path / "data"),
+        "CHUNKBENCH_LLM_CTX_SIZE": "512", "CHUNKBENCH_LLM_THREADS": "3", "CHUNKBENCH_LLM_PARALLEL": "2",
+        "CHUNKBENCH_LLM_GPU_LAYERS": "7",
+    }  # fmt: skip
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    # The flags (3 slots, 5 layers) win over the settings (2, 7); each slot keeps the settings' 512 tokens.
+    assert ran.stdout.split("\n")[0] == f"1536 3 5 3 3 ['127.0.0.1'] ['{smollm2_gguf.stem}']"
+
+
 def test_a_child_server_that_cannot_start_is_an_error_carrying_what_it_said(tmp_path: Path) -> None:
     text = tmp_path / "notes.gguf"
     text.write_text("not a model", encoding="utf-8")

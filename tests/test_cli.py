@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -140,3 +144,21 @@ def test_models_and_strategies_listing(data_dir):
     names = [s["name"] for s in listed]
     assert names == [*own, *sorted(entry_points.ORIGINS)] == [*own, *(s["name"] for s in libraries)]
     assert all(s["available"] and s["library_version"] and not s["in_default_set"] for s in libraries)
+
+
+def test_a_ctrl_c_while_the_cli_loads_ends_quietly_with_the_shells_code() -> None:
+    # The Ctrl-C is raised where it would land: in the import of the CLI's modules, which takes a second or two.
+    script = """
+import builtins
+real_import = builtins.__import__
+def interrupted(name, *args, **kwargs):
+    if name == "chunkbench.cli":
+        raise KeyboardInterrupt
+    return real_import(name, *args, **kwargs)
+builtins.__import__ = interrupted
+from chunkbench.__main__ import main
+main()
+"""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert (ran.returncode, ran.stdout, ran.stderr) == (130, "", "")

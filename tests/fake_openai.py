@@ -14,11 +14,13 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import numpy as np
 import pytest
+
+from netutil import LoopbackHttp, send
 
 
 @dataclass
@@ -77,12 +79,8 @@ class FakeOpenAI:
         self.release_embeddings = threading.Event()
         self._embedding_calls = 0
         self._lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        # A delayed reply's client has hung up by the time we write: that is the test, not a failure.
-        self.httpd.handle_error = lambda request, address: None  # type: ignore[method-assign]
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        # A short poll interval: shutdown() waits up to one interval, once per test.
-        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._http = LoopbackHttp(self._handler_class())
+        self.url = f"{self._http.url}/v1"
 
     def script(self, *replies: Reply) -> None:
         """Queue replies for the next chat requests, in order."""
@@ -94,12 +92,11 @@ class FakeOpenAI:
         return [r for r in self.requests if r.path.endswith("/chat/completions")]
 
     def start(self) -> None:
-        self._thread.start()
+        self._http.start()
 
     def stop(self) -> None:
         self.release_embeddings.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._http.stop()
 
     def _next_reply(self, body: dict[str, Any]) -> Reply:
         with self._lock:
@@ -191,14 +188,7 @@ class FakeOpenAI:
                 self._send(status, {"error": {"message": message, "type": kind, "code": None}}, headers)
 
             def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
+                send(self, status, json.dumps(payload).encode(), headers=headers)
 
             def log_message(self, *args: object) -> None:
                 pass

@@ -24,12 +24,13 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 from chunkbench.llm.local_server import ChildServer, child_command, serve_in_child
 from fake_openai import RecordedRequest
+from netutil import LoopbackHttp, send
 
 # Every slot's context window, in tokens: room for a RAG prompt of a few chunks and a judge prompt.
 CTX_SIZE = 2048
@@ -84,10 +85,8 @@ class RecordingProxy:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self.httpd.handle_error = lambda request, address: None  # type: ignore[method-assign]
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._http = LoopbackHttp(self._handler_class())
+        self.url = f"{self._http.url}/v1"
 
     @property
     def model(self) -> str:
@@ -107,11 +106,10 @@ class RecordingProxy:
         return [exchange.request for exchange in self.chats]
 
     def start(self) -> None:
-        self._thread.start()
+        self._http.start()
 
     def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._http.stop()
 
     def _forward(self, request: RecordedRequest, data: bytes | None) -> tuple[int, bytes, str]:
         headers = {"Content-Type": "application/json"} if data is not None else {}
@@ -147,11 +145,7 @@ class RecordingProxy:
                     response = payload.decode(errors="replace")
                 with proxy._lock:
                     proxy.exchanges.append(Exchange(request, status, response))
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                send(self, status, payload, content_type)
 
             def log_message(self, *args: object) -> None:
                 pass

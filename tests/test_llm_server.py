@@ -193,6 +193,7 @@ def test_llm_serve_prints_the_settings_and_stops_on_ctrl_c(smollm2_gguf: Path, t
             "/v1"
         )
         assert model.strip() == f"export CHUNKBENCH_LLM_MODEL={smollm2_gguf.stem}" and "Ctrl-C" in banner
+        assert "(256-token context per request, 1 slot)" in banner
         url = base_url.strip().split("=", 1)[1]
         with urllib.request.urlopen(f"{url}/models", timeout=5) as reply:
             assert smollm2_gguf.stem in reply.read().decode()

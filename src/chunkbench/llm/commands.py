@@ -57,9 +57,10 @@ def serve_command(
         raise fail(exc, False) from exc
     try:
         if not stopped.is_set():  # stopped while loading: no settings to point at a server that is going away
+            window = f"{options.ctx_size}-token" if options.ctx_size else "the model's trained"
             print(
-                f"llama.cpp serves {server.model} at {server.base_url} ({options.ctx_size or 'the model'}'s context "
-                f"per request, {options.parallel} slot{'s' if options.parallel != 1 else ''}); Ctrl-C stops it.\n"
+                f"llama.cpp serves {server.model} at {server.base_url} ({window} context per request, "
+                f"{options.parallel} slot{'s' if options.parallel != 1 else ''}); Ctrl-C stops it.\n"
                 f"export CHUNKBENCH_LLM_BASE_URL={server.base_url}\n"
                 f"export CHUNKBENCH_LLM_MODEL={server.model}",
                 flush=True,
